@@ -1,0 +1,10 @@
+"""R2MED's eight datasets and the offline sample, registered as tasks."""
+
+from r2med_tasks.hookspecs import hookimpl
+from r2med_tasks.tasks import R2MED_TASKS, SAMPLE_TASK
+
+
+@hookimpl
+def register_tasks(register):
+    for task in (*R2MED_TASKS, SAMPLE_TASK):
+        register(task)

@@ -1,0 +1,249 @@
+"""Command line: ``r2med run|plugins|list`` and ``r2med-run`` (= ``r2med run``).
+
+Start-up stays light: this module imports click, rich and the plugin registry only; torch, mteb and
+models load when a run needs them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from .errors import UserError
+
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False)
+
+
+class CommandError(click.ClickException):
+    exit_code = 2
+
+    def show(self, file=None) -> None:
+        err.print(f"[bold red]Error:[/] {self.message}", soft_wrap=True)
+
+
+@contextmanager
+def user_errors(debug: bool = False):
+    """User mistakes become one line and exit status 2; ``--debug`` keeps the traceback."""
+    try:
+        yield
+    except UserError as e:
+        if debug:
+            raise
+        raise CommandError(str(e)) from None
+
+
+def registry():
+    from .plugins import get_plugins
+    from .registry import build_registry
+
+    plugins = get_plugins()
+    reg = build_registry(plugins)
+    return plugins, reg
+
+
+def warn_broken(plugins) -> None:
+    for b in plugins.broken:
+        err.print(f"[yellow]warning:[/] plugin {b.name} {b.version or ''} ({b.module}) is broken and was "
+                  f"skipped: {b.error}. Set R2MED_LOAD_PLUGINS to load only the packages you name.",
+                  soft_wrap=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="r2med")
+def cli():
+    """R2MED evaluation harness: MTEB-compatible tasks, pluggable retrievers, rewriters, rerankers."""
+
+
+RUN_HELP = """Evaluate a pipeline [rewriter] -> retriever -> [reranker] on R2MED tasks.
+
+\b
+Examples:
+  r2med-run --plugin bm25 --tasks sample
+  r2med-run --plugin st -o model=sentence-transformers/all-MiniLM-L6-v2 --tasks qa-reference
+  r2med-run --plugin st -o model=PATH --data-dir DIR --tasks Biology,PMC-Clinical
+"""
+
+
+@click.command("run", help=RUN_HELP)
+@click.option("--plugin", "-p", "plugin_names", multiple=True, required=True, metavar="NAME",
+              help="Component to use (retriever, rewriter or reranker); repeat for a pipeline. "
+                   "KIND:NAME picks one kind when names clash.")
+@click.option("--tasks", "-t", "task_names", multiple=True, metavar="TASKS",
+              help="Task names, aliases (Biology, PMC-Clinical, sample), groups (qa-reference, "
+                   "clinical-evidence, clinical-case) or r2med; comma-separated or repeated. "
+                   "Default: the folders found in --data-dir, else all eight R2MED tasks.")
+@click.option("--data-dir", type=click.Path(path_type=Path), metavar="DIR",
+              help="Read tasks from DIR/<Name>/{corpus,query,qrels}.jsonl instead of the hub.")
+@click.option("--output", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
+              help="Results folder (mteb's layout: OUTPUT/<org__model>/<revision>/).")
+@click.option("-o", "options", multiple=True, metavar="KEY=VALUE",
+              help="Component option; NAME.KEY=VALUE sends it to one component.")
+@click.option("--top-k", type=click.IntRange(1), default=100, show_default=True,
+              help="Documents kept per query (the published runs keep 100).")
+@click.option("--cache-dir", type=click.Path(path_type=Path), metavar="DIR",
+              help="Where components keep indexes and embeddings (default: $R2MED_CACHE_DIR or ~/.cache/r2med).")
+@click.option("--overwrite", is_flag=True, help="Recompute tasks that already have results.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+def run_command(plugin_names, task_names, data_dir, output, options, top_k, cache_dir, overwrite, as_json, debug):
+    from .pipeline import build_pipeline, instantiate
+    from .runner import run_pipeline
+
+    with user_errors(debug):
+        if cache_dir is not None:
+            os.environ["R2MED_CACHE_DIR"] = str(cache_dir)
+        plugins, reg = registry()
+        warn_broken(plugins)
+        reg.check()
+        pipeline = build_pipeline(reg, list(plugin_names), list(options), top_k=top_k)
+        tasks = choose_tasks(reg, list(task_names), data_dir)
+        instantiate(pipeline)
+        folder, outcomes = run_pipeline(pipeline, tasks, output=output, data_dir=data_dir,
+                                        overwrite=overwrite, console=err)
+    print_summary(folder, outcomes, as_json)
+
+
+def choose_tasks(reg, task_names: list[str], data_dir: Path | None):
+    if task_names:
+        return reg.tasks(task_names)
+    if data_dir is None:
+        return reg.tasks(["r2med"])
+    if not data_dir.is_dir():
+        raise UserError(f"--data-dir {data_dir}: not a folder")
+    found = []
+    for entry in reg.entries["task"]:
+        try:
+            entry.spec.find_folder(data_dir, only_task=False)
+            found.append(entry.spec)
+        except UserError:
+            pass
+    if not found:
+        raise UserError(f"--data-dir {data_dir}: no task folders found (expected e.g. {data_dir}/Biology/corpus.jsonl); "
+                        "name the task with --tasks for a flat folder")
+    return found
+
+
+def print_summary(folder, outcomes, as_json: bool) -> None:
+    from .evaluation import leaderboard_average, leaderboard_value
+
+    values = [leaderboard_value(o.ndcg_at_10) for o in outcomes]
+    average = leaderboard_average(values)
+    if as_json:
+        click.echo(json.dumps({
+            "pipeline": folder.display_name,
+            "model_name": folder.meta.name,
+            "revision": folder.meta.revision,
+            "results_dir": str(folder.path),
+            "tasks": [{"task": o.task.name, "alias": o.task.short_name, "ndcg_at_10": o.ndcg_at_10,
+                       "ndcg_at_10_x100": v, "n_queries": o.n_queries, "status": o.status}
+                      for o, v in zip(outcomes, values)],
+            "average_ndcg_at_10_x100": average,
+        }, indent=2))
+        return
+    table = Table(title=f"{folder.display_name}: nDCG@10 ×100", title_justify="left")
+    for col, kw in (("Task", {}), ("Group", {}), ("Queries", {"justify": "right"}),
+                    ("nDCG@10", {"justify": "right"}), ("", {"style": "dim"})):
+        table.add_column(col, **kw)
+    for o, v in zip(outcomes, values):
+        table.add_row(o.task.short_name, o.task.group or "-", str(o.n_queries), f"{v:.2f}",
+                      "from earlier run" if o.status == "cached" else "")
+    table.add_section()
+    table.add_row(f"Average of {len(outcomes)} task{'s' if len(outcomes) != 1 else ''}", "", "", f"{average:.2f}", "")
+    out.print(table)
+    out.print(f"Results: {folder.path}")
+
+
+@cli.command("plugins")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def plugins_command(as_json):
+    """List installed plugin packages, their versions and components."""
+    plugins, reg = registry()
+    rows: dict[tuple[str, str | None], dict] = {}
+    for kind, entries in reg.entries.items():
+        for e in entries:
+            row = rows.setdefault((e.plugin.name, e.plugin.version),
+                                  {"name": e.plugin.name, "version": e.plugin.version, "components": {}})
+            row["components"].setdefault(kind + "s", []).append(e.spec.name)
+    for b in plugins.broken:
+        rows.setdefault((b.name, b.version), {"name": b.name, "version": b.version, "components": {}})["error"] = b.error
+    data = sorted(rows.values(), key=lambda r: r["name"])
+    if as_json:
+        click.echo(json.dumps({"plugins": data, "conflicts": reg.conflicts}, indent=2))
+        return
+    table = Table()
+    for col in ("Package", "Version", "Components", "Status"):
+        table.add_column(col)
+    for r in data:
+        comps = "; ".join(f"{k}: {', '.join(v)}" for k, v in r["components"].items())
+        table.add_row(r["name"], r["version"] or "-", comps, f"[red]broken: {r['error']}[/]" if "error" in r else "ok")
+    out.print(table)
+    for c in reg.conflicts:
+        err.print(f"[red]conflict:[/] {c}")
+
+
+@cli.command("list")
+@click.argument("what", type=click.Choice(["tasks", "retrievers", "rewriters", "rerankers"]))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def list_command(what, as_json):
+    """List tasks or components."""
+    plugins, reg = registry()
+    warn_broken(plugins)
+    kind = what[:-1]
+    entries = reg.entries[kind]
+    if kind == "task":
+        rows = [{"name": e.spec.name, "alias": e.spec.short_name, "group": e.spec.group,
+                 "hub_path": e.spec.hub_path, "revision": e.spec.revision,
+                 "documents": e.spec.extra.get("n_docs"), "queries": e.spec.extra.get("n_queries"),
+                 "plugin": e.plugin.name, "description": e.spec.description} for e in entries]
+        columns = ("name", "alias", "group", "revision", "documents", "queries")
+    else:
+        rows = [{"name": e.spec.name, "aliases": list(e.spec.aliases), "plugin": e.plugin.name,
+                 "version": e.plugin.version, "options": dict(e.spec.options),
+                 "description": e.spec.description, "reference": e.spec.reference} for e in entries]
+        columns = ("name", "aliases", "plugin", "options", "description")
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, default=str))
+        return
+    table = Table()
+    for col in columns:
+        table.add_column(col.capitalize())
+    for r in rows:
+        table.add_row(*(_cell(col, r[col]) for col in columns))
+    out.print(table)
+
+
+def _cell(col: str, value) -> str:
+    if value is None:
+        return "-"
+    if col == "revision":
+        return value[:10]
+    if col == "documents":
+        return f"{value:,}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items()) or "-"
+    if isinstance(value, list):
+        return ", ".join(value) or "-"
+    return str(value)
+
+
+cli.add_command(run_command)
+
+
+def main() -> None:
+    cli(prog_name="r2med")
+
+
+def run_main() -> None:
+    run_command(prog_name="r2med-run")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

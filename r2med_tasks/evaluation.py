@@ -1,0 +1,64 @@
+"""Scores of a run against judgments, computed by mteb's retrieval metrics (pytrec_eval inside).
+
+The score dict is exactly what ``mteb.evaluate`` stores for a retrieval task, so a TaskResult
+written here is indistinguishable from one mteb writes. Per-query values come from the same
+pytrec_eval call.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import ROUND_HALF_UP, Decimal
+
+from .components import Run
+from .errors import PluginError
+
+K_VALUES = (1, 3, 5, 10, 20, 100, 1000)
+MAIN_SCORE = "ndcg_at_10"
+PER_QUERY = {"ndcg_at_10": "ndcg_cut_10", "recall_at_10": "recall_10", "recall_at_100": "recall_100",
+             "map_at_10": "map_cut_10"}
+
+
+def check_run(run: Run, qrels: dict, doc_ids: set[str], *, component: str) -> None:
+    """Reject a plugin's output that would silently corrupt scores."""
+    for qid, docs in run.items():
+        for doc_id, score in docs.items():
+            if doc_id not in doc_ids:
+                raise PluginError(f"{component} returned unknown document id {doc_id!r} for query {qid!r}; "
+                                  "results must use the corpus's ids")
+            if not isinstance(score, (int, float)) or math.isnan(score):
+                raise PluginError(f"{component} returned score {score!r} for query {qid!r}, document "
+                                  f"{doc_id!r}; scores must be real numbers (not NaN)")
+    missing = [q for q in qrels if q not in run]
+    if missing:
+        raise PluginError(f"{component} returned no results for {len(missing)} queries (e.g. {missing[0]!r})")
+
+
+def top_k(run: Run, k: int) -> dict[str, list[tuple[str, float]]]:
+    """Each query's ``k`` best documents, by score; ties keep the order the component gave."""
+    return {qid: sorted(docs.items(), key=lambda kv: -kv[1])[:k] for qid, docs in run.items()}
+
+
+def score(ranked: dict[str, list[tuple[str, float]]], qrels: dict[str, dict[str, int]]) -> tuple[dict, dict]:
+    """mteb's score dict for a retrieval split, and per-query metrics."""
+    from mteb._evaluators.retrieval_metrics import calculate_retrieval_scores, make_score_dict
+
+    run = {qid: {d: float(s) for d, s in docs} for qid, docs in ranked.items()}
+    r = calculate_retrieval_scores(run, qrels, list(K_VALUES))
+    scores = make_score_dict(ndcg=r.ndcg, _map=r.map, recall=r.recall, precision=r.precision,
+                             mrr=r.mrr, naucs=r.naucs, naucs_mrr=r.naucs_mrr, hit_rate=r.hit_rate,
+                             task_scores={})
+    scores["main_score"] = scores[MAIN_SCORE]
+    per_query = {qid: {name: m[key] for name, key in PER_QUERY.items()} for qid, m in r.all_scores.items()}
+    return scores, per_query
+
+
+def leaderboard_value(score_value: float) -> float:
+    """A task's score as the R2MED leaderboard prints it: 5-decimal score, ×100, 2 decimals."""
+    return round(round(score_value, 5) * 100, 2)
+
+
+def leaderboard_average(values: list[float]) -> float:
+    """The leaderboard's average: mean of the 2-decimal values, rounded half-up to 2 decimals."""
+    mean = sum(Decimal(str(v)) for v in values) / len(values)
+    return float(mean.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))

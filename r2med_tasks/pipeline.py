@@ -1,0 +1,162 @@
+"""The pipeline a run evaluates: ``[rewriter] -> retriever -> [reranker]``, built from ``--plugin``
+names and ``-o`` options, and the identity that names its results."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .components import PROTOCOLS, parse_option
+from .errors import PluginError, UserError
+from .registry import Registered, Registry
+from .tasks import normalize
+
+STAGE_ORDER = ("rewriter", "retriever", "reranker")
+
+
+@dataclass
+class Stage:
+    entry: Registered
+    options: dict[str, Any] = field(default_factory=dict)  # user-set options only
+    instance: Any = None
+    _meta: dict[str, Any] | None = None
+
+    @property
+    def spec(self):
+        return self.entry.spec
+
+    @property
+    def label(self) -> str:
+        return f"{self.spec.kind} '{self.spec.name}' (from {self.entry.plugin.name})"
+
+    def identity(self) -> dict[str, Any]:
+        merged = {**self.spec.options, **self.options}
+        return {
+            "component": self.spec.name,
+            "plugin": self.entry.plugin.name,
+            "plugin_version": self.entry.plugin.version,
+            "options": {k: merged[k] for k in sorted(merged) if k not in self.spec.runtime_options},
+        }
+
+    def changed_options(self) -> dict[str, Any]:
+        """Identity-relevant options set away from their defaults and not reflected in the model name."""
+        skip = set(self.spec.runtime_options) | set(self.spec.model_options)
+        return {k: v for k, v in sorted(self.options.items()) if k not in skip and v != self.spec.options.get(k)}
+
+    def model_meta(self) -> dict[str, Any]:
+        if self._meta is None:
+            self._meta = self._read_model_meta()
+        return self._meta
+
+    def _read_model_meta(self) -> dict[str, Any]:
+        meta = getattr(self.instance, "model_meta", None)
+        info = dict(meta()) if callable(meta) else {}
+        info.setdefault("name", f"r2med/{self.spec.name}")
+        info.setdefault("revision", self.entry.plugin.version or "0")
+        if "/" not in info["name"]:
+            raise PluginError(f"{self.label}: model_meta() name {info['name']!r} must contain '/' (org/name)")
+        return info
+
+
+@dataclass
+class Pipeline:
+    stages: dict[str, Stage]
+    top_k: int = 100
+
+    @property
+    def retriever(self) -> Stage:
+        return self.stages["retriever"]
+
+    def ordered(self) -> list[Stage]:
+        return [self.stages[k] for k in STAGE_ORDER if k in self.stages]
+
+    def identity(self) -> dict[str, Any]:
+        """What the results depend on (plugin versions are recorded but do not name the folder)."""
+        return {"top_k": self.top_k, **{k: s.identity() for k, s in self.stages.items()}}
+
+    def fingerprint(self) -> str:
+        ident = self.identity()
+        for key in STAGE_ORDER:
+            if key in ident:
+                ident[key] = {k: v for k, v in ident[key].items() if k != "plugin_version"}
+        if "retriever" in ident:
+            ident["retriever"]["model"] = {k: self.retriever.model_meta()[k] for k in ("name", "revision")}
+        return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+    def display_name(self) -> str:
+        names = [self.retriever.model_meta()["name"].split("/")[-1]]
+        if "rewriter" in self.stages:
+            names.insert(0, self.stages["rewriter"].spec.name)
+        if "reranker" in self.stages:
+            names.append(self.stages["reranker"].spec.name)
+        return " + ".join(names)
+
+    def folder_meta(self) -> dict[str, Any]:
+        """Model name and revision naming the results folder.
+
+        A bare retriever keeps its model's own name and revision, so its results merge with
+        published MTEB results; any other pipeline, or changed options, gets a fingerprint.
+        """
+        meta = self.retriever.model_meta()
+        if len(self.stages) == 1 and self.top_k == 100 and not self.retriever.changed_options():
+            return meta
+        if len(self.stages) == 1:
+            return {**meta, "revision": f"{meta['revision']}-{self.fingerprint()}"}
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", self.display_name()).strip("_")
+        return {**meta, "name": f"r2med/{slug}", "revision": self.fingerprint()}
+
+
+def build_pipeline(registry: Registry, plugin_tokens: list[str], option_tokens: list[str], *, top_k: int = 100) -> Pipeline:
+    stages: dict[str, Stage] = {}
+    for token in plugin_tokens:
+        entry = registry.component(token)
+        if entry.kind in stages:
+            raise UserError(f"--plugin {token}: a pipeline takes one {entry.kind}; "
+                            f"'{stages[entry.kind].spec.name}' is already selected")
+        stages[entry.kind] = Stage(entry)
+    if "retriever" not in stages:
+        raise UserError("a pipeline needs one retriever: add --plugin NAME (see `r2med list retrievers`)")
+    _route_options(stages, option_tokens)
+    return Pipeline(stages, top_k)
+
+
+def _route_options(stages: dict[str, Stage], option_tokens: list[str]) -> None:
+    """``-o key=value`` goes to every selected component accepting ``key``; ``-o name.key=value`` to one."""
+    for token in option_tokens:
+        key, sep, raw = token.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UserError(f"-o {token}: expected key=value (or component.key=value)")
+        targets = list(stages.values())
+        prefix, dot, bare = key.partition(".")
+        if dot:
+            named = [s for s in targets if normalize(prefix) in {normalize(n) for n in (s.spec.name, *s.spec.aliases)}]
+            if not named:
+                raise UserError(f"-o {token}: '{prefix}' is not a selected component "
+                                f"(selected: {', '.join(s.spec.name for s in targets)})")
+            targets, key = named, bare
+        accepting = [s for s in targets if key in s.spec.options]
+        if not accepting:
+            accepted = "; ".join(f"{s.spec.name} accepts {', '.join(sorted(s.spec.options)) or 'no options'}"
+                                 for s in targets)
+            raise UserError(f"-o {token}: no selected component accepts '{key}' ({accepted})")
+        for stage in accepting:
+            stage.options[key] = parse_option(stage.spec.options[key], raw, where=f"-o {stage.spec.name}.{key}")
+
+
+def instantiate(pipeline: Pipeline) -> None:
+    """Create each selected component (cheap: models load on first use) and check its interface."""
+    for stage in pipeline.ordered():
+        try:
+            stage.instance = stage.spec.create(stage.options)
+        except UserError:
+            raise
+        except Exception as e:
+            raise PluginError(f"{stage.label} could not be created: {type(e).__name__}: {e}") from e
+        protocol = PROTOCOLS[stage.spec.kind]
+        if not isinstance(stage.instance, protocol):
+            raise PluginError(f"{stage.label}: its factory returned {type(stage.instance).__name__}, "
+                              f"which lacks the {protocol.__name__} methods")

@@ -1,0 +1,110 @@
+"""Results on disk, laid out as mteb's ResultCache lays them out.
+
+``<output>/<org__model>/<revision>/`` holds ``model_meta.json`` and one TaskResult
+``<TaskName>.json`` per task (``mteb.ResultCache(<output>/..).load_results()`` reads them),
+plus the harness's own files, none of which mteb mistakes for a result:
+``<TaskName>.trec`` (top-k run), ``<TaskName>.per_query.tsv`` and ``r2med/pipeline.json``.
+Every file is written atomically and the TaskResult last, so it marks a finished task.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from . import atomic
+from .errors import UserError
+from .evaluation import PER_QUERY
+from .pipeline import Pipeline
+
+
+def model_meta(pipeline: Pipeline):
+    """The mteb ModelMeta naming this pipeline's results (mteb's own entry when it has one)."""
+    import mteb
+    from mteb.models import ModelMeta
+
+    info = pipeline.folder_meta()
+    fields = {k: v for k, v in info.items() if k in ModelMeta.model_fields}
+    try:
+        registered = mteb.get_model_meta(info["name"])
+    except Exception:  # unregistered name: build one from what the component told us
+        empty = ModelMeta.create_empty()
+        return ModelMeta.model_validate({**{k: getattr(empty, k) for k in ModelMeta.model_fields}, **fields})
+    return registered.model_copy(update={"revision": info["revision"]})
+
+
+class ResultFolder:
+    def __init__(self, output: Path, pipeline: Pipeline) -> None:
+        self.meta = model_meta(pipeline)
+        self.path = output / self.meta.model_name_as_path() / self.meta.revision
+        self.identity = pipeline.identity()
+        self.display_name = pipeline.display_name()
+
+    def task_json(self, task_name: str) -> Path:
+        return self.path / f"{task_name}.json"
+
+    def trec(self, task_name: str) -> Path:
+        return self.path / f"{task_name}.trec"
+
+    def per_query(self, task_name: str) -> Path:
+        return self.path / f"{task_name}.per_query.tsv"
+
+    @property
+    def pipeline_file(self) -> Path:
+        return self.path / "r2med" / "pipeline.json"
+
+    def is_complete(self, task_name: str) -> bool:
+        return all(p.exists() for p in (self.task_json(task_name), self.trec(task_name), self.per_query(task_name)))
+
+    def prepare(self) -> None:
+        """Claim the folder for this pipeline; refuse one that holds another pipeline's results."""
+        if self.pipeline_file.exists():
+            try:
+                stored = json.loads(self.pipeline_file.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError):
+                stored = None
+            if stored is not None and _without_versions(stored.get("pipeline")) != _without_versions(
+                    json.loads(json.dumps(self.identity, default=str))):
+                raise UserError(f"{self.path} holds results of a different pipeline; "
+                                "pass another --output or delete that folder")
+        atomic.write_json(self.pipeline_file, {"name": self.display_name, "pipeline": self.identity})
+        atomic.write_text(self.path / "model_meta.json", json.dumps(self.meta.to_dict(), default=str, indent=4))
+
+    def write(self, task_metadata, scores: dict, ranked: dict, per_query: dict, *,
+              evaluation_time: float, phases: list[dict[str, Any]]) -> None:
+        from mteb.results import TaskResult
+
+        name = task_metadata.name
+        tag = self.display_name.replace(" ", "_")
+        atomic.write_lines(self.trec(name), (
+            f"{qid} Q0 {doc_id} {rank} {score!r} {tag}"
+            for qid, docs in ranked.items() for rank, (doc_id, score) in enumerate(docs, 1)))
+        atomic.write_lines(self.per_query(name), [
+            "\t".join(["query_id", *PER_QUERY]),
+            *("\t".join([qid, *(repr(m[k]) for k in PER_QUERY)]) for qid, m in sorted(per_query.items()))])
+        result = TaskResult.from_task_results(
+            SimpleNamespace(metadata=task_metadata), {"test": {"default": scores}}, evaluation_time,
+            evaluation_phases=phases)
+        fd, tmp = tempfile.mkstemp(dir=self.path, prefix=f".{name}.", suffix=".tmp")
+        os.close(fd)
+        try:
+            result.to_disk(Path(tmp))  # mteb's own serialisation, then an atomic rename
+            os.replace(tmp, self.task_json(name))
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+
+    def main_score(self, task_name: str) -> tuple[float, int]:
+        """The stored main score and number of evaluated queries of a finished task."""
+        data = json.loads(self.task_json(task_name).read_text(encoding="utf-8"))
+        n = sum(1 for _ in self.per_query(task_name).open(encoding="utf-8")) - 1
+        return data["scores"]["test"][0]["main_score"], n
+
+
+def _without_versions(identity: Any) -> Any:
+    if isinstance(identity, dict):
+        return {k: _without_versions(v) for k, v in identity.items() if k != "plugin_version"}
+    return identity

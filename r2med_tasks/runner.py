@@ -1,0 +1,130 @@
+"""Evaluate a pipeline over tasks: load data, rewrite, retrieve, rerank, score, write.
+
+A task whose results are complete is skipped (unless overwriting), so a killed run resumes where
+it stopped; results are written atomically after each task, so nothing finished is lost.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from .data import TaskData
+from .errors import PluginError, UserError
+from .evaluation import check_run, score, top_k
+from .pipeline import Pipeline, Stage
+from .results import ResultFolder
+from .tasks import TaskSpec
+
+
+@dataclass
+class TaskOutcome:
+    task: TaskSpec
+    ndcg_at_10: float
+    n_queries: int
+    status: str  # "computed" or "cached"
+
+
+class Phases:
+    """Wall-clock phases of one task, in the shape mteb stores as ``evaluation_phases``."""
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+
+    @contextmanager
+    def __call__(self, name: str):
+        start = time.time()
+        yield
+        self.items.append({"name": name, "start": start, "end": time.time(), "split": "test", "subset": "default"})
+
+
+@contextmanager
+def calling(stage: Stage, task: TaskSpec, what: str):
+    """Turn a component's crash into a one-line error naming the plugin, the task and the step."""
+    try:
+        yield
+    except UserError:
+        raise
+    except Exception as e:
+        raise PluginError(f"{stage.label} failed while {what} {task.name}: {type(e).__name__}: {e} "
+                          "(rerun with --debug for the traceback)") from e
+
+
+def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: Path | None,
+                 overwrite: bool, console: Console) -> tuple[ResultFolder, list[TaskOutcome]]:
+    folder = ResultFolder(output, pipeline)
+    folder.prepare()
+    outcomes = []
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} tasks"),
+               TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        bar = progress.add_task("", total=len(tasks))
+        for task in tasks:
+            if overwrite or not folder.is_complete(task.name):
+                def step(text: str, _task=task) -> None:
+                    progress.update(bar, description=f"{_task.short_name}: {text}")
+                _evaluate(pipeline, task, folder, data_dir=data_dir, only_task=len(tasks) == 1,
+                          step=step, console=console)
+                status = "computed"
+            else:
+                status = "cached"
+            ndcg, n = folder.main_score(task.name)
+            outcomes.append(TaskOutcome(task, ndcg, n, status))
+            progress.advance(bar)
+    return folder, outcomes
+
+
+def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_dir: Path | None,
+              only_task: bool, step, console: Console) -> None:
+    started = time.time()
+    phase = Phases()
+    step("loading data")
+    with phase("Data loading"):
+        data: TaskData = task.load(data_dir, only_task=only_task)
+    for warning in data.warnings:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+
+    queries = data.queries
+    if "rewriter" in pipeline.stages:
+        stage = pipeline.stages["rewriter"]
+        step(f"rewriting queries ({stage.spec.name})")
+        with phase("Rewriting queries"), calling(stage, task, "rewriting queries of"):
+            queries = stage.instance.rewrite(queries, task=task)
+        if sorted(q.id for q in queries) != sorted(q.id for q in data.queries):
+            raise PluginError(f"{stage.label} must return one rewritten query per input query")
+
+    retriever = pipeline.retriever
+    step(f"indexing {len(data.corpus):,} documents ({retriever.spec.name})")
+    with phase("Encoding corpus"), calling(retriever, task, "indexing"):
+        retriever.instance.index(data.corpus, task=task)
+    step(f"searching {len(queries)} queries")
+    with phase("Encoding queries"), calling(retriever, task, "searching"):
+        run = retriever.instance.search(queries, task=task, top_k=pipeline.top_k)
+    doc_ids = set(data.corpus.ids)
+    check_run(run, data.qrels, doc_ids, component=retriever.label)
+    ranked = top_k(run, pipeline.top_k)
+
+    if "reranker" in pipeline.stages:
+        stage = pipeline.stages["reranker"]
+        step(f"reranking ({stage.spec.name})")
+        candidates = {qid: dict(docs) for qid, docs in ranked.items()}
+        with phase("Reranking"), calling(stage, task, "reranking"):
+            reranked = stage.instance.rerank(queries, data.corpus, candidates, task=task)
+        check_run(reranked, data.qrels, doc_ids, component=stage.label)
+        ranked = top_k(reranked, pipeline.top_k)
+
+    empty = [qid for qid, docs in ranked.items() if not docs]
+    if empty:
+        console.print(f"[yellow]warning:[/] {task.name}: {len(empty)} queries got no documents; "
+                      "pytrec_eval leaves them out of the averages")
+    step("scoring")
+    with phase("Scoring"):
+        scores, per_query = score(ranked, data.qrels)
+    folder.write(task.mteb_metadata(data.revision), scores, ranked, per_query,
+                 evaluation_time=time.time() - started, phases=phase.items)
