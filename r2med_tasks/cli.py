@@ -19,7 +19,7 @@ from rich.table import Table
 from .errors import UserError
 
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 class CommandError(click.ClickException):

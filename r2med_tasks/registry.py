@@ -38,7 +38,7 @@ class Registry:
         """Normalized name and alias -> entry, for one kind."""
         out: dict[str, Registered] = {}
         for entry in self.entries[kind]:
-            for name in (entry.spec.name, *entry.spec.aliases):
+            for name in _names_of(entry.spec):
                 out.setdefault(normalize(name), entry)
         return out
 
@@ -77,12 +77,16 @@ class Registry:
             elif normalize(token) in by_name:
                 found = [by_name[normalize(token)].spec]
             else:
-                known = [e.spec.name for e in self.entries["task"]]
-                known += [a for e in self.entries["task"] for a in e.spec.aliases] + list(GROUPS)
+                known = [n for e in self.entries["task"] for n in _names_of(e.spec)] + list(GROUPS)
                 raise UserError(f"--tasks {token}: no such task or group{_suggest(token, known)}. "
                                 "See `r2med list tasks`")
             chosen += [t for t in found if t not in chosen]
         return chosen
+
+
+def _names_of(spec) -> tuple[str, ...]:
+    extra = (spec.short_name,) if isinstance(spec, TaskSpec) else ()
+    return (spec.name, *extra, *spec.aliases)
 
 
 def _suggest(name: str, known: list[str]) -> str:
@@ -95,7 +99,7 @@ def build_registry(plugins: Plugins) -> Registry:
     registry = Registry()
     for kind, hook_name in HOOKS.items():
         expected = TaskSpec if kind == "task" else SPEC_TYPES[kind]
-        for impl in reversed(getattr(plugins.pm.hook, hook_name).get_hookimpls()):  # registration order
+        for impl in getattr(plugins.pm.hook, hook_name).get_hookimpls():  # in registration order
             info = plugins.plugin_of(impl)
             collected: list[Registered] = []
 
@@ -116,7 +120,7 @@ def build_registry(plugins: Plugins) -> Registry:
 
 def _add(registry: Registry, kind: str, entry: Registered) -> None:
     taken = registry.names(kind)
-    for name in (entry.spec.name, *entry.spec.aliases):
+    for name in _names_of(entry.spec):
         other = taken.get(normalize(name))
         if other is not None:
             registry.conflicts.append(

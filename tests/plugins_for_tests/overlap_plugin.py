@@ -1,0 +1,47 @@
+"""A tiny deterministic retriever for tests: score = number of shared lower-cased words.
+
+Env hooks for the resume test: R2MED_TEST_LOG (append 'index <task>' per index call) and
+R2MED_TEST_BLOCK_ON=<task name> (write '<log>.ready' and sleep in search, to be killed).
+"""
+
+import os
+import re
+import time
+from pathlib import Path
+
+from r2med_tasks.components import RetrieverSpec
+from r2med_tasks.hookspecs import hookimpl
+
+WORD = re.compile(r"\w+")
+
+
+def words(text):
+    return set(WORD.findall(text.lower()))
+
+
+class Overlap:
+    def __init__(self, bonus: float = 0.0):
+        self.bonus = bonus
+
+    def index(self, corpus, *, task):
+        log = os.environ.get("R2MED_TEST_LOG")
+        if log:
+            with open(log, "a") as f:
+                f.write(f"index {task.name}\n")
+        self.docs = list(zip(corpus.ids, (words(t) for t in corpus.texts)))
+
+    def search(self, queries, *, task, top_k):
+        if os.environ.get("R2MED_TEST_BLOCK_ON") == task.name:
+            Path(os.environ["R2MED_TEST_LOG"] + ".ready").write_text("ready")
+            time.sleep(120)
+        out = {}
+        for q in queries:
+            qw = words(q.text)
+            out[q.id] = {d: len(qw & w) + self.bonus for d, w in self.docs}
+        return out
+
+
+@hookimpl
+def register_retrievers(register):
+    register(RetrieverSpec(name="overlap", factory=Overlap, options={"bonus": 0.0},
+                           description="shared-word count (tests only)"))

