@@ -1,0 +1,38 @@
+"""``bm25``: the BM25 behind R2MED's published numbers, and ``bm25-okapi`` (rank-bm25) to compare.
+
+``bm25`` is pyserini's default Lucene English analyzer feeding gensim's ``LuceneBM25Model``
+(k1=0.9, b=0.4) with the query itself BM25-weighted, every document scored, top-100 kept
+(r2med-spec.md §2.1), rebuilt in numpy/scipy (``analyzer.py``, ``index.py``) with no Java and no
+gensim. The index is cached on disk, keyed by corpus checksum, analyzer and parameters.
+"""
+
+from __future__ import annotations
+
+from r2med_tasks.components import RetrieverSpec
+from r2med_tasks.hookspecs import hookimpl
+
+
+@hookimpl
+def register_retrievers(register):
+    register(RetrieverSpec(
+        name="bm25",
+        factory="r2med_plugins.bm25.retriever:BM25Retriever",
+        description="BM25 as the R2MED leaderboard ran it: pyserini's Lucene English analyzer, "
+                    "gensim's Lucene BM25 weights on documents and query (k1=0.9, b=0.4).",
+        options={"k1": 0.9, "b": 0.4, "query_weighting": "bm25", "cache": True},
+        option_help={
+            "k1": "term-frequency saturation", "b": "length normalisation",
+            "query_weighting": "bm25 (published: query BM25-weighted) or plain (textbook Lucene BM25)",
+            "cache": "keep the index on disk (under --cache-dir) and reuse it",
+        },
+        runtime_options=("cache",),
+        reference="https://github.com/R2MED/R2MED/blob/main/src/eval_BM25.py",
+    ))
+    register(RetrieverSpec(
+        name="bm25-okapi",
+        factory="r2med_plugins.bm25.retriever:OkapiRetriever",
+        description="rank-bm25's BM25Okapi over the same analyzer, for comparison (slow: pure Python "
+                    "scoring; not the published variant).",
+        options={"k1": 1.5, "b": 0.75, "epsilon": 0.25},
+        reference="https://github.com/dorianbrown/rank_bm25",
+    ))

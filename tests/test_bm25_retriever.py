@@ -1,0 +1,98 @@
+"""The ``bm25`` retriever end to end: rankings equal gensim's reference pipeline, the index cache is
+reused, options change the results folder."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import pytrec_eval
+
+from conftest import SAMPLE, qrels_of, read_jsonl, read_trec
+
+
+def gensim_reference(corpus, queries, k1=0.9, b=0.4, top_k=100):
+    """R2MED's eval_BM25.py scoring, with gensim (the tokens come from our analyzer)."""
+    from gensim.corpora import Dictionary
+    from gensim.models import LuceneBM25Model
+    from gensim.similarities import SparseMatrixSimilarity
+
+    from r2med_plugins.bm25.analyzer import analyze
+
+    tokens = [analyze(d["text"]) for d in corpus]
+    dictionary = Dictionary(tokens)
+    model = LuceneBM25Model(dictionary=dictionary, k1=k1, b=b)
+    index = SparseMatrixSimilarity(model[list(map(dictionary.doc2bow, tokens))], num_docs=len(tokens),
+                                   num_terms=len(dictionary), normalize_queries=False, normalize_documents=False)
+    run = {}
+    for q in queries:
+        scores = index[model[dictionary.doc2bow(analyze(q["text"]))]]
+        ranked = sorted(zip([d["id"] for d in corpus], scores), key=lambda x: x[1], reverse=True)[:top_k]
+        run[q["id"]] = [(d, float(s)) for d, s in ranked]
+    return run
+
+
+def test_bm25_equals_gensim_reference(run_cli, tmp_path):
+    code, out, err = run_cli("run", "--plugin", "bm25", "--tasks", "sample", "--output", tmp_path / "out",
+                             "--cache-dir", tmp_path / "cache", "--top-k", "20", "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    ours = read_trec(Path(summary["results_dir"]) / "R2MEDSampleRetrieval.trec")
+    reference = gensim_reference(read_jsonl(SAMPLE / "corpus.jsonl"), read_jsonl(SAMPLE / "query.jsonl"), top_k=20)
+    assert ours.keys() == reference.keys()
+    for qid in reference:
+        assert [d for d, _ in ours[qid]] == [d for d, _ in reference[qid]]
+        assert [s for _, s in ours[qid]] == pytest.approx([s for _, s in reference[qid]], rel=1e-5)
+    ev = pytrec_eval.RelevanceEvaluator(qrels_of(SAMPLE), {"ndcg_cut.10"}).evaluate(
+        {q: dict(docs) for q, docs in reference.items()})
+    assert summary["tasks"][0]["ndcg_at_10"] == pytest.approx(np.mean([v["ndcg_cut_10"] for v in ev.values()]), abs=5e-6)
+
+
+def test_index_cache_is_reused(run_cli, tmp_path, monkeypatch):
+    from r2med_plugins.bm25.index import BM25Index
+
+    args = ["run", "--plugin", "bm25", "--tasks", "sample", "--output", tmp_path / "out",
+            "--cache-dir", tmp_path / "cache", "--json"]
+    first = json.loads(run_cli(*args)[1])
+    assert len(list((tmp_path / "cache" / "bm25").iterdir())) == 1
+
+    def no_build(*a, **k):
+        raise AssertionError("the cached index should have been loaded")
+
+    monkeypatch.setattr(BM25Index, "build", no_build)
+    second = json.loads(run_cli(*args, "--overwrite")[1])
+    assert second["tasks"][0]["status"] == "computed"
+    assert second["tasks"][0]["ndcg_at_10"] == first["tasks"][0]["ndcg_at_10"]
+    folder = Path(first["results_dir"])
+    assert folder.name.startswith("lucene-") and folder.parent.name == "r2med__bm25"
+
+
+def test_cache_off_and_corrupt_cache(run_cli, tmp_path):
+    args = ["run", "--plugin", "bm25", "--tasks", "sample", "--cache-dir", tmp_path / "cache", "--json"]
+    code, out, _ = run_cli(*args, "--output", tmp_path / "a", "-o", "cache=false")
+    assert code == 0 and not (tmp_path / "cache").exists()
+    run_cli(*args, "--output", tmp_path / "b")
+    for f in (tmp_path / "cache").rglob("*.npz"):
+        f.write_bytes(b"not an index")
+    code, out2, err = run_cli(*args, "--output", tmp_path / "c")
+    assert code == 0, err
+    assert json.loads(out2)["tasks"][0]["ndcg_at_10"] == json.loads(out)["tasks"][0]["ndcg_at_10"]
+
+
+def test_options_split_folders_and_bad_weighting(run_cli, tmp_path):
+    def run(*extra):
+        return run_cli("run", "--plugin", "bm25", "--tasks", "sample", "--output", tmp_path, "--json",
+                       "--cache-dir", tmp_path / "cache", *extra)
+
+    default = json.loads(run()[1])
+    plain = json.loads(run("-o", "query_weighting=plain")[1])
+    tuned = json.loads(run("-o", "k1=1.2", "-o", "b=0.75")[1])
+    assert len({default["results_dir"], plain["results_dir"], tuned["results_dir"]}) == 3
+    code, _, err = run("-o", "query_weighting=fancy")
+    assert code == 2 and "use bm25 (as published) or plain" in err
+
+
+def test_okapi_runs(run_cli, tmp_path):
+    code, out, err = run_cli("run", "--plugin", "bm25-okapi", "--tasks", "sample", "--output", tmp_path, "--json")
+    assert code == 0, err
+    assert json.loads(out)["model_name"] == "r2med/bm25-okapi"
