@@ -115,6 +115,16 @@ def measure(cmd: list[str], env: dict | None = None) -> tuple[float, float, str]
         return seconds, usage.ru_maxrss / 1024, out.read()
 
 
+def search_seconds(output: Path) -> float:
+    """Time r2med spent searching (query analysis + scoring + top-k), from the results' phases."""
+    total = 0.0
+    for path in output.glob("*/*/*Retrieval.json"):
+        for phase in json.loads(path.read_text())["evaluation_phases"]:
+            if phase["name"] == "Encoding queries":
+                total += phase["end"] - phase["start"]
+    return total
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data_dir", type=Path, nargs="?")
@@ -139,8 +149,9 @@ def main() -> None:
                 if contender == "r2med-warm" and "r2med" not in results:
                     measure(r2med_run)  # fill the cache first
                 seconds, peak, _ = measure(r2med_run)
-                results[contender] = {"seconds": seconds, "peak_mb": peak}
-                print(f"{contender:11s} {seconds:9.1f} s  peak {peak:7.0f} MB", flush=True)
+                results[contender] = {"seconds": seconds, "peak_mb": peak, "query_seconds": search_seconds(Path(tmp) / "out")}
+                print(f"{contender:11s} {seconds:9.1f} s  peak {peak:7.0f} MB  "
+                      f"(searching: {results[contender]['query_seconds']:.1f} s)", flush=True)
                 continue
             total, peak, extra = 0.0, 0.0, {}
             for task in tasks:
@@ -163,6 +174,9 @@ def main() -> None:
             print(f"  {name:11s} {r['seconds'] / base:8.2f}x")
     if "r2med-warm" in results and "gensim" in results:
         print(f"  gensim / r2med-warm: {results['gensim']['seconds'] / results['r2med-warm']['seconds']:.1f}x")
+    if "r2med-warm" in results and "rank-bm25" in results:
+        ratio = results["rank-bm25"]["query_seconds"] / results["r2med-warm"]["query_seconds"]
+        print(f"  query time, rank-bm25 / r2med: {ratio:.0f}x")
     print(json.dumps(results))
 
 

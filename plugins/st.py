@@ -39,17 +39,11 @@ def register_retrievers(register):
 
 def exact_top_k(query_emb, doc_emb, k: int, chunk: int = 256) -> list[list[tuple[int, float]]]:
     """Top-k documents per query by dot product; ties go to the lower document index."""
-    import numpy as np
+    from r2med_tasks.ranking import rank_top_k
 
-    k = min(k, doc_emb.shape[0])
     out = []
     for start in range(0, query_emb.shape[0], chunk):
-        scores = query_emb[start:start + chunk] @ doc_emb.T
-        for row in scores:
-            kth = np.partition(row, -k)[-k]
-            cand = np.flatnonzero(row >= kth)
-            best = cand[np.lexsort((cand, -row[cand]))][:k]
-            out.append([(int(i), float(row[i])) for i in best])
+        out.extend(rank_top_k(row, k) for row in query_emb[start:start + chunk] @ doc_emb.T)
     return out
 
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +19,6 @@ from .errors import UserError
 
 FILES = ("corpus.jsonl", "query.jsonl", "qrels.jsonl")
 HUB_CONFIGS = ("corpus", "query", "qrels")
-
-Row = tuple[str, Any]  # (where the row is, for messages; the parsed row)
 
 
 @dataclass(frozen=True)
@@ -35,22 +32,15 @@ class Query:
 
 @dataclass
 class Corpus:
+    """Documents in source order. ``checksum`` identifies the content (the corpus file's hash, or
+    the hub path at its pinned revision); caches of indexes and embeddings key on it."""
+
     ids: list[str]
     texts: list[str]
+    checksum: str
 
     def __len__(self) -> int:
         return len(self.ids)
-
-    @cached_property
-    def checksum(self) -> str:
-        """Content hash of ids and texts; caches of indexes and embeddings key on it."""
-        h = hashlib.sha256()
-        for doc_id, text in zip(self.ids, self.texts):
-            h.update(doc_id.encode())
-            h.update(b"\x1f")
-            h.update(text.encode())
-            h.update(b"\x1e")
-        return h.hexdigest()
 
 
 @dataclass
@@ -63,31 +53,57 @@ class TaskData:
     warnings: list[str] = field(default_factory=list)
 
 
-def read_jsonl(path: Path) -> Iterator[Row]:
+@dataclass
+class Rows:
+    """Parsed rows of one input, with ``where(i)`` naming row ``i``'s place for messages."""
+
+    values: list[Any]
+    name: str
+    where: Callable[[int], str]
+
+
+def read_jsonl(path: Path) -> tuple[Rows, str]:
+    """Parse a JSONL file and return its rows and the file's sha256.
+
+    One ``json.loads`` parses the whole file; only when that fails is it parsed line by line, to
+    name the bad line.
+    """
     try:
-        f = path.open(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise UserError(
             f"{path}: file not found (R2MED's layout needs {', '.join(FILES)} in one folder)"
         ) from None
-    with f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                yield where, json.loads(line)
-            except json.JSONDecodeError as e:
-                raise UserError(f"{where}: not valid JSON ({e.msg}); fix or remove that line") from None
-            except UnicodeDecodeError:
-                raise UserError(f"{where}: not UTF-8 text; re-encode the file as UTF-8") from None
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        text = data.decode("utf-8").rstrip()
+    except UnicodeDecodeError as e:
+        lineno = data[: e.start].count(b"\n") + 1
+        raise UserError(f"{path}:{lineno}: not UTF-8 text; re-encode the file as UTF-8") from None
+    del data
+    try:  # JSON strings cannot hold a raw newline, so in valid JSONL every newline separates values
+        values = json.loads("[" + text.replace("\n", ",") + "]") if text else []
+        if len(values) == (text.count("\n") + 1 if text else 0):
+            return Rows(values, str(path), lambda i: f"{path}:{i + 1}"), digest
+    except json.JSONDecodeError:
+        pass
+    lines = text.split("\n")  # blank lines, a line holding two values, or bad JSON: go line by line
+    linenos = [n for n, line in enumerate(lines, 1) if line.strip()]
+    values = []
+    for n in linenos:
+        try:
+            values.append(json.loads(lines[n - 1]))
+        except json.JSONDecodeError as e:
+            raise UserError(f"{path}:{n}: not valid JSON ({e.msg}); fix or remove that line") from None
+    return Rows(values, str(path), lambda i: f"{path}:{linenos[i]}"), digest
 
 
-def _field(where: str, row: Any, name: str, kind: type) -> Any:
+def _field(rows: Rows, i: int, name: str, kind: type) -> Any:
+    row = rows.values[i]
     if not isinstance(row, dict):
-        raise UserError(f"{where}: expected a JSON object, got {type(row).__name__}")
+        raise UserError(f"{rows.where(i)}: expected a JSON object, got {type(row).__name__}")
     if name not in row or row[name] is None:
-        raise UserError(f"{where}: missing field '{name}'")
+        raise UserError(f"{rows.where(i)}: missing field '{name}'")
     value = row[name]
     if kind is str and isinstance(value, int) and not isinstance(value, bool):
         return str(value)  # numeric ids are ids all the same
@@ -95,50 +111,53 @@ def _field(where: str, row: Any, name: str, kind: type) -> Any:
         try:
             return int(value)
         except (TypeError, ValueError):
-            raise UserError(f"{where}: field '{name}' must be an integer, got {value!r}") from None
+            raise UserError(f"{rows.where(i)}: field '{name}' must be an integer, got {value!r}") from None
     if not isinstance(value, kind):
-        raise UserError(f"{where}: field '{name}' must be a {kind.__name__}, got {type(value).__name__}")
+        raise UserError(f"{rows.where(i)}: field '{name}' must be a {kind.__name__}, got {type(value).__name__}")
     return value
 
 
-def _unique_ids(rows: Iterable[Row], what: str) -> Iterator[tuple[str, str, dict]]:
-    seen: dict[str, str] = {}
-    for where, row in rows:
-        doc_id = _field(where, row, "id", str)
-        if doc_id in seen:
-            raise UserError(f"{where}: duplicate {what} id {doc_id!r} (first at {seen[doc_id]})")
-        seen[doc_id] = where
-        yield where, doc_id, row
+def _column(rows: Rows, name: str, kind: type) -> list[Any]:
+    """One field of every row, checked; the fast path for well-formed data, row by row otherwise."""
+    try:
+        values = [row[name] for row in rows.values]
+        if all(type(v) is kind for v in values):
+            return values
+    except (KeyError, TypeError):
+        pass
+    return [_field(rows, i, name, kind) for i in range(len(rows.values))]
 
 
-def build_task_data(
-    corpus_rows: Iterable[Row],
-    query_rows: Iterable[Row],
-    qrels_rows: Iterable[Row],
-    *,
-    revision: str,
-    source: str,
-    names: tuple[str, str, str] = FILES,
-) -> TaskData:
-    """Validate rows into TaskData; ``names`` label the three inputs in messages."""
-    ids, texts = [], []
-    for where, doc_id, row in _unique_ids(corpus_rows, "document"):
-        ids.append(doc_id)
-        texts.append(_field(where, row, "text", str))
+def _unique(rows: Rows, ids: list[str], what: str) -> None:
+    if len(set(ids)) == len(ids):
+        return
+    first: dict[str, int] = {}
+    for i, doc_id in enumerate(ids):
+        if doc_id in first:
+            raise UserError(f"{rows.where(i)}: duplicate {what} id {doc_id!r} (first at {rows.where(first[doc_id])})")
+        first[doc_id] = i
+
+
+def build_task_data(corpus_rows: Rows, query_rows: Rows, qrels_rows: Rows, *, revision: str,
+                    corpus_checksum: str, source: str) -> TaskData:
+    """Validate rows into TaskData."""
+    ids = _column(corpus_rows, "id", str)
+    _unique(corpus_rows, ids, "document")
+    texts = _column(corpus_rows, "text", str)
     if not ids:
-        raise UserError(f"{source}: {names[0]} is empty; a task needs at least one document")
+        raise UserError(f"{source}: {corpus_rows.name} is empty; a task needs at least one document")
 
-    queries = [Query(qid, _field(where, row, "text", str)) for where, qid, row in _unique_ids(query_rows, "query")]
+    query_ids = _column(query_rows, "id", str)
+    _unique(query_rows, query_ids, "query")
+    queries = [Query(qid, text) for qid, text in zip(query_ids, _column(query_rows, "text", str))]
     if not queries:
-        raise UserError(f"{source}: {names[1]} is empty; a task needs at least one query")
+        raise UserError(f"{source}: {query_rows.name} is empty; a task needs at least one query")
 
-    doc_set, query_set = set(ids), {q.id for q in queries}
+    doc_set, query_set = set(ids), set(query_ids)
     qrels: dict[str, dict[str, int]] = {}
     unknown_q = unknown_d = 0
-    for where, row in qrels_rows:
-        qid = _field(where, row, "q_id", str)
-        pid = _field(where, row, "p_id", str)
-        score = _field(where, row, "score", int)
+    columns = [_column(qrels_rows, name, kind) for name, kind in (("q_id", str), ("p_id", str), ("score", int))]
+    for qid, pid, score in zip(*columns):
         if qid not in query_set:
             unknown_q += 1
         elif pid not in doc_set:
@@ -149,7 +168,7 @@ def build_task_data(
     warnings = []
     if unknown_q or unknown_d:
         warnings.append(
-            f"{source}: ignored {unknown_q + unknown_d} {names[2]} rows naming "
+            f"{source}: ignored {unknown_q + unknown_d} {qrels_rows.name} rows naming "
             f"{unknown_q} unknown queries and {unknown_d} unknown documents"
         )
     judged = [q for q in queries if any(s > 0 for s in qrels.get(q.id, {}).values())]
@@ -159,28 +178,18 @@ def build_task_data(
             "document and are not evaluated"
         )
     if not judged:
-        raise UserError(f"{source}: no query has a relevant document in {names[2]}; nothing to evaluate")
+        raise UserError(f"{source}: no query has a relevant document in {qrels_rows.name}; nothing to evaluate")
     qrels = {q.id: qrels[q.id] for q in judged}
-    return TaskData(Corpus(ids, texts), judged, qrels, revision, source, warnings)
-
-
-def local_checksum(folder: Path) -> str:
-    h = hashlib.sha256()
-    for name in FILES:
-        path = folder / name
-        if path.exists():
-            h.update(path.read_bytes())
-    return "sha256-" + h.hexdigest()[:16]
+    return TaskData(Corpus(ids, texts, corpus_checksum), judged, qrels, revision, source, warnings)
 
 
 def load_local(folder: Path) -> TaskData:
-    """Load a folder in R2MED's layout; its revision is a checksum of the files' content."""
-    return build_task_data(
-        *(read_jsonl(folder / name) for name in FILES),
-        revision=local_checksum(folder),
-        source=str(folder),
-        names=tuple(str(folder / n) for n in FILES),
-    )
+    """Load a folder in R2MED's layout; its revision is a checksum of the three files' content."""
+    parsed = [read_jsonl(folder / name) for name in FILES]
+    digests = [digest for _, digest in parsed]
+    revision = "sha256-" + hashlib.sha256("".join(digests).encode()).hexdigest()[:16]
+    return build_task_data(*(rows for rows, _ in parsed), revision=revision,
+                           corpus_checksum=digests[0], source=str(folder))
 
 
 def load_hub(path: str, revision: str) -> TaskData:
@@ -200,13 +209,13 @@ def load_hub(path: str, revision: str) -> TaskData:
             "without hub access pass --data-dir DIR holding R2MED's files, or run --tasks sample"
         ) from None
 
-    def rows(config: str) -> Iterator[Row]:
-        for i, row in enumerate(tables[config]):
-            yield f"{label} config '{config}' row {i}", row
+    def rows(config: str) -> Rows:
+        return Rows(tables[config].to_list(), f"{label} config '{config}'",
+                    lambda i: f"{label} config '{config}' row {i}")
 
     return build_task_data(
         *(rows(c) for c in HUB_CONFIGS),
         revision=revision,
+        corpus_checksum=hashlib.sha256(f"{path}@{revision}".encode()).hexdigest(),
         source=label,
-        names=tuple(f"{label} config '{c}'" for c in HUB_CONFIGS),
     )

@@ -13,11 +13,12 @@ very same tokens without a JVM. pyserini 0.21.0 bundles Anserini 0.21.0 on Lucen
 and Anserini's ``AnalyzerUtils.analyze`` drops empty terms.
 
 The tokenizer runs Lucene's own JFlex automaton: ``_LUCENE_TABLES`` packs the character-class map
-and transition table read from ``StandardTokenizerImpl`` in the Anserini 0.21.0 fat jar, so word
-breaking matches Lucene by construction rather than by a hand-written regex. Text is first cut into
-maximal runs of characters that can belong to a token (the automaton never crosses the others), and
-each distinct run is analysed once and memoised: natural text repeats runs so heavily that the
-automaton and the stemmer only see a small fraction of the input.
+and transition table read from ``StandardTokenizerImpl`` in the Anserini 0.21.0 fat jar (Apache
+Lucene, Apache License 2.0; see NOTICE), so word breaking matches Lucene by construction rather
+than by a hand-written regex. Text is first cut into maximal runs of characters that can belong to
+a token (the automaton never crosses the others), and each distinct run is analysed once and
+memoised: natural text repeats runs so heavily that the automaton and the stemmer only see a small
+fraction of the input.
 
 Java semantics kept on purpose: lengths are counted in UTF-16 code units (the 255-unit token
 window, the stemmer's length checks), and lower-casing is Java 17's simple per-code-point mapping

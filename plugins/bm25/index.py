@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 import warnings
 from array import array
 from collections.abc import Iterable, Sequence
@@ -39,6 +38,9 @@ from typing import Literal
 
 import numpy as np
 import scipy.sparse as sp
+
+from r2med_tasks.atomic import replacing
+from r2med_tasks.ranking import rank_top_k
 
 __all__ = ["BM25Index", "QueryWeighting"]
 
@@ -227,7 +229,7 @@ class BM25Index:
         results = []
         for start in range(0, len(queries), batch_size):
             batch = self.scores(queries[start : start + batch_size], query_weighting)
-            results.extend(_top_k(row, top_k) for row in batch)
+            results.extend(rank_top_k(row, top_k) for row in batch)
         return results
 
     def save(self, directory: str | os.PathLike[str]) -> Path:
@@ -250,16 +252,8 @@ class BM25Index:
             "data": self.term_docs.data,
         }
         target = directory / _FILE_NAME
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{_FILE_NAME}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                np.savez(handle, **arrays)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with replacing(target) as handle:
+            np.savez(handle, **arrays)
         return target
 
     @classmethod
@@ -284,20 +278,6 @@ def _gensim_idf(df: np.ndarray, num_docs: int) -> np.ndarray:
     log_n = math.log(num_docs + 1.0)
     values = np.array([log_n - math.log(d + 0.5) for d in distinct.tolist()], dtype=np.float64)
     return values[inverse.reshape(-1)]
-
-
-def _top_k(scores: np.ndarray, k: int) -> list[tuple[int, float]]:
-    """Indices of the k best scores: descending, ties by ascending index (a stable sort)."""
-    n = len(scores)
-    if k >= n:
-        order = np.argsort(-scores, kind="stable")
-    else:
-        kth = np.partition(scores, n - k)[n - k]  # the k-th largest score
-        above = np.flatnonzero(scores > kth)
-        above = above[np.argsort(-scores[above], kind="stable")]
-        ties = np.flatnonzero(scores == kth)[: k - len(above)]
-        order = np.concatenate([above, ties])
-    return list(zip(order.tolist(), scores[order].tolist()))
 
 
 def _json_bytes(value: object) -> np.ndarray:

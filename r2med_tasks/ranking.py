@@ -1,0 +1,23 @@
+"""Top-k selection shared by retrievers: descending score, ties by ascending position.
+
+That is the order of a stable ``sorted(..., reverse=True)`` over the whole corpus, which the
+published runs used, found without sorting every document.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def rank_top_k(scores: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """(index, score) of the ``k`` best entries of a 1-d score array."""
+    n = len(scores)
+    if k >= n:
+        order = np.argsort(-scores, kind="stable")
+    else:
+        kth = np.partition(scores, n - k)[n - k]  # the k-th largest score
+        above = np.flatnonzero(scores > kth)
+        above = above[np.argsort(-scores[above], kind="stable")]
+        ties = np.flatnonzero(scores == kth)[: k - len(above)]
+        order = np.concatenate([above, ties])
+    return list(zip(order.tolist(), scores[order].tolist()))
