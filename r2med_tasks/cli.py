@@ -139,8 +139,8 @@ def print_summary(folder, outcomes, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({
             "pipeline": folder.display_name,
-            "model_name": folder.meta.name,
-            "revision": folder.meta.revision,
+            "model_name": folder.name,
+            "revision": folder.revision,
             "results_dir": str(folder.path),
             "tasks": [{"task": o.task.name, "alias": o.task.short_name, "ndcg_at_10": o.ndcg_at_10,
                        "ndcg_at_10_x100": v, "n_queries": o.n_queries, "status": o.status}
@@ -149,14 +149,17 @@ def print_summary(folder, outcomes, as_json: bool) -> None:
         }, indent=2))
         return
     table = Table(title=f"{folder.display_name}: nDCG@10 ×100", title_justify="left")
-    for col, kw in (("Task", {}), ("Group", {}), ("Queries", {"justify": "right"}),
-                    ("nDCG@10", {"justify": "right"}), ("", {"style": "dim"})):
+    cached = any(o.status == "cached" for o in outcomes)
+    for col, kw in (("Task", {}), ("Group", {}), ("Queries", {"justify": "right"}), ("nDCG@10", {"justify": "right"})):
         table.add_column(col, **kw)
+    if cached:
+        table.add_column("", style="dim")
     for o, v in zip(outcomes, values):
-        table.add_row(o.task.short_name, o.task.group or "-", str(o.n_queries), f"{v:.2f}",
-                      "from earlier run" if o.status == "cached" else "")
+        note = ["from earlier run" if o.status == "cached" else ""] if cached else []
+        table.add_row(o.task.short_name, o.task.group or "-", str(o.n_queries), f"{v:.2f}", *note)
     table.add_section()
-    table.add_row(f"Average of {len(outcomes)} task{'s' if len(outcomes) != 1 else ''}", "", "", f"{average:.2f}", "")
+    label = f"Average of {len(outcomes)} task{'s' if len(outcomes) != 1 else ''}"
+    table.add_row(label, "", "", f"{average:.2f}", *([""] if cached else []))
     out.print(table)
     out.print(f"Results: {folder.path}")
 

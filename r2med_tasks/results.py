@@ -39,8 +39,10 @@ def model_meta(pipeline: Pipeline):
 
 class ResultFolder:
     def __init__(self, output: Path, pipeline: Pipeline) -> None:
-        self.meta = model_meta(pipeline)
-        self.path = output / self.meta.model_name_as_path() / self.meta.revision
+        self.pipeline = pipeline
+        info = pipeline.folder_meta()
+        self.name, self.revision = info["name"], info["revision"]
+        self.path = output / self.name.replace("/", "__").replace(" ", "_") / self.revision  # mteb's naming
         self.identity = pipeline.identity()
         self.display_name = pipeline.display_name()
 
@@ -72,13 +74,15 @@ class ResultFolder:
                 raise UserError(f"{self.path} holds results of a different pipeline; "
                                 "pass another --output or delete that folder")
         atomic.write_json(self.pipeline_file, {"name": self.display_name, "pipeline": self.identity})
-        atomic.write_text(self.path / "model_meta.json", json.dumps(self.meta.to_dict(), default=str, indent=4))
 
     def write(self, task_metadata, scores: dict, ranked: dict, per_query: dict, *,
               evaluation_time: float, phases: list[dict[str, Any]]) -> None:
         from mteb.results import TaskResult
 
         name = task_metadata.name
+        meta_file = self.path / "model_meta.json"
+        if not meta_file.exists():
+            atomic.write_text(meta_file, json.dumps(model_meta(self.pipeline).to_dict(), default=str, indent=4))
         tag = self.display_name.replace(" ", "_")
         atomic.write_lines(self.trec(name), (
             f"{qid} Q0 {doc_id} {rank} {score!r} {tag}"
