@@ -1,4 +1,4 @@
-"""``st``: any sentence-transformers model, cosine similarity, exact top-k.
+"""``st``: any sentence-transformers model, cosine similarity, exact top-k, cached corpus embeddings.
 
 Torch and the model load on the first ``index`` call, never at registration.
 """
@@ -6,7 +6,6 @@ Torch and the model load on the first ``index`` call, never at registration.
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
 from r2med_tasks.components import RetrieverSpec
@@ -18,33 +17,36 @@ from r2med_tasks.hookspecs import hookimpl
 def register_retrievers(register):
     register(RetrieverSpec(
         name="st",
-        factory="r2med_plugins.st:SentenceTransformerRetriever",
+        factory="r2med_plugins.st:sentence_transformer_retriever",
         aliases=("sentence-transformers",),
         description="Any sentence-transformers model (hub name or local folder); cosine similarity, exact top-k.",
         options={"model": "sentence-transformers/all-MiniLM-L6-v2", "revision": None, "name": None,
-                 "query_prompt": "", "doc_prompt": "", "max_length": 0, "batch_size": 32, "device": ""},
+                 "query_prompt": "", "doc_prompt": "", "max_length": 0, "drop_identical_ids": False,
+                 "batch_size": 32, "device": "", "cache": True, "chunk_size": 8192},
         option_help={
             "model": "hub name or local folder of a sentence-transformers model",
             "revision": "hub commit to load (default: the newest); for a local folder, a label",
             "name": "org/name to file results under (default: the hub name, or local/<folder>)",
             "query_prompt": "text put before every query", "doc_prompt": "text put before every document",
             "max_length": "max tokens per text (0: the model's own limit)",
-            "batch_size": "texts per encoding batch", "device": "cpu, cuda, cuda:N (default: best available)",
+            "drop_identical_ids": "drop a document whose id equals the query id (R2MED's evaluator did)",
+            "batch_size": "texts per encoding batch",
+            "device": "cpu, cuda, cuda:N, or cuda:0,cuda:1 for several GPUs (default: best available)",
+            "cache": "keep corpus embeddings on disk (under --cache-dir) and reuse them",
+            "chunk_size": "documents per cached chunk (a killed run resumes from the last chunk)",
         },
-        runtime_options=("batch_size", "device"),
+        runtime_options=("batch_size", "device", "cache", "chunk_size"),
         model_options=("model", "revision", "name"),
         reference="https://www.sbert.net",
     ))
 
 
-def exact_top_k(query_emb, doc_emb, k: int, chunk: int = 256) -> list[list[tuple[int, float]]]:
-    """Top-k documents per query by dot product; ties go to the lower document index."""
-    from r2med_tasks.ranking import rank_top_k
+def sentence_transformer_retriever(model, revision, name, query_prompt, doc_prompt, max_length,
+                                   drop_identical_ids, batch_size, device, cache, chunk_size):
+    from r2med_plugins.dense.retriever import DenseRetriever
 
-    out = []
-    for start in range(0, query_emb.shape[0], chunk):
-        out.extend(rank_top_k(row, k) for row in query_emb[start:start + chunk] @ doc_emb.T)
-    return out
+    st = SentenceTransformerModel(model, revision, name, query_prompt, doc_prompt, max_length, batch_size, device)
+    return DenseRetriever(st, cache=cache, chunk_size=chunk_size, drop_identical_ids=drop_identical_ids)
 
 
 def local_model_identity(path: Path) -> tuple[str, str]:
@@ -62,16 +64,16 @@ def local_model_identity(path: Path) -> tuple[str, str]:
     return f"local/{folder}", "local-" + h.hexdigest()[:12]
 
 
-class SentenceTransformerRetriever:
+class SentenceTransformerModel:
+    """A sentence-transformers model with optional query and document prompts."""
+
     def __init__(self, model: str, revision: str | None, name: str | None, query_prompt: str, doc_prompt: str,
                  max_length: int, batch_size: int, device: str) -> None:
         self.model_ref, self.revision, self.name = model, revision, name
         self.query_prompt, self.doc_prompt = query_prompt, doc_prompt
-        self.max_length, self.batch_size, self.device = max_length, batch_size, device or None
-        self._path: Path | None = None
-        self._model = None
-        self._doc_ids: list[str] = []
-        self._doc_emb = None
+        self.max_length, self.batch_size, self.device = max_length, batch_size, device
+        self._meta: dict | None = None
+        self._encoder = None
 
     def _resolve(self) -> tuple[Path, str, str]:
         """Local folder, name and revision of the model; downloads a hub model if needed."""
@@ -91,35 +93,28 @@ class SentenceTransformerRetriever:
         return folder, self.name or self.model_ref, folder.name
 
     def model_meta(self) -> dict:
-        self._path, name, revision = self._resolve()
-        return {"name": name, "revision": revision, "framework": ["Sentence Transformers", "PyTorch"],
-                "similarity_fn_name": "cosine", "use_instructions": bool(self.query_prompt or self.doc_prompt),
-                "open_weights": True}
+        if self._meta is None:
+            path, name, revision = self._resolve()
+            self._meta = {"name": name, "revision": revision, "path": str(path),
+                          "framework": ["Sentence Transformers", "PyTorch"], "similarity_fn_name": "cosine",
+                          "use_instructions": bool(self.query_prompt or self.doc_prompt), "open_weights": True}
+        return self._meta
 
-    def _load(self):
-        if self._model is None:
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-            from sentence_transformers import SentenceTransformer
-            from transformers.utils import logging as hf_logging
+    def encoder(self):
+        if self._encoder is None:
+            from r2med_plugins.dense.encoders import SentenceTransformerEncoder, parse_devices
 
-            hf_logging.disable_progress_bar()
+            self._encoder = SentenceTransformerEncoder(self.model_meta()["path"], devices=parse_devices(self.device),
+                                                       batch_size=self.batch_size, max_length=self.max_length)
+        return self._encoder
 
-            if self._path is None:
-                self.model_meta()
-            self._model = SentenceTransformer(str(self._path), device=self.device)
-            if self.max_length:
-                self._model.max_seq_length = self.max_length
-        return self._model
+    def document_identity(self, task) -> dict:
+        meta = self.model_meta()
+        return {"model": meta["name"], "revision": meta["revision"], "doc_prompt": self.doc_prompt,
+                "max_length": self.max_length, "normalize": True}
 
-    def _encode(self, texts: list[str], prompt: str):
-        return self._load().encode(texts, batch_size=self.batch_size, prompt=prompt or None,
-                                   convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
+    def encode_queries(self, texts: list[str], task):
+        return self.encoder().encode(texts, self.query_prompt)
 
-    def index(self, corpus, *, task) -> None:
-        self._doc_ids = corpus.ids
-        self._doc_emb = self._encode(corpus.texts, self.doc_prompt)
-
-    def search(self, queries, *, task, top_k: int) -> dict[str, dict[str, float]]:
-        query_emb = self._encode([q.text for q in queries], self.query_prompt)
-        hits = exact_top_k(query_emb, self._doc_emb, top_k)
-        return {q.id: {self._doc_ids[i]: s for i, s in row} for q, row in zip(queries, hits)}
+    def encode_documents(self, texts: list[str], task):
+        return self.encoder().encode(texts, self.doc_prompt)

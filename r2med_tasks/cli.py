@@ -211,7 +211,7 @@ def list_command(what, as_json):
         rows = [{"name": e.spec.name, "aliases": list(e.spec.aliases), "plugin": e.plugin.name,
                  "version": e.plugin.version, "options": dict(e.spec.options),
                  "description": e.spec.description, "reference": e.spec.reference} for e in entries]
-        columns = ("name", "aliases", "plugin", "options", "description")
+        columns = ("name", "aliases", "plugin", "options", "description", "reference")
     if as_json:
         click.echo(json.dumps(rows, indent=2, default=str))
         return

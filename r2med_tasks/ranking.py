@@ -9,15 +9,19 @@ from __future__ import annotations
 import numpy as np
 
 
-def rank_top_k(scores: np.ndarray, k: int) -> list[tuple[int, float]]:
-    """(index, score) of the ``k`` best entries of a 1-d score array."""
+def top_k_indices(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` best entries of a 1-d score array, best first."""
     n = len(scores)
     if k >= n:
-        order = np.argsort(-scores, kind="stable")
-    else:
-        kth = np.partition(scores, n - k)[n - k]  # the k-th largest score
-        above = np.flatnonzero(scores > kth)
-        above = above[np.argsort(-scores[above], kind="stable")]
-        ties = np.flatnonzero(scores == kth)[: k - len(above)]
-        order = np.concatenate([above, ties])
+        return np.argsort(-scores, kind="stable")
+    kth = np.partition(scores, n - k)[n - k]  # the k-th largest score
+    above = np.flatnonzero(scores > kth)
+    above = above[np.argsort(-scores[above], kind="stable")]
+    ties = np.flatnonzero(scores == kth)[: k - len(above)]
+    return np.concatenate([above, ties])
+
+
+def rank_top_k(scores: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """(index, score) of the ``k`` best entries of a 1-d score array."""
+    order = top_k_indices(scores, k)
     return list(zip(order.tolist(), scores[order].tolist()))

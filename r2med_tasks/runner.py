@@ -6,6 +6,7 @@ it stopped; results are written atomically after each task, so nothing finished 
 
 from __future__ import annotations
 
+import inspect
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from .data import TaskData
 from .errors import PluginError, UserError
@@ -44,6 +45,30 @@ class Phases:
         self.items.append({"name": name, "start": start, "end": time.time(), "split": "test", "subset": "default"})
 
 
+class SubProgress:
+    """Progress bars a component may ask for: ``index(..., progress=...)`` receives
+    ``progress(description, total)``, which returns ``advance(n)``. Bars vanish when the call ends."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress, self.bars = progress, []
+
+    def __call__(self, description: str, total: int):
+        bar = self.progress.add_task(f"  {description}", total=total)
+        self.bars.append(bar)
+        return lambda n: self.progress.advance(bar, n)
+
+    def call(self, method, *args, **kwargs):
+        """Call ``method``, passing ``progress=`` when it accepts it."""
+        if "progress" in inspect.signature(method).parameters:
+            kwargs["progress"] = self
+        try:
+            return method(*args, **kwargs)
+        finally:
+            for bar in self.bars:
+                self.progress.remove_task(bar)
+            self.bars.clear()
+
+
 @contextmanager
 def calling(stage: Stage, task: TaskSpec, what: str):
     """Turn a component's crash into a one-line error naming the plugin, the task and the step."""
@@ -61,7 +86,7 @@ def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, dat
     folder = ResultFolder(output, pipeline)
     folder.prepare()
     outcomes = []
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} tasks"),
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as progress:
         bar = progress.add_task("", total=len(tasks))
@@ -70,7 +95,7 @@ def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, dat
                 def step(text: str, _task=task) -> None:
                     progress.update(bar, description=f"{_task.short_name}: {text}")
                 _evaluate(pipeline, task, folder, data_dir=data_dir, only_task=len(tasks) == 1,
-                          step=step, console=console)
+                          step=step, console=console, report=SubProgress(progress))
                 status = "computed"
             else:
                 status = "cached"
@@ -81,7 +106,7 @@ def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, dat
 
 
 def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_dir: Path | None,
-              only_task: bool, step, console: Console) -> None:
+              only_task: bool, step, console: Console, report: SubProgress) -> None:
     started = time.time()
     phase = Phases()
     step("loading data")
@@ -102,7 +127,7 @@ def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_
     retriever = pipeline.retriever
     step(f"indexing {len(data.corpus):,} documents ({retriever.spec.name})")
     with phase("Encoding corpus"), calling(retriever, task, "indexing"):
-        retriever.instance.index(data.corpus, task=task)
+        report.call(retriever.instance.index, data.corpus, task=task)
     step(f"searching {len(queries)} queries")
     with phase("Encoding queries"), calling(retriever, task, "searching"):
         run = retriever.instance.search(queries, task=task, top_k=pipeline.top_k)

@@ -1,0 +1,254 @@
+"""Local encoders: a model on one or more devices, turning texts into embeddings.
+
+Every encoder sorts texts by length (longest first) and encodes them in batches, so padding stays
+small, then restores the input order. With several devices (``cuda:0,cuda:1``) each gets a replica
+and a thread; torch releases the GIL while the devices compute. fp16/bf16 apply on GPU only: on
+CPU everything runs in fp32.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
+from typing import Any
+
+import numpy as np
+
+from r2med_tasks.errors import UserError
+
+from .config import DenseConfig
+
+
+def parse_devices(device: str) -> list[str]:
+    """``""`` (best available), ``cpu``, ``cuda``, ``cuda:N`` or a comma list of CUDA devices."""
+    import torch
+
+    devices = [d.strip() for d in device.split(",") if d.strip()]
+    if not devices:
+        return ["cuda" if torch.cuda.is_available() else "cpu"]
+    for d in devices:
+        if d.startswith("cuda") and not torch.cuda.is_available():
+            raise UserError(f"--device {device}: CUDA is not available here; use -o device=cpu")
+        if d != "cpu" and not d.startswith("cuda"):
+            raise UserError(f"-o device={device}: expected cpu, cuda or cuda:N (comma-separated for several GPUs)")
+    return devices
+
+
+def quiet_transformers() -> None:
+    """No per-model 'Loading weights' bars: the run's own progress display says what happens."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+
+def torch_dtype(name: str, device: str):
+    import torch
+
+    if not device.startswith("cuda"):
+        return torch.float32
+    return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[name]
+
+
+def length_sorted_batches(texts: Sequence[str], batch_size: int) -> list[list[int]]:
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def run_batches(texts: Sequence[str], batch_size: int, replicas: Sequence[Any],
+                encode_batch: Callable[[Any, list[str]], np.ndarray]) -> np.ndarray:
+    """Encode ``texts`` in length-sorted batches spread over ``replicas``; rows in input order."""
+    batches = length_sorted_batches(texts, batch_size)
+    if not batches:
+        return np.zeros((0, 0), dtype=np.float32)
+
+    def work(slot: int) -> list[tuple[list[int], np.ndarray]]:
+        return [(b, encode_batch(replicas[slot], [texts[i] for i in b])) for b in batches[slot::len(replicas)]]
+
+    with ThreadPoolExecutor(max_workers=len(replicas)) as pool:
+        parts = [p for part in pool.map(work, range(len(replicas))) for p in part]
+    dim = parts[0][1].shape[1]
+    out = np.empty((len(texts), dim), dtype=np.float32)
+    for index, emb in parts:
+        out[index] = emb
+    return out
+
+
+class TransformerEncoder:
+    """A hub model through ``transformers``, pooled as its published run pooled it.
+
+    Poolings: ``mean`` (masked average), ``cls`` (first token), ``last`` / ``last-bmr`` (the last
+    non-padding token, left or right padding). BMRetriever's recipe (``append_eos``): truncate to
+    max-1 tokens, append EOS, pad left. MedCPT documents are tokenized as the pair ("", text).
+    """
+
+    def __init__(self, config: DenseConfig, *, devices: list[str], batch_size: int, dtype: str,
+                 query_model: str | None = None) -> None:
+        self.config, self.devices, self.batch_size, self.dtype = config, devices, batch_size, dtype
+        self.query_model = query_model or config.hf_model  # MedCPT's published files used the article encoder
+        self.doc_model = config.hf_doc_model or config.hf_model
+        self._loaded: dict[str, tuple[Any, list[Any]]] = {}
+
+    def _load(self, model_id: str):
+        if model_id not in self._loaded:
+            from transformers import AutoModel, AutoTokenizer
+
+            quiet_transformers()
+            tokenizer = AutoTokenizer.from_pretrained(model_id, revision=self.config.revision)
+            if tokenizer.pad_token is None:  # decoder models: pad with EOS, as the published code did
+                tokenizer.pad_token = tokenizer.eos_token
+            tokenizer.padding_side = self.config.padding_side
+            replicas = []
+            for device in self.devices:
+                weights = "fp32" if self.config.autocast else self.dtype
+                model = AutoModel.from_pretrained(model_id, revision=self.config.revision,
+                                                  dtype=torch_dtype(weights, device))
+                replicas.append((model.to(device).eval(), device))
+            self._loaded[model_id] = (tokenizer, replicas)
+        return self._loaded[model_id]
+
+    def _tokenize(self, tokenizer, texts: list[str], max_length: int, as_pair: bool):
+        if self.config.append_eos:
+            ids = tokenizer(texts, max_length=max_length - 1, truncation=True, padding=False,
+                            return_attention_mask=False)["input_ids"]
+            return tokenizer.pad({"input_ids": [i + [tokenizer.eos_token_id] for i in ids]},
+                                 padding=True, return_attention_mask=True, return_tensors="pt")
+        if as_pair:
+            return tokenizer([""] * len(texts), texts, max_length=max_length, truncation=True,
+                             padding=True, return_tensors="pt")
+        return tokenizer(texts, max_length=max_length, truncation=True, padding=True, return_tensors="pt")
+
+    def _embed(self, model_id: str, texts: list[str], max_length: int, as_pair: bool) -> np.ndarray:
+        import torch
+
+        tokenizer, replicas = self._load(model_id)
+
+        def encode_batch(replica, batch: list[str]) -> np.ndarray:
+            model, device = replica
+            inputs = {k: v.to(device) for k, v in self._tokenize(tokenizer, batch, max_length, as_pair).items()}
+            autocast = self.config.autocast and device.startswith("cuda") and self.dtype != "fp32"
+            mixed = torch.autocast("cuda", dtype=torch_dtype(self.dtype, device)) if autocast else nullcontext()
+            with torch.inference_mode(), mixed:
+                hidden = model(**inputs).last_hidden_state
+                pooled = pool(hidden, inputs["attention_mask"], self.config.pooling)
+                if self.config.normalize:
+                    pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
+            return pooled.float().cpu().numpy()
+
+        return run_batches(texts, self.batch_size, replicas, encode_batch)
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        return self._embed(self.query_model, texts, self.config.query_max_length, as_pair=False)
+
+    def encode_documents(self, texts: list[str]) -> np.ndarray:
+        return self._embed(self.doc_model, texts, self.config.doc_max_length, as_pair=self.config.doc_as_pair)
+
+
+def pool(hidden, mask, how: str):
+    """Sentence embedding from token states: mean, cls, or last (non-padding) token."""
+    import torch
+
+    if how == "mean":
+        m = mask.unsqueeze(-1).to(hidden.dtype)
+        return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1e-9)
+    if how == "cls":
+        return hidden[:, 0]
+    if how in ("last", "last-bmr"):
+        if bool((mask[:, -1] == 1).all()):  # left padding (or no padding): the last position
+            return hidden[:, -1]
+        lengths = mask.sum(dim=1) - 1
+        return hidden[torch.arange(hidden.shape[0], device=hidden.device), lengths]
+    raise ValueError(f"unknown pooling {how!r}")
+
+
+class SentenceTransformerEncoder:
+    """A sentence-transformers model; instructions go in as prompts (``st``, Instructor)."""
+
+    def __init__(self, model_path: str, *, devices: list[str], batch_size: int, dtype: str = "fp32",
+                 max_length: int = 0, revision: str | None = None, exclude_prompt_from_pooling: bool = False,
+                 normalize: bool = True) -> None:
+        self.model_path, self.devices, self.batch_size, self.dtype = model_path, devices, batch_size, dtype
+        self.max_length, self.revision, self.normalize = max_length, revision, normalize
+        self.exclude_prompt = exclude_prompt_from_pooling
+        self._replicas: list[Any] | None = None
+
+    def _load(self) -> list[Any]:
+        if self._replicas is None:
+            from sentence_transformers import SentenceTransformer
+
+            quiet_transformers()
+            self._replicas = []
+            for device in self.devices:
+                model = SentenceTransformer(self.model_path, device=device, revision=self.revision,
+                                            model_kwargs={"dtype": torch_dtype(self.dtype, device)})
+                if self.max_length:
+                    model.max_seq_length = self.max_length
+                if self.exclude_prompt:
+                    model.set_pooling_include_prompt(False)
+                self._replicas.append(model)
+        return self._replicas
+
+    def encode(self, texts: list[str], prompt: str) -> np.ndarray:
+        def encode_batch(model, batch: list[str]) -> np.ndarray:
+            return model.encode(batch, batch_size=len(batch), prompt=prompt or None, convert_to_numpy=True,
+                                normalize_embeddings=self.normalize, show_progress_bar=False)
+
+        return run_batches(texts, self.batch_size, self._load(), encode_batch)
+
+
+class NVEmbedEncoder:
+    """NV-Embed-v2 through its own ``encode(texts, instruction=, max_length=)`` (remote code)."""
+
+    def __init__(self, config: DenseConfig, *, devices: list[str], batch_size: int, dtype: str) -> None:
+        self.config, self.devices, self.batch_size, self.dtype = config, devices, batch_size, dtype
+        self._replicas: list[Any] | None = None
+
+    def _load(self) -> list[Any]:
+        if self._replicas is None:
+            from transformers import AutoModel
+
+            quiet_transformers()
+            self._replicas = [AutoModel.from_pretrained(self.config.hf_model, revision=self.config.revision,
+                                                        trust_remote_code=True,
+                                                        dtype=torch_dtype(self.dtype, d)).to(d).eval()
+                              for d in self.devices]
+        return self._replicas
+
+    def encode(self, texts: list[str], instruction: str, max_length: int) -> np.ndarray:
+        import torch
+
+        def encode_batch(model, batch: list[str]) -> np.ndarray:
+            with torch.inference_mode():
+                emb = model.encode(batch, instruction=instruction, max_length=max_length)
+                if self.config.normalize:
+                    emb = torch.nn.functional.normalize(emb, p=2, dim=1)
+            return emb.float().cpu().numpy()
+
+        return run_batches(texts, self.batch_size, self._load(), encode_batch)
+
+
+class GritLMEncoder:
+    """GritLM-7B in embedding mode through the ``gritlm`` package (``pip install gritlm``)."""
+
+    def __init__(self, config: DenseConfig, *, devices: list[str], batch_size: int, dtype: str) -> None:
+        self.config, self.devices, self.batch_size, self.dtype = config, devices, batch_size, dtype
+        self._replicas: list[Any] | None = None
+
+    def _load(self) -> list[Any]:
+        if self._replicas is None:
+            try:
+                from gritlm import GritLM
+            except ImportError:
+                raise UserError("retriever 'grit' needs the gritlm package: pip install gritlm") from None
+            self._replicas = [GritLM(self.config.hf_model, mode="embedding", torch_dtype=torch_dtype(self.dtype, d),
+                                     device_map=d) for d in self.devices]
+        return self._replicas
+
+    def encode(self, texts: list[str], instruction: str, max_length: int) -> np.ndarray:
+        def encode_batch(model, batch: list[str]) -> np.ndarray:
+            return np.asarray(model.encode(batch, instruction=instruction, batch_size=len(batch),
+                                           max_length=max_length), dtype=np.float32)
+
+        return run_batches(texts, self.batch_size, self._load(), encode_batch)

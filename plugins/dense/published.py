@@ -1,0 +1,88 @@
+"""The published dense retrievers: a ``DenseConfig`` turned into a ``Model`` for ``DenseRetriever``.
+
+Instructions are looked up by the task's internal key (``TaskSpec.key``) and applied the way the
+published wrapper applied them: prepended to the text (transformers backends), as a prompt
+excluded from pooling (Instructor), or as the model's ``instruction=`` argument (NV-Embed, GritLM).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .config import DenseConfig
+from .encoders import (GritLMEncoder, NVEmbedEncoder, SentenceTransformerEncoder, TransformerEncoder,
+                       parse_devices)
+
+
+class PublishedModel:
+    def __init__(self, config: DenseConfig, *, device: str, batch_size: int, dtype: str,
+                 article_queries: bool = False, api_options: dict[str, Any] | None = None) -> None:
+        self.config, self.device, self.batch_size, self.dtype = config, device, batch_size or config.batch_size, dtype
+        self.article_queries = article_queries
+        self.api_options = api_options or {}
+        self._encoder = None
+        self._devices: list[str] | None = None
+
+    def model_meta(self) -> dict[str, Any]:
+        c = self.config
+        return {"name": f"r2med/{c.name}", "revision": c.revision or "unpinned", "adapted_from": c.hf_model,
+                "reference": c.reference or None, "similarity_fn_name": "cosine",
+                "use_instructions": bool(c.query_instructions or c.doc_instructions),
+                "framework": ["API"] if c.backend in ("openai", "voyage") else ["PyTorch"]}
+
+    def devices(self) -> list[str]:
+        if self._devices is None:
+            self._devices = ["cpu"] if self.config.backend in ("openai", "voyage") else parse_devices(self.device)
+        return self._devices
+
+    def effective_dtype(self) -> str:
+        return self.dtype if self.devices()[0].startswith("cuda") else "fp32"
+
+    def encoder(self):
+        if self._encoder is None:
+            c, kw = self.config, {"devices": self.devices(), "batch_size": self.batch_size, "dtype": self.effective_dtype()}
+            if c.backend == "transformers":
+                self._encoder = TransformerEncoder(c, **kw, query_model=c.hf_doc_model if self.article_queries else None)
+            elif c.backend == "instructor":
+                self._encoder = SentenceTransformerEncoder(c.hf_model, revision=c.revision, exclude_prompt_from_pooling=True,
+                                                           normalize=c.normalize, **kw)
+            elif c.backend == "nvembed":
+                self._encoder = NVEmbedEncoder(c, **kw)
+            elif c.backend == "gritlm":
+                self._encoder = GritLMEncoder(c, **kw)
+            elif c.backend in ("openai", "voyage"):
+                from .api import OpenAIEncoder, VoyageEncoder
+
+                cls = OpenAIEncoder if c.backend == "openai" else VoyageEncoder
+                self._encoder = cls(c.hf_model, max_tokens=c.doc_max_length, **self.api_options)
+            else:
+                raise ValueError(f"unknown backend {c.backend!r}")
+        return self._encoder
+
+    def _encode(self, texts: list[str], instruction: str, max_length: int, kind: str) -> np.ndarray:
+        backend, enc = self.config.backend, self.encoder()
+        if backend == "transformers":
+            texts = [instruction + t for t in texts]
+            return enc.encode_queries(texts) if kind == "query" else enc.encode_documents(texts)
+        if backend == "instructor":
+            return enc.encode(texts, instruction)
+        if backend in ("nvembed", "gritlm"):
+            return enc.encode(texts, instruction, max_length)
+        return enc.encode(texts, kind=kind)
+
+    def encode_queries(self, texts: list[str], task) -> np.ndarray:
+        c = self.config
+        return self._encode(texts, c.query_instruction(task.key), c.query_max_length, "query")
+
+    def encode_documents(self, texts: list[str], task) -> np.ndarray:
+        c = self.config
+        return self._encode(texts, c.doc_instruction(task.key), c.doc_max_length, "document")
+
+    def document_identity(self, task) -> dict[str, Any]:
+        c = self.config
+        return {"model": c.hf_doc_model or c.hf_model, "revision": c.revision, "backend": c.backend,
+                "doc_instruction": c.doc_instruction(task.key), "pooling": c.pooling, "normalize": c.normalize,
+                "max_length": c.doc_max_length, "dtype": self.effective_dtype(), "doc_as_pair": c.doc_as_pair,
+                "append_eos": c.append_eos}

@@ -1,0 +1,343 @@
+"""Dense retrieval machinery: exact chunked search, the corpus-embedding cache (reuse, resume,
+sharing), identical-id dropping, and the transformers encoder's poolings, on a real small model."""
+
+import json
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from r2med_plugins.dense.cache import EmbeddingCache
+from r2med_plugins.dense.search import cosine_top_k
+
+from conftest import SAMPLE, read_jsonl, read_trec, write_jsonl
+
+
+def brute_force(queries, docs, k):
+    """Reference: full cosine matrix, stable descending sort."""
+    q = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    d = docs / np.linalg.norm(docs, axis=1, keepdims=True)
+    scores = q @ d.T
+    return [[(int(i), float(row[i])) for i in np.argsort(-row, kind="stable")[:k]] for row in scores]
+
+
+def chunked(docs, size):
+    return [(start, docs[start:start + size]) for start in range(0, len(docs), size)]
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1000])
+@pytest.mark.parametrize("k", [1, 10, 300])
+def test_chunked_search_equals_brute_force(chunk, k):
+    rng = np.random.default_rng(chunk * 100 + k)
+    docs = rng.normal(size=(257, 16)).astype(np.float32)
+    docs[100:110] = docs[5]  # exact ties: the lower index must win
+    queries = np.vstack([rng.normal(size=(5, 16)).astype(np.float32), docs[5:6]])
+    ours = cosine_top_k(queries, chunked(docs, chunk), k)
+    reference = brute_force(queries, docs, k)
+    for got, want in zip(ours, reference):
+        assert [i for i, _ in got] == [i for i, _ in want]
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-6)
+
+
+def test_cache_fills_resumes_and_is_shared(tmp_path):
+    docs = np.arange(50 * 3, dtype=np.float32).reshape(50, 3)
+    calls = []
+
+    def encode(start, stop):
+        calls.append((start, stop))
+        if len(calls) == 3 and crash[0]:
+            raise RuntimeError("killed")
+        return docs[start:stop]
+
+    crash = [True]
+    cache = EmbeddingCache({"model": "m"}, 50, 12, root=tmp_path)
+    with pytest.raises(RuntimeError):
+        cache.fill(encode)
+    assert cache.missing() == [2, 3, 4]  # two chunks finished before the crash
+    crash[0] = False
+    calls.clear()
+    assert cache.fill(encode) == 3 and calls == [(24, 36), (36, 48), (48, 50)]
+    assert np.array_equal(np.concatenate([c for _, c in cache.chunks()]), docs)
+    assert EmbeddingCache({"model": "m"}, 50, 12, root=tmp_path).fill(encode) == 0
+    assert EmbeddingCache({"model": "other"}, 50, 12, root=tmp_path).folder != cache.folder
+
+    # two runs filling one folder at once end with the same, complete content
+    shared = [EmbeddingCache({"model": "s"}, 50, 5, root=tmp_path) for _ in range(2)]
+    threads = [threading.Thread(target=c.fill, args=(lambda a, b: docs[a:b],)) for c in shared]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert np.array_equal(np.concatenate([c for _, c in shared[0].chunks()]), docs)
+    assert not list(shared[0].folder.glob("*.tmp"))
+
+
+@pytest.fixture
+def count_encoded(monkeypatch):
+    """Counts texts the sentence-transformers encoder receives, by prompt kind."""
+    from r2med_plugins.dense.encoders import SentenceTransformerEncoder
+
+    counts = {"texts": 0, "calls": 0, "fail_after": None}
+    original = SentenceTransformerEncoder.encode
+
+    def encode(self, texts, prompt):
+        counts["calls"] += 1
+        if counts["fail_after"] is not None and counts["calls"] > counts["fail_after"]:
+            raise RuntimeError("killed mid-corpus")
+        counts["texts"] += len(texts)
+        return original(self, texts, prompt)
+
+    monkeypatch.setattr(SentenceTransformerEncoder, "encode", encode)
+    return counts
+
+
+def st_args(model_path, tmp_path, *extra):
+    return ["run", "--plugin", "st", "-o", f"model={model_path}", "--tasks", "sample",
+            "--cache-dir", tmp_path / "cache", "--json", *extra]
+
+
+def test_second_run_encodes_only_queries(model_path, run_cli, tmp_path, count_encoded):
+    n_docs = len(read_jsonl(SAMPLE / "corpus.jsonl"))
+    first = json.loads(run_cli(*st_args(model_path, tmp_path, "--output", tmp_path / "a"))[1])
+    assert count_encoded["texts"] == n_docs + 10
+    count_encoded["texts"] = 0
+    second = json.loads(run_cli(*st_args(model_path, tmp_path, "--output", tmp_path / "b"))[1])
+    assert count_encoded["texts"] == 10  # the queries only
+    assert first["tasks"][0]["ndcg_at_10"] == second["tasks"][0]["ndcg_at_10"]
+    no_cache = json.loads(run_cli(*st_args(model_path, tmp_path, "--output", tmp_path / "c", "-o", "cache=false"))[1])
+    for run in ("b", "c"):
+        assert read_trec(next((tmp_path / run).glob("*/*/*.trec"))) == read_trec(next((tmp_path / "a").glob("*/*/*.trec")))
+    assert no_cache["tasks"][0]["ndcg_at_10"] == first["tasks"][0]["ndcg_at_10"]
+
+
+def test_killed_encoding_resumes_from_last_chunk(model_path, run_cli, tmp_path, count_encoded):
+    n_docs = len(read_jsonl(SAMPLE / "corpus.jsonl"))
+    count_encoded["fail_after"] = 2  # two 10-document chunks, then the run dies
+    code, _, err = run_cli(*st_args(model_path, tmp_path, "--output", tmp_path / "a", "-o", "chunk_size=10"))
+    assert code == 2 and "killed mid-corpus" in err
+    chunks = list((tmp_path / "cache" / "embeddings").glob("*/chunk-*.npy"))
+    assert len(chunks) == 2
+    count_encoded.update(fail_after=None, texts=0)
+    code, out, _ = run_cli(*st_args(model_path, tmp_path, "--output", tmp_path / "a", "-o", "chunk_size=10"))
+    assert code == 0
+    assert count_encoded["texts"] == (n_docs - 20) + 10  # the rest of the corpus, then the queries
+
+
+def test_identical_ids_dropped_only_when_asked(model_path, run_cli, tmp_path):
+    """IIYi-Clinical shares one id space for queries and documents; R2MED's evaluator dropped a
+    document whose id equals the query id."""
+    data = tmp_path / "data" / "IIYi-Clinical"
+    data.mkdir(parents=True)
+    corpus = read_jsonl(SAMPLE / "corpus.jsonl")
+    queries = read_jsonl(SAMPLE / "query.jsonl")
+    corpus.append({"id": "q01", "text": queries[0]["text"]})  # the query itself, as a document
+    write_jsonl(data / "corpus.jsonl", corpus)
+    write_jsonl(data / "query.jsonl", queries)
+    (data / "qrels.jsonl").write_text((SAMPLE / "qrels.jsonl").read_text())
+    base = ["run", "--plugin", "st", "-o", f"model={model_path}", "--data-dir", tmp_path / "data",
+            "--cache-dir", tmp_path / "cache", "--top-k", "5", "--json"]
+    kept = json.loads(run_cli(*base, "--output", tmp_path / "kept")[1])
+    dropped = json.loads(run_cli(*base, "--output", tmp_path / "dropped", "-o", "drop_identical_ids=true")[1])
+    kept_run = read_trec(Path(kept["results_dir"]) / "R2MEDIIYiClinicalRetrieval.trec")
+    dropped_run = read_trec(Path(dropped["results_dir"]) / "R2MEDIIYiClinicalRetrieval.trec")
+    assert kept_run["q01"][0][0] == "q01"
+    assert "q01" not in [d for d, _ in dropped_run["q01"]] and len(dropped_run["q01"]) == 5
+    assert [d for d, _ in dropped_run["q01"]][:4] == [d for d, _ in kept_run["q01"] if d != "q01"]
+
+
+# --- the transformers encoder, on all-MiniLM-L6-v2's real weights -------------------------------
+
+@pytest.fixture
+def minilm_config(model_path):
+    from r2med_plugins.dense.config import DenseConfig
+
+    def make(**kw):
+        base = dict(name="t", hf_model=str(model_path), backend="transformers", pooling="mean", normalize=True,
+                    query_max_length=256, doc_max_length=256, dtype="fp32", batch_size=4)
+        return DenseConfig(**{**base, **kw})
+
+    return make
+
+
+TEXTS = ["Metformin lowers hepatic glucose output.", "A 54-year-old man with fatigue, hyperpigmentation "
+         "and hyponatraemia.", "IL-6", "β-lactam antibiotics inhibit cell-wall synthesis in bacteria."]
+
+
+def test_mean_pooling_equals_sentence_transformers(minilm_config, model_path):
+    from sentence_transformers import SentenceTransformer
+
+    from r2med_plugins.dense.encoders import TransformerEncoder
+
+    ours = TransformerEncoder(minilm_config(), devices=["cpu"], batch_size=3, dtype="fp32").encode_documents(TEXTS)
+    st = SentenceTransformer(str(model_path), device="cpu").encode(TEXTS, normalize_embeddings=True)
+    assert ours == pytest.approx(st, abs=1e-5)
+
+
+def test_last_token_pooling_with_either_padding():
+    import torch
+
+    from r2med_plugins.dense.encoders import pool
+
+    hidden = torch.arange(2 * 4 * 3, dtype=torch.float32).reshape(2, 4, 3)
+    right = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]])
+    left = torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]])
+    assert pool(hidden, right, "last").tolist() == [hidden[0, 1].tolist(), hidden[1, 3].tolist()]
+    assert pool(hidden, left, "last").tolist() == [hidden[0, 3].tolist(), hidden[1, 3].tolist()]
+    assert pool(hidden, right, "mean")[0].tolist() == hidden[0, :2].mean(dim=0).tolist()
+    assert pool(hidden, right, "cls").tolist() == hidden[:, 0].tolist()
+
+
+@pytest.mark.parametrize("pooling, padding_side", [("cls", "right"), ("last", "right")])
+def test_cls_and_last_token_pooling(minilm_config, model_path, pooling, padding_side):
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from r2med_plugins.dense.encoders import TransformerEncoder
+
+    config = minilm_config(pooling=pooling, normalize=False, padding_side=padding_side)
+    ours = TransformerEncoder(config, devices=["cpu"], batch_size=4, dtype="fp32").encode_queries(TEXTS)
+    tokenizer, model = AutoTokenizer.from_pretrained(str(model_path)), AutoModel.from_pretrained(str(model_path))
+    for text, row in zip(TEXTS, ours):  # one text at a time: no padding at all
+        with torch.inference_mode():
+            hidden = model(**tokenizer(text, return_tensors="pt")).last_hidden_state[0]
+        assert row == pytest.approx((hidden[0] if pooling == "cls" else hidden[-1]).numpy(), abs=1e-4)
+
+
+def test_bmr_recipe_appends_eos_and_pads_left(minilm_config, model_path):
+    """BMRetriever: truncate to max-1 tokens, append EOS, pad left, take the last token."""
+    from transformers import AutoTokenizer
+
+    from r2med_plugins.dense.encoders import TransformerEncoder
+
+    config = minilm_config(pooling="last-bmr", normalize=False, append_eos=True, padding_side="left", query_max_length=10)
+    encoder = TransformerEncoder(config, devices=["cpu"], batch_size=4, dtype="fp32")
+    tokenizer, _ = encoder._load(str(model_path))
+    tokenizer.eos_token = "[SEP]"  # BERT's tokenizer has none; decoder models (BMRetriever) do
+    assert tokenizer.padding_side == "left"
+    batch = encoder._tokenize(tokenizer, TEXTS, 10, as_pair=False)
+    ids, mask = batch["input_ids"], batch["attention_mask"]
+    assert ids.shape[1] == 10 and (ids[:, -1] == tokenizer.eos_token_id).all()
+    plain = AutoTokenizer.from_pretrained(str(model_path))
+    for text, row, row_mask in zip(TEXTS, ids.tolist(), mask.tolist()):
+        expected = plain(text, truncation=True, max_length=9)["input_ids"] + [tokenizer.eos_token_id]
+        assert row[10 - len(expected):] == expected and sum(row_mask) == len(expected)
+        assert row_mask == [0] * (10 - len(expected)) + [1] * len(expected)  # padded on the left
+
+
+def test_pair_tokenization_for_medcpt_documents(minilm_config, model_path):
+    from r2med_plugins.dense.encoders import TransformerEncoder
+
+    encoder = TransformerEncoder(minilm_config(doc_as_pair=True, pooling="cls"), devices=["cpu"], batch_size=4, dtype="fp32")
+    tokenizer, _ = encoder._load(str(model_path))
+    ids = encoder._tokenize(tokenizer, ["IL-6"], 512, as_pair=True)["input_ids"][0].tolist()
+    assert ids[:2] == [tokenizer.cls_token_id, tokenizer.sep_token_id]  # ("", text): an empty first segment
+
+
+def test_replicas_give_the_same_embeddings(model_path):
+    from r2med_plugins.dense.encoders import SentenceTransformerEncoder
+
+    one = SentenceTransformerEncoder(str(model_path), devices=["cpu"], batch_size=2).encode(TEXTS, "")
+    two = SentenceTransformerEncoder(str(model_path), devices=["cpu", "cpu"], batch_size=2).encode(TEXTS, "")
+    assert one == pytest.approx(two, abs=1e-6)
+
+
+def test_cuda_device_without_cuda_is_a_clear_error(run_cli, model_path, tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    code, _, err = run_cli("run", "--plugin", "st", "-o", f"model={model_path}", "-o", "device=cuda:0",
+                           "--tasks", "sample", "--output", tmp_path)
+    assert code == 2 and "CUDA is not available here" in err
+
+
+# --- the published configurations, wired without downloading any model -------------------------
+
+class Recorder:
+    """Stands in for an encoder: records what it is asked to encode."""
+
+    def __init__(self):
+        self.calls = []
+
+    def _out(self, texts):
+        return np.ones((len(texts), 4), dtype=np.float32)
+
+    def encode_queries(self, texts):
+        self.calls.append(("query", list(texts)))
+        return self._out(texts)
+
+    def encode_documents(self, texts):
+        self.calls.append(("document", list(texts)))
+        return self._out(texts)
+
+    def encode(self, texts, *args, **kwargs):
+        self.calls.append((args, kwargs, list(texts)))
+        return self._out(texts)
+
+
+@pytest.mark.parametrize("name", ["e5", "bmr-7b", "contriever", "bge"])
+def test_transformers_backends_prepend_the_task_instruction(name):
+    from r2med_plugins.dense.models import DENSE_MODELS
+    from r2med_plugins.dense.published import PublishedModel
+    from r2med_tasks.tasks import R2MED_TASKS
+
+    config = DENSE_MODELS[name]
+    model = PublishedModel(config, device="cpu", batch_size=0, dtype=config.dtype)
+    model._encoder = recorder = Recorder()
+    for task in R2MED_TASKS:
+        model.encode_queries(["q"], task)
+        model.encode_documents(["d"], task)
+    expected = []
+    for task in R2MED_TASKS:
+        expected += [("query", [config.query_instructions.get(task.key, config.query_instructions.get("*", "")) + "q"]),
+                     ("document", [config.doc_instructions.get(task.key, config.doc_instructions.get("*", "")) + "d"])]
+    assert recorder.calls == expected
+
+
+def test_instruction_backends_pass_the_instruction_apart():
+    """NV-Embed and GritLM take the instruction as an argument (excluded from pooling)."""
+    from r2med_plugins.dense.models import DENSE_MODELS
+    from r2med_plugins.dense.published import PublishedModel
+    from r2med_tasks.tasks import R2MED_TASKS
+
+    biology = R2MED_TASKS[0]
+    for name in ("nvembed", "grit"):
+        config = DENSE_MODELS[name]
+        model = PublishedModel(config, device="cpu", batch_size=0, dtype=config.dtype)
+        model._encoder = recorder = Recorder()
+        model.encode_queries(["q"], biology)
+        model.encode_documents(["d"], biology)
+        assert recorder.calls == [((config.query_instructions["Stack-Biology"], config.query_max_length), {}, ["q"]),
+                                  ((config.doc_instruction("Stack-Biology"), config.doc_max_length), {}, ["d"])]
+
+
+def test_medcpt_uses_two_encoders_unless_reproducing_the_published_bug():
+    from r2med_plugins.dense.encoders import TransformerEncoder
+    from r2med_plugins.dense.models import DENSE_MODELS
+
+    config = DENSE_MODELS["medcpt"]
+    proper = TransformerEncoder(config, devices=["cpu"], batch_size=1, dtype="fp32")
+    assert (proper.query_model, proper.doc_model) == ("ncbi/MedCPT-Query-Encoder", "ncbi/MedCPT-Article-Encoder")
+    bug = TransformerEncoder(config, devices=["cpu"], batch_size=1, dtype="fp32", query_model=config.hf_doc_model)
+    assert bug.query_model == bug.doc_model == "ncbi/MedCPT-Article-Encoder"
+
+
+def test_published_retriever_runs_on_local_weights(model_path, run_cli, tmp_path):
+    """`-o model=PATH` points a published configuration at local weights (here MiniLM under
+    contriever's recipe: mean pooling, cosine), which also gives the run its own folder."""
+    code, out, err = run_cli("run", "--plugin", "contriever", "-o", f"model={model_path}", "--tasks", "sample",
+                             "--output", tmp_path / "out", "--cache-dir", tmp_path / "cache", "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["model_name"] == "r2med/contriever" and summary["revision"].startswith("unpinned-")
+    st = json.loads(run_cli("run", "--plugin", "st", "-o", f"model={model_path}", "--tasks", "sample",
+                            "--output", tmp_path / "st", "--cache-dir", tmp_path / "cache", "--json")[1])
+    assert summary["tasks"][0]["ndcg_at_10"] == pytest.approx(st["tasks"][0]["ndcg_at_10"], abs=1e-5)
+
+
+def test_every_published_model_is_listed_with_its_reference(run_cli):
+    from r2med_plugins.dense.models import DENSE_MODELS
+
+    rows = {r["name"]: r for r in json.loads(run_cli("list", "retrievers", "--json")[1])}
+    for name, config in DENSE_MODELS.items():
+        assert rows[name]["reference"] == config.reference and rows[name]["reference"].startswith("https://")
+    assert rows["nvembed"]["aliases"] == ["nv"]
