@@ -118,3 +118,6 @@ class SentenceTransformerModel:
 
     def encode_documents(self, texts: list[str], task):
         return self.encoder().encode(texts, self.doc_prompt)
+
+    def encode_generated(self, texts: list[str], task):
+        return self.encoder().encode(texts, "")  # as most published wrappers: no instruction

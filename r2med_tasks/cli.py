@@ -88,12 +88,16 @@ Examples:
               help="Component option; NAME.KEY=VALUE sends it to one component.")
 @click.option("--top-k", type=click.IntRange(1), default=100, show_default=True,
               help="Documents kept per query (the published runs keep 100).")
+@click.option("--device", metavar="DEVICE",
+              help="cpu, cuda, cuda:N, or cuda:0,cuda:1 for several GPUs: sets the device of every selected "
+                   "component that runs models (same as -o device=...).")
 @click.option("--cache-dir", type=click.Path(path_type=Path), metavar="DIR",
               help="Where components keep indexes and embeddings (default: $R2MED_CACHE_DIR or ~/.cache/r2med).")
 @click.option("--overwrite", is_flag=True, help="Recompute tasks that already have results.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
-def run_command(plugin_names, task_names, data_dir, output, options, top_k, cache_dir, overwrite, as_json, debug):
+def run_command(plugin_names, task_names, data_dir, output, options, top_k, device, cache_dir, overwrite, as_json,
+                debug):
     from .pipeline import build_pipeline, instantiate
     from .runner import run_pipeline
 
@@ -103,11 +107,16 @@ def run_command(plugin_names, task_names, data_dir, output, options, top_k, cach
         plugins, reg = registry()
         warn_broken(plugins)
         reg.check()
-        pipeline = build_pipeline(reg, list(plugin_names), list(options), top_k=top_k)
+        pipeline = build_pipeline(reg, list(plugin_names), list(options), top_k=top_k, device=device)
         tasks = choose_tasks(reg, list(task_names), data_dir)
         instantiate(pipeline)
         folder, outcomes = run_pipeline(pipeline, tasks, output=output, data_dir=data_dir,
                                         overwrite=overwrite, console=err)
+    for stage in pipeline.ordered():
+        summary = getattr(stage.instance, "summary", None)
+        line = summary() if callable(summary) else None
+        if line:
+            err.print(line)
     print_summary(folder, outcomes, as_json)
 
 

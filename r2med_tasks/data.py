@@ -23,11 +23,19 @@ HUB_CONFIGS = ("corpus", "query", "qrels")
 
 @dataclass(frozen=True)
 class Query:
-    """What a component sees of a query: its id, its text and documents a rewriter generated."""
+    """What a component sees of a query: its id, its text and what a rewriter generated for it.
+
+    ``generated`` holds the rewriter's documents with reasoning traces already stripped;
+    ``method`` says how they were made ("hyde", "query2doc", "lamer", ...), and ``reasoning``
+    that they are a reasoning model's extracted answer, which the published runs combined with
+    the query differently (see ``r2med_plugins.gar.combine``).
+    """
 
     id: str
     text: str
     generated: tuple[str, ...] = ()
+    method: str = ""
+    reasoning: bool = False
 
 
 @dataclass
@@ -51,6 +59,7 @@ class TaskData:
     revision: str
     source: str
     warnings: list[str] = field(default_factory=list)
+    folder: Path | None = None  # the local folder it came from (rewriters read published outputs there)
 
 
 @dataclass
@@ -188,8 +197,10 @@ def load_local(folder: Path) -> TaskData:
     parsed = [read_jsonl(folder / name) for name in FILES]
     digests = [digest for _, digest in parsed]
     revision = "sha256-" + hashlib.sha256("".join(digests).encode()).hexdigest()[:16]
-    return build_task_data(*(rows for rows, _ in parsed), revision=revision,
+    data = build_task_data(*(rows for rows, _ in parsed), revision=revision,
                            corpus_checksum=digests[0], source=str(folder))
+    data.folder = folder
+    return data
 
 
 def load_hub(path: str, revision: str) -> TaskData:

@@ -87,9 +87,12 @@ class Pipeline:
         return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
     def display_name(self) -> str:
+        """As the leaderboard names systems: "o3-mini + bm25" (a rewriter is named by its LLM)."""
         names = [self.retriever.model_meta()["name"].split("/")[-1]]
         if "rewriter" in self.stages:
-            names.insert(0, self.stages["rewriter"].spec.name)
+            rewriter = self.stages["rewriter"]
+            label = getattr(rewriter.instance, "label", None)
+            names.insert(0, label() if callable(label) else rewriter.spec.name)
         if "reranker" in self.stages:
             names.append(self.stages["reranker"].spec.name)
         return " + ".join(names)
@@ -109,7 +112,8 @@ class Pipeline:
         return {**meta, "name": f"r2med/{slug}", "revision": self.fingerprint()}
 
 
-def build_pipeline(registry: Registry, plugin_tokens: list[str], option_tokens: list[str], *, top_k: int = 100) -> Pipeline:
+def build_pipeline(registry: Registry, plugin_tokens: list[str], option_tokens: list[str], *, top_k: int = 100,
+                   device: str | None = None) -> Pipeline:
     stages: dict[str, Stage] = {}
     for token in plugin_tokens:
         entry = registry.component(token)
@@ -119,6 +123,11 @@ def build_pipeline(registry: Registry, plugin_tokens: list[str], option_tokens: 
         stages[entry.kind] = Stage(entry)
     if "retriever" not in stages:
         raise UserError("a pipeline needs one retriever: add --plugin NAME (see `r2med list retrievers`)")
+    if device is not None:
+        on_device = [s for s in stages.values() if "device" in s.spec.options]
+        if not on_device:
+            raise UserError(f"--device {device}: no selected component runs on a device")
+        option_tokens = [f"{s.spec.name}.device={device}" for s in on_device] + option_tokens
     _route_options(stages, option_tokens)
     return Pipeline(stages, top_k)
 

@@ -57,10 +57,10 @@ class SubProgress:
         self.bars.append(bar)
         return lambda n: self.progress.advance(bar, n)
 
-    def call(self, method, *args, **kwargs):
-        """Call ``method``, passing ``progress=`` when it accepts it."""
-        if "progress" in inspect.signature(method).parameters:
-            kwargs["progress"] = self
+    def call(self, method, *args, optional: dict | None = None, **kwargs):
+        """Call ``method``, passing ``progress=`` and the ``optional`` keyword arguments it accepts."""
+        accepted = inspect.signature(method).parameters
+        kwargs |= {k: v for k, v in {"progress": self, **(optional or {})}.items() if k in accepted}
         try:
             return method(*args, **kwargs)
         finally:
@@ -120,7 +120,8 @@ def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_
         stage = pipeline.stages["rewriter"]
         step(f"rewriting queries ({stage.spec.name})")
         with phase("Rewriting queries"), calling(stage, task, "rewriting queries of"):
-            queries = stage.instance.rewrite(queries, task=task)
+            queries = report.call(stage.instance.rewrite, queries, task=task,
+                                  optional={"corpus": data.corpus, "data_folder": data.folder})
         if sorted(q.id for q in queries) != sorted(q.id for q in data.queries):
             raise PluginError(f"{stage.label} must return one rewritten query per input query")
 

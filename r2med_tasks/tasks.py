@@ -181,6 +181,7 @@ SAMPLE_TASK = TaskSpec(
     description="Offline sample written for this harness: 48 short medical passages, 10 queries "
     "of the three R2MED task types. For quick starts and tests, not for reporting.",
     local_path=Path(__file__).parent / "data" / "sample",
+    key="Stack-Medical",  # instructions and prompts worded for a medical Q&A post
     aliases=("sample",),
 )
 

@@ -144,7 +144,7 @@ def test_answers_never_reach_components(register, run_cli, tmp_path):
     queries = {r["id"]: r for r in read_jsonl(SAMPLE / "query.jsonl")}
     assert len(seen) == len(queries)
     for q in seen:
-        assert set(vars(q)) == {"id", "text", "generated"}
+        assert set(vars(q)) == {"id", "text", "generated", "method", "reasoning"} and not q.generated
         assert q.text == queries[q.id]["text"]
         assert queries[q.id]["answer"] not in repr(q) and not any(d in repr(q) for d in queries[q.id]["doc_id"])
 

@@ -341,3 +341,16 @@ def test_every_published_model_is_listed_with_its_reference(run_cli):
     for name, config in DENSE_MODELS.items():
         assert rows[name]["reference"] == config.reference and rows[name]["reference"].startswith("https://")
     assert rows["nvembed"]["aliases"] == ["nv"]
+
+
+def test_device_flag_reaches_model_components(plugins):
+    from r2med_tasks.errors import UserError
+    from r2med_tasks.pipeline import build_pipeline
+    from r2med_tasks.registry import build_registry
+
+    reg = build_registry(plugins)
+    pipeline = build_pipeline(reg, ["nvembed"], [], device="cuda:0,cuda:1")
+    assert pipeline.retriever.options["device"] == "cuda:0,cuda:1"
+    assert build_pipeline(reg, ["nvembed"], ["device=cpu"], device="cuda:1").retriever.options["device"] == "cpu"
+    with pytest.raises(UserError, match="--device cuda: no selected component runs on a device"):
+        build_pipeline(reg, ["bm25"], [], device="cuda")

@@ -36,7 +36,9 @@ class BM25Retriever:
             self._index.save(folder)
 
     def search(self, queries, *, task, top_k: int) -> dict[str, dict[str, float]]:
-        hits = self._index.search(analyze_many(q.text for q in queries), top_k=top_k,
+        from r2med_plugins.gar.combine import bm25_query
+
+        hits = self._index.search(analyze_many(bm25_query(q) for q in queries), top_k=top_k,
                                   query_weighting=self.query_weighting)
         return {q.id: {self._ids[i]: s for i, s in row} for q, row in zip(queries, hits)}
 
@@ -59,8 +61,10 @@ class OkapiRetriever:
     def search(self, queries, *, task, top_k: int) -> dict[str, dict[str, float]]:
         import numpy as np
 
+        from r2med_plugins.gar.combine import bm25_query
+
         out = {}
-        for q, tokens in zip(queries, analyze_many(q.text for q in queries)):
+        for q, tokens in zip(queries, analyze_many(bm25_query(q) for q in queries)):
             scores = self._bm25.get_scores(tokens)
             best = np.argsort(-scores, kind="stable")[:top_k]
             out[q.id] = {self._ids[i]: float(scores[i]) for i in best}

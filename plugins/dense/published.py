@@ -80,6 +80,13 @@ class PublishedModel:
         c = self.config
         return self._encode(texts, c.doc_instruction(task.key), c.doc_max_length, "document")
 
+    def encode_generated(self, texts: list[str], task) -> np.ndarray:
+        """GAR documents: with the query instruction for the wrappers that applied it (Instructor,
+        NV-Embed, GritLM), without for the others, as published."""
+        c = self.config
+        instruction = c.query_instruction(task.key) if c.instruct_generated_docs else ""
+        return self._encode(texts, instruction, c.query_max_length, "query")
+
     def document_identity(self, task) -> dict[str, Any]:
         c = self.config
         return {"model": c.hf_doc_model or c.hf_model, "revision": c.revision, "backend": c.backend,

@@ -21,6 +21,9 @@ class Model(Protocol):
 
     def encode_documents(self, texts: list[str], task) -> np.ndarray: ...
 
+    def encode_generated(self, texts: list[str], task) -> np.ndarray:
+        """Rewriter-generated documents, encoded as the published wrapper encoded them."""
+
     def document_identity(self, task) -> dict[str, Any]:
         """Everything that determines a document's embedding (keys the cache)."""
 
@@ -51,8 +54,26 @@ class DenseRetriever:
                    on_chunk=advance or (lambda n: None))
         self._chunks = list(cache.chunks())
 
+    def query_embeddings(self, queries, task) -> np.ndarray:
+        """One vector per query; with generated documents, the published rule: the mean of the
+        query's embedding and each document's (not re-normalised: cosine scoring normalises)."""
+        from r2med_plugins.gar.combine import dense_query
+
+        parts = [dense_query(q) for q in queries]
+        heads = [p if isinstance(p, str) else p[0] for p in parts]
+        embeddings = self.model.encode_queries(heads, task)
+        tails = [(i, doc) for i, p in enumerate(parts) if not isinstance(p, str) for doc in p[1:]]
+        if tails:
+            generated = self.model.encode_generated([doc for _, doc in tails], task)
+            sums, counts = embeddings.astype(np.float32).copy(), np.ones(len(parts), dtype=np.float32)
+            for (i, _), vector in zip(tails, generated):
+                sums[i] += vector
+                counts[i] += 1
+            embeddings = sums / counts[:, None]
+        return embeddings
+
     def search(self, queries, *, task, top_k: int) -> dict[str, dict[str, float]]:
-        embeddings = self.model.encode_queries([q.text for q in queries], task)
+        embeddings = self.query_embeddings(queries, task)
         k = top_k + 1 if self.drop_identical_ids else top_k  # room for the dropped one, as BEIR does
         hits = cosine_top_k(embeddings, self._chunks, min(k, len(self._ids)))
         out = {}

@@ -1,0 +1,561 @@
+"""Prompts, chat messages and sampling settings of R2MED's published generation (GAR) runs.
+
+Data copied from R2MED/R2MED at the indexed commit ``45cbac534475a0f66fec190cba752b5dc452839d``:
+
+* ``src/instrcution.py`` (sic) -- the ``hyde``, ``query2doc`` and ``lamer`` template dicts and
+  ``SkyAI_system_prompt``;
+* ``src/generate_hypothetical_doc.py`` -- how a prompt is filled and sent: the system prompt,
+  the chat template, LameR's passage block, ``model_dict`` and the sampling parameters;
+* ``src/base.py`` -- ``r1_model_list`` (see :mod:`.reasoning`).
+
+**Query2Doc few-shot examples are NOT included.** ``src/instrcution.py`` builds every Query2Doc
+template as ``"...{EXAMPLE}...".format(EXAMPLE=Example[key], TEXT="{TEXT}")`` with ``Example``
+imported from ``src/example.py``, and that file is not available to this build (it is absent
+from the indexed copy of the repository and from every public fork found).  Rather than invent
+examples, this module keeps the exact outer template and takes the examples from the upstream
+file at run time: pass ``examples=`` to :func:`build_messages`, or point the environment
+variable ``R2MED_QUERY2DOC_EXAMPLES`` at a copy of upstream ``src/example.py`` (or at a JSON
+object ``{key: examples_text}``); see :func:`load_query2doc_examples`.
+
+The prompt builders take the query *text* only: the ``doc_id`` (positive ids) and ``answer``
+(gold answer) fields of ``query.jsonl`` never reach a prompt.  The upstream code also only
+formats ``entry['text']`` (it reads qrels and positive documents into each row, but never uses
+them in a prompt).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .reasoning import is_reasoning_llm
+
+__all__ = [
+    "DATASET_KEYS",
+    "HUB_NAME_TO_KEY",
+    "METHODS",
+    "SYSTEM_PROMPT",
+    "SKY_SYSTEM_PROMPT",
+    "HYDE_TEMPLATES",
+    "QUERY2DOC_OUTER_TEMPLATES",
+    "LAMER_TEMPLATES",
+    "QUERY2DOC_EXAMPLES",
+    "QUERY2DOC_EXAMPLES_ENV",
+    "LAMER_TOP_K",
+    "LAMER_MAX_WORDS",
+    "SAMPLING",
+    "API_LLMS",
+    "VLLM_ENGINE",
+    "MODEL_DICT",
+    "PublishedLLM",
+    "PUBLISHED_LLMS",
+    "Query2DocExamplesUnavailable",
+    "resolve_key",
+    "cut_text",
+    "format_lamer_passages",
+    "load_query2doc_examples",
+    "query2doc_template",
+    "build_prompt",
+    "build_messages",
+    "system_prompt",
+    "backend",
+    "sampling_params",
+    "chat_template_kwargs",
+]
+
+# ---------------------------------------------------------------------------------------------
+# Dataset keys
+# ---------------------------------------------------------------------------------------------
+
+# src/generate_hypothetical_doc.py: task_names (this order; the prompt dicts use these keys).
+DATASET_KEYS: tuple[str, ...] = (
+    "Stack-Biology",
+    "Stack-Medical",
+    "Stack-Bioinformatics",
+    "MedXpertQA-Exam",
+    "MedQA-Diag",
+    "PMC-Treat",
+    "PMCPatients",
+    "IIYiPatients-EN",
+)
+
+# Hub / mteb dataset names (run.py --task choices) -> the internal keys above.  The released
+# code indexes the dicts with the internal keys only; this map is the spec's (§1.1) name map.
+HUB_NAME_TO_KEY: dict[str, str] = {
+    "Biology": "Stack-Biology",
+    "Bioinformatics": "Stack-Bioinformatics",
+    "Medical-Sciences": "Stack-Medical",
+    "MedXpertQA-Exam": "MedXpertQA-Exam",
+    "MedQA-Diag": "MedQA-Diag",
+    "PMC-Treatment": "PMC-Treat",
+    "PMC-Clinical": "PMCPatients",
+    "IIYi-Clinical": "IIYiPatients-EN",
+}
+
+METHODS: tuple[str, ...] = ("hyde", "query2doc", "lamer")
+
+# ---------------------------------------------------------------------------------------------
+# System prompts
+# ---------------------------------------------------------------------------------------------
+
+# src/generate_hypothetical_doc.py: both generate_func_by_gpt.process (API) and
+# generate_func.process (vLLM) send {"role": "system", "content": "You are a helpful assistant."}
+SYSTEM_PROMPT = "You are a helpful assistant."
+
+# src/instrcution.py: SkyAI_system_prompt -- used instead of SYSTEM_PROMPT when
+# model == "sky-32b" (generate_func.process).  Copied with the same backslash-newline line
+# continuations, so the value is identical; "'\n\n'" holds two real newline characters.
+SKY_SYSTEM_PROMPT = "Your role as an assistant involves thoroughly exploring questions through a systematic long \
+thinking process before providing the final precise and accurate solutions. This requires \
+engaging in a comprehensive cycle of analysis, summarizing, exploration, reassessment, reflection, \
+backtracing, and iteration to develop well-considered thinking process. \
+Please structure your response into two main sections: Thought and Solution. \
+In the Thought section, detail your reasoning process using the specified format: \
+<|begin_of_thought|> {thought with steps separated with '\n\n'} \
+<|end_of_thought|> \
+Each step should include detailed considerations such as analisying questions, summarizing \
+relevant findings, brainstorming new ideas, verifying the accuracy of the current steps, refining \
+any errors, and revisiting previous steps. \
+In the Solution section, based on various attempts, explorations, and reflections from the Thought \
+section, systematically present the final solution that you deem correct. The solution should \
+remain a logical, accurate, concise expression style and detail necessary step needed to reach the \
+conclusion, formatted as follows: \
+<|begin_of_solution|> \
+{final formatted, precise, and clear solution} \
+<|end_of_solution|> \
+Now, try to solve the following question through the above guidelines:"
+
+# ---------------------------------------------------------------------------------------------
+# Prompt templates
+# ---------------------------------------------------------------------------------------------
+
+# src/instrcution.py: hyde (verbatim).  Filled with .format(TEXT=query_text).
+HYDE_TEMPLATES: dict[str, str] = {
+    "Stack-Biology": "Please write a passage to help answer the Biology post.\nPost: {TEXT}\nPassage: ",
+    "Stack-Medical": "Please write a passage to help answer the Medical Science post.\nPost: {TEXT}\nPassage: ",
+    "Stack-Bioinformatics": "Please write a passage to help answer the Bioinformatics post.\nPost: {TEXT}\nPassage: ",
+    "MedXpertQA-Exam": "Please write a passage to help answer the Medical Exam.\nExam: {TEXT}\nPassage: ",
+    "MedQA-Diag": "Please write a passage to help answer the Medical Exam.\nExam: {TEXT}\nPassage: ",
+    "PMC-Treat": "Please write a passage to help answer the Clinical Case.\nCase: {TEXT}\nPassage: ",
+    "PMCPatients": "Please write a similar case to help diagnose the Clinical Case.\nCase: {TEXT}\nSimilar Case: ",
+    "IIYiPatients-EN": "Please write a similar case to help diagnose the Clinical Case.\nCase: {TEXT}\nSimilar Case: ",
+}
+
+# src/instrcution.py: query2doc, the string literals *before* .format(EXAMPLE=Example[key],
+# TEXT="{TEXT}") (verbatim).  Note the upstream wording quirk: only Stack-Biology says
+# "that help answer", every other key says "to help answer".
+QUERY2DOC_OUTER_TEMPLATES: dict[str, str] = {
+    "Stack-Biology": "Write a passage that help answer the Biology post.\n\n###Examples:###\n{EXAMPLE}\n\n###Real Test:###\nPost: {TEXT}\nPassage: ",
+    "Stack-Medical": "Write a passage to help answer the Medical Science post.\n\n###Examples:###\n{EXAMPLE}\n\n###Real Test:###\nPost: {TEXT}\nPassage: ",
+    "Stack-Bioinformatics": "Write a passage to help answer the Bioinformatics post.\n\n###Examples:###\n{EXAMPLE}\n\n###Real Test:###\nPost: {TEXT}\nPassage: ",
+    "MedXpertQA-Exam": "Write a passage to help answer the Medical Exam.\n\n###Examples:###\n{EXAMPLE}\n\n###Real Test:###\nExam: {TEXT}\nPassage: ",
+    "MedQA-Diag": "Write a passage to help answer the Medical Exam.\n\n###Examples:###\n{EXAMPLE}\n\n###Real Test:###\nExam: {TEXT}\nPassage: ",
+    "PMC-Treat": "Write a passage to help answer the Clinical Case.\n\n###Examples:###\n{EXAMPLE}\n\n###Real Test:###\nCase: {TEXT}\nPassage: ",
+    "PMCPatients": "Write a similar case to help diagnose the Clinical Case.\n\n###Examples:###\n{EXAMPLE}\n\n###Real Test:###\nCase: {TEXT}\nSimilar Case: ",
+    "IIYiPatients-EN": "Write a similar case to help diagnose the Clinical Case.\n\n###Examples:###\n{EXAMPLE}\n\n###Real Test:###\nCase: {TEXT}\nSimilar Case: ",
+}
+
+# src/instrcution.py: lamer (verbatim).  Filled with .format(TEXT=query_text, PASSAGE=block)
+# where block is format_lamer_passages(top-10 BM25 texts); it starts with "\n", so the prompt
+# reads "...Passages: \n[1]. ...".
+LAMER_TEMPLATES: dict[str, str] = {
+    "Stack-Biology": "Give a Biology post and its possible relevant passages (most of these passages are wrong). Please write a correct passage that help answer the post.\nJust output the correct passage, don't explanation.\n\nPost: {TEXT}\n\nPossible Relevant Passages: {PASSAGE}",
+    "Stack-Medical": "Give a Medical Science post and its possible relevant passages (most of these passages are wrong). Please write a correct passage that help answer the post.\nJust output the correct passage, don't explanation.\n\nPost: {TEXT}\n\nPossible Relevant Passages: {PASSAGE}",
+    "Stack-Bioinformatics": "Give a Bioinformatics post and its possible relevant passages (most of these passages are wrong). Please write a correct passage that help answer the post.\nJust output the correct passage, don't explanation.\n\nPost: {TEXT}\n\nPossible Relevant Passages: {PASSAGE}",
+    "MedXpertQA-Exam": "Give a Medical Exam and its possible relevant passages (most of these passages are wrong). Please write a correct passage that help answer the exam.\nJust output the correct passage, don't explanation.\n\nExam: {TEXT}\n\nPossible Relevant Passages: {PASSAGE}",
+    "MedQA-Diag": "Give a Medical Exam and its possible relevant passages (most of these passages are wrong). Please write a correct passage that help answer the exam.\nJust output the correct passage, don't explanation.\n\nExam: {TEXT}\n\nPossible Relevant Passages: {PASSAGE}",
+    "PMC-Treat": "Give a Clinical Case and its possible relevant passages (most of these passages are wrong). Please write a correct passage that help answer the case.\nJust output the correct passage, don't explanation.\n\nCase: {TEXT}\n\nPossible Relevant Passages: {PASSAGE}",
+    "PMCPatients": "Give a Clinical Case and its possible similar cases (most of these cases are non-similar). Please write a correct similar case that help diagnose the case.\nJust output the correct case, don't explanation.\n\nCase: {TEXT}\n\nPossible Similar Cases: {PASSAGE}",
+    "IIYiPatients-EN": "Give a Clinical Case and its possible similar cases (most of these cases are non-similar). Please write a correct similar case that help diagnose the case.\nJust output the correct case, don't explanation.\n\nCase: {TEXT}\n\nPossible Similar Cases: {PASSAGE}",
+}
+
+# src/example.py: Example -- NOT AVAILABLE to this build (see the module docstring).  Left empty
+# on purpose; fill it only with the upstream text, e.g. QUERY2DOC_EXAMPLES.update(
+# load_query2doc_examples("<R2MED checkout>/src/example.py")).
+QUERY2DOC_EXAMPLES: dict[str, str] = {}
+
+# Environment variable naming a copy of upstream src/example.py (or a JSON {key: text} file).
+QUERY2DOC_EXAMPLES_ENV = "R2MED_QUERY2DOC_EXAMPLES"
+
+# src/generate_hypothetical_doc.py: read_data -- e["topk_pid"][:10] from
+# ./topk_docs/BM25/{task}.jsonl (BM25 run, see spec §2.1 save_top_k), cut_text(threshold=512).
+LAMER_TOP_K = 10
+LAMER_MAX_WORDS = 512
+
+# ---------------------------------------------------------------------------------------------
+# Sampling and models
+# ---------------------------------------------------------------------------------------------
+
+# src/generate_hypothetical_doc.py.
+#  "api":  generate_func_by_gpt(temperature=0.8, top_p=0.8) -> chat.completions.create(
+#          messages=[system, user], model=..., temperature=0.8, top_p=0.8); no max_tokens, no
+#          seed, one completion per query, choices[0].message.content written raw as hy_doc.
+#  "vllm": SamplingParams(temperature=0.7, seed=42, max_tokens=10240) (seed = 42 module global);
+#          vLLM defaults for everything else (top_p=1.0, n=1, ...); outputs[0].text written raw.
+SAMPLING: dict[str, dict[str, Any]] = {
+    "api": {"temperature": 0.8, "top_p": 0.8},
+    "vllm": {"temperature": 0.7, "seed": 42, "max_tokens": 10240},
+}
+
+# src/generate_hypothetical_doc.py: `if model in ["gpt4", "deepseek-r1", "o1-mini"]` selects the
+# OpenAI client.  "o3-mini" is not in that list or in model_dict at the indexed commit, although
+# hyde/o3-mini results exist there; it is added here as an API model by inference (it can only
+# be an API model).  NB: the official OpenAI API rejects non-default temperature/top_p for
+# o-series models, so the effective o3-mini sampling is unknown (the runs went through a proxy).
+API_LLMS: tuple[str, ...] = ("gpt4", "deepseek-r1", "o1-mini", "o3-mini")
+
+# src/generate_hypothetical_doc.py: LLM(model=path, tensor_parallel_size=4,
+# disable_custom_all_reduce=True, trust_remote_code=True, gpu_memory_utilization=0.85), prompts
+# sent in batches of 32 (llm.generate(batch_text, sampling_params, use_tqdm=False)).  The README
+# pins vllm==0.5.4, transformers==4.44.2.
+VLLM_ENGINE: dict[str, Any] = {
+    "tensor_parallel_size": 4,
+    "disable_custom_all_reduce": True,
+    "trust_remote_code": True,
+    "gpu_memory_utilization": 0.85,
+    "batch_size": 32,
+}
+
+# src/generate_hypothetical_doc.py: model_dict (local paths reduced to their "<org>/<name>"
+# tail; "LLM-Research" is the ModelScope org of Meta's Llama 3.1 weights).
+MODEL_DICT: dict[str, str] = {
+    "qwen-7b": "Qwen/Qwen2.5-7B-Instruct",
+    "qwen-32b": "Qwen/Qwen2.5-32B-Instruct",
+    "qwen-72b": "Qwen/Qwen2.5-72B-Instruct",
+    "llama-8b": "LLM-Research/Meta-Llama-3.1-8B-Instruct",
+    "llama-70b": "LLM-Research/Meta-Llama-3.1-70B-Instruct",
+    "gpt4": "gpt-4o-2024-11-20",
+    "o1-mini": "o1-mini-2024-09-12",
+    "r1-llama-8b": "deepseek-ai/DeepSeek-R1-Distill-Llama-8B",
+    "r1-qwen-32b": "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
+    "r1-llama-70b": "deepseek-ai/DeepSeek-R1-Distill-Llama-70B",
+    "huatuo-o1-8b": "FreedomIntelligence/HuatuoGPT-o1-8B",
+    "huatuo-o1-70b": "FreedomIntelligence/HuatuoGPT-o1-70B",
+    "qwq-32b": "Qwen/QwQ-32B",
+    "m1-7b": "UCSC-VLAA/m1-7B-23K",
+    "sky-32b": "NovaSky-AI/Sky-T1-32B-Preview",
+    "deepseek-r1": "DeepSeek-R1",
+    "qwen3-8b-no-thinking": "Qwen/Qwen3-8B",
+    "qwen3-8b": "Qwen/Qwen3-8B",
+    "qwen3-32b-no-thinking": "Qwen/Qwen3-32B",
+    "qwen3-32b": "Qwen/Qwen3-32B",
+    "searchr1-qwen-7b": "PeterJinGo/SearchR1-nq_hotpotqa_train-qwen2.5-7b-it-em-ppo",
+}
+
+
+@dataclass(frozen=True)
+class PublishedLLM:
+    """One LLM of the published GAR runs (``results/gar/<method>/<name>/...`` in the repo)."""
+
+    name: str  # the repo's short name (gar_llm)
+    model_id: str  # HF id / API model name
+    backend: str  # "api" or "vllm"; "external" for search-o1 / search-r1 agent frameworks
+    r1_mode: bool  # name in r1_model_list -> reasoning stripped at retrieval time
+    methods: tuple[str, ...]  # gar methods with results under results/gar/ at the indexed commit
+    note: str = ""
+
+
+def _published(name: str, model_id: str, backend: str, methods: tuple[str, ...], note: str = "") -> PublishedLLM:
+    return PublishedLLM(name, model_id, backend, is_reasoning_llm(name), methods, note)
+
+
+# results/gar/<method>/<llm>/ at the indexed commit (hyde: 10 LLMs; query2doc and lamer: 3;
+# search-o1: 2; search-r1: 2), model ids from model_dict unless noted.
+PUBLISHED_LLMS: dict[str, PublishedLLM] = {
+    p.name: p
+    for p in (
+        _published("gpt4", "gpt-4o-2024-11-20", "api", ("hyde", "query2doc", "lamer")),
+        _published(
+            "o3-mini", "o3-mini", "api", ("hyde",),
+            "not in model_dict at the indexed commit; snapshot and effective sampling unknown",
+        ),
+        _published("qwen-7b", "Qwen/Qwen2.5-7B-Instruct", "vllm", ("hyde", "query2doc", "lamer")),
+        _published("qwen-32b", "Qwen/Qwen2.5-32B-Instruct", "vllm", ("hyde",)),
+        _published("qwen-72b", "Qwen/Qwen2.5-72B-Instruct", "vllm", ("hyde", "query2doc", "lamer")),
+        _published("llama-70b", "meta-llama/Meta-Llama-3.1-70B-Instruct", "vllm", ("hyde",)),
+        _published("r1-qwen-32b", "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "vllm", ("hyde",)),
+        _published("r1-llama-70b", "deepseek-ai/DeepSeek-R1-Distill-Llama-70B", "vllm", ("hyde",)),
+        _published("huatuo-o1-70b", "FreedomIntelligence/HuatuoGPT-o1-70B", "vllm", ("hyde",)),
+        _published(
+            "qwq-32b", "Qwen/QwQ-32B", "vllm", ("hyde", "search-o1"),
+            "search-o1 documents come from the external Search-o1 agent, not from these prompts",
+        ),
+        _published(
+            "qwen3-32b", "Qwen/Qwen3-32B", "external", ("search-o1",),
+            "Search-o1 agent; no generation prompt in the repo",
+        ),
+        _published(
+            "qwen-7b-ins", "PeterJinGo/SearchR1-nq_hotpotqa_train-qwen2.5-7b-it-em-ppo", "external",
+            ("search-r1",), "Search-R1 agent; model id = model_dict['searchr1-qwen-7b']",
+        ),
+        _published(
+            "qwen-3b-ins", "PeterJinGo/SearchR1-nq_hotpotqa_train-qwen2.5-3b-it-em-ppo", "external",
+            ("search-r1",), "Search-R1 agent; model id inferred from the leaderboard name, not in the code",
+        ),
+    )
+}
+
+
+class Query2DocExamplesUnavailable(LookupError):
+    """Raised when a Query2Doc prompt is requested without the upstream few-shot examples."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def resolve_key(name: str) -> str:
+    """An internal dataset key (``"PMCPatients"``) from itself or a hub name (``"PMC-Clinical"``)."""
+    if name in DATASET_KEYS:
+        return name
+    if name in HUB_NAME_TO_KEY:
+        return HUB_NAME_TO_KEY[name]
+    raise KeyError(
+        f"unknown R2MED dataset {name!r}; expected one of {DATASET_KEYS} or {tuple(HUB_NAME_TO_KEY)}"
+    )
+
+
+def cut_text(text: str, threshold: int = LAMER_MAX_WORDS) -> str:
+    """``generate_func.cut_text``: ``" ".join(text.split()[:threshold])``.
+
+    Note that it *always* re-joins with single spaces, so every run of whitespace (tabs, ``\\r``,
+    non-breaking spaces, ...) becomes one space and leading/trailing whitespace disappears, even
+    for texts shorter than the threshold.
+    """
+    words = text.split()
+    if len(words) > threshold:
+        words = words[:threshold]
+    return " ".join(words)
+
+
+def format_lamer_passages(passages: Sequence[str]) -> str:
+    """LameR's ``{PASSAGE}`` block, as ``generate_func.read_data`` builds it.
+
+    Only the first :data:`LAMER_TOP_K` (10) texts are used; each is newline-flattened
+    (``.replace("\\n", " ")``), cut to 512 whitespace tokens by :func:`cut_text`, and appended
+    as ``f"\\n[{num+1}]. {text}"`` -- numbering starts at 1 and the block starts with a newline.
+    """
+    if isinstance(passages, str):
+        raise TypeError("passages must be a sequence of document texts, not a single str")
+    block = ""
+    for num, text in enumerate(list(passages)[:LAMER_TOP_K]):
+        if not isinstance(text, str):
+            raise TypeError(f"passage {num} must be str, not {type(text).__name__}")
+        text = text.replace("\n", " ")
+        text = cut_text(text)
+        block = block + f"\n[{num+1}]. {text}"
+    return block
+
+
+# --- loading upstream src/example.py ------------------------------------------------------------
+
+
+def _eval_node(node: ast.AST, env: Mapping[str, Any]) -> Any:
+    """Evaluate the small, side-effect-free subset of Python a data file like example.py uses."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id in env:
+            return env[node.id]
+        raise ValueError(f"unknown name {node.id!r}")
+    if isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):
+            raise ValueError("dict unpacking is not supported")
+        return {_eval_node(k, env): _eval_node(v, env) for k, v in zip(node.keys, node.values)}
+    if isinstance(node, (ast.List, ast.Tuple)):
+        values = [_eval_node(e, env) for e in node.elts]
+        return values if isinstance(node, ast.List) else tuple(values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _eval_node(node.left, env), _eval_node(node.right, env)
+        if isinstance(left, str) and isinstance(right, str):
+            return left + right
+        raise ValueError("only str + str is supported")
+    if isinstance(node, ast.Subscript):
+        return _eval_node(node.value, env)[_eval_node(node.slice, env)]
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("join", "strip", "format")
+        and isinstance(node.func.value, (ast.Constant, ast.Name, ast.BinOp))
+    ):
+        base = _eval_node(node.func.value, env)
+        if not isinstance(base, str):
+            raise ValueError("method calls are only supported on str")
+        args = [_eval_node(a, env) for a in node.args]
+        kwargs = {kw.arg: _eval_node(kw.value, env) for kw in node.keywords if kw.arg is not None}
+        return getattr(base, node.func.attr)(*args, **kwargs)
+    raise ValueError(f"unsupported expression {type(node).__name__} at line {getattr(node, 'lineno', '?')}")
+
+
+def _examples_from_python(source: str, filename: str) -> Any:
+    tree = ast.parse(source, filename=filename)
+    env: dict[str, Any] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
+            targets = [t.id for t in stmt.targets]
+            value_node = stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            targets = [stmt.target.id]
+            value_node = stmt.value
+        else:
+            continue
+        try:
+            value = _eval_node(value_node, env)
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
+            if "Example" in targets:
+                raise ValueError(f"{filename}: cannot evaluate `Example` statically: {exc}") from exc
+            continue
+        for name in targets:
+            env[name] = value
+    if "Example" not in env:
+        raise ValueError(f"{filename}: no top-level assignment to `Example`")
+    return env["Example"]
+
+
+def load_query2doc_examples(path: str | os.PathLike[str]) -> dict[str, str]:
+    """Read the Query2Doc few-shot examples from upstream ``src/example.py`` or a JSON file.
+
+    A ``.json`` file must hold an object ``{internal key: examples text}``.  Any other file is
+    parsed (never executed) as Python; the value of its top-level ``Example`` assignment is
+    evaluated from literals, ``+`` of strings, names assigned earlier in the file and
+    ``str.join/strip/format`` calls.  Every key in :data:`DATASET_KEYS` must be present; extra
+    keys are kept.  Values are converted with ``str()``, as ``"{EXAMPLE}".format(...)`` does.
+    """
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() == ".json":
+        data = json.loads(text)
+    else:
+        data = _examples_from_python(text, str(path))
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{path}: Example must be a dict keyed by dataset, got {type(data).__name__}")
+    missing = [k for k in DATASET_KEYS if k not in data]
+    if missing:
+        raise ValueError(f"{path}: Query2Doc examples missing for {missing}")
+    return {str(k): v if isinstance(v, str) else str(v) for k, v in data.items()}
+
+
+_ENV_CACHE: dict[tuple[str, int], dict[str, str]] = {}
+
+
+def _default_examples(key: str) -> str:
+    if key in QUERY2DOC_EXAMPLES:
+        return QUERY2DOC_EXAMPLES[key]
+    env_path = os.environ.get(QUERY2DOC_EXAMPLES_ENV)
+    if env_path:
+        stamp = (env_path, Path(env_path).stat().st_mtime_ns)
+        if stamp not in _ENV_CACHE:
+            _ENV_CACHE.clear()
+            _ENV_CACHE[stamp] = load_query2doc_examples(env_path)
+        return _ENV_CACHE[stamp][key]
+    raise Query2DocExamplesUnavailable(
+        "the Query2Doc few-shot examples (upstream R2MED src/example.py) are not bundled; pass "
+        f"examples=load_query2doc_examples('<R2MED>/src/example.py') or set ${QUERY2DOC_EXAMPLES_ENV}"
+    )
+
+
+def query2doc_template(key: str, examples: Mapping[str, str] | None = None) -> str:
+    """``instrcution.query2doc[key]``: the outer template with the examples substituted.
+
+    Built exactly like upstream, ``outer.format(EXAMPLE=examples[key], TEXT="{TEXT}")``, so the
+    result still contains ``{TEXT}`` and is later filled with a second ``.format(TEXT=...)``
+    (which is why literal braces in the examples must be doubled, as upstream).
+    """
+    key = resolve_key(key)
+    example = examples[key] if examples is not None else _default_examples(key)
+    return QUERY2DOC_OUTER_TEMPLATES[key].format(EXAMPLE=example, TEXT="{TEXT}")
+
+
+# --- prompts and messages -----------------------------------------------------------------------
+
+
+def build_prompt(
+    method: str,
+    key: str,
+    query: str,
+    passages: Sequence[str] | None = None,
+    *,
+    examples: Mapping[str, str] | None = None,
+) -> str:
+    """The user-message text the original sent (``base_prompt.format(TEXT=entry['text'], ...)``).
+
+    ``query`` is the query's ``text`` field only.  ``passages`` (LameR only, required there) are
+    BM25's ranked document texts; see :func:`format_lamer_passages`.  ``examples`` overrides the
+    Query2Doc few-shot examples (see :func:`query2doc_template`).
+    """
+    if not isinstance(query, str):
+        raise TypeError(
+            f"query must be the query text (str), not {type(query).__name__}; "
+            "never pass a query record (its doc_id/answer fields leak labels)"
+        )
+    if method not in METHODS:
+        raise ValueError(f"unknown GAR method {method!r}; expected one of {METHODS}")
+    key = resolve_key(key)
+    if method == "lamer":
+        if passages is None:
+            raise ValueError("LameR needs passages: the texts of BM25's top-10 documents")
+        return LAMER_TEMPLATES[key].format(TEXT=query, PASSAGE=format_lamer_passages(passages))
+    if passages is not None:
+        raise ValueError(f"passages are only used by LameR, not by {method!r}")
+    if method == "hyde":
+        return HYDE_TEMPLATES[key].format(TEXT=query)
+    return query2doc_template(key, examples).format(TEXT=query)
+
+
+def system_prompt(llm: str | None = None) -> str:
+    """``SKY_SYSTEM_PROMPT`` for ``sky-32b`` (vLLM path), ``SYSTEM_PROMPT`` for every other LLM."""
+    return SKY_SYSTEM_PROMPT if llm == "sky-32b" else SYSTEM_PROMPT
+
+
+def build_messages(
+    method: str,
+    key: str,
+    query: str,
+    passages: list[str] | None = None,
+    *,
+    llm: str | None = None,
+    examples: Mapping[str, str] | None = None,
+) -> list[dict]:
+    """OpenAI-style chat messages exactly as the original sent them: ``[system, user]``.
+
+    ``key`` is an internal dataset key or a hub name.  ``llm`` (a repo short name) only matters
+    for ``sky-32b``, whose system prompt differs.  For vLLM models the original then rendered
+    these messages with ``tokenizer.apply_chat_template(messages, tokenize=False,
+    **chat_template_kwargs(llm))``.
+    """
+    return [
+        {"role": "system", "content": system_prompt(llm)},
+        {"role": "user", "content": build_prompt(method, key, query, passages, examples=examples)},
+    ]
+
+
+def backend(llm: str) -> str:
+    """``"api"`` for the OpenAI-client models (:data:`API_LLMS`), ``"vllm"`` otherwise."""
+    return "api" if llm in API_LLMS else "vllm"
+
+
+def sampling_params(llm: str) -> dict[str, Any]:
+    """A copy of the published sampling parameters for ``llm`` (see :data:`SAMPLING`)."""
+    return dict(SAMPLING[backend(llm)])
+
+
+def chat_template_kwargs(llm: str) -> dict[str, Any] | None:
+    """Extra ``apply_chat_template`` arguments of the vLLM path; ``None`` for API models.
+
+    Always ``add_generation_prompt=True``; Qwen3 adds ``enable_thinking=True`` (``qwen3-8b``,
+    ``qwen3-32b``) or ``False`` (the ``-no-thinking`` variants).
+    """
+    if backend(llm) == "api":
+        return None
+    kwargs: dict[str, Any] = {"add_generation_prompt": True}
+    if llm in ("qwen3-8b-no-thinking", "qwen3-32b-no-thinking"):
+        kwargs["enable_thinking"] = False
+    elif llm in ("qwen3-8b", "qwen3-32b"):
+        kwargs["enable_thinking"] = True
+    return kwargs

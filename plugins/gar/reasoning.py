@@ -1,0 +1,187 @@
+"""Reasoning-trace stripping and query construction for R2MED's published GAR runs.
+
+Everything here reproduces the released code of R2MED/R2MED (indexed commit
+``45cbac534475a0f66fec190cba752b5dc452839d``):
+
+* ``src/base.py`` -- ``r1_model_list`` and ``split_response_for_r1`` (:data:`R1_MODEL_LIST`,
+  :func:`strip_reasoning`);
+* ``src/eval_bench_BM25.py::load_retrieval_data`` (``src/eval_BM25.py`` at later commits, same
+  rule) -- how ``hy_doc`` is combined with the query for BM25;
+* ``src/eval_bench.py::load_retrieval_data`` (``src/eval_retrieval.py`` at later commits, same
+  rule) -- the same for dense retrievers, whose wrappers in ``src/utils.py`` average the two
+  embeddings when a query is a ``[text, hy_doc]`` pair.
+
+Quirks reproduced on purpose (see the function docstrings for details):
+
+1. BM25 + HyDE drops the original query: the BM25 query is ``hy_doc`` alone.
+2. BM25 + Query2Doc uses ``text*2 + " " + hy_doc``: two copies of the query glued together with
+   **no** separator between them (Python string repetition).
+3. In "r1 mode" (the LLM is in ``r1_model_list``) BM25 uses the extracted answer **only**, for
+   every method, query2doc and lamer included; dense uses ``[text, answer]`` for every method,
+   so query2doc loses its ``[SEP]`` form there.
+4. ``split_response_for_r1`` strips the extracted answer, but returns the *unstripped* whole text
+   when its marker is missing.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "R1_MODEL_LIST",
+    "THINK_TAG_LLMS",
+    "HUATUO_LLMS",
+    "SKY_LLMS",
+    "SEARCH_R1_LLMS",
+    "GAR_METHODS",
+    "RETRIEVER_FAMILIES",
+    "is_reasoning_llm",
+    "strip_reasoning",
+    "query_text",
+]
+
+# src/base.py, line 3-4 (verbatim order):
+# r1_model_list = ["r1-llama-8b", "r1-qwen-32b", "r1-llama-70b", "qwq-32b", "huatuo-o1-8b", "huatuo-o1-70b",
+#                  "sky-32b", "qwen3-32b", "qwen3-8b", "qwen-7b-ins", "qwen-3b-ins"]
+R1_MODEL_LIST: tuple[str, ...] = (
+    "r1-llama-8b",
+    "r1-qwen-32b",
+    "r1-llama-70b",
+    "qwq-32b",
+    "huatuo-o1-8b",
+    "huatuo-o1-70b",
+    "sky-32b",
+    "qwen3-32b",
+    "qwen3-8b",
+    "qwen-7b-ins",
+    "qwen-3b-ins",
+)
+
+# The four branches of src/base.py::split_response_for_r1.
+# Branch 1: text after the first "</think>".
+THINK_TAG_LLMS: tuple[str, ...] = (
+    "r1-llama-8b",
+    "r1-qwen-32b",
+    "r1-llama-70b",
+    "qwq-32b",
+    "qwen3-32b",
+    "qwen3-8b",
+)
+# Branch 2: HuatuoGPT-o1 "## Thinking ... ## Final Response ..." format.
+HUATUO_LLMS: tuple[str, ...] = ("huatuo-o1-8b", "huatuo-o1-70b")
+# Branch 3: Sky-T1 "<|begin_of_solution|> ... <|end_of_solution|>" format.
+SKY_LLMS: tuple[str, ...] = ("sky-32b",)
+# Branch 4: Search-R1 (Qwen2.5-{3,7}B-it-em-ppo) "<answer> ... </answer>" format.
+SEARCH_R1_LLMS: tuple[str, ...] = ("qwen-7b-ins", "qwen-3b-ins")
+
+# Regexes copied verbatim from src/base.py (same flags).  The upstream "thinking" regexes
+# (r"Thinking\s*(.*?)\s* Final Response" and the <|begin_of_thought|> one) only fill an unused
+# variable and are therefore not reproduced.
+_HUATUO_RESPONSE = re.compile(r"Final Response\s*(.*)", re.DOTALL)
+_SKY_SOLUTION = re.compile(r"<\|begin_of_solution\|>\s*([\s\S]*?)\s*<\|end_of_solution\|>")
+_SEARCH_R1_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+
+# Methods the evaluation code accepts as ``gar_method`` (run.py choices).  search-o1/search-r1
+# outputs were produced by external agent frameworks; they have no generation prompt here.
+GAR_METHODS: tuple[str, ...] = ("hyde", "query2doc", "lamer", "search-o1", "search-r1")
+RETRIEVER_FAMILIES: tuple[str, ...] = ("bm25", "dense")
+
+
+def is_reasoning_llm(llm: str) -> bool:
+    """True when ``llm`` (a repo short name such as ``"qwq-32b"``) puts evaluation in "r1 mode".
+
+    Exactly ``gar_llm in r1_model_list`` (``src/eval_bench_BM25.py``, ``src/eval_bench.py``).
+    Note that API reasoning models (``o3-mini``, ``o1-mini``, ``deepseek-r1``) are *not* in the
+    list: the API returns only the final answer, so their ``hy_doc`` is used as-is.
+    """
+    return llm in R1_MODEL_LIST
+
+
+def strip_reasoning(text: str, llm: str) -> str:
+    """Reproduce ``src/base.py::split_response_for_r1(model=llm, text=text)``.
+
+    * r1-* / qwq-32b / qwen3-*: ``text.split("</think>", 1)[1].strip()``; if there is no
+      ``</think>`` the whole text is returned **unstripped** (the upstream ``except`` branch).
+    * huatuo-o1-*: ``re.search(r"Final Response\\s*(.*)", text, re.DOTALL).group(1).strip()``
+      (first occurrence, greedy to the end); whole text, unstripped, if no match.  An empty
+      match yields ``""``.
+    * sky-32b: the first non-greedy ``<|begin_of_solution|> ... <|end_of_solution|>`` span,
+      stripped; whole text if either tag is missing.
+    * qwen-7b-ins / qwen-3b-ins (Search-R1): the first ``<answer>(.*?)</answer>`` span
+      (DOTALL), stripped; whole text, unstripped, if there is none.
+    * any other LLM (gpt4, qwen-7b, ...): ``text`` unchanged.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, not {type(text).__name__}")
+    if llm in THINK_TAG_LLMS:
+        head, sep, tail = text.partition("</think>")
+        if not sep:
+            return text
+        return tail.strip()
+    if llm in HUATUO_LLMS:
+        match = _HUATUO_RESPONSE.search(text)
+        return match.group(1).strip() if match else text
+    if llm in SKY_LLMS:
+        match = _SKY_SOLUTION.search(text)
+        return match.group(1).strip() if match else text
+    if llm in SEARCH_R1_LLMS:
+        answers = _SEARCH_R1_ANSWER.findall(text)
+        return answers[0].strip() if answers else text
+    return text
+
+
+def query_text(
+    method: str,
+    retriever_family: str,
+    query: str,
+    generated: str,
+    llm: str,
+) -> str | list[str]:
+    """The retrieval-time query for one GAR query, exactly as the published runs built it.
+
+    ``query`` is the query's ``text`` field, ``generated`` its raw ``hy_doc``, ``llm`` the repo
+    short name of the LLM that wrote it (``gar_llm``).
+
+    BM25 (``src/eval_bench_BM25.py``), a single string:
+
+    ========================  ==========================================
+    r1 mode, any method       ``strip_reasoning(generated, llm)`` only
+    query2doc                 ``query*2 + " " + generated``
+    lamer                     ``query + " " + generated``
+    hyde (and anything else)  ``generated`` only -- the query is dropped
+    ========================  ==========================================
+
+    Dense (``src/eval_bench.py``); a ``list`` means "encode both, average the embeddings" (the
+    wrappers in ``src/utils.py`` return ``(E(instruction + text) + E(x)) / 2``):
+
+    ========================  ==================================================
+    r1 mode, any method       ``[query, strip_reasoning(generated, llm)]``
+    query2doc                 ``query + "[SEP]" + generated`` (one string, no spaces)
+    hyde / lamer / other      ``[query, generated]``
+    ========================  ==================================================
+    """
+    if method not in GAR_METHODS:
+        raise ValueError(f"unknown GAR method {method!r}; expected one of {GAR_METHODS}")
+    if retriever_family not in RETRIEVER_FAMILIES:
+        raise ValueError(
+            f"unknown retriever family {retriever_family!r}; expected one of {RETRIEVER_FAMILIES}"
+        )
+    for name, value in (("query", query), ("generated", generated)):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be str, not {type(value).__name__}")
+
+    r1_mode = is_reasoning_llm(llm)
+    if retriever_family == "bm25":
+        if r1_mode:
+            return strip_reasoning(generated, llm)
+        if method == "query2doc":
+            return query * 2 + " " + generated
+        if method == "lamer":
+            return query + " " + generated
+        return generated
+    # dense
+    if r1_mode:
+        return [query, strip_reasoning(generated, llm)]
+    if method == "query2doc":
+        return query + "[SEP]" + generated
+    return [query, generated]

@@ -1,0 +1,129 @@
+"""The GAR rewriters: a generated document per query, live from an LLM or as published."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from r2med_tasks.cache import cache_dir
+from r2med_tasks.data import read_jsonl
+from r2med_tasks.errors import UserError
+
+from .reasoning import is_reasoning_llm, strip_reasoning
+
+LAMER_DEPTH = 10
+DEFAULT_KEY = "Stack-Medical"  # prompt wording for tasks outside R2MED (a medical Q&A post)
+
+
+class GARRewriter:
+    def __init__(self, method: str, *, source: str = "", published_data: str = "", llm: str = "",
+                 temperature: float = -1.0, top_p: float = -1.0, max_tokens: int = 0, seed: int = -1,
+                 concurrency: int = 8, examples: str = "") -> None:
+        if bool(source) == bool(llm):
+            what = "-o source=LLM (published generations)" + ("" if method.startswith("search") else
+                                                              " or -o llm=SPEC (generate live)")
+            raise UserError(f"rewriter '{method}' needs exactly one of {what}")
+        self.method, self.source, self.published_data, self.llm = method, source, published_data, llm
+        self.sampling = {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens, "seed": seed}
+        self.concurrency, self.examples = concurrency, examples
+        self.usage = None
+        self.model = ""
+
+    def label(self) -> str:
+        return self.source or self.llm.rpartition("#")[2].partition(":")[2] or self.llm
+
+    def rewrite(self, queries, *, task, corpus=None, data_folder: Path | None = None):
+        if self.source:
+            texts = self._published(queries, task, data_folder)
+            reasoning = is_reasoning_llm(self.source) or self.method.startswith("search")
+            generated = [strip_reasoning(t, self.source) for t in texts]
+        else:
+            generated, reasoning_flags = self._live(queries, task, corpus)
+            return [replace(q, generated=(g,), method=self.method, reasoning=r)
+                    for q, g, r in zip(queries, generated, reasoning_flags)]
+        return [replace(q, generated=(g,), method=self.method, reasoning=reasoning) for q, g in zip(queries, generated)]
+
+    # -- the published generations ---------------------------------------------------------------
+    def _published(self, queries, task, data_folder: Path | None) -> list[str]:
+        folder = Path(self.published_data) if self.published_data else data_folder
+        if folder is not None:
+            path = folder / self.method / self.source / "query_with_hydoc.jsonl"
+            rows, _ = read_jsonl(path)
+            where = str(path)
+            table = {str(r.get("id")): r.get("hy_doc") for r in rows.values if isinstance(r, dict)}
+        else:
+            table, where = self._from_hub(task)
+        missing = [q.id for q in queries if not isinstance(table.get(q.id), str)]
+        if missing:
+            raise UserError(f"{where}: no generated document (field hy_doc) for {len(missing)} of {len(queries)} "
+                            f"queries (e.g. {missing[0]!r})")
+        return [table[q.id] for q in queries]
+
+    def _from_hub(self, task) -> tuple[dict[str, str], str]:
+        if not task.hub_path:
+            raise UserError(f"{task.name} has no hub dataset: pass -o published_data=DIR or --data-dir")
+        split = self.source.replace("-", "_")  # the hub's split names: o3_mini, qwen_72b, ...
+        where = f"{task.hub_path}@{task.revision[:7]} config '{self.method}' split '{split}'"
+        try:
+            import datasets
+
+            rows = datasets.load_dataset(task.hub_path, name=self.method, split=split, revision=task.revision).to_list()
+        except Exception as e:
+            raise UserError(f"cannot load {where} from the Hugging Face hub ({type(e).__name__}); without hub "
+                            "access pass --data-dir DIR with <Name>/<method>/<llm>/query_with_hydoc.jsonl") from None
+        return {str(r.get("id")): r.get("hy_doc") for r in rows}, where
+
+    # -- live generation -------------------------------------------------------------------------
+    def _live(self, queries, task, corpus) -> tuple[list[str], list[bool]]:
+        from r2med_plugins.llm import OPENAI_BASE_URL, ChatClient, GenerationCache, Usage, generate_cached, parse_llm_spec
+
+        from .prompts import Query2DocExamplesUnavailable, build_messages, load_query2doc_examples
+
+        spec = parse_llm_spec(self.llm)
+        on_openai = spec["base_url"] == OPENAI_BASE_URL
+        # as published: OpenAI models at temperature 0.8, top_p 0.8; local (vLLM) models at 0.7, seed 42, 10240 tokens
+        s = self.sampling
+        params = {"temperature": s["temperature"] if s["temperature"] >= 0 else (0.8 if on_openai else 0.7),
+                  "top_p": s["top_p"] if s["top_p"] >= 0 else (0.8 if on_openai else None),
+                  "max_tokens": s["max_tokens"] or (None if on_openai else 10240),
+                  "seed": s["seed"] if s["seed"] >= 0 else (None if on_openai else 42)}
+        client = ChatClient(**spec, **params, concurrency=self.concurrency)
+        self.model, self.usage = spec["model"], Usage()
+        key = task.key or DEFAULT_KEY
+        examples = load_query2doc_examples(self.examples) if self.examples else None
+        passages = self._lamer_passages(queries, task, corpus) if self.method == "lamer" else {}
+        try:
+            requests = [build_messages(self.method, key, q.text, passages.get(q.id), examples=examples) for q in queries]
+        except Query2DocExamplesUnavailable:
+            raise UserError("query2doc needs the original few-shot examples: -o examples=PATH to R2MED's "
+                            "src/example.py (or a JSON {dataset key: examples}); or use -o source=LLM") from None
+        generations = generate_cached(client, GenerationCache(cache_dir("generations", "chat.jsonl")), requests,
+                                      usage=self.usage)
+        texts, flags = [], []
+        for g in generations:  # reasoning models: keep the answer after the trace, as published for r1 models
+            thought, sep, answer = g.text.partition("</think>")
+            texts.append(answer.strip() if sep else g.text)
+            flags.append(bool(sep))
+        return texts, flags
+
+    def _lamer_passages(self, queries, task, corpus) -> dict[str, list[str]]:
+        """BM25's top-10 documents per query (the published BM25), the passages LameR corrects."""
+        from r2med_plugins.bm25.retriever import BM25Retriever
+
+        bm25 = BM25Retriever(k1=0.9, b=0.4, query_weighting="bm25", cache=True)
+        bm25.index(corpus, task=task)
+        text_of = dict(zip(corpus.ids, corpus.texts))
+        hits = bm25.search(queries, task=task, top_k=LAMER_DEPTH)
+        return {qid: [text_of[d] for d in docs] for qid, docs in hits.items()}
+
+    def summary(self) -> str | None:
+        """Requests, cache hits, tokens and cost of live generation (None when nothing was live)."""
+        if self.usage is None:
+            return None
+        from r2med_plugins.llm import cost
+
+        u = self.usage
+        dollars = cost(self.model, u)
+        price = f", about ${dollars:.2f}" if dollars is not None else ""
+        return (f"{self.model}: {u.sent} requests sent, {u.cached} answered from the cache, "
+                f"{u.prompt_tokens:,} prompt + {u.completion_tokens:,} completion tokens{price}")

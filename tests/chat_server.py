@@ -1,0 +1,220 @@
+"""A local stand-in for an OpenAI-compatible chat API (``POST <url>/chat/completions``), for offline tests.
+
+Answers deterministically: the text is ``fake_answer(messages)`` ("echo:" + a hash of the last
+user message), usage counts words. Every request is recorded (path, lower-cased headers, JSON
+body). ``fail(mode, times)`` scripts the next requests; ``fail_after(k, mode)`` answers ``k`` more
+requests normally, then fails every later one with ``mode`` (a server that goes down for good):
+
+- ``"429"``: HTTP 429 with ``Retry-After`` (``retry_after=``, default "0")
+- ``"500"``: HTTP 500 (with ``message=``)
+- ``"401"``: HTTP 401 whose message echoes the key sent (as OpenAI echoes a masked one)
+- ``"400"``: HTTP 400 with ``message=``
+- ``"redirect"``: HTTP 307 to ``location=``
+- ``"hang"``: no answer for ``hang_s`` seconds (or until ``stop()``), then a normal one
+- ``"malformed"``: HTTP 200 with a body that is not JSON
+- ``"empty_choices"``: HTTP 200 with ``"choices": []``
+- ``"null_content"``: HTTP 200 with ``"content": null``
+- ``"empty_content"``: HTTP 200 with ``"content": ""`` (``finish_reason=`` option, default "stop")
+
+``delay``: seconds every request takes; ``delay_for(body) -> seconds`` per request (to see order
+under concurrency). ``served_model``: the ``model`` reported in answers (default: the one asked).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def last_user(messages: list[dict]) -> str:
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            return message.get("content") if isinstance(message.get("content"), str) else json.dumps(message)
+    return ""
+
+
+def fake_answer(messages: list[dict]) -> str:
+    return "echo:" + hashlib.sha256(last_user(messages).encode("utf-8")).hexdigest()[:16]
+
+
+def prompt_tokens(messages: list[dict]) -> int:
+    return sum(len(str(m.get("content", "")).split()) for m in messages)
+
+
+COMPLETION_TOKENS = 3
+
+
+@dataclass
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class ChatServer:
+    def __init__(self, *, api_key: str | None = None) -> None:
+        self.api_key = api_key  # when set, requests without this key get 401
+        self.requests: list[Recorded] = []
+        self.answered = 0
+        self.delay = 0.0
+        self.delay_for: Callable[[Any], float] | None = None
+        self.hang_s = 5.0
+        self.served_model: str | None = None
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._faults: deque[tuple[str, dict]] = deque()
+        self._down_after: tuple[int, str, dict] | None = None
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def start(self) -> ChatServer:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def __enter__(self) -> ChatServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def fail(self, mode: str, times: int = 1, **options: Any) -> None:
+        """Script the next ``times`` requests to answer with ``mode`` (queued after earlier ones)."""
+        with self._lock:
+            self._faults.extend([(mode, options)] * times)
+
+    def fail_after(self, k: int, mode: str = "500", **options: Any) -> None:
+        """Answer ``k`` more requests normally, then fail all later ones with ``mode``."""
+        with self._lock:
+            self._down_after = (self.answered + k, mode, options)
+
+    def recover(self) -> None:
+        with self._lock:
+            self._faults.clear()
+            self._down_after = None
+
+    @property
+    def count(self) -> int:
+        return len(self.requests)
+
+    def last_users(self) -> list[str]:
+        """The last user message of every recorded request, in arrival order."""
+        return [last_user(r.body["messages"]) for r in self.requests]
+
+    # -- the handler -----------------------------------------------------------------------------
+    def _handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length", 0))
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    body = raw.decode("utf-8", "replace")
+                with server._lock:
+                    server.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()},
+                                                    body))
+                    if server._faults:
+                        fault = server._faults.popleft()
+                    elif server._down_after is not None and server.answered >= server._down_after[0]:
+                        fault = server._down_after[1:]
+                    else:
+                        fault = (None, {})
+                    if fault[0] is None:
+                        server.answered += 1  # counted now, so fail_after is exact under concurrency
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    delay = server.delay + (server.delay_for(body) if server.delay_for is not None else 0.0)
+                    if delay:
+                        server._stopping.wait(delay)
+                    self._answer(body, *fault)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a "hang")
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _send(self, status: int, payload: bytes, headers: dict | None = None) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def _error(self, status: int, message: str, headers: dict | None = None) -> None:
+                self._send(status, json.dumps({"error": {"message": message, "type": "error"}}).encode(), headers)
+
+            def _completion(self, body: dict, content: Any, finish_reason: str = "stop") -> None:
+                messages = body["messages"]
+                answer = {
+                    "id": "chatcmpl-test", "object": "chat.completion", "created": 0,
+                    "model": server.served_model or body.get("model"),
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                                 "finish_reason": finish_reason}],
+                    "usage": {"prompt_tokens": prompt_tokens(messages), "completion_tokens": COMPLETION_TOKENS,
+                              "total_tokens": prompt_tokens(messages) + COMPLETION_TOKENS},
+                }
+                self._send(200, json.dumps(answer).encode())
+
+            def _answer(self, body: Any, mode: str | None, options: dict) -> None:
+                auth = self.headers.get("Authorization", "")
+                if not self.path.endswith("/chat/completions"):
+                    return self._error(404, f"no route {self.path}")
+                if mode == "401" or (server.api_key is not None and auth != f"Bearer {server.api_key}"):
+                    return self._error(401, f"Incorrect API key provided: {auth.removeprefix('Bearer ')}. "
+                                            "You can find your API key at https://example.invalid.")
+                if mode == "429":
+                    return self._error(429, "Rate limit reached", {"Retry-After": str(options.get("retry_after", "0"))})
+                if mode == "500":
+                    return self._error(500, options.get("message", "The server had an error while processing "
+                                                                   "your request."))
+                if mode == "400":
+                    return self._error(400, options.get("message", "bad request"))
+                if mode == "redirect":
+                    return self._error(307, "moved", {"Location": options["location"]})
+                if mode == "hang":
+                    server._stopping.wait(options.get("hang_s", server.hang_s))
+                if mode == "malformed":
+                    return self._send(200, b'{"id": "chatcmpl-test", "choices": [')
+                if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
+                    return self._error(400, "'messages' must be a non-empty list")
+                if mode == "empty_choices":
+                    return self._send(200, json.dumps({"id": "x", "object": "chat.completion", "choices": []}).encode())
+                if mode == "null_content":
+                    return self._completion(body, None)
+                if mode == "empty_content":
+                    return self._completion(body, "", options.get("finish_reason", "stop"))
+                return self._completion(body, fake_answer(body["messages"]))
+
+        return Handler

@@ -1,0 +1,189 @@
+"""A local stand-in for the OpenAI and Voyage embeddings APIs, for offline tests.
+
+``POST <url>/embeddings`` answers ``{"object": "list", "data": [{"object": "embedding", "index": i,
+"embedding": [...]}], "model": ..., "usage": ...}`` with a vector derived from each input by a hash
+(``fake_embedding``), so a test computes the expected rows on its own. Every request is recorded
+(path, lower-cased headers, JSON body). ``fail(mode, times)`` scripts the next requests:
+
+- ``"429"``: HTTP 429 with ``Retry-After`` (``retry_after=``, default "0")
+- ``"500"``: HTTP 500 (with ``message=``)
+- ``"401"``: HTTP 401 whose message echoes the key (as OpenAI echoes a masked one)
+- ``"400"``: HTTP 400 with ``message=``
+- ``"hang"``: no answer for ``hang_s`` seconds (or until ``stop()``), then a normal one
+- ``"malformed"``: HTTP 200 with a body that is not JSON
+- ``"no_data"``: HTTP 200 JSON without ``data``
+- ``"wrong_count"``: HTTP 200 with one embedding fewer than inputs
+- ``"shuffle"``: HTTP 200 with ``data`` in reversed order (``index`` still right; not a failure)
+
+``max_input_words``: inputs longer than that many space-separated words get OpenAI's 400
+"maximum context length" answer. ``delay``: seconds every request takes (to see concurrency).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+import threading
+from collections import deque
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+DIM = 8
+
+
+def fake_embedding(text: str, model: str, input_type: str | None = None, dim: int = DIM) -> list[float]:
+    """Deterministic float32-exact values in [-1, 1) from sha256(model, input_type, text)."""
+    seed = f"{model}\0{input_type or ''}\0{text}".encode("utf-8")
+    digest = b""
+    counter = 0
+    while len(digest) < 2 * dim:
+        digest += hashlib.sha256(seed + struct.pack("<I", counter)).digest()
+        counter += 1
+    return [(int.from_bytes(digest[2 * i:2 * i + 2], "little") - 32768) / 32768 for i in range(dim)]
+
+
+@dataclass
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class EmbeddingServer:
+    def __init__(self, *, dim: int = DIM, api_key: str | None = None) -> None:
+        self.dim = dim
+        self.api_key = api_key  # when set, other keys get 401
+        self.requests: list[Recorded] = []
+        self.delay = 0.0
+        self.hang_s = 5.0
+        self.max_input_words: int | None = None
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._faults: deque[tuple[str, dict]] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def start(self) -> EmbeddingServer:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def __enter__(self) -> EmbeddingServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def fail(self, mode: str, times: int = 1, **options: Any) -> None:
+        """Script the next ``times`` requests to answer with ``mode`` (queued after earlier ones)."""
+        with self._lock:
+            self._faults.extend([(mode, options)] * times)
+
+    def inputs(self) -> list[list[str]]:
+        """The ``input`` list of every recorded request, in arrival order."""
+        return [r.body["input"] for r in self.requests]
+
+    # -- the handler -----------------------------------------------------------------------------
+    def expected(self, body: dict) -> list[list[float]]:
+        return [fake_embedding(t, body.get("model"), body.get("input_type"), self.dim) for t in body["input"]]
+
+    def _handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length", 0))
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    body = raw.decode("utf-8", "replace")
+                with server._lock:
+                    server.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()},
+                                                    body))
+                    fault = server._faults.popleft() if server._faults else (None, {})
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    if server.delay:
+                        server._stopping.wait(server.delay)
+                    self._answer(body, *fault)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a "hang")
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _send(self, status: int, payload: bytes, headers: dict | None = None) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def _error(self, status: int, message: str, headers: dict | None = None) -> None:
+                self._send(status, json.dumps({"error": {"message": message, "type": "error"}}).encode(), headers)
+
+            def _answer(self, body: Any, mode: str | None, options: dict) -> None:
+                auth = self.headers.get("Authorization", "")
+                if not self.path.endswith("/embeddings"):
+                    return self._error(404, f"no route {self.path}")
+                if mode == "401" or (server.api_key is not None and auth != f"Bearer {server.api_key}"):
+                    return self._error(401, f"Incorrect API key provided: {auth.removeprefix('Bearer ')}. "
+                                            "You can find your API key at https://example.invalid.")
+                if mode == "429":
+                    return self._error(429, "Rate limit reached", {"Retry-After": str(options.get("retry_after", "0"))})
+                if mode == "500":
+                    return self._error(500, options.get("message", "The server had an error while processing "
+                                                                   "your request."))
+                if mode == "400":
+                    return self._error(400, options.get("message", "bad request"))
+                if mode == "hang":
+                    server._stopping.wait(options.get("hang_s", server.hang_s))
+                if mode == "malformed":
+                    return self._send(200, b'{"object": "list", "data": [')
+                if mode == "no_data":
+                    return self._send(200, b'{"object": "list"}')
+                if not isinstance(body, dict) or not isinstance(body.get("input"), list):
+                    return self._error(400, "'input' must be a list")
+                if server.max_input_words is not None:
+                    for i, text in enumerate(body["input"]):
+                        n = len(text.split(" "))
+                        if n > server.max_input_words:
+                            return self._error(400, f"This model's maximum context length is "
+                                                    f"{server.max_input_words} tokens, however you requested "
+                                                    f"{n} tokens (input {i}). Please reduce your prompt.")
+                data = [{"object": "embedding", "index": i, "embedding": e}
+                        for i, e in enumerate(server.expected(body))]
+                if mode == "wrong_count":
+                    data = data[:-1]
+                if mode == "shuffle":
+                    data = data[::-1]
+                self._send(200, json.dumps({"object": "list", "data": data, "model": body.get("model"),
+                                            "usage": {"prompt_tokens": 0, "total_tokens": 0}}).encode())
+
+        return Handler

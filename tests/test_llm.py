@@ -1,0 +1,430 @@
+"""The chat client, the generation cache and the shared HTTP helper, against a local fake API
+(offline, a few seconds)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from chat_server import COMPLETION_TOKENS, ChatServer, fake_answer, prompt_tokens
+
+from r2med_plugins.llm import (
+    OLLAMA_BASE_URL,
+    OPENAI_BASE_URL,
+    VLLM_BASE_URL,
+    ChatClient,
+    Generation,
+    GenerationCache,
+    Usage,
+    cost,
+    generate_cached,
+    key_for,
+    parse_llm_spec,
+)
+from r2med_tasks.errors import UserError
+
+KEY = "sk-test-0123456789abcdefSECRET"
+
+
+@pytest.fixture
+def server(monkeypatch):
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    with ChatServer() as srv:
+        yield srv
+
+
+@pytest.fixture(autouse=True)
+def no_keys(monkeypatch):
+    for env in ("OPENAI_API_KEY", "VLLM_API_KEY", "OLLAMA_API_KEY"):
+        monkeypatch.delenv(env, raising=False)
+
+
+@pytest.fixture
+def key(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    return KEY
+
+
+@pytest.fixture
+def sleeps():
+    return []
+
+
+def client(server, sleeps, **kw) -> ChatClient:
+    kw.setdefault("model", "test-model")
+    return ChatClient(base_url=server.url, sleep=sleeps.append, timeout=kw.pop("timeout", 5.0), **kw)
+
+
+def ask(*texts: str) -> list[list[dict]]:
+    return [[{"role": "system", "content": "Write a passage."}, {"role": "user", "content": t}] for t in texts]
+
+
+def expected(requests, model="test-model") -> list[Generation]:
+    return [Generation(fake_answer(m), prompt_tokens(m), COMPLETION_TOKENS, "stop", model) for m in requests]
+
+
+# -- the request ---------------------------------------------------------------------------------
+def test_request_body_has_only_the_sampling_params_set(server, sleeps):
+    requests = ask("what causes anemia?")
+    client(server, sleeps).generate(requests)
+    client(server, sleeps, temperature=0, top_p=0.9, max_tokens=256, seed=7).generate(requests)
+    client(server, sleeps, temperature=0.7).generate(requests)
+    bare, full, one = (r.body for r in server.requests)
+    assert bare == {"model": "test-model", "messages": requests[0]}
+    assert full == {"model": "test-model", "messages": requests[0], "temperature": 0.0, "top_p": 0.9,
+                    "max_tokens": 256, "seed": 7}
+    assert one == {"model": "test-model", "messages": requests[0], "temperature": 0.7}
+    assert all(r.path == "/v1/chat/completions" for r in server.requests)
+    assert server.requests[0].headers["content-type"] == "application/json"
+
+
+def test_reasoning_models_get_max_completion_tokens(server, sleeps):
+    client(server, sleeps, model="o3-mini", max_tokens=100).generate(ask("x"))
+    body = server.requests[0].body
+    assert body["max_completion_tokens"] == 100 and "max_tokens" not in body
+
+
+def test_generation_fields_and_served_model(server, sleeps):
+    server.served_model = "test-model-2025-01-01"
+    (g,) = client(server, sleeps).generate(ask("hello there"))
+    assert g == Generation(fake_answer(ask("hello there")[0]), prompt_tokens(ask("hello there")[0]),
+                           COMPLETION_TOKENS, "stop", "test-model-2025-01-01")
+
+
+def test_answers_come_back_in_input_order_under_concurrency(server, sleeps):
+    # later requests answer sooner, so completion order is the reverse of input order
+    server.delay_for = lambda body: 0.02 * (10 - int(body["messages"][-1]["content"].split()[-1]))
+    requests = ask(*[f"question {i}" for i in range(10)])
+    usage = Usage()
+    out = client(server, sleeps, concurrency=5).generate(requests, usage=usage)
+    assert out == expected(requests)
+    assert 2 <= server.max_in_flight <= 5
+    assert usage == Usage(sent=10, cached=0, prompt_tokens=sum(g.prompt_tokens for g in out),
+                          completion_tokens=10 * COMPLETION_TOKENS)
+
+
+def test_no_key_is_sent_to_a_local_server_without_one(server, sleeps):
+    client(server, sleeps).generate(ask("x"))
+    assert "authorization" not in server.requests[0].headers
+
+
+def test_the_key_is_sent_when_set(server, sleeps, key):
+    client(server, sleeps).generate(ask("x"))
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_the_openai_api_needs_a_key_named_in_the_error(sleeps):
+    c = ChatClient("gpt-4o", sleep=sleeps.append)
+    assert c.url == f"{OPENAI_BASE_URL}/chat/completions" and c.needs_key
+    with pytest.raises(UserError, match="set the environment variable OPENAI_API_KEY") as err:
+        c.generate(ask("x"))
+    assert "\n" not in str(err.value)
+    assert c.generate([]) == []  # nothing to send: no key needed
+
+
+def test_bad_inputs_and_options_are_user_errors(server, sleeps):
+    c = client(server, sleeps)
+    for bad in ("just a string", [[]], [["hi"]], [[{"content": "no role"}]], [[{"role": "user", "content": {1}}]]):
+        with pytest.raises(UserError, match="request"):
+            c.generate(bad)
+    for option in ({"temperature": 3}, {"top_p": -0.1}, {"max_tokens": 0}, {"seed": 1.5}, {"concurrency": 0},
+                   {"max_retries": -1}, {"timeout": 0}):
+        with pytest.raises(UserError, match=next(iter(option))):
+            client(server, sleeps, **option)
+    with pytest.raises(UserError, match="base_url"):
+        ChatClient("m", base_url="localhost:8000")
+    assert server.requests == []
+
+
+# -- failures that are survived ------------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["500", "malformed", "empty_choices", "null_content", "empty_content"])
+def test_transient_failures_and_malformed_answers_are_retried(server, sleeps, mode):
+    server.fail(mode, times=2)
+    requests = ask("one")
+    assert client(server, sleeps).generate(requests) == expected(requests)
+    assert server.count == 3
+    assert len(sleeps) == 2 and 0.5 <= sleeps[0] <= 1.0 and 1.0 <= sleeps[1] <= 2.0  # backoff with jitter
+
+
+def test_429_honours_retry_after_capped(server, sleeps):
+    server.fail("429", retry_after="3")
+    server.fail("429", retry_after="1000")
+    requests = ask("q")
+    assert client(server, sleeps, retry_after_max=20.0).generate(requests) == expected(requests)
+    assert sleeps == [3.0, 20.0]
+
+
+def test_hang_past_timeout_is_retried(server, sleeps):
+    server.fail("hang", hang_s=3.0)
+    start = time.monotonic()
+    requests = ask("slow")
+    assert client(server, sleeps, timeout=0.3).generate(requests) == expected(requests)
+    assert time.monotonic() - start < 2.0
+    assert server.count == 2 and len(sleeps) == 1
+
+
+def test_connection_refused_is_retried_then_reported(sleeps, monkeypatch):
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    with ChatServer() as srv:
+        url = srv.url
+    with pytest.raises(UserError, match="connection failed.*check the network and base_url") as err:
+        ChatClient("m", base_url=url, sleep=sleeps.append, max_retries=2, timeout=2).generate(ask("x"))
+    assert len(sleeps) == 2 and "\n" not in str(err.value)
+
+
+# -- failures that stop the run with one clear line -------------------------------------------------
+def test_retries_exhausted_gives_one_clear_line(server, sleeps):
+    server.fail("500", times=10)
+    with pytest.raises(UserError) as err:
+        client(server, sleeps, max_retries=2).generate(ask("x"))
+    message = str(err.value)
+    assert server.count == 3 and len(sleeps) == 2 and "\n" not in message
+    for part in (f"{server.url}/chat/completions", "test-model", "HTTP 500", "3 time", "try again later"):
+        assert part in message
+
+
+def test_malformed_answers_exhausted_say_what_to_do(server, sleeps):
+    server.fail("null_content", times=2)
+    with pytest.raises(UserError, match="no content.*chat completions API"):
+        client(server, sleeps, max_retries=1).generate(ask("x"))
+    server.fail("empty_content", times=2, finish_reason="length")
+    with pytest.raises(UserError, match="empty content.*'length'.*raise max_tokens"):
+        client(server, sleeps, max_retries=1).generate(ask("x"))
+
+
+def test_429_exhausted_says_what_to_do(server, sleeps):
+    server.fail("429", times=10)
+    with pytest.raises(UserError, match="HTTP 429.*lower concurrency"):
+        client(server, sleeps, max_retries=1).generate(ask("x"))
+
+
+def test_401_is_not_retried_and_never_shows_the_key(server, sleeps, key, caplog):
+    server.fail("401")
+    c = client(server, sleeps)
+    with caplog.at_level(logging.DEBUG), pytest.raises(UserError) as err:
+        c.generate(ask("x"))
+    message = str(err.value)
+    assert server.count == 1 and sleeps == []
+    assert "HTTP 401" in message and "check OPENAI_API_KEY" in message and "\n" not in message
+    for shown in (message, repr(err.value), repr(c), repr(vars(c)), caplog.text):
+        assert KEY not in shown and "SECRET" not in shown and "0123456789" not in shown
+    assert err.value.__cause__ is None and (err.value.__context__ is None or err.value.__suppress_context__)
+
+
+def test_401_without_a_key_says_to_set_one(server, sleeps):
+    server.api_key = "sk-server-side-key"
+    with pytest.raises(UserError, match="the server wants a key: set MY_LLM_KEY"):
+        client(server, sleeps, api_key_env="MY_LLM_KEY").generate(ask("x"))
+    assert server.count == 1
+
+
+def test_other_4xx_is_not_retried(server, sleeps):
+    server.fail("400", message="This model's maximum context length is 8192 tokens")
+    with pytest.raises(UserError, match="HTTP 400.*shorten the prompt or lower max_tokens"):
+        client(server, sleeps).generate(ask("x"))
+    server.fail("400", message="Unsupported value: 'temperature' does not support 0 with this model.")
+    with pytest.raises(UserError, match="does not take temperature"):
+        client(server, sleeps, temperature=0).generate(ask("x"))
+    assert server.count == 2 and sleeps == []
+
+
+def test_server_messages_and_errors_never_hold_the_key(server, sleeps, key, caplog, tmp_path):
+    server.fail("500", times=3, message=f"upstream said:\n Bearer {KEY} / sk-abc****defg failed")
+    cache = GenerationCache(tmp_path / "gen.jsonl")
+    with caplog.at_level(logging.DEBUG), pytest.raises(UserError) as err:
+        generate_cached(client(server, sleeps, max_retries=2), cache, ask("x"))
+    assert "upstream said: Bearer *** / *** failed" in str(err.value)
+    generate_cached(client(server, sleeps), cache, ask("x", "y"))
+    text = (tmp_path / "gen.jsonl").read_text() + caplog.text + str(err.value)
+    assert KEY not in text and "SECRET" not in text and len(cache) == 2
+
+
+def test_a_failing_request_stops_the_others(server, sleeps):
+    server.fail("401")
+    with pytest.raises(UserError, match="401"):
+        client(server, sleeps, concurrency=2).generate(ask(*[str(i) for i in range(30)]))
+    assert server.count < 30
+
+
+# -- the cache ------------------------------------------------------------------------------------
+def test_a_rerun_sends_nothing(server, sleeps, tmp_path):
+    requests = ask("a", "b", "c", "a")  # the repeated request is sent once
+    usage = Usage()
+    first = generate_cached(client(server, sleeps), GenerationCache(tmp_path / "g.jsonl"), requests, usage=usage)
+    assert first == expected(requests) and server.count == 3
+    assert usage.sent == 3 and usage.cached == 1
+    again = Usage()
+    second = generate_cached(client(server, sleeps), GenerationCache(tmp_path / "g.jsonl"), requests, usage=again)
+    assert second == first and server.count == 3
+    assert again == Usage(sent=0, cached=4, prompt_tokens=0, completion_tokens=0)
+
+
+def test_the_cache_needs_no_key_for_cached_answers(server, sleeps, tmp_path, key, monkeypatch):
+    c = ChatClient("gpt-4o", base_url=server.url, sleep=sleeps.append)
+    generate_cached(c, GenerationCache(tmp_path / "g.jsonl"), ask("a"))
+    monkeypatch.delenv("OPENAI_API_KEY")
+    c = ChatClient("gpt-4o", sleep=sleeps.append)  # the OpenAI API itself: a key would be required
+    assert generate_cached(c, GenerationCache(tmp_path / "g.jsonl"), ask("a")) == expected(ask("a"), "gpt-4o")
+
+
+def test_the_key_is_model_messages_and_params_not_base_url(server, sleeps, tmp_path):
+    messages = ask("q")[0]
+    k = key_for("m", messages, {"temperature": 0, "max_tokens": None})
+    assert k == key_for("m", messages, {"temperature": 0.0}) == GenerationCache.key_for("m", messages,
+                                                                                        {"temperature": 0.0})
+    assert k == key_for("m", [{"content": "Write a passage.", "role": "system"}, messages[1]], {"temperature": 0})
+    assert len({k, key_for("m2", messages, {"temperature": 0}), key_for("m", messages, {"temperature": 0.5}),
+                key_for("m", messages, {}), key_for("m", ask("q2")[0], {"temperature": 0})}) == 5
+    # the same model and params served elsewhere reuse the answers
+    cache = GenerationCache(tmp_path / "g.jsonl")
+    generate_cached(client(server, sleeps, temperature=0), cache, [messages])
+    with ChatServer() as other:
+        generate_cached(ChatClient("test-model", base_url=other.url, temperature=0.0), cache, [messages])
+        assert other.count == 0
+    generate_cached(client(server, sleeps, temperature=0, seed=1), cache, [messages])
+    assert server.count == 2
+
+
+def test_a_killed_run_resumes_with_only_the_missing_requests(server, sleeps, tmp_path):
+    path = tmp_path / "g.jsonl"
+    requests = ask(*[f"question {i}" for i in range(12)])
+    server.fail_after(5, "500")  # five answers, then down for good
+    with pytest.raises(UserError, match="HTTP 500"):
+        generate_cached(client(server, sleeps, concurrency=3, max_retries=1), GenerationCache(path), requests)
+    lines = path.read_text().splitlines()
+    assert len(lines) == 5  # stored as they arrived, not at the end
+    answered = {json.loads(line)["text"] for line in lines}
+    server.recover()
+    server.requests.clear()
+    out = generate_cached(client(server, sleeps, concurrency=3), GenerationCache(path), requests)
+    assert out == expected(requests)
+    assert server.count == 7
+    assert not answered & {fake_answer([{"role": "user", "content": u}]) for u in server.last_users()}
+    assert len(path.read_text().splitlines()) == 12
+
+
+def test_a_truncated_last_line_is_skipped_and_then_ended(server, sleeps, tmp_path):
+    path = tmp_path / "g.jsonl"
+    requests = ask("a", "b", "c")
+    generate_cached(client(server, sleeps), GenerationCache(path), requests)
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-25])  # a kill in the middle of writing the third line
+    cache = GenerationCache(path)
+    assert len(cache) == 2 and cache.skipped == 1
+    server.requests.clear()
+    assert generate_cached(client(server, sleeps), cache, requests) == expected(requests)
+    assert server.count == 1
+    reread = GenerationCache(path)  # the cut line was ended, so the new one stays readable
+    assert len(reread) == 3 and reread.skipped == 1
+    assert [reread.get(k) for k in (key_for("test-model", m, {}) for m in requests)] == expected(requests)
+
+
+def test_a_missing_newline_after_a_complete_line_is_fine(tmp_path):
+    path = tmp_path / "g.jsonl"
+    g = Generation("t", 1, 2, None, "m")
+    GenerationCache(path).put("k1", g)
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    cache = GenerationCache(path)
+    assert cache.get("k1") == g and cache.skipped == 0
+    cache.put("k2", g)
+    assert GenerationCache(path).get("k1") == g and GenerationCache(path).get("k2") == g
+
+
+def test_the_cache_file_format(tmp_path):
+    path = tmp_path / "sub" / "g.jsonl"
+    g = Generation("é text\nline", 10, 3, "stop", "gpt-4o-2024-08-06")
+    GenerationCache(path).put("abc", g)
+    (line,) = path.read_text(encoding="utf-8").splitlines()
+    assert json.loads(line) == {"key": "abc", "text": "é text\nline", "prompt_tokens": 10, "completion_tokens": 3,
+                                "finish_reason": "stop", "model": "gpt-4o-2024-08-06"}
+    assert GenerationCache(path).get("abc") == g and GenerationCache(path).get("zzz") is None
+
+
+def test_concurrent_appends_leave_a_valid_file(tmp_path):
+    path = tmp_path / "g.jsonl"
+    script = (
+        "import sys\n"
+        "from r2med_plugins.llm import Generation, GenerationCache\n"
+        "c = GenerationCache(sys.argv[1])\n"
+        "for i in range(150):\n"
+        "    c.put(f'{sys.argv[2]}-{i}', Generation(sys.argv[2] * (1000 + 37 * i), i, i, 'stop', 'm'))\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(path), name]) for name in ("p", "q")]
+    cache = GenerationCache(path)
+    threads = [threading.Thread(target=lambda n=n: [cache.put(f"{n}-{i}", Generation(n * (500 + i), i, i, None, "m"))
+                                                    for i in range(100)]) for n in ("t", "u")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [p.wait(60) for p in procs] == [0, 0]
+    lines = path.read_bytes().split(b"\n")
+    # every line whole; a blank one is allowed (a put that saw another's line half-written ends it first)
+    assert lines[-1] == b"" and all(json.loads(line) for line in lines[:-1] if line)
+    reread = GenerationCache(path)
+    assert len(reread) == 2 * 150 + 2 * 100 and reread.skipped == 0
+    assert reread.get("q-149").text == "q" * (1000 + 37 * 149) and reread.get("u-99").text == "u" * 599
+
+
+# -- specs, usage and cost ------------------------------------------------------------------------
+def test_parse_llm_spec_forms():
+    assert parse_llm_spec("openai:gpt-4o") == {"model": "gpt-4o", "base_url": OPENAI_BASE_URL,
+                                               "api_key_env": "OPENAI_API_KEY"}
+    assert parse_llm_spec("http://127.0.0.1:8000/v1#Qwen2.5-72B-Instruct") == {
+        "model": "Qwen2.5-72B-Instruct", "base_url": "http://127.0.0.1:8000/v1", "api_key_env": "OPENAI_API_KEY"}
+    assert parse_llm_spec("https://llm.example.org/v1/#Qwen/Qwen2.5-7B")["base_url"] == "https://llm.example.org/v1"
+    assert parse_llm_spec("ollama:llama3:8b") == {"model": "llama3:8b", "base_url": OLLAMA_BASE_URL,
+                                                  "api_key_env": "OLLAMA_API_KEY"}
+    assert OLLAMA_BASE_URL == "http://127.0.0.1:11434/v1" and VLLM_BASE_URL == "http://127.0.0.1:8000/v1"
+    assert parse_llm_spec(" vllm:Qwen/QwQ-32B ") == {"model": "Qwen/QwQ-32B", "base_url": VLLM_BASE_URL,
+                                                     "api_key_env": "VLLM_API_KEY"}
+    c = ChatClient(**parse_llm_spec("vllm:NAME"))
+    assert c.url == "http://127.0.0.1:8000/v1/chat/completions" and not c.needs_key
+
+
+@pytest.mark.parametrize("spec", ["gpt-4o", "openai:", "azure:gpt-4o", "http://127.0.0.1:8000/v1",
+                                  "http://127.0.0.1:8000/v1#", "", "   "])
+def test_parse_llm_spec_errors_list_the_forms(spec):
+    with pytest.raises(UserError) as err:
+        parse_llm_spec(spec)
+    message = str(err.value)
+    assert "openai:MODEL" in message and "vllm:MODEL" in message and "ollama:MODEL" in message
+    assert "#MODEL" in message and "\n" not in message
+
+
+def test_usage_and_cost(server, sleeps, tmp_path):
+    requests = ask("one two three", "four five")
+    usage = Usage()
+    c = client(server, sleeps, model="gpt-4o-mini")
+    generate_cached(c, GenerationCache(tmp_path / "g.jsonl"), requests, usage=usage)
+    generate_cached(c, GenerationCache(tmp_path / "g.jsonl"), requests, usage=usage)
+    prompt = prompt_tokens(requests[0]) + prompt_tokens(requests[1])
+    assert usage == Usage(sent=2, cached=2, prompt_tokens=prompt, completion_tokens=2 * COMPLETION_TOKENS)
+    assert cost("gpt-4o-mini", usage) == pytest.approx((prompt * 0.15 + 6 * 0.60) / 1e6)
+    million = Usage(prompt_tokens=1_000_000, completion_tokens=1_000_000)
+    assert cost("gpt-4o", million) == pytest.approx(12.5)
+    assert cost("o3-mini", million) == pytest.approx(5.5)
+    assert cost("Qwen2.5-72B-Instruct", million) is None
+    assert cost("my-model", million, prices={"my-model": (1.0, 2.0)}) == pytest.approx(3.0)
+
+
+def test_http_helper_is_shared():
+    """The embeddings client and the chat client retry through the same code."""
+    from r2med_plugins.dense import api
+    from r2med_tasks import http
+
+    assert api.JSONPoster is http.JSONPoster and api._retry_after is http.retry_after
+
+
+def test_redirects_are_not_followed(server, sleeps, key):
+    """urllib would resend the Authorization header to wherever a redirect points."""
+    server.fail("redirect", location="http://elsewhere.invalid/v1/chat/completions")
+    with pytest.raises(UserError, match="HTTP 307.*redirects to http://elsewhere.invalid.*base_url") as err:
+        client(server, sleeps).generate(ask("x"))
+    assert server.count == 1 and sleeps == [] and KEY not in str(err.value)
