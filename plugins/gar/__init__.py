@@ -40,12 +40,12 @@ def register_rewriters(register):
                       "concurrency": "requests in flight",
                       "examples": "Query2Doc few-shot examples: the original src/example.py or a JSON {key: text}"}
             runtime += ["concurrency"]
-        register(RewriterSpec(name=method, factory=partial(rewriter, method), description=description,
+        register(RewriterSpec(name=method, factory=partial(make_rewriter, method), description=description,
                               options=options, option_help=helps, runtime_options=tuple(runtime),
                               reference="https://github.com/R2MED/R2MED/blob/main/src/generate_hypothetical_doc.py"))
 
 
-def rewriter(method: str, **options):
+def make_rewriter(method: str, **options):
     from .rewriter import GARRewriter
 
     return GARRewriter(method, **options)

@@ -1,0 +1,175 @@
+"""Rewriters end to end: published generations combined by the published rules (checked against
+runs whose queries the test builds by hand), live generation through a local chat server (exact
+prompts, cache, resume after a failure), and LameR's BM25 passages."""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from chat_server import ChatServer, fake_answer
+from conftest import SAMPLE, read_jsonl, read_trec, write_jsonl
+
+QUERIES = read_jsonl(SAMPLE / "query.jsonl")
+CORPUS = read_jsonl(SAMPLE / "corpus.jsonl")
+
+
+def hy_doc(q, reasoning=False):
+    text = f"A passage on {q['text'][:60]}\nIt names {CORPUS[int(q['id'][1:]) * 3]['text'][:120]}"
+    return f"<think>Let me think about {q['id']}.</think>\n  {text}" if reasoning else text
+
+
+def published_dir(tmp_path, method, llm, reasoning=False) -> Path:
+    root = tmp_path / "data"
+    shutil.copytree(SAMPLE, root / "Biology", dirs_exist_ok=True)
+    write_jsonl(root / "Biology" / method / llm / "query_with_hydoc.jsonl",
+                [{"id": q["id"], "text": q["text"], "hy_doc": hy_doc(q, reasoning), "doc_id": q["doc_id"]} for q in QUERIES])
+    return root
+
+
+def rewritten_dir(tmp_path, texts) -> Path:
+    """The same task with each query's text replaced: the reference run for a combination rule."""
+    root = tmp_path / "expected"
+    shutil.copytree(SAMPLE, root / "Biology", dirs_exist_ok=True)
+    write_jsonl(root / "Biology" / "query.jsonl", [{**q, "text": texts[q["id"]]} for q in QUERIES])
+    return root
+
+
+def trec_of(run_cli, *args):
+    code, out, err = run_cli("run", *args, "--tasks", "Biology", "--json")
+    assert code == 0, err
+    return read_trec(next(Path(json.loads(out)["results_dir"]).glob("*.trec"))), json.loads(out)
+
+
+@pytest.mark.parametrize("method, llm, rule", [
+    ("hyde", "qwen-7b", lambda q, g: g),                                # the query is dropped
+    ("query2doc", "gpt4", lambda q, g: q * 2 + " " + g),              # two copies, no separator
+    ("lamer", "qwen-72b", lambda q, g: q + " " + g),
+    ("hyde", "qwq-32b", lambda q, g: g.split("</think>", 1)[1].strip()),  # reasoning model: the answer only
+    ("search-r1", "qwen-7b-ins", lambda q, g: g),                       # no <answer> tag: the whole text
+])
+def test_published_generations_with_bm25(run_cli, tmp_path, method, llm, rule):
+    reasoning = llm == "qwq-32b"
+    data = published_dir(tmp_path, method, llm, reasoning)
+    ours, summary = trec_of(run_cli, "--plugin", method, "-o", f"source={llm}", "--plugin", "bm25",
+                            "--data-dir", data, "--output", tmp_path / "ours", "--cache-dir", tmp_path / "c")
+    expected = rewritten_dir(tmp_path, {q["id"]: rule(q["text"], hy_doc(q, reasoning)) for q in QUERIES})
+    reference, _ = trec_of(run_cli, "--plugin", "bm25", "--data-dir", expected, "--output", tmp_path / "ref",
+                           "--cache-dir", tmp_path / "c")
+    assert ours == reference
+    assert summary["pipeline"] == f"{llm} + bm25"
+
+
+@pytest.mark.parametrize("method", ["hyde", "query2doc"])
+def test_published_generations_with_a_dense_retriever(run_cli, tmp_path, model_path, method):
+    """Dense: HyDE averages the query's and the document's embeddings; Query2Doc encodes
+    query + "[SEP]" + document as one text."""
+    from sentence_transformers import SentenceTransformer
+
+    data = published_dir(tmp_path, method, "gpt4")
+    ours, _ = trec_of(run_cli, "--plugin", method, "-o", "source=gpt4", "--plugin", "st", "-o", f"model={model_path}",
+                      "--data-dir", data, "--output", tmp_path / "ours", "--cache-dir", tmp_path / "c", "--top-k", "5")
+    model = SentenceTransformer(str(model_path), device="cpu")
+    docs = model.encode([d["text"] for d in CORPUS], normalize_embeddings=True)
+    for q in QUERIES:
+        if method == "hyde":
+            vector = (model.encode(q["text"], normalize_embeddings=True) + model.encode(hy_doc(q), normalize_embeddings=True)) / 2
+        else:
+            vector = model.encode(q["text"] + "[SEP]" + hy_doc(q), normalize_embeddings=True)
+        scores = docs @ (vector / np.linalg.norm(vector))
+        assert [d for d, _ in ours[q["id"]]] == [CORPUS[i]["id"] for i in np.argsort(-scores, kind="stable")[:5]]
+
+
+@pytest.fixture
+def server(monkeypatch):
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with ChatServer() as srv:
+        yield srv
+
+
+def live(run_cli, tmp_path, server, method="hyde", *extra):
+    return run_cli("run", "--plugin", method, "-o", f"llm={server.url}#test-model", "--plugin", "bm25",
+                   "--tasks", "sample", "--output", tmp_path / "out", "--cache-dir", tmp_path / "cache", "--json", *extra)
+
+
+def test_live_hyde_sends_the_published_prompt_and_caches(run_cli, tmp_path, server):
+    from r2med_plugins.gar.prompts import build_messages
+
+    code, out, err = live(run_cli, tmp_path, server)
+    assert code == 0, err
+    assert server.count == 10 and "10 requests sent, 0 answered from the cache" in err
+    by_query = {q["text"]: q for q in QUERIES}
+    for request in server.requests:
+        body = request.body
+        assert (body["model"], body["temperature"], body["seed"], body["max_tokens"]) == ("test-model", 0.7, 42, 10240)
+        assert body["messages"][0] == {"role": "system", "content": "You are a helpful assistant."}
+        user = body["messages"][1]["content"]
+        query = next(q for text, q in by_query.items() if text in user)
+        assert body["messages"] == build_messages("hyde", "Stack-Medical", query["text"])
+        assert query["answer"] not in user and not any(d in user for d in query["doc_id"])
+    code, _, err = live(run_cli, tmp_path, server, "hyde", "--overwrite")
+    assert code == 0 and server.count == 10 and "0 requests sent, 10 answered from the cache" in err
+
+
+def test_live_generation_resumes_after_failure(run_cli, tmp_path, server):
+    server.fail_after(4, "500")  # the server dies after four answers
+    code, _, err = live(run_cli, tmp_path, server, "hyde", "-o", "concurrency=1")
+    assert code == 2 and "failed" in err and "Traceback" not in err
+    answered = server.count
+    server.recover()
+    code, _, err = live(run_cli, tmp_path, server)
+    assert code == 0, err
+    assert "4 answered from the cache" in err and "6 requests sent" in err
+    assert answered >= 5  # four answers, then the failing attempts
+
+
+def test_live_answers_reach_bm25(run_cli, tmp_path, server):
+    code, out, err = live(run_cli, tmp_path, server)
+    ours = read_trec(Path(json.loads(out)["results_dir"]) / "R2MEDSampleRetrieval.trec")
+    answers = {}
+    for request in server.requests:
+        user = request.body["messages"][1]["content"]
+        qid = next(q["id"] for q in QUERIES if q["text"] in user)
+        answers[qid] = fake_answer(request.body["messages"])
+    expected = rewritten_dir(tmp_path, answers)
+    shutil.move(str(expected / "Biology"), str(expected / "sample"))
+    code, out, _ = run_cli("run", "--plugin", "bm25", "--data-dir", expected / "sample", "--tasks", "sample",
+                           "--output", tmp_path / "ref", "--cache-dir", tmp_path / "cache", "--json")
+    assert ours == read_trec(Path(json.loads(out)["results_dir"]) / "R2MEDSampleRetrieval.trec")
+
+
+def test_lamer_prompts_carry_bm25_top10(run_cli, tmp_path, server):
+    from r2med_plugins.gar.prompts import cut_text
+
+    code, _, err = live(run_cli, tmp_path, server, "lamer")
+    assert code == 0, err
+    code, out, _ = run_cli("run", "--plugin", "bm25", "--tasks", "sample", "--output", tmp_path / "plain",
+                           "--cache-dir", tmp_path / "cache", "--json", "--top-k", "10")
+    top10 = read_trec(Path(json.loads(out)["results_dir"]) / "R2MEDSampleRetrieval.trec")
+    text_of = {d["id"]: d["text"] for d in CORPUS}
+    for request in server.requests:
+        user = request.body["messages"][1]["content"]
+        qid = next(q["id"] for q in QUERIES if q["text"] in user)
+        for rank, (doc, _) in enumerate(top10[qid], 1):
+            assert f"\n[{rank}]. {cut_text(text_of[doc].replace(chr(10), ' '))}" in user
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--plugin", "hyde", "--plugin", "bm25"], "needs exactly one of -o source=LLM"),
+    (["--plugin", "search-r1", "-o", "llm=openai:gpt-4o", "--plugin", "bm25"], "no selected component accepts 'llm'"),
+    (["--plugin", "query2doc", "-o", "llm=http://127.0.0.1:9/v1#m", "--plugin", "bm25"], "query2doc needs the original few-shot examples"),
+    (["--plugin", "hyde", "-o", "llm=gpt-4o", "--plugin", "bm25"], "bad LLM spec 'gpt-4o'"),
+])
+def test_rewriter_mistakes(run_cli, tmp_path, args, message):
+    code, _, err = run_cli("run", *args, "--tasks", "sample", "--output", tmp_path)
+    assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_missing_published_file_names_it(run_cli, tmp_path):
+    data = published_dir(tmp_path, "hyde", "gpt4")
+    code, _, err = run_cli("run", "--plugin", "hyde", "-o", "source=o3-mini", "--plugin", "bm25", "--data-dir", data,
+                           "--tasks", "Biology", "--output", tmp_path / "o")
+    assert code == 2 and "hyde/o3-mini/query_with_hydoc.jsonl: file not found" in err
