@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from local_server import LocalServer, Recorded
 
 
 def last_user(messages: list[dict]) -> str:
@@ -50,59 +49,13 @@ def prompt_tokens(messages: list[dict]) -> int:
 COMPLETION_TOKENS = 3
 
 
-@dataclass
-class Recorded:
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-
-class ChatServer:
+class ChatServer(LocalServer):
     def __init__(self, *, api_key: str | None = None) -> None:
-        self.api_key = api_key  # when set, requests without this key get 401
-        self.requests: list[Recorded] = []
         self.answered = 0
-        self.delay = 0.0
         self.delay_for: Callable[[Any], float] | None = None
-        self.hang_s = 5.0
         self.served_model: str | None = None
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self._faults: deque[tuple[str, dict]] = deque()
         self._down_after: tuple[int, str, dict] | None = None
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-
-    def start(self) -> ChatServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(5)
-
-    def __enter__(self) -> ChatServer:
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-    def fail(self, mode: str, times: int = 1, **options: Any) -> None:
-        """Script the next ``times`` requests to answer with ``mode`` (queued after earlier ones)."""
-        with self._lock:
-            self._faults.extend([(mode, options)] * times)
+        super().__init__(api_key)
 
     def fail_after(self, k: int, mode: str = "500", **options: Any) -> None:
         """Answer ``k`` more requests normally, then fail all later ones with ``mode``."""

@@ -24,11 +24,10 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-import threading
-from collections import deque
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from local_server import LocalServer, Recorded
 
 DIM = 8
 
@@ -44,57 +43,11 @@ def fake_embedding(text: str, model: str, input_type: str | None = None, dim: in
     return [(int.from_bytes(digest[2 * i:2 * i + 2], "little") - 32768) / 32768 for i in range(dim)]
 
 
-@dataclass
-class Recorded:
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-
-class EmbeddingServer:
+class EmbeddingServer(LocalServer):
     def __init__(self, *, dim: int = DIM, api_key: str | None = None) -> None:
         self.dim = dim
-        self.api_key = api_key  # when set, other keys get 401
-        self.requests: list[Recorded] = []
-        self.delay = 0.0
-        self.hang_s = 5.0
         self.max_input_words: int | None = None
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self._faults: deque[tuple[str, dict]] = deque()
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-
-    def start(self) -> EmbeddingServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(5)
-
-    def __enter__(self) -> EmbeddingServer:
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-    def fail(self, mode: str, times: int = 1, **options: Any) -> None:
-        """Script the next ``times`` requests to answer with ``mode`` (queued after earlier ones)."""
-        with self._lock:
-            self._faults.extend([(mode, options)] * times)
+        super().__init__(api_key)
 
     def inputs(self) -> list[list[str]]:
         """The ``input`` list of every recorded request, in arrival order."""

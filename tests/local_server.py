@@ -1,0 +1,66 @@
+"""What the tests' fake API servers share: a threaded HTTP server on 127.0.0.1 (random free port),
+recorded requests, scripted faults, and start/stop as a context manager."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import dataclass
+from http.server import ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class LocalServer:
+    """Subclasses set their own attributes, call ``super().__init__(api_key)`` and define ``_handler()``."""
+
+    def __init__(self, api_key: str | None = None) -> None:
+        self.api_key = api_key  # when set, requests without this key get 401
+        self.requests: list[Recorded] = []
+        self.delay = 0.0
+        self.hang_s = 5.0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._faults: deque[tuple[str, dict]] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    def _handler(self):
+        raise NotImplementedError
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def start(self):
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def fail(self, mode: str, times: int = 1, **options: Any) -> None:
+        """Script the next ``times`` requests to answer with ``mode`` (queued after earlier ones)."""
+        with self._lock:
+            self._faults.extend([(mode, options)] * times)
