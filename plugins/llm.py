@@ -29,7 +29,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from r2med_tasks.components import LLMSpec
 from r2med_tasks.errors import UserError
+from r2med_tasks.hookspecs import hookimpl
 from r2med_tasks.http import BadResponse, JSONPoster, api_key, map_concurrently, server_message
 
 log = logging.getLogger(__name__)
@@ -517,7 +519,7 @@ def generate_cached(client: ChatClient, cache: GenerationCache, requests: list[l
     if usage is not None:
         usage.cached += hits
     if to_send:
-        log.info("%s: %d answer(s) cached, %d request(s) to send to %s", client.model, hits, len(to_send), client.url)
+        log.info("%s: %d answer(s) cached, %d request(s) to send to %s", client.model, hits, len(to_send), getattr(client, "url", "its endpoint"))
 
     def store(j: int, generation: Generation) -> None:
         i = to_send[j]
@@ -529,3 +531,17 @@ def generate_cached(client: ChatClient, cache: GenerationCache, requests: list[l
         if out[i] is None:
             out[i] = out[first[key]]
     return out  # type: ignore[return-value]
+
+
+@hookimpl
+def register_llms(register):
+    for name, what in (("openai", "the OpenAI API (key in OPENAI_API_KEY)"),
+                       ("vllm", "a vLLM server on http://127.0.0.1:8000/v1"),
+                       ("ollama", "an Ollama server on http://127.0.0.1:11434/v1"),
+                       ("http", "any OpenAI-compatible server: http://HOST:PORT/v1#MODEL")):
+        register(LLMSpec(name=name, factory=chat_client, description=what, aliases=("https",) if name == "http" else ()))
+
+
+def chat_client(spec: str, **options) -> ChatClient:
+    """An OpenAI-compatible chat client for an ``-o llm=`` value."""
+    return ChatClient(**parse_llm_spec(spec), **options)

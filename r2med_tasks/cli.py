@@ -202,7 +202,7 @@ def plugins_command(as_json):
 
 
 @cli.command("list")
-@click.argument("what", type=click.Choice(["tasks", "retrievers", "rewriters", "rerankers"]))
+@click.argument("what", type=click.Choice(["tasks", "retrievers", "rewriters", "rerankers", "llms"]))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_command(what, as_json):
     """List tasks or components."""
@@ -216,6 +216,10 @@ def list_command(what, as_json):
                  "documents": e.spec.extra.get("n_docs"), "queries": e.spec.extra.get("n_queries"),
                  "plugin": e.plugin.name, "description": e.spec.description} for e in entries]
         columns = ("name", "alias", "group", "revision", "documents", "queries")
+    elif kind == "llm":
+        rows = [{"name": e.spec.name, "aliases": list(e.spec.aliases), "plugin": e.plugin.name,
+                 "description": e.spec.description} for e in entries]
+        columns = ("name", "aliases", "plugin", "description")
     else:
         rows = [{"name": e.spec.name, "aliases": list(e.spec.aliases), "plugin": e.plugin.name,
                  "version": e.plugin.version, "options": dict(e.spec.options),

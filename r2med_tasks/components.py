@@ -64,6 +64,26 @@ class RerankerSpec(ComponentSpec):
     kind: ClassVar[str] = "reranker"
 
 
+@dataclass(frozen=True)
+class LLMSpec:
+    """An LLM backend. ``factory(spec, **sampling)`` gets the whole ``-o llm=`` value and the
+    sampling parameters and returns a client with ``model``, ``params`` and
+    ``generate(requests, on_result=, usage=)`` (see ``r2med_plugins.llm.ChatClient``)."""
+
+    name: str
+    factory: Callable[..., Any] | str
+    description: str = ""
+    aliases: tuple[str, ...] = ()
+    kind: ClassVar[str] = "llm"
+
+    def create(self, spec: str, **sampling: Any) -> Any:
+        factory = self.factory
+        if not callable(factory):
+            module, _, attr = factory.partition(":")
+            factory = getattr(importlib.import_module(module), attr)
+        return factory(spec, **sampling)
+
+
 SPEC_TYPES: dict[str, type[ComponentSpec]] = {
     cls.kind: cls for cls in (RetrieverSpec, RewriterSpec, RerankerSpec)
 }
@@ -75,7 +95,8 @@ class Retriever(Protocol):
 
     ``search`` may return more or fewer than ``top_k`` documents per query; the harness keeps the
     ``top_k`` best. Retrievers may also define ``model_meta() -> dict`` with at least ``name``
-    (containing "/") and ``revision``, plus any mteb ``ModelMeta`` field, to name their results.
+    (containing "/") and ``revision``, plus any mteb ``ModelMeta`` field, to name their results,
+    and ``display_name`` (as a leaderboard would print it).
     """
 
     def index(self, corpus: Corpus, *, task: TaskSpec) -> None: ...

@@ -28,3 +28,9 @@ def register_rerankers(register):
 @hookspec
 def register_tasks(register):
     """Register evaluation tasks (a corpus, queries, judgments): ``register(TaskSpec(...))``."""
+
+
+@hookspec
+def register_llms(register):
+    """Register LLM backends rewriters and rerankers call: ``register(LLMSpec(...))``, named by the
+    prefix of ``-o llm=PREFIX:MODEL`` (``http``/``https`` take ``BASE_URL#MODEL``)."""

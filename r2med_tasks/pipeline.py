@@ -88,7 +88,8 @@ class Pipeline:
 
     def display_name(self) -> str:
         """As the leaderboard names systems: "o3-mini + bm25" (a rewriter is named by its LLM)."""
-        names = [self.retriever.model_meta()["name"].split("/")[-1]]
+        meta = self.retriever.model_meta()
+        names = [meta.get("display_name") or meta["name"].split("/")[-1]]
         if "rewriter" in self.stages:
             rewriter = self.stages["rewriter"]
             label = getattr(rewriter.instance, "label", None)

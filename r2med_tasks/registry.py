@@ -9,14 +9,15 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
-from .components import SPEC_TYPES, ComponentSpec
+from .components import SPEC_TYPES, ComponentSpec, LLMSpec
 from .errors import UserError
 from .plugins import PluginInfo, Plugins
 from .tasks import GROUPS, TaskSpec, normalize
 
 KINDS = ("retriever", "rewriter", "reranker")
 HOOKS = {"retriever": "register_retrievers", "rewriter": "register_rewriters",
-         "reranker": "register_rerankers", "task": "register_tasks"}
+         "reranker": "register_rerankers", "task": "register_tasks", "llm": "register_llms"}
+EXPECTED = {**SPEC_TYPES, "task": TaskSpec, "llm": LLMSpec}
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,16 @@ class Registry:
         raise UserError(f"--plugin {token}: no such component{_suggest(name, known)}. "
                         f"Installed: {', '.join(known) or 'none'} (see `r2med list retrievers`)")
 
+    def llm(self, spec: str, **sampling) -> object:
+        """A client for ``-o llm=PREFIX:MODEL`` (or ``BASE_URL#MODEL``) from the registered backends."""
+        prefix = spec.split(":", 1)[0].strip().lower() if ":" in spec else ""
+        backends = self.names("llm")
+        if normalize(prefix) not in backends:
+            known = ", ".join(sorted(e.spec.name for e in self.entries["llm"])) or "none"
+            raise UserError(f"-o llm={spec}: no LLM backend '{prefix or spec}'; write PREFIX:MODEL with a prefix "
+                            f"among {known}, or BASE_URL#MODEL (see `r2med list llms`)")
+        return backends[normalize(prefix)].spec.create(spec, **sampling)
+
     def tasks(self, tokens: list[str]) -> list[TaskSpec]:
         """Resolve task names, aliases, group names or ``r2med`` (all eight) to task specs."""
         by_name = self.names("task")
@@ -98,7 +109,7 @@ def _suggest(name: str, known: list[str]) -> str:
 def build_registry(plugins: Plugins) -> Registry:
     registry = Registry()
     for kind, hook_name in HOOKS.items():
-        expected = TaskSpec if kind == "task" else SPEC_TYPES[kind]
+        expected = EXPECTED[kind]
         for impl in getattr(plugins.pm.hook, hook_name).get_hookimpls():  # in registration order
             info = plugins.plugin_of(impl)
             collected: list[Registered] = []

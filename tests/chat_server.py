@@ -105,6 +105,7 @@ class ChatServer(LocalServer):
                         server.answered += 1  # counted now, so fail_after is exact under concurrency
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                    self._in_flight = True
                 try:
                     delay = server.delay + (server.delay_for(body) if server.delay_for is not None else 0.0)
                     if delay:
@@ -113,10 +114,18 @@ class ChatServer(LocalServer):
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a "hang")
                 finally:
+                    self._leave()
+
+            def _leave(self) -> None:
+                """Stop counting this request as in flight: before its answer goes out, so a client
+                cannot start its next request while this one still counts."""
+                if getattr(self, "_in_flight", False):
+                    self._in_flight = False
                     with server._lock:
                         server.in_flight -= 1
 
             def _send(self, status: int, payload: bytes, headers: dict | None = None) -> None:
+                self._leave()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))

@@ -79,6 +79,7 @@ class EmbeddingServer(LocalServer):
                     fault = server._faults.popleft() if server._faults else (None, {})
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                    self._in_flight = True
                 try:
                     if server.delay:
                         server._stopping.wait(server.delay)
@@ -86,10 +87,18 @@ class EmbeddingServer(LocalServer):
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a "hang")
                 finally:
+                    self._leave()
+
+            def _leave(self) -> None:
+                """Stop counting this request as in flight: before its answer goes out, so a client
+                cannot start its next request while this one still counts."""
+                if getattr(self, "_in_flight", False):
+                    self._in_flight = False
                     with server._lock:
                         server.in_flight -= 1
 
             def _send(self, status: int, payload: bytes, headers: dict | None = None) -> None:
+                self._leave()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))

@@ -43,14 +43,14 @@ def trec_of(run_cli, *args):
     return read_trec(next(Path(json.loads(out)["results_dir"]).glob("*.trec"))), json.loads(out)
 
 
-@pytest.mark.parametrize("method, llm, rule", [
-    ("hyde", "qwen-7b", lambda q, g: g),                                # the query is dropped
-    ("query2doc", "gpt4", lambda q, g: q * 2 + " " + g),              # two copies, no separator
-    ("lamer", "qwen-72b", lambda q, g: q + " " + g),
-    ("hyde", "qwq-32b", lambda q, g: g.split("</think>", 1)[1].strip()),  # reasoning model: the answer only
-    ("search-r1", "qwen-7b-ins", lambda q, g: g),                       # no <answer> tag: the whole text
+@pytest.mark.parametrize("method, llm, rule, name", [
+    ("hyde", "qwen-7b", lambda q, g: g, "Qwen2.5-7B-Ins + BM25"),                       # the query is dropped
+    ("query2doc", "gpt4", lambda q, g: q * 2 + " " + g, "Query2Doc (GPT4o) + BM25"),  # two copies, no separator
+    ("lamer", "qwen-72b", lambda q, g: q + " " + g, "LameR (Qwen2.5-72B-Ins) + BM25"),
+    ("hyde", "qwq-32b", lambda q, g: g.split("</think>", 1)[1].strip(), "QwQ-32B + BM25"),  # reasoning: the answer only
+    ("search-r1", "qwen-7b-ins", lambda q, g: g, "Search-R1 (Qwen2.5-7b-it-em-ppo) + BM25"),  # no <answer>: all of it
 ])
-def test_published_generations_with_bm25(run_cli, tmp_path, method, llm, rule):
+def test_published_generations_with_bm25(run_cli, tmp_path, method, llm, rule, name):
     reasoning = llm == "qwq-32b"
     data = published_dir(tmp_path, method, llm, reasoning)
     ours, summary = trec_of(run_cli, "--plugin", method, "-o", f"source={llm}", "--plugin", "bm25",
@@ -59,7 +59,7 @@ def test_published_generations_with_bm25(run_cli, tmp_path, method, llm, rule):
     reference, _ = trec_of(run_cli, "--plugin", "bm25", "--data-dir", expected, "--output", tmp_path / "ref",
                            "--cache-dir", tmp_path / "c")
     assert ours == reference
-    assert summary["pipeline"] == f"{llm} + bm25"
+    assert summary["pipeline"] == name  # as the leaderboard names the row
 
 
 @pytest.mark.parametrize("method", ["hyde", "query2doc"])
@@ -161,7 +161,7 @@ def test_lamer_prompts_carry_bm25_top10(run_cli, tmp_path, server):
     (["--plugin", "hyde", "--plugin", "bm25"], "needs exactly one of -o source=LLM"),
     (["--plugin", "search-r1", "-o", "llm=openai:gpt-4o", "--plugin", "bm25"], "no selected component accepts 'llm'"),
     (["--plugin", "query2doc", "-o", "llm=http://127.0.0.1:9/v1#m", "--plugin", "bm25"], "query2doc needs the original few-shot examples"),
-    (["--plugin", "hyde", "-o", "llm=gpt-4o", "--plugin", "bm25"], "bad LLM spec 'gpt-4o'"),
+    (["--plugin", "hyde", "-o", "llm=gpt-4o", "--plugin", "bm25"], "no LLM backend 'gpt-4o'"),
 ])
 def test_rewriter_mistakes(run_cli, tmp_path, args, message):
     code, _, err = run_cli("run", *args, "--tasks", "sample", "--output", tmp_path)
@@ -173,3 +173,43 @@ def test_missing_published_file_names_it(run_cli, tmp_path):
     code, _, err = run_cli("run", "--plugin", "hyde", "-o", "source=o3-mini", "--plugin", "bm25", "--data-dir", data,
                            "--tasks", "Biology", "--output", tmp_path / "o")
     assert code == 2 and "hyde/o3-mini/query_with_hydoc.jsonl: file not found" in err
+
+
+def test_hook_register_llms(register, run_cli, tmp_path):
+    """A package can add an LLM backend; `-o llm=PREFIX:MODEL` reaches it."""
+    from r2med_plugins.llm import Generation
+    from r2med_tasks.components import LLMSpec
+    from r2med_tasks.hookspecs import hookimpl
+
+    seen = []
+
+    class Echo:
+        def __init__(self, spec, **sampling):
+            self.model, self.params = spec.partition(":")[2], {k: v for k, v in sampling.items() if v is not None}
+            seen.append((spec, sampling))
+
+        def generate(self, requests, *, on_result=None, usage=None):
+            out = []
+            for i, messages in enumerate(requests):
+                g = Generation("cardiac " + messages[-1]["content"][-40:], 1, 1, "stop", self.model)
+                if usage is not None:
+                    usage.add(g)
+                if on_result:
+                    on_result(i, g)
+                out.append(g)
+            return out
+
+    class Plugin:
+        @hookimpl
+        def register_llms(self, register):
+            register(LLMSpec(name="echo", factory=Echo))
+
+    register(Plugin(), "echo-llm")
+    code, out, err = run_cli("run", "--plugin", "hyde", "-o", "llm=echo:parrot-1", "--plugin", "bm25", "--tasks", "sample",
+                             "--output", tmp_path / "o", "--cache-dir", tmp_path / "c", "--json")
+    assert code == 0, err
+    assert seen[0][0] == "echo:parrot-1" and seen[0][1]["temperature"] == 0.7
+    assert json.loads(out)["pipeline"] == "parrot-1 + BM25" and "parrot-1: 10 requests sent" in err
+    code, _, err = run_cli("run", "--plugin", "hyde", "-o", "llm=nope:x", "--plugin", "bm25", "--tasks", "sample",
+                           "--output", tmp_path / "o2")
+    assert code == 2 and "no LLM backend 'nope'" in err

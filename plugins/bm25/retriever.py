@@ -19,7 +19,7 @@ class BM25Retriever:
         self._ids: list[str] = []
 
     def model_meta(self) -> dict:
-        return {"name": "r2med/bm25", "revision": ANALYZER_VERSION, "framework": ["NumPy"],
+        return {"name": "r2med/bm25", "revision": ANALYZER_VERSION, "display_name": "BM25", "framework": ["NumPy"],
                 "open_weights": True, "use_instructions": False, "reference": "https://r2med.github.io/"}
 
     def index(self, corpus, *, task) -> None:

@@ -27,7 +27,8 @@ class PublishedModel:
 
     def model_meta(self) -> dict[str, Any]:
         c = self.config
-        return {"name": f"r2med/{c.name}", "revision": c.revision or "unpinned", "adapted_from": c.hf_model,
+        return {"name": f"r2med/{c.name}", "revision": c.revision or "unpinned", "display_name": c.published or c.name,
+                "adapted_from": c.hf_model,
                 "reference": c.reference or None, "similarity_fn_name": "cosine",
                 "use_instructions": bool(c.query_instructions or c.doc_instructions),
                 "framework": ["API"] if c.backend in ("openai", "voyage") else ["PyTorch"]}

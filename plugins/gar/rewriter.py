@@ -12,6 +12,15 @@ from r2med_tasks.errors import UserError
 from .reasoning import is_reasoning_llm, strip_reasoning
 
 LAMER_DEPTH = 10
+# How the leaderboard names the published LLMs (r2med_leaderboard.csv); its LLM rows are HyDE.
+LEADERBOARD_NAMES = {
+    "o3-mini": "o3-mini", "gpt4": "GPT4o", "huatuo-o1-70b": "HuatuoGPT-o1-70B",
+    "r1-llama-70b": "DeepSeek-R1-Distill-Llama-70B", "r1-qwen-32b": "DeepSeek-R1-Distill-Qwen-32B",
+    "llama-70b": "Llama3.1-70B-Ins", "qwq-32b": "QwQ-32B", "qwen-32b": "Qwen2.5-32B-Ins",
+    "qwen-7b": "Qwen2.5-7B-Ins", "qwen-72b": "Qwen2.5-72B-Ins", "qwen3-32b": "Qwen3-32b",
+    "qwen-7b-ins": "Qwen2.5-7b-it-em-ppo", "qwen-3b-ins": "Qwen2.5-3b-it-em-ppo",
+}
+METHOD_NAMES = {"query2doc": "Query2Doc", "lamer": "LameR", "search-o1": "Search-O1", "search-r1": "Search-R1"}
 DEFAULT_KEY = "Stack-Medical"  # prompt wording for tasks outside R2MED (a medical Q&A post)
 
 
@@ -30,7 +39,14 @@ class GARRewriter:
         self.model = ""
 
     def label(self) -> str:
-        return self.source or self.llm.rpartition("#")[2].partition(":")[2] or self.llm
+        """The rewriter as the leaderboard names it: "o3-mini", "Search-O1 (QwQ-32B)", "Query2Doc (GPT4o)"."""
+        if self.source:
+            llm = LEADERBOARD_NAMES.get(self.source, self.source)
+            if self.method == "search-o1" and self.source == "qwq-32b":
+                llm = "QwQ-32b"  # the leaderboard's spelling for this row
+        else:
+            llm = self.llm.rpartition("#")[2] if "#" in self.llm else self.llm.partition(":")[2] or self.llm
+        return f"{METHOD_NAMES[self.method]} ({llm})" if self.method in METHOD_NAMES else llm
 
     def rewrite(self, queries, *, task, corpus=None, data_folder: Path | None = None):
         if self.source:
@@ -75,20 +91,21 @@ class GARRewriter:
 
     # -- live generation -------------------------------------------------------------------------
     def _live(self, queries, task, corpus) -> tuple[list[str], list[bool]]:
-        from r2med_plugins.llm import OPENAI_BASE_URL, ChatClient, GenerationCache, Usage, generate_cached, parse_llm_spec
+        from r2med_plugins.llm import GenerationCache, Usage, generate_cached
+        from r2med_tasks.plugins import get_plugins
+        from r2med_tasks.registry import build_registry
 
         from .prompts import Query2DocExamplesUnavailable, build_messages, load_query2doc_examples
 
-        spec = parse_llm_spec(self.llm)
-        on_openai = spec["base_url"] == OPENAI_BASE_URL
+        on_openai = self.llm.lower().startswith("openai:")
         # as published: OpenAI models at temperature 0.8, top_p 0.8; local (vLLM) models at 0.7, seed 42, 10240 tokens
         s = self.sampling
         params = {"temperature": s["temperature"] if s["temperature"] >= 0 else (0.8 if on_openai else 0.7),
                   "top_p": s["top_p"] if s["top_p"] >= 0 else (0.8 if on_openai else None),
                   "max_tokens": s["max_tokens"] or (None if on_openai else 10240),
                   "seed": s["seed"] if s["seed"] >= 0 else (None if on_openai else 42)}
-        client = ChatClient(**spec, **params, concurrency=self.concurrency)
-        self.model, self.usage = spec["model"], Usage()
+        client = build_registry(get_plugins()).llm(self.llm, **params, concurrency=self.concurrency)
+        self.model, self.usage = client.model, Usage()
         key = task.key or DEFAULT_KEY
         examples = load_query2doc_examples(self.examples) if self.examples else None
         passages = self._lamer_passages(queries, task, corpus) if self.method == "lamer" else {}
