@@ -73,6 +73,10 @@ class Pipeline:
     def ordered(self) -> list[Stage]:
         return [self.stages[k] for k in STAGE_ORDER if k in self.stages]
 
+    def first_stage(self) -> Pipeline:
+        """This pipeline without its reranker: the run a reranker starts from."""
+        return Pipeline({k: s for k, s in self.stages.items() if k != "reranker"}, self.top_k)
+
     def identity(self) -> dict[str, Any]:
         """What the results depend on (plugin versions are recorded but do not name the folder)."""
         return {"top_k": self.top_k, **{k: s.identity() for k, s in self.stages.items()}}

@@ -101,6 +101,14 @@ class ResultFolder:
         finally:
             Path(tmp).unlink(missing_ok=True)
 
+    def read_run(self, task_name: str) -> dict[str, list[tuple[str, float]]]:
+        """The saved top-k run of a finished task, in rank order."""
+        run: dict[str, list[tuple[str, float]]] = {}
+        for line in self.trec(task_name).read_text(encoding="utf-8").splitlines():
+            qid, _, doc_id, _, value, _ = line.split(" ", 5)
+            run.setdefault(qid, []).append((doc_id, float(value)))
+        return run
+
     def main_score(self, task_name: str) -> tuple[float, int]:
         """The stored main score and number of evaluated queries of a finished task."""
         data = json.loads(self.task_json(task_name).read_text(encoding="utf-8"))

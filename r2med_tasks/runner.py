@@ -85,6 +85,10 @@ def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, dat
                  overwrite: bool, console: Console) -> tuple[ResultFolder, list[TaskOutcome]]:
     folder = ResultFolder(output, pipeline)
     folder.prepare()
+    first_folder = None
+    if "reranker" in pipeline.stages:
+        first_folder = ResultFolder(output, pipeline.first_stage())
+        first_folder.prepare()
     outcomes = []
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
@@ -95,7 +99,8 @@ def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, dat
                 def step(text: str, _task=task) -> None:
                     progress.update(bar, description=f"{_task.short_name}: {text}")
                 _evaluate(pipeline, task, folder, data_dir=data_dir, only_task=len(tasks) == 1,
-                          step=step, console=console, report=SubProgress(progress))
+                          step=step, console=console, report=SubProgress(progress), first_folder=first_folder,
+                          overwrite=overwrite)
                 status = "computed"
             else:
                 status = "cached"
@@ -106,7 +111,8 @@ def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, dat
 
 
 def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_dir: Path | None,
-              only_task: bool, step, console: Console, report: SubProgress) -> None:
+              only_task: bool, step, console: Console, report: SubProgress, first_folder: ResultFolder | None,
+              overwrite: bool) -> None:
     started = time.time()
     phase = Phases()
     step("loading data")
@@ -115,6 +121,36 @@ def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_
     for warning in data.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
 
+    if first_folder is not None and not overwrite and first_folder.is_complete(task.name):
+        step("first stage from its saved run")
+        ranked = first_folder.read_run(task.name)  # a reranker reuses the first stage, never recomputes it
+    else:
+        ranked = _first_stage(pipeline, task, data, phase, step, report)
+        if first_folder is not None:  # saved on its own, for the leaderboard and for later rerankers
+            first_scores, first_per_query = score(ranked, data.qrels)
+            first_folder.write(task.mteb_metadata(data.revision), first_scores, ranked, first_per_query,
+                               evaluation_time=time.time() - started, phases=list(phase.items))
+
+    previous = None
+    if "reranker" in pipeline.stages:
+        ranked = _rerank(pipeline.stages["reranker"], task, data, ranked, phase, step, pipeline.top_k)
+        previous = {"model_name": first_folder.name, "revision": first_folder.revision}
+
+    empty = [qid for qid, docs in ranked.items() if not docs]
+    if empty:
+        console.print(f"[yellow]warning:[/] {task.name}: {len(empty)} queries got no documents; "
+                      "pytrec_eval leaves them out of the averages")
+    step("scoring")
+    with phase("Scoring"):
+        scores, per_query = score(ranked, data.qrels)
+    if previous:
+        scores["previous_results_model_meta"] = previous  # as mteb records a reranking's first stage
+    folder.write(task.mteb_metadata(data.revision), scores, ranked, per_query,
+                 evaluation_time=time.time() - started, phases=phase.items)
+
+
+def _first_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, phase: Phases, step, report: SubProgress):
+    """[rewriter] -> retriever: each query's top-k documents."""
     queries = data.queries
     if "rewriter" in pipeline.stages:
         stage = pipeline.stages["rewriter"]
@@ -132,25 +168,24 @@ def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_
     step(f"searching {len(queries)} queries")
     with phase("Encoding queries"), calling(retriever, task, "searching"):
         run = retriever.instance.search(queries, task=task, top_k=pipeline.top_k)
-    doc_ids = set(data.corpus.ids)
-    check_run(run, data.qrels, doc_ids, component=retriever.label)
-    ranked = top_k(run, pipeline.top_k)
+    check_run(run, data.qrels, set(data.corpus.ids), component=retriever.label)
+    return top_k(run, pipeline.top_k)
 
-    if "reranker" in pipeline.stages:
-        stage = pipeline.stages["reranker"]
-        step(f"reranking ({stage.spec.name})")
-        candidates = {qid: dict(docs) for qid, docs in ranked.items()}
-        with phase("Reranking"), calling(stage, task, "reranking"):
-            reranked = stage.instance.rerank(queries, data.corpus, candidates, task=task)
-        check_run(reranked, data.qrels, doc_ids, component=stage.label)
-        ranked = top_k(reranked, pipeline.top_k)
 
-    empty = [qid for qid, docs in ranked.items() if not docs]
-    if empty:
-        console.print(f"[yellow]warning:[/] {task.name}: {len(empty)} queries got no documents; "
-                      "pytrec_eval leaves them out of the averages")
-    step("scoring")
-    with phase("Scoring"):
-        scores, per_query = score(ranked, data.qrels)
-    folder.write(task.mteb_metadata(data.revision), scores, ranked, per_query,
-                 evaluation_time=time.time() - started, phases=phase.items)
+def _rerank(stage: Stage, task: TaskSpec, data: TaskData, ranked, phase: Phases, step, depth: int):
+    """Re-score each query's first ``rerank_k`` documents (the original query text, as published);
+    the rest keep their first-stage order below them."""
+    k = getattr(stage.instance, "rerank_k", None) or depth
+    step(f"reranking the top {k} ({stage.spec.name})")
+    candidates = {qid: dict(docs[:k]) for qid, docs in ranked.items()}
+    with phase("Reranking"), calling(stage, task, "reranking"):
+        reranked = stage.instance.rerank(data.queries, data.corpus, candidates, task=task)
+    check_run(reranked, data.qrels, set(data.corpus.ids), component=stage.label)
+    out = {}
+    for qid, docs in ranked.items():
+        scores = reranked.get(qid, {})
+        head = [(d, float(scores[d])) for d, _ in docs[:k] if d in scores]
+        head.sort(key=lambda item: -item[1])  # stable: ties keep the first stage's order
+        floor = min((s for _, s in head), default=0.0)
+        out[qid] = head + [(d, floor - i - 1.0) for i, (d, _) in enumerate(docs[k:])]
+    return out

