@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .errors import UserError
@@ -26,7 +27,7 @@ class CommandError(click.ClickException):
     exit_code = 2
 
     def show(self, file=None) -> None:
-        err.print(f"[bold red]Error:[/] {self.message}", soft_wrap=True)
+        err.print(f"[bold red]Error:[/] {escape(self.message)}", soft_wrap=True)
 
 
 @contextmanager
@@ -51,8 +52,8 @@ def registry():
 
 def warn_broken(plugins) -> None:
     for b in plugins.broken:
-        err.print(f"[yellow]warning:[/] plugin {b.name} {b.version or ''} ({b.module}) is broken and was "
-                  f"skipped: {b.error}. Set R2MED_LOAD_PLUGINS to load only the packages you name.",
+        err.print(f"[yellow]warning:[/] " + escape(f"plugin {b.name} {b.version or ''} ({b.module}) is broken and "
+                  f"was skipped: {b.error}. Set R2MED_LOAD_PLUGINS to load only the packages you name."),
                   soft_wrap=True)
 
 
@@ -116,7 +117,7 @@ def run_command(plugin_names, task_names, data_dir, output, options, top_k, devi
         summary = getattr(stage.instance, "summary", None)
         line = summary() if callable(summary) else None
         if line:
-            err.print(line)
+            err.print(escape(line))
     print_summary(folder, outcomes, as_json)
 
 
@@ -157,7 +158,7 @@ def print_summary(folder, outcomes, as_json: bool) -> None:
             "average_ndcg_at_10_x100": average,
         }, indent=2))
         return
-    table = Table(title=f"{folder.display_name}: nDCG@10 ×100", title_justify="left")
+    table = Table(title=f"{escape(folder.display_name)}: nDCG@10 ×100", title_justify="left")
     cached = any(o.status == "cached" for o in outcomes)
     for col, kw in (("Task", {}), ("Group", {}), ("Queries", {"justify": "right"}), ("nDCG@10", {"justify": "right"})):
         table.add_column(col, **kw)
@@ -165,12 +166,12 @@ def print_summary(folder, outcomes, as_json: bool) -> None:
         table.add_column("", style="dim")
     for o, v in zip(outcomes, values):
         note = ["from earlier run" if o.status == "cached" else ""] if cached else []
-        table.add_row(o.task.short_name, o.task.group or "-", str(o.n_queries), f"{v:.2f}", *note)
+        table.add_row(escape(o.task.short_name), o.task.group or "-", str(o.n_queries), f"{v:.2f}", *note)
     table.add_section()
     label = f"Average of {len(outcomes)} task{'s' if len(outcomes) != 1 else ''}"
     table.add_row(label, "", "", f"{average:.2f}", *([""] if cached else []))
     out.print(table)
-    out.print(f"Results: {folder.path}")
+    out.print(f"Results: {escape(str(folder.path))}")
 
 
 @cli.command("plugins")
@@ -195,10 +196,11 @@ def plugins_command(as_json):
         table.add_column(col)
     for r in data:
         comps = "; ".join(f"{k}: {', '.join(v)}" for k, v in r["components"].items())
-        table.add_row(r["name"], r["version"] or "-", comps, f"[red]broken: {r['error']}[/]" if "error" in r else "ok")
+        table.add_row(escape(r["name"]), r["version"] or "-", escape(comps),
+                      f"[red]broken: {escape(r['error'])}[/]" if "error" in r else "ok")
     out.print(table)
     for c in reg.conflicts:
-        err.print(f"[red]conflict:[/] {c}")
+        err.print(f"[red]conflict:[/] {escape(c)}")
 
 
 @cli.command("list")
@@ -232,7 +234,7 @@ def list_command(what, as_json):
     for col in columns:
         table.add_column(col.capitalize())
     for r in rows:
-        table.add_row(*(_cell(col, r[col]) for col in columns))
+        table.add_row(*(escape(_cell(col, r[col])) for col in columns))
     out.print(table)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from .data import TaskData
@@ -119,7 +120,7 @@ def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_
     with phase("Data loading"):
         data: TaskData = task.load(data_dir, only_task=only_task)
     for warning in data.warnings:
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
 
     if first_folder is not None and not overwrite and first_folder.is_complete(task.name):
         step("first stage from its saved run")

@@ -79,3 +79,45 @@ def test_rerankers_are_listed(run_cli):
     rows = {r["name"]: r for r in json.loads(run_cli("list", "rerankers", "--json")[1])}
     assert rows["bge-reranker"]["options"]["model"] == "BAAI/bge-reranker-v2-m3"
     assert rows["monobert"]["options"]["rerank_k"] == 10
+
+
+def test_rankllama_without_peft_is_one_clear_line(run_cli, tmp_path):
+    pytest.importorskip("torch")
+    try:
+        import peft  # noqa: F401
+        pytest.skip("peft is installed here")
+    except ImportError:
+        pass
+    code, _, err = run_cli("run", "--plugin", "bm25", "--plugin", "rankllama", "--tasks", "sample", "--output", tmp_path,
+                           "--cache-dir", tmp_path / "c")
+    assert code == 2 and "needs peft: pip install 'r2med[rankllama]'" in err and "Traceback" not in err
+
+
+def test_llm_reranker_end_to_end(run_cli, tmp_path, monkeypatch):
+    """llm-rerank over the local chat server: the permutation the answers imply becomes the run,
+    and a rerun answers from the cache."""
+    import re
+
+    from chat_server import ChatServer
+
+    server = ChatServer()
+
+    def reverse_answer(messages):  # every window answered with its passages in reverse order
+        n = int(re.search(r"provide you with (\d+) passages", messages[1]["content"]).group(1))
+        return " > ".join(f"[{i}]" for i in range(n, 0, -1))
+
+    monkeypatch.setattr("chat_server.fake_answer", reverse_answer)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    with server:
+        args = ["--plugin", "llm-rerank", "-o", f"llm={server.url}#ranker", "-o", "rerank_k=5", "-o", "window=5",
+                "-o", "step=5"]
+        summary = run(run_cli, tmp_path, *args)
+        first = read_trec(next((tmp_path / "out" / "r2med__bm25").glob("*")) / "R2MEDSampleRetrieval.trec")
+        reranked = read_trec(Path(summary["results_dir"]) / "R2MEDSampleRetrieval.trec")
+        for qid, docs in first.items():
+            assert [d for d, _ in reranked[qid][:5]] == [d for d, _ in docs[:5]][::-1]
+            assert [d for d, _ in reranked[qid][5:]] == [d for d, _ in docs[5:]]
+        sent = server.count
+        assert sent == 10
+        run(run_cli, tmp_path, *args, "--overwrite")
+        assert server.count == sent

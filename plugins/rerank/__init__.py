@@ -39,6 +39,45 @@ def register_rerankers(register):
             runtime_options=("batch_size", "device"),
             reference=reference,
         ))
+    register(RerankerSpec(
+        name="rankllama",
+        factory=make_rankllama,
+        description="RankLLaMA-7B (LoRA merged into Llama-2-7B), 'query: ' / 'document: ' inputs, as published",
+        options={"model": "castorini/rankllama-v1-7b-lora-passage", "base": "meta-llama/Llama-2-7b-hf",
+                 "rerank_k": 10, "max_length": 512, "batch_size": 16, "device": "", "dtype": "fp16"},
+        option_help=HELP | {"model": "the LoRA adapter", "base": "the base model it was trained on"},
+        runtime_options=("batch_size", "device"),
+        reference="https://huggingface.co/castorini/rankllama-v1-7b-lora-passage",
+    ))
+    register(RerankerSpec(
+        name="llm-rerank",
+        factory=make_llm_reranker,
+        description="listwise LLM reranking, RankGPT's sliding window (ReasonRank's reasoning prompt with "
+                    "-o reasoning=true), over any LLM backend; answers cached",
+        options={"llm": "", "rerank_k": 100, "window": 20, "step": 10, "passage_words": 300, "reasoning": False,
+                 "temperature": 0.0, "max_tokens": 0, "concurrency": 8},
+        option_help={"llm": "openai:MODEL, vllm:MODEL, ollama:MODEL or BASE_URL#MODEL (see `r2med list llms`)",
+                     "rerank_k": HELP["rerank_k"], "window": "passages per LLM call", "step": "window stride",
+                     "passage_words": "words kept per passage", "reasoning": "ReasonRank's think-then-rank prompt",
+                     "temperature": "sampling temperature (-1: the server's default)",
+                     "max_tokens": "generation limit (0: the server's default)", "concurrency": "requests in flight"},
+        runtime_options=("concurrency",),
+        reference="https://github.com/sunnweiwei/RankGPT",
+    ))
+
+
+def make_llm_reranker(**options):
+    from .llm_rerank import LLMReranker
+
+    return LLMReranker(**options)
+
+
+def make_rankllama(*, model: str, base: str, rerank_k: int, max_length: int, batch_size: int, device: str,
+                   dtype: str):
+    from .rankllama import RankLlamaReranker
+
+    return RankLlamaReranker(adapter=model, base=base, rerank_k=rerank_k, max_length=max_length,
+                             batch_size=batch_size, device=device, dtype=dtype)
 
 
 def make_cross_encoder(name: str, *, model: str, rerank_k: int, max_length: int, batch_size: int, device: str, dtype: str):

@@ -1,0 +1,374 @@
+"""RankGPT-style sliding-window listwise reranking over any chat LLM client.
+
+``ListwiseReranker(client, cache)`` asks an LLM to order a window of passages at a time ("[3] > [1] >
+[2]"), sliding the window from the end of the first-stage list to its front, so strong passages
+bubble up to the top. Every window is one chat request sent through
+``r2med_plugins.llm.generate_cached``: answers are stored durably as they arrive, and a rerun sends
+only what was never answered.
+
+Sources reproduced (public code, indexed commits):
+
+* RankGPT, ``sunnweiwei/RankGPT`` ``rank_gpt.py`` (commit ``2dfde966f304df2fb26ba17be76d3b246fcfcbb8``):
+  ``get_prefix_prompt``, ``get_post_prompt``, ``create_permutation_instruction`` (the messages, the
+  passage cut to ``max_length = 300`` whitespace words), ``clean_response``, ``remove_duplicate``,
+  ``receive_permutation`` (the repair rules) and ``sliding_windows``.
+* ReasonRank, ``8421BCD/ReasonRank`` (commit ``e6d3ab4c1d76a4430977214ad475c9b4d0cb317a``), prompt mode
+  ``rank_GPT_reasoning`` (the one its R2MED runs use): the system prompt ``system_prompt_reasoning``
+  and the answer pattern of ``listwise_prompt_r1.toml``, ``utils.py::add_prefix_prompt`` /
+  ``add_post_prompt`` / ``replace_number``, ``rerank/rank_listwise_os_llm.py::create_prompt`` (one
+  user message holding every passage), ``rerank/rankllm.py::_clean_response``.
+
+Where this module departs from them (deliberately, and documented where it happens):
+
+1. The sliding window. RankGPT's ``sliding_windows`` stops once a window would start before
+   ``rank_start``, so when ``(n - window) % step != 0`` the top of the list is never reranked (25
+   passages, window 20, step 10: only ``[5, 25)``; fewer than ``window`` passages: nothing at all).
+   Here the last window is clamped to the front, keeping its full size: ``[0, min(window, n))``
+   (25 passages: ``[5, 25)`` then ``[0, 20)``). Whenever RankGPT's windows do reach 0 (e.g. 100
+   passages, window 20, step 10, as in ReasonRank's R2MED runs) the windows are identical.
+2. RankGPT shortens every passage one word at a time until the prompt fits ``max_tokens(model) -
+   200`` tokens of its tiktoken count; here the cut is a fixed ``passage_words`` (RankGPT's starting
+   value, 300, by default): the harness does not know the model's tokenizer or context. ReasonRank
+   cuts to ``max_passage_length`` tokenizer tokens (512 for its R2MED runs) and runs ``ftfy.fix_text``
+   over each passage; neither is done here (word cut only, no text repair).
+3. The answer is cut to its final part before the digits are read, in both modes: the text after
+   the last ``</think>`` (a reasoning model's trace would otherwise contribute its digits), and
+   within it the ``<answer>...</answer>`` span if there is one (``answer_text``). A plain
+   "[2] > [1] > [3]" answer is read exactly as RankGPT reads it.
+4. A digit string that ``int`` rejects (e.g. a superscript "²", which ``str.isdigit`` accepts)
+   makes RankGPT raise; here, as in ReasonRank's ``receive_permutation``, that window keeps its order.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from r2med_plugins.llm import GenerationCache, Usage, generate_cached
+from r2med_tasks.errors import UserError
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "RANKGPT_SYSTEM",
+    "REASONRANK_SYSTEM",
+    "ListwiseReranker",
+    "ListwiseStats",
+    "answer_text",
+    "apply_permutation",
+    "clean_response",
+    "rankgpt_messages",
+    "reasonrank_messages",
+    "receive_permutation",
+    "remove_duplicate",
+    "sliding_windows",
+    "truncate_words",
+]
+
+# --------------------------------------------------------------------------------------------
+# Prompts.
+# --------------------------------------------------------------------------------------------
+# RankGPT rank_gpt.py::get_prefix_prompt (verbatim).
+RANKGPT_SYSTEM = ("You are RankGPT, an intelligent assistant that can rank passages based on their relevancy "
+                  "to the query.")
+RANKGPT_PREFIX = ("I will provide you with {num} passages, each indicated by number identifier []. \n"
+                  "Rank the passages based on their relevance to query: {query}.")
+RANKGPT_PREFIX_ACK = "Okay, please provide the passages."
+RANKGPT_PASSAGE = "[{rank}] {content}"
+RANKGPT_PASSAGE_ACK = "Received passage [{rank}]."
+# RankGPT rank_gpt.py::get_post_prompt (verbatim, "Only response" included).
+RANKGPT_POST = ("Search Query: {query}. \nRank the {num} passages above based on their relevance to the search "
+                "query. The passages should be listed in descending order using identifiers. The most relevant "
+                "passages should be listed first. The output format should be [] > [], e.g., [1] > [2]. Only "
+                "response the ranking results, do not say any word or explain.")
+
+# ReasonRank listwise_prompt_r1.toml::system_prompt_reasoning (verbatim, "you first thinks" included).
+REASONRANK_SYSTEM = ("You are RankLLM, an intelligent assistant that can rank passages based on their relevance to "
+                     "the query. Given a query and a passage list, you first thinks about the reasoning process in "
+                     "the mind and then provides the answer (i.e., the reranked passage list). The reasoning process "
+                     "and answer are enclosed within <think> </think> and <answer> </answer> tags, respectively, "
+                     "i.e., <think> reasoning process here </think> <answer> answer here </answer>.")
+# ReasonRank utils.py::add_prefix_prompt and add_post_prompt for prompt mode rank_GPT_reasoning (verbatim).
+REASONRANK_PREFIX = ("I will provide you with {num} passages, each indicated by a numerical identifier []. Rank the "
+                     "passages based on their relevance to the search query: {query}.\n")
+REASONRANK_POST = ("Search Query: {query}.\nRank the {num} passages above based on their relevance to the search "
+                   "query. All the passages should be included and listed using identifiers, in descending order "
+                   "of relevance. The format of the answer should be [] > [], e.g., [2] > [1].")
+
+_BRACKETED_NUMBER = re.compile(r"\[(\d+)\]")
+
+
+def truncate_words(text: str, max_words: int | None) -> str:
+    """RankGPT's passage cut: ``' '.join(text.strip().split()[:max_words])`` (so runs of whitespace,
+    newlines included, become one space); ``None`` keeps every word (whitespace still collapsed)."""
+    words = text.strip().split()
+    return " ".join(words if max_words is None else words[:max_words])
+
+
+def replace_number(text: str) -> str:
+    """ReasonRank's ``replace_number``: "[12]" becomes "(12)", so a passage's own bracketed numbers
+    cannot be mistaken for identifiers."""
+    return _BRACKETED_NUMBER.sub(r"(\1)", text)
+
+
+def rankgpt_messages(query: str, texts: Sequence[str], passage_words: int | None = 300) -> list[dict]:
+    """The chat messages RankGPT's ``create_permutation_instruction`` builds for one window.
+
+    System prompt, the prefix turn and its acknowledgement, then for passage ``i`` (1-based) a user
+    turn ``"[i] <text>"`` and an assistant turn ``"Received passage [i]."``, then the post prompt.
+    The query is used as given; passages are cut to ``passage_words`` words.
+    """
+    num = len(texts)
+    messages = [{"role": "system", "content": RANKGPT_SYSTEM},
+                {"role": "user", "content": RANKGPT_PREFIX.format(num=num, query=query)},
+                {"role": "assistant", "content": RANKGPT_PREFIX_ACK}]
+    for rank, text in enumerate(texts, start=1):
+        messages.append({"role": "user", "content": RANKGPT_PASSAGE.format(rank=rank,
+                                                                         content=truncate_words(text, passage_words))})
+        messages.append({"role": "assistant", "content": RANKGPT_PASSAGE_ACK.format(rank=rank)})
+    messages.append({"role": "user", "content": RANKGPT_POST.format(query=query, num=num)})
+    return messages
+
+
+def reasonrank_messages(query: str, texts: Sequence[str], passage_words: int | None = 300) -> list[dict]:
+    """The chat messages of ReasonRank's ``rank_GPT_reasoning`` mode for one window.
+
+    A system prompt asking for ``<think> ... </think> <answer> ... </answer>``, then ONE user message:
+    the prefix, a blank line, ``"[i] <text>\\n"`` per passage, and the post prompt. As ReasonRank does,
+    "[N]" in the query and in passages becomes "(N)" and the query is stripped; passages are cut to
+    ``passage_words`` words (ReasonRank cuts by tokenizer tokens and applies ``ftfy.fix_text``).
+    """
+    query = replace_number(query).strip()
+    num = len(texts)
+    context = REASONRANK_PREFIX.format(num=num, query=query) + "\n"
+    for rank, text in enumerate(texts, start=1):
+        context += f"[{rank}] {replace_number(truncate_words(text, passage_words))}\n"
+    context += REASONRANK_POST.format(query=query, num=num)
+    return [{"role": "system", "content": REASONRANK_SYSTEM}, {"role": "user", "content": context}]
+
+
+# --------------------------------------------------------------------------------------------
+# Answers.
+# --------------------------------------------------------------------------------------------
+_THINK_OPEN = re.compile(r"<think\s*>", re.I)
+_THINK_CLOSE = re.compile(r"</think\s*>", re.I)
+_ANSWER_OPEN = re.compile(r"<answer\s*>", re.I)
+_ANSWER_CLOSE = re.compile(r"</answer\s*>", re.I)
+
+
+def answer_text(text: str) -> str:
+    """The part of an LLM answer that holds the ranking.
+
+    1. If there is a ``</think>``, only the text after the last one (tags matched case-insensitively).
+    2. In that, if there is an ``<answer>``, only the text from the first one to the next
+       ``</answer>`` (or to the end). ReasonRank reads ``<think>.*?</think>\\s*<answer>(.*?)</answer>``
+       on the lower-cased answer, else the text after the last ``<answer>``.
+    3. A ``<think>`` that is never closed and no ``<answer>``: the model ran out of tokens while
+       reasoning, so there is no ranking: ``""`` (the window keeps its order). ReasonRank would read
+       the digits of the unfinished reasoning instead.
+    4. Otherwise the text as it is (RankGPT's plain "[2] > [1]" answers).
+    """
+    closes = list(_THINK_CLOSE.finditer(text))
+    unfinished = False
+    if closes:
+        text = text[closes[-1].end():]
+    elif _THINK_OPEN.search(text):
+        unfinished = True
+    opening = _ANSWER_OPEN.search(text)
+    if opening is not None:
+        rest = text[opening.end():]
+        closing = _ANSWER_CLOSE.search(rest)
+        return rest[:closing.start()] if closing is not None else rest
+    return "" if unfinished else text
+
+
+def clean_response(response: str) -> str:
+    """RankGPT's ``clean_response``: every non-digit character becomes a space, then strip."""
+    return "".join(c if c.isdigit() else " " for c in response).strip()
+
+
+def remove_duplicate(response: Sequence[Any]) -> list:
+    """RankGPT's ``remove_duplicate``: the first occurrence of each item, in order."""
+    new_response: list = []
+    for c in response:
+        if c not in new_response:
+            new_response.append(c)
+    return new_response
+
+
+def receive_permutation(text: str, num: int) -> list[int]:
+    """The 0-based order of a window of ``num`` passages that answer ``text`` implies; never raises.
+
+    RankGPT's ``receive_permutation``: keep the digits only (``clean_response``), read each number
+    as a 1-based identifier (minus 1), drop repeats (the first occurrence wins), drop identifiers
+    outside ``0..num-1``, then append the identifiers not named, in their original order. So
+    "[2] > [2] > [9]" on 3 passages gives ``[1, 0, 2]`` and "no ranking" gives ``[0, 1, 2]``.
+    The text is first cut to ``answer_text(text)``. A number ``int`` cannot read (e.g. "²") leaves
+    the window in its original order, as ReasonRank does (RankGPT raises).
+    """
+    try:
+        response = [int(x) - 1 for x in clean_response(answer_text(text)).split()]
+    except ValueError:
+        response = []
+    response = remove_duplicate(response)
+    original_rank = list(range(num))
+    response = [ss for ss in response if 0 <= ss < num]
+    named = set(response)
+    return response + [tt for tt in original_rank if tt not in named]
+
+
+def apply_permutation(items: list, start: int, end: int, permutation: Sequence[int]) -> None:
+    """Reorder ``items[start:end]`` in place: position ``start + j`` gets the window's item ``permutation[j]``."""
+    cut_range = items[start:end]
+    for j, x in enumerate(permutation):
+        items[start + j] = cut_range[x]
+
+
+def sliding_windows(n: int, window: int = 20, step: int = 10) -> list[tuple[int, int]]:
+    """The ``[start, end)`` windows for ``n`` passages, in the order they are ranked.
+
+    From the end to the front, as RankGPT's ``sliding_windows(rank_start=0, rank_end=n)``:
+    ``[n-window, n)``, then each ``step`` further up. The first window that would start at or
+    before 0 is clamped to ``[0, min(window, n))`` and is the last one; RankGPT instead stops once a
+    window would start before 0, never ranking the top when ``(n - window) % step != 0``. For 100
+    passages, window 20, step 10 both give ``[80, 100), [70, 90), ..., [0, 20)``; for 25 this gives
+    ``[5, 25), [0, 20)``. Fewer than 2 passages: no windows.
+    """
+    if n < 2:
+        return []
+    out = []
+    end = n
+    while True:
+        start = end - window
+        if start <= 0:
+            out.append((0, min(window, n)))
+            return out
+        out.append((start, end))
+        end -= step
+
+
+# --------------------------------------------------------------------------------------------
+# The reranker.
+# --------------------------------------------------------------------------------------------
+@dataclass
+class ListwiseStats:
+    """Per-window tallies: ``windows`` answered; ``incomplete``: answers that did not name every
+    passage of their window exactly once (repaired as RankGPT does); ``unranked``: answers from which
+    no identifier in range could be read (the window kept its order)."""
+
+    windows: int = 0
+    incomplete: int = 0
+    unranked: int = 0
+
+
+def _int_option(name: str, value: Any, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise UserError(f"ListwiseReranker: {name} must be an integer >= {low}, got {value!r}")
+    return value
+
+
+class ListwiseReranker:
+    """Sliding-window listwise reranking (RankGPT; ReasonRank's reasoning prompt with ``reasoning=True``).
+
+    ``client``: anything with ``.model``, ``.params`` and ``.generate(requests, on_result=, usage=)``
+    (``r2med_plugins.llm.ChatClient``). ``cache``: a ``GenerationCache``; every window request goes
+    through ``generate_cached``. ``window``/``step``: the sliding window (``sliding_windows``).
+    ``passage_words``: each passage is cut to that many whitespace words (``None``: no cut).
+    ``reasoning``: False for RankGPT's prompt (``rankgpt_messages``), True for ReasonRank's
+    ``rank_GPT_reasoning`` prompt (``reasonrank_messages``); either way the ranking is read from
+    ``answer_text`` of the answer. ``usage``: a ``Usage`` tallying requests sent, cache hits and
+    tokens. ``stats``: a ``ListwiseStats`` over every window answered so far.
+    """
+
+    def __init__(self, client: Any, cache: GenerationCache, *, window: int = 20, step: int = 10,
+                 passage_words: int | None = 300, reasoning: bool = False, usage: Usage | None = None) -> None:
+        for attr in ("model", "params", "generate"):
+            if not hasattr(client, attr):
+                raise UserError(f"ListwiseReranker: the client must have .model, .params and .generate "
+                                f"(like ChatClient); {type(client).__name__} has no .{attr}")
+        self.client = client
+        self.cache = cache
+        self.window = _int_option("window", window, 2)
+        self.step = _int_option("step", step, 1)
+        self.passage_words = None if passage_words is None else _int_option("passage_words", passage_words, 1)
+        self.reasoning = bool(reasoning)
+        self.usage = usage
+        self.stats = ListwiseStats()
+
+    def __repr__(self) -> str:
+        return (f"ListwiseReranker({self.client.model!r}, window={self.window}, step={self.step}, "
+                f"passage_words={self.passage_words}, reasoning={self.reasoning})")
+
+    def messages(self, query: str, texts: Sequence[str]) -> list[dict]:
+        """The chat request for one window of passage ``texts`` (in their current order)."""
+        build = reasonrank_messages if self.reasoning else rankgpt_messages
+        return build(query, texts, self.passage_words)
+
+    def permutation(self, answer: str, num: int) -> list[int]:
+        """The window order ``answer`` implies (``receive_permutation``), tallied in ``stats``."""
+        perm = receive_permutation(answer, num)
+        try:
+            named = [int(x) - 1 for x in clean_response(answer_text(answer)).split()]
+        except ValueError:
+            named = []
+        in_range = [x for x in named if 0 <= x < num]
+        self.stats.windows += 1
+        if not in_range:
+            self.stats.unranked += 1
+        elif sorted(named) != list(range(num)):
+            self.stats.incomplete += 1
+        return perm
+
+    def rerank_one(self, query: str, passages: Sequence[tuple[str, str]]) -> list[str]:
+        """The doc ids of ``passages`` (``(doc_id, text)`` in first-stage order) in the new order."""
+        return self.rerank_many([("q", query)], {"q": passages})["q"]
+
+    def rerank_many(self, queries: Sequence[tuple[Hashable, str]],
+                    passages: dict[Hashable, Sequence[tuple[str, str]]]) -> dict[Hashable, list[str]]:
+        """``{qid: doc ids in the new order}`` for every ``(qid, query)``; a qid without passages gets ``[]``.
+
+        Round ``r`` sends the ``r``-th window of every query that has one, all in one
+        ``generate_cached`` call (so concurrently, and answered from the cache when possible); the
+        next round is built from the order those answers gave.
+        """
+        lists: dict[Hashable, list[tuple[str, str]]] = {}
+        texts: dict[Hashable, str] = {}
+        for item in queries:
+            if not isinstance(item, (tuple, list)) or len(item) != 2 or not isinstance(item[1], str):
+                raise UserError(f"ListwiseReranker: queries must be (qid, text) pairs, got {item!r:.80}")
+            qid, text = item
+            if qid in texts:
+                raise UserError(f"ListwiseReranker: query id {qid!r} is given twice")
+            texts[qid] = text
+            lists[qid] = self._check_passages(qid, passages.get(qid, ()))
+        plans = {qid: sliding_windows(len(items), self.window, self.step) for qid, items in lists.items()}
+        rounds = max((len(p) for p in plans.values()), default=0)
+        for r in range(rounds):
+            todo = [(qid, plans[qid][r]) for qid in texts if r < len(plans[qid])]
+            requests = [self.messages(texts[qid], [t for _, t in lists[qid][start:end]])
+                        for qid, (start, end) in todo]
+            log.info("%s: listwise round %d/%d, %d window(s)", self.client.model, r + 1, rounds, len(requests))
+            answers = generate_cached(self.client, self.cache, requests, usage=self.usage)
+            for (qid, (start, end)), answer in zip(todo, answers):
+                apply_permutation(lists[qid], start, end, self.permutation(answer.text, end - start))
+        if self.stats.unranked or self.stats.incomplete:
+            log.info("%s: %d window(s) answered, %d repaired (ids missing, repeated or out of range), %d with no "
+                     "usable ranking (kept in order)", self.client.model, self.stats.windows,
+                     self.stats.incomplete, self.stats.unranked)
+        return {qid: [doc_id for doc_id, _ in lists[qid]] for qid in texts}
+
+    @staticmethod
+    def _check_passages(qid: Hashable, items: Any) -> list[tuple[str, str]]:
+        if isinstance(items, (str, bytes, dict)) or not isinstance(items, Sequence):
+            raise UserError(f"ListwiseReranker: the passages of query {qid!r} must be a list of (doc_id, text) "
+                            f"pairs, got {type(items).__name__}")
+        out = []
+        for i, item in enumerate(items):
+            if not isinstance(item, (tuple, list)) or len(item) != 2 or not isinstance(item[1], str):
+                raise UserError(f"ListwiseReranker: passage {i} of query {qid!r} must be a (doc_id, text) pair "
+                                f"with a text string, got {item!r:.80}")
+            out.append((item[0], item[1]))
+        return out

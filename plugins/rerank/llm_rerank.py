@@ -1,0 +1,45 @@
+"""``llm-rerank``: listwise reranking by an LLM (RankGPT's sliding window; ReasonRank's reasoning
+prompt with ``-o reasoning=true``), over any registered LLM backend, answers cached."""
+
+from __future__ import annotations
+
+from r2med_tasks.cache import cache_dir
+
+
+class LLMReranker:
+    def __init__(self, *, llm: str, rerank_k: int, window: int, step: int, passage_words: int, reasoning: bool,
+                 temperature: float, max_tokens: int, concurrency: int) -> None:
+        from r2med_tasks.errors import UserError
+
+        if not llm:
+            raise UserError("reranker 'llm-rerank' needs -o llm=SPEC (e.g. openai:gpt-4o, vllm:MODEL, BASE_URL#MODEL)")
+        self.llm, self.rerank_k, self.window, self.step = llm, rerank_k, window, step
+        self.passage_words, self.reasoning = passage_words, reasoning
+        self.sampling = {"temperature": temperature if temperature >= 0 else None, "max_tokens": max_tokens or None,
+                         "concurrency": concurrency}
+        self.usage = None
+        self.model = ""
+
+    def rerank(self, queries, corpus, candidates, *, task) -> dict[str, dict[str, float]]:
+        from r2med_plugins.llm import GenerationCache, Usage
+        from r2med_tasks.plugins import get_plugins
+        from r2med_tasks.registry import build_registry
+
+        from .listwise import ListwiseReranker
+
+        client = build_registry(get_plugins()).llm(self.llm, **self.sampling)
+        self.model, self.usage = client.model, Usage()
+        reranker = ListwiseReranker(client, GenerationCache(cache_dir("generations", "chat.jsonl")), window=self.window,
+                                    step=self.step, passage_words=self.passage_words, reasoning=self.reasoning,
+                                    usage=self.usage)
+        text_of = dict(zip(corpus.ids, corpus.texts))
+        orders = reranker.rerank_many([(q.id, q.text) for q in queries if q.id in candidates],
+                                      {qid: [(d, text_of[d]) for d in docs] for qid, docs in candidates.items()})
+        return {qid: {d: float(len(order) - i) for i, d in enumerate(order)} for qid, order in orders.items()}
+
+    def summary(self) -> str | None:
+        if self.usage is None:
+            return None
+        u = self.usage
+        return (f"{self.model}: {u.sent} requests sent, {u.cached} answered from the cache, "
+                f"{u.prompt_tokens:,} prompt + {u.completion_tokens:,} completion tokens")

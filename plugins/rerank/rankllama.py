@@ -1,0 +1,62 @@
+"""RankLLaMA: a LoRA over Llama-2-7B scoring "query: q" / "document: d" pairs, as published.
+
+The published run merged castorini/rankllama-v1-7b-lora-passage into meta-llama/Llama-2-7b-hf,
+fp16, max 512 tokens (the released script meant 1024 for llama but its condition never matched),
+score = logits[0][0]. Needs ``pip install 'r2med[rankllama]'`` (peft) and access to Llama-2.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from r2med_plugins.dense.encoders import parse_devices, quiet_transformers, run_batches, torch_dtype
+from r2med_tasks.errors import UserError
+
+from .cross_encoder import CrossEncoderReranker
+
+
+def pair_texts(query: str, document: str) -> tuple[str, str]:
+    """RankLLaMA's input: the two segments it was trained on."""
+    return f"query: {query}", f"document: {document}"
+
+
+class RankLlamaReranker(CrossEncoderReranker):
+    def __init__(self, *, adapter: str, base: str, rerank_k: int, max_length: int, batch_size: int, device: str,
+                 dtype: str) -> None:
+        super().__init__(adapter, rerank_k=rerank_k, max_length=max_length, label=0, batch_size=batch_size,
+                         device=device, dtype=dtype)
+        self.base = base
+
+    def _load(self):
+        if self._replicas is None:
+            try:
+                from peft import PeftModel
+            except ImportError:
+                raise UserError("reranker 'rankllama' needs peft: pip install 'r2med[rankllama]'") from None
+            from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+            quiet_transformers()
+            tokenizer = AutoTokenizer.from_pretrained(self.base)
+            if tokenizer.pad_token is None:
+                tokenizer.pad_token = tokenizer.unk_token
+            self._replicas = []
+            for device in parse_devices(self.device):
+                base = AutoModelForSequenceClassification.from_pretrained(
+                    self.base, num_labels=1, dtype=torch_dtype(self.dtype, device))
+                base.config.pad_token_id = tokenizer.pad_token_id
+                model = PeftModel.from_pretrained(base, self.model_ref).merge_and_unload().to(device).eval()
+                self._replicas.append((tokenizer, model, device))
+        return self._replicas
+
+    def score(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        import torch
+
+        def batch(replica, items: list[tuple[str, str]]) -> np.ndarray:
+            tokenizer, model, device = replica
+            queries, documents = zip(*(pair_texts(q, d) for q, d in items))
+            inputs = tokenizer(list(queries), list(documents), max_length=self.max_length, truncation=True,
+                               padding=True, return_tensors="pt").to(device)
+            with torch.inference_mode():
+                return model(**inputs).logits[:, :1].float().cpu().numpy()
+
+        return run_batches(pairs, self.batch_size, self._load(), batch, length=lambda p: len(p[0]) + len(p[1]))[:, 0]
