@@ -212,23 +212,31 @@ class _APIEncoder:
     """
 
     default_base_url = ""
+    default_model = ""
+    default_key_env = ""
+    default_max_tokens: int | None = None
+    default_batch_tokens: int | None = None
     max_batch_size = 1
     org = ""
     revisions: dict[str, str] = {}
     embed_dims: dict[str, int] = {}
     reference = ""
 
-    def __init__(self, model: str, *, base_url: str | None, api_key_env: str, max_tokens: int | None,
-                 batch_size: int, batch_tokens: int | None, concurrency: int, max_retries: int, timeout: float,
-                 tokenizer: Tokenizer | str | None, backoff: float, backoff_max: float, retry_after_max: float,
-                 shrink_on_context_error: bool, sleep: Callable[[float], None] | None) -> None:
-        self.model = model
+    def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key_env: str | None = None,
+                 max_tokens: int | None | object = ..., batch_size: int = 64, batch_tokens: int | None | object = ...,
+                 concurrency: int = 4, max_retries: int = 6, timeout: float = 60.0,
+                 tokenizer: Tokenizer | str | None = None, backoff: float = 1.0, backoff_max: float = 30.0,
+                 retry_after_max: float = 60.0, shrink_on_context_error: bool = True,
+                 sleep: Callable[[float], None] | None = None) -> None:
+        """Unset ``model``, ``api_key_env``, ``max_tokens`` and ``batch_tokens`` take the provider's
+        published defaults (the class's ``default_*``)."""
+        self.model = model or self.default_model
         self.base_url = (base_url or self.default_base_url).rstrip("/")
         self.url = f"{self.base_url}/embeddings"
-        self.api_key_env = api_key_env
-        self.max_tokens = max_tokens
+        self.api_key_env = api_key_env or self.default_key_env
+        self.max_tokens = self.default_max_tokens if max_tokens is ... else max_tokens
         self.batch_size = batch_size
-        self.batch_tokens = batch_tokens
+        self.batch_tokens = self.default_batch_tokens if batch_tokens is ... else batch_tokens
         self.concurrency = concurrency
         self.max_retries = max_retries
         self.timeout = timeout
@@ -405,23 +413,14 @@ class OpenAIEncoder(_APIEncoder):
     """
 
     default_base_url = "https://api.openai.com/v1"
+    default_model, default_key_env = "text-embedding-3-large", "OPENAI_API_KEY"
+    default_max_tokens, default_batch_tokens = 6000, 250_000
     max_batch_size = 2048
     org = "openai"
     revisions = {"text-embedding-3-large": "3", "text-embedding-3-small": "3", "text-embedding-ada-002": "3"}
     embed_dims = {"text-embedding-3-large": 3072, "text-embedding-3-small": 1536, "text-embedding-ada-002": 1536}
     reference = "https://openai.com/index/new-embedding-models-and-api-updates/"
 
-    def __init__(self, model: str = "text-embedding-3-large", *, base_url: str | None = None,
-                 api_key_env: str = "OPENAI_API_KEY", max_tokens: int | None = 6000, batch_size: int = 64,
-                 batch_tokens: int | None = 250_000, concurrency: int = 4, max_retries: int = 6,
-                 timeout: float = 60.0, tokenizer: Tokenizer | str | None = None, backoff: float = 1.0,
-                 backoff_max: float = 30.0, retry_after_max: float = 60.0, shrink_on_context_error: bool = True,
-                 sleep: Callable[[float], None] | None = None) -> None:
-        super().__init__(model, base_url=base_url, api_key_env=api_key_env, max_tokens=max_tokens,
-                         batch_size=batch_size, batch_tokens=batch_tokens, concurrency=concurrency,
-                         max_retries=max_retries, timeout=timeout, tokenizer=tokenizer, backoff=backoff,
-                         backoff_max=backoff_max, retry_after_max=retry_after_max,
-                         shrink_on_context_error=shrink_on_context_error, sleep=sleep)
 
     def _load_tokenizer(self, name: str | None) -> Tokenizer:
         return load_tiktoken(name or "cl100k_base")
@@ -450,23 +449,14 @@ class VoyageEncoder(_APIEncoder):
     """
 
     default_base_url = "https://api.voyageai.com/v1"
+    default_model, default_key_env = "voyage-3", "VOYAGE_API_KEY"
+    default_max_tokens, default_batch_tokens = 16000, 100_000
     max_batch_size = 1000
     org = "mongodb"  # mteb's current name for Voyage models; "voyageai/..." is a deprecated alias there
     revisions = {"voyage-3": "1"}
     embed_dims = {"voyage-3": 1024}
     reference = "https://blog.voyageai.com/2024/09/18/voyage-3/"
 
-    def __init__(self, model: str = "voyage-3", *, base_url: str | None = None,
-                 api_key_env: str = "VOYAGE_API_KEY", max_tokens: int | None = 16000, batch_size: int = 64,
-                 batch_tokens: int | None = 100_000, concurrency: int = 4, max_retries: int = 6,
-                 timeout: float = 60.0, tokenizer: Tokenizer | str | None = None, backoff: float = 1.0,
-                 backoff_max: float = 30.0, retry_after_max: float = 60.0, shrink_on_context_error: bool = True,
-                 sleep: Callable[[float], None] | None = None) -> None:
-        super().__init__(model, base_url=base_url, api_key_env=api_key_env, max_tokens=max_tokens,
-                         batch_size=batch_size, batch_tokens=batch_tokens, concurrency=concurrency,
-                         max_retries=max_retries, timeout=timeout, tokenizer=tokenizer, backoff=backoff,
-                         backoff_max=backoff_max, retry_after_max=retry_after_max,
-                         shrink_on_context_error=shrink_on_context_error, sleep=sleep)
 
     def _load_tokenizer(self, name: str | None) -> Tokenizer:
         return load_hf_tokenizer(name or f"voyageai/{self.model}")
