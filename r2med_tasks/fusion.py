@@ -1,0 +1,183 @@
+"""Fusing ranked runs (e.g. a BM25 run and a dense run) into one run.
+
+A run is ``dict[query_id, list[(doc_id, score)]]`` in rank order, best first, as read from a TREC file.
+Each member contributes only its top ``depth`` documents per query. Four methods:
+
+``rrf``
+    Reciprocal rank fusion, ``score(d) = sum_m w_m / (rrf_k + rank_m(d))`` with ranks from 1
+    (Cormack, Clarke & Büttcher, "Reciprocal Rank Fusion outperforms Condorcet and individual Rank
+    Learning Methods", SIGIR 2009). It uses ranks only, so members whose scores live on unrelated
+    scales (BM25 vs. cosine) need no calibration; a document a member did not return adds 0.
+``zscore``
+    Scores standardized per member and query (mean 0, population std 1) and then summed with the
+    weights: keeps how far apart a member's scores are, not only their order.
+``minmax``
+    Scores mapped per member and query onto [0, 1] by ``(s - min) / (max - min)``, then summed.
+``linear``
+    The raw scores summed with the weights: for members whose scores already share a scale.
+
+Conventions:
+
+* A document missing from a member's top-``depth`` list (for a query that member has) gets that
+  member's lowest value in the query, so absence is never better than presence: the minimum
+  z-score for ``zscore``, 0 for ``minmax``, the minimum raw score for ``linear`` (and 0 for ``rrf``).
+* Constant scores: if all of a member's scores in a query are equal, ``zscore`` gives them all 0
+  (so a missing document, at the minimum 0, ties with them) and ``minmax`` gives them all 1.0
+  (a missing document still gets 0).
+* A query present in only some members is fused over those members only; a member with an empty
+  list for a query contributes nothing to it.
+* Output per query: fused score descending; ties broken by the best (smallest) rank any member
+  gave the document, then by document id; truncated to ``top_k``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from r2med_tasks import atomic
+
+Run = dict[str, list[tuple[str, float]]]
+
+METHODS = ("rrf", "zscore", "minmax", "linear")
+
+
+def fuse(runs: Sequence[Run], *, method: str = "rrf", weights: Sequence[float] | None = None,
+         rrf_k: int = 60, depth: int = 100, top_k: int = 100) -> Run:
+    """Fuse ``runs`` query by query with ``method``; see the module docstring for the conventions."""
+    runs = list(runs)
+    if method not in METHODS:
+        raise ValueError(f"unknown fusion method {method!r}; choose one of {', '.join(METHODS)}")
+    if len(runs) < 2:
+        raise ValueError(f"fusion needs at least 2 runs, got {len(runs)}")
+    if weights is None:
+        weights = [1.0] * len(runs)
+    weights = [float(w) for w in weights]
+    if len(weights) != len(runs):
+        raise ValueError(f"got {len(weights)} weights for {len(runs)} runs; give one weight per run")
+    for i, w in enumerate(weights):
+        if not math.isfinite(w) or w < 0:
+            raise ValueError(f"weight {i} is {w!r}; weights must be finite and non-negative")
+    if rrf_k < 0:
+        raise ValueError(f"rrf_k must be >= 0, got {rrf_k}")
+    if depth < 1:
+        raise ValueError(f"depth must be >= 1, got {depth}")
+    if top_k < 1:
+        raise ValueError(f"top_k must be >= 1, got {top_k}")
+
+    qids: list[str] = []
+    seen: set[str] = set()
+    for run in runs:
+        for qid in run:
+            if qid not in seen:
+                seen.add(qid)
+                qids.append(qid)
+
+    fused: Run = {}
+    for qid in qids:
+        members = []  # (weight, top-depth list) of the members that have this query
+        for m, run in enumerate(runs):
+            docs = list(run.get(qid, ()))[:depth]
+            if not docs:
+                continue
+            ids = [d for d, _ in docs]
+            if len(set(ids)) != len(ids):
+                dup = next(d for i, d in enumerate(ids) if d in ids[:i])
+                raise ValueError(f"run {m}, query {qid!r}: document {dup!r} appears more than once")
+            if method != "rrf":
+                for d, s in docs:
+                    if not math.isfinite(float(s)):
+                        raise ValueError(f"run {m}, query {qid!r}, document {d!r}: score {s!r} is not finite")
+            members.append((weights[m], docs))
+        if not members:
+            fused[qid] = []
+            continue
+
+        best_rank: dict[str, int] = {}
+        for _, docs in members:
+            for rank, (d, _) in enumerate(docs, 1):
+                if rank < best_rank.get(d, rank + 1):
+                    best_rank[d] = rank
+
+        score = dict.fromkeys(best_rank, 0.0)
+        for w, docs in members:
+            values, missing = _member_values(method, docs, rrf_k)
+            for d in score:
+                score[d] += w * values.get(d, missing)
+
+        order = sorted(score, key=lambda d: (-score[d], best_rank[d], d))
+        fused[qid] = [(d, score[d]) for d in order[:top_k]]
+    return fused
+
+
+def _member_values(method: str, docs: list[tuple[str, float]], rrf_k: int) -> tuple[dict[str, float], float]:
+    """One member's per-document values in one query, and the value of a document it lacks."""
+    if method == "rrf":
+        return {d: 1.0 / (rrf_k + rank) for rank, (d, _) in enumerate(docs, 1)}, 0.0
+    raw = [float(s) for _, s in docs]
+    lo, hi = min(raw), max(raw)
+    if method == "linear":
+        return {d: s for (d, _), s in zip(docs, raw)}, lo
+    if method == "minmax":
+        if hi == lo:
+            return {d: 1.0 for d, _ in docs}, 0.0
+        return {d: (s - lo) / (hi - lo) for (d, _), s in zip(docs, raw)}, 0.0
+    # zscore; all-equal scores are tested by hi == lo, not std == 0, so rounding noise can't blow up.
+    if hi == lo:
+        return {d: 0.0 for d, _ in docs}, 0.0
+    n = len(raw)
+    mean = math.fsum(raw) / n
+    std = math.sqrt(math.fsum((s - mean) ** 2 for s in raw) / n)
+    z = {d: (s - mean) / std for (d, _), s in zip(docs, raw)}
+    return z, min(z.values())
+
+
+def read_trec(path: str | Path) -> Run:
+    """Read a TREC run (``qid Q0 docid rank score tag``), each query ordered by its rank column."""
+    path = Path(path)
+    rows: dict[str, list[tuple[int, str, float, int]]] = {}
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            cols = line.split()
+            where = f"{path}:{lineno}"
+            if len(cols) != 6:
+                raise ValueError(f"{where}: expected 6 columns 'qid Q0 docid rank score tag', got {len(cols)}")
+            qid, _, doc_id, rank_s, score_s, _ = cols
+            try:
+                rank = int(rank_s)
+            except ValueError:
+                raise ValueError(f"{where}: rank {rank_s!r} is not an integer") from None
+            try:
+                score = float(score_s)
+            except ValueError:
+                raise ValueError(f"{where}: score {score_s!r} is not a number") from None
+            rows.setdefault(qid, []).append((rank, doc_id, score, lineno))
+    run: Run = {}
+    for qid, entries in rows.items():
+        entries.sort(key=lambda e: e[0])
+        for (r0, d0, _, l0), (r1, d1, _, l1) in zip(entries, entries[1:]):
+            if r0 == r1:
+                raise ValueError(f"{path}:{max(l0, l1)}: query {qid!r} has rank {r1} twice (also line {min(l0, l1)})")
+        docs_seen: dict[str, int] = {}
+        for _, d, _, ln in sorted(entries, key=lambda e: e[3]):
+            if d in docs_seen:
+                raise ValueError(f"{path}:{ln}: query {qid!r} lists document {d!r} twice (also line {docs_seen[d]})")
+            docs_seen[d] = ln
+        run[qid] = [(d, s) for _, d, s, _ in entries]
+    return run
+
+
+def write_trec(path: str | Path, run: Run, tag: str) -> None:
+    """Write ``run`` atomically as a TREC run: ranks from 1 in list order, scores as ``repr(float)``."""
+    def check(kind: str, value: str) -> str:
+        if not value or any(c.isspace() for c in value):
+            raise ValueError(f"{kind} {value!r} is empty or contains whitespace; it cannot go in a TREC file")
+        return value
+
+    check("tag", tag)
+    lines = [f"{check('query id', qid)} Q0 {check('document id', doc_id)} {rank} {float(score)!r} {tag}"
+             for qid, docs in run.items() for rank, (doc_id, score) in enumerate(docs, 1)]
+    atomic.write_lines(Path(path), lines)
