@@ -252,6 +252,91 @@ def _cell(col: str, value) -> str:
     return str(value)
 
 
+@cli.command("leaderboard")
+@click.argument("folders", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--mteb-results", type=click.Path(path_type=Path), metavar="DIR",
+              help="A clone of the MTEB results repository (its results/ folder is read; R2MED tasks only).")
+@click.option("--no-published", is_flag=True, help="Leave out the published leaderboard rows.")
+@click.option("--tasks", "group", type=click.Choice(["qa-reference", "clinical-evidence", "clinical-case"]),
+              help="Only this task group's datasets (and their average).")
+@click.option("--rewriter", help="Only rows whose rewriter contains this text.")
+@click.option("--retriever", help="Only rows whose retriever contains this text.")
+@click.option("--top", type=click.IntRange(1), help="Only the first N rows.")
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "json"]), default="table",
+              show_default=True)
+@click.option("--output", type=click.Path(path_type=Path), help="Write to FILE instead of the terminal.")
+def leaderboard_command(folders, mteb_results, no_published, group, rewriter, retriever, top, fmt, output):
+    """Rank the published R2MED systems, your results folders and MTEB results in one table.
+
+    FOLDERS are results folders in mteb's layout (default: ./results when it exists).
+    """
+    from . import atomic
+    from .leaderboard import merge, published_rows, ranked, result_rows, select
+
+    def warn(message: str) -> None:
+        err.print(f"[yellow]warning:[/] {escape(message)}", soft_wrap=True)
+
+    with user_errors():
+        sources = list(folders) or ([Path("results")] if Path("results").is_dir() else [])
+        if mteb_results is not None:
+            sources.append(mteb_results / "results" if (mteb_results / "results").is_dir() else mteb_results)
+        rows = [] if no_published else published_rows()
+        for folder in sources:
+            if not folder.is_dir():
+                raise UserError(f"{folder}: not a folder of results")
+            rows += result_rows(folder, warn)
+        chosen, tasks = select(ranked(merge(rows)), group=group, rewriter=rewriter, retriever=retriever, top=top)
+        text = render(chosen, tasks, fmt)
+    if output is None:
+        if fmt == "table":
+            out.print(text)
+        else:
+            click.echo(text, nl=False)
+    else:
+        atomic.write_text(output, text if isinstance(text, str) else str(text))
+        err.print(f"Wrote {escape(str(output))}")
+
+
+def render(rows, tasks: list[str], fmt: str):
+    """The leaderboard in one format: a rich Table, or markdown / csv / json text."""
+    import csv
+    import io
+
+    from .leaderboard import SHORT, group_average
+
+    header = ["Rank", "System", "Rewriter", "Retriever", "Reranker", "Avg", *(SHORT[t] for t in tasks), "Source"]
+    records = []
+    for i, r in enumerate(rows, 1):
+        avg = group_average(r, tasks)
+        marks = ("" if avg is not None else " (incomplete)") + \
+                ("; " + "; ".join(r.notes) if r.notes else "")
+        records.append([i, r.system, r.rewriter, r.retriever, r.reranker, avg, *(r.scores.get(t) for t in tasks),
+                        r.source + marks])
+    if fmt == "json":
+        keys = ["rank", "system", "rewriter", "retriever", "reranker", "average", *(SHORT[t] for t in tasks), "source"]
+        return json.dumps([dict(zip(keys, rec)) for rec in records], indent=2) + "\n"
+
+    def cell(v):
+        return "" if v is None else f"{v:.2f}" if isinstance(v, float) else str(v)
+
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows([[cell(v) for v in rec] for rec in records])
+        return buffer.getvalue()
+    if fmt == "markdown":
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(cell(v).replace("|", "\\|") for v in rec) + " |" for rec in records]
+        return "\n".join(lines) + "\n"
+    table = Table(title="R2MED leaderboard: nDCG@10 ×100", title_justify="left")
+    for col in header:
+        table.add_column(col, justify="right" if col in ("Rank", "Avg") or col in SHORT.values() else "left")
+    for rec in records:
+        table.add_row(*(escape(cell(v)) for v in rec))
+    return table
+
+
 cli.add_command(run_command)
 
 

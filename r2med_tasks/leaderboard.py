@@ -1,0 +1,150 @@
+"""One ranked table of R2MED systems: the published leaderboard, your runs, and MTEB results.
+
+Published rows come from the leaderboard snapshot shipped with the package (r2med.github.io @c85a571,
+2025-08-16, plus BGE-Reasoner-Embed-0928 whose per-dataset values exist only as an image). Averages
+are computed, never copied: each dataset's nDCG@10 ×100 rounded to 2 decimals, then the mean
+rounded half-up, the convention that reproduces every published average. A system with all eight
+datasets (or, for published rows, a published average) ranks by that average, ties in the order
+listed; systems missing datasets come after, marked.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .evaluation import leaderboard_average, leaderboard_value
+from .tasks import GROUPS, R2MED_TASKS
+
+PUBLISHED_CSV = Path(__file__).parent / "data" / "leaderboard" / "r2med_leaderboard.csv"
+SHORT = {t.name: t.short_name for t in R2MED_TASKS}
+
+
+@dataclass
+class Row:
+    system: str
+    rewriter: str = "-"
+    retriever: str = "-"
+    reranker: str = "-"
+    scores: dict[str, float] = field(default_factory=dict)  # task name -> nDCG@10 ×100 (2 decimals)
+    published_average: float | None = None  # for rows whose per-dataset values were never published
+    source: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return all(t.name in self.scores for t in R2MED_TASKS)
+
+    @property
+    def average(self) -> float | None:
+        if self.complete:
+            return leaderboard_average([self.scores[t.name] for t in R2MED_TASKS])
+        return self.published_average
+
+    def as_dict(self) -> dict:
+        return {"system": self.system, "rewriter": self.rewriter, "retriever": self.retriever,
+                "reranker": self.reranker, "average": self.average, "complete": self.complete,
+                **{SHORT[t.name]: self.scores.get(t.name) for t in R2MED_TASKS},
+                "source": self.source, "notes": self.notes}
+
+
+def published_rows(path: Path = PUBLISHED_CSV) -> list[Row]:
+    rows = []
+    with path.open(encoding="utf-8", newline="") as f:
+        for record in csv.DictReader(f):
+            scores = {t.name: float(record[t.short_name]) for t in R2MED_TASKS if record[t.short_name].strip()}
+            row = Row(record["name"], record["rewriter"], record["retriever"], record["reranker"], scores,
+                      source=f"published ({record['source'].split(' (')[0].split(';')[0]})")
+            if not row.complete:
+                row.published_average = float(record["avg"])
+                row.notes.append("average only: per-dataset values not published")
+            rows.append(row)
+    return rows
+
+
+def result_rows(folder: Path, warn) -> list[Row]:
+    """Rows from a results folder in mteb's layout (r2med-run's or mteb's own ResultCache).
+
+    A file that is not a readable mteb TaskResult is skipped with a warning naming it.
+    """
+    systems: dict[Path, Row] = {}
+    for path in sorted(folder.glob("*/*/*.json")):
+        if path.name == "model_meta.json":
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            task, main = data["task_name"], data["scores"]["test"][0]["main_score"]
+            value = leaderboard_value(float(main))
+        except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
+            warn(f"{path}: not an mteb TaskResult with a test score ({type(e).__name__}); skipped")
+            continue
+        if task not in SHORT:
+            continue  # another benchmark's task
+        revision_folder = path.parent
+        if revision_folder not in systems:
+            systems[revision_folder] = Row(_system_name(revision_folder), source=str(revision_folder))
+        systems[revision_folder].scores[task] = value
+    return list(systems.values())
+
+
+def _system_name(revision_folder: Path) -> str:
+    pipeline = revision_folder / "r2med" / "pipeline.json"
+    if pipeline.exists():
+        try:
+            return json.loads(pipeline.read_text(encoding="utf-8"))["name"]
+        except (OSError, ValueError, KeyError):
+            pass
+    meta = revision_folder / "model_meta.json"
+    try:
+        return json.loads(meta.read_text(encoding="utf-8"))["name"]
+    except (OSError, ValueError, KeyError):
+        return revision_folder.parent.name.replace("__", "/")
+
+
+def merge(rows: list[Row]) -> list[Row]:
+    """One row per system name; a later source with different numbers adds a note to the first."""
+    merged: dict[str, Row] = {}
+    for row in rows:
+        key = row.system.lower()
+        if key not in merged:
+            merged[key] = row
+            continue
+        first = merged[key]
+        differing = [SHORT[t] for t in row.scores if t in first.scores and abs(first.scores[t] - row.scores[t]) > 1e-9]
+        if differing:
+            first.notes.append(f"{row.source} differs on {', '.join(differing)}")
+        for task, value in row.scores.items():
+            first.scores.setdefault(task, value)
+    return list(merged.values())
+
+
+def ranked(rows: list[Row]) -> list[Row]:
+    """Systems with an average first (highest first, ties in listed order), then the incomplete."""
+    with_average = [r for r in rows if r.average is not None]
+    without = [r for r in rows if r.average is None]
+    with_average.sort(key=lambda r: -r.average)
+    without.sort(key=lambda r: -(sum(r.scores.values()) / max(len(r.scores), 1)))
+    return with_average + without
+
+
+def select(rows: list[Row], *, group: str | None = None, rewriter: str | None = None,
+           retriever: str | None = None, top: int | None = None) -> tuple[list[Row], list[str]]:
+    """Filters; a task group narrows the columns (and the average) to that group's datasets."""
+    tasks = [t.name for t in R2MED_TASKS if group is None or t.group == group]
+    out = [r for r in rows if (rewriter is None or rewriter.lower() in r.rewriter.lower())
+           and (retriever is None or retriever.lower() in r.retriever.lower() or retriever.lower() in r.system.lower())]
+    if group is not None:  # rank by the group's own average (stable: ties keep the overall order)
+        out.sort(key=lambda r: (group_average(r, tasks) is None, -(group_average(r, tasks) or 0.0)))
+    return (out[:top] if top else out), tasks
+
+
+def group_average(row: Row, tasks: list[str]) -> float | None:
+    if all(t in row.scores for t in tasks):
+        return leaderboard_average([row.scores[t] for t in tasks])
+    return row.average if len(tasks) == len(R2MED_TASKS) else None
+
+
+def valid_group(group: str | None) -> bool:
+    return group is None or group in GROUPS

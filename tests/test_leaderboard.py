@@ -1,0 +1,85 @@
+"""`r2med leaderboard`: the published table recomputed exactly, runs merged at their rank, bad
+files skipped with one line."""
+
+import csv
+import json
+from pathlib import Path
+
+from r2med_tasks.leaderboard import PUBLISHED_CSV
+from r2med_tasks.tasks import R2MED_TASKS
+
+
+def published():
+    with PUBLISHED_CSV.open(encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def board(run_cli, *args):
+    code, out, err = run_cli("leaderboard", "--format", "json", *args)
+    assert code == 0, err
+    return json.loads(out), err
+
+
+def test_published_ranks_and_averages_reproduced(run_cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no ./results here
+    rows, _ = board(run_cli)
+    expected = published()
+    assert len(rows) == len(expected) == 69
+    for row, record in zip(rows, expected):
+        assert (row["rank"], row["system"]) == (int(record["rank"]), record["name"])
+        assert row["average"] == float(record["avg"])  # computed from the eight values (but BGE-Reasoner's)
+
+
+def write_result(folder: Path, task: str, ndcg: float, name: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{task}.json").write_text(json.dumps({
+        "dataset_revision": "x", "task_name": task, "mteb_version": "2.0", "evaluation_time": 1.0,
+        "scores": {"test": [{"main_score": ndcg, "ndcg_at_10": ndcg, "hf_subset": "default", "languages": ["eng-Latn"]}]}}))
+    (folder / "model_meta.json").write_text(json.dumps({"name": name, "revision": folder.name}))
+
+
+def test_a_run_lands_at_its_rank_and_incomplete_ones_after(run_cli, tmp_path):
+    results = tmp_path / "results"
+    for task in R2MED_TASKS:  # 0.3315 on every dataset -> 33.15 average: between 33.29 and 33.12
+        write_result(results / "acme__ranker" / "v1", task.name, 0.3315, "acme/ranker")
+    write_result(results / "acme__partial" / "v1", R2MED_TASKS[0].name, 0.99, "acme/partial")
+    (results / "acme__ranker" / "v1" / "notes.json").write_text("{not json")  # a foreign file
+    rows, err = board(run_cli, str(results))
+    names = [r["system"] for r in rows]
+    i = names.index("acme/ranker")
+    assert rows[i]["average"] == 33.15
+    assert rows[i - 1]["average"] >= 33.15 >= rows[i + 1]["average"]
+    assert names[-1] == "acme/partial" and "(incomplete)" in rows[-1]["source"]
+    assert "notes.json: not an mteb TaskResult" in err and len(err.strip().splitlines()) == 1
+
+
+def test_results_written_by_r2med_run_merge(run_cli, tmp_path, data_dir):
+    """A fresh r2med-run result (here: bm25 on three R2MED-named folders) appears under its name."""
+    code, _, err = run_cli("run", "--plugin", "bm25", "--data-dir", data_dir, "--output", tmp_path / "res",
+                           "--cache-dir", tmp_path / "c")
+    assert code == 0, err
+    rows, _ = board(run_cli, str(tmp_path / "res"), "--no-published")
+    (row,) = rows
+    assert row["system"] == "BM25" and row["average"] is None and row["Biology"] is not None
+
+
+def test_filters_and_formats(run_cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rows, _ = board(run_cli, "--retriever", "bm25", "--top", "3")
+    assert [r["system"] for r in rows] == ["o3-mini + BM25", "GPT4o + BM25", "Search-O1 (QwQ-32b) + BM25"]
+    rows, _ = board(run_cli, "--tasks", "clinical-case", "--top", "1")
+    assert set(rows[0]) >= {"PMC-Clinical", "IIYi-Clinical"} and "Biology" not in rows[0]
+    code, out, _ = run_cli("leaderboard", "--format", "markdown", "--top", "2")
+    assert out.splitlines()[2].startswith("| 1 | BGE-Reasoner-Embed-0928 |")
+    code, _, _ = run_cli("leaderboard", "--format", "csv", "--output", tmp_path / "board.csv")
+    assert (tmp_path / "board.csv").read_text().splitlines()[0].startswith("Rank,System,")
+
+
+def test_group_ranks_by_its_own_average(run_cli, tmp_path, monkeypatch):
+    from r2med_tasks.evaluation import leaderboard_average
+
+    monkeypatch.chdir(tmp_path)
+    rows, _ = board(run_cli, "--tasks", "clinical-case")
+    expected = sorted((r for r in published() if r["PMC-Clinical"]),
+                      key=lambda r: -leaderboard_average([float(r["PMC-Clinical"]), float(r["IIYi-Clinical"])]))
+    assert [r["system"] for r in rows[:5]] == [r["name"] for r in expected[:5]]
