@@ -297,6 +297,67 @@ def leaderboard_command(folders, mteb_results, no_published, group, rewriter, re
         err.print(f"Wrote {escape(str(output))}")
 
 
+@cli.command("compare")
+@click.argument("run_a", type=click.Path(path_type=Path))
+@click.argument("run_b", type=click.Path(path_type=Path))
+@click.option("--test", type=click.Choice(["randomization", "t"]), default="randomization", show_default=True,
+              help="Paired test over queries: sign-flip randomization or paired t-test.")
+@click.option("--trials", type=click.IntRange(1), default=10000, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def compare_command(run_a, run_b, test, trials, seed, as_json):
+    """Per-dataset and average nDCG@10 difference of two runs (B - A), with a paired significance
+    test over queries per dataset and Holm's correction across datasets.
+
+    RUN_A and RUN_B are results folders of r2med-run (<output>/<model>/<revision>/).
+    """
+    from .significance import compare
+
+    with user_errors():
+        per_query = [_per_query_ndcg(folder) for folder in (run_a, run_b)]
+        try:
+            result = compare(*per_query, test=test, trials=trials, seed=seed)
+        except ValueError as e:
+            raise UserError(f"compare {run_a} {run_b}: {e}") from None
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+        return
+    table = Table(title=f"nDCG@10 ×100: B ({escape(str(run_b))}) - A ({escape(str(run_a))})", title_justify="left")
+    for col in ("Task", "Queries", "A", "B", "B - A", "p", "p (Holm)"):
+        table.add_column(col, justify="left" if col == "Task" else "right")
+    for name, t in result["tasks"].items():
+        table.add_row(escape(name), str(t["n_queries"]), f"{100 * t['mean_a']:.2f}", f"{100 * t['mean_b']:.2f}",
+                      f"{100 * t['difference']:+.2f}", f"{t['p_value']:.4f}", f"{t['p_holm']:.4f}")
+    avg = result["average"]
+    table.add_section()
+    table.add_row(f"Average of {avg['n_tasks']}", "", f"{100 * avg['mean_a']:.2f}", f"{100 * avg['mean_b']:.2f}",
+                  f"{100 * avg['difference']:+.2f}", "", "")
+    out.print(table)
+
+
+def _per_query_ndcg(folder: Path) -> dict[str, dict[str, float]]:
+    """task -> query -> nDCG@10, from a results folder's per-query files."""
+    files = sorted(folder.glob("*.per_query.tsv"))
+    if not files:
+        raise UserError(f"{folder}: no <Task>.per_query.tsv files; pass a results folder written by r2med-run")
+    out: dict[str, dict[str, float]] = {}
+    for path in files:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        header = lines[0].split("\t") if lines else []
+        if "ndcg_at_10" not in header:
+            raise UserError(f"{path}:1: no ndcg_at_10 column")
+        col = header.index("ndcg_at_10")
+        scores = {}
+        for n, line in enumerate(lines[1:], 2):
+            fields = line.split("\t")
+            try:
+                scores[fields[0]] = float(fields[col])
+            except (IndexError, ValueError):
+                raise UserError(f"{path}:{n}: expected a query id and an nDCG@10 value") from None
+        out[path.name.removesuffix(".per_query.tsv")] = scores
+    return out
+
+
 def render(rows, tasks: list[str], fmt: str):
     """The leaderboard in one format: a rich Table, or markdown / csv / json text."""
     import csv

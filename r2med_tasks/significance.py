@@ -86,14 +86,14 @@ def paired_t(a: Sequence[float], b: Sequence[float]) -> float:
     """Two-sided p-value of the paired t-test (``scipy.stats.ttest_rel``), never NaN.
 
     If all differences are equal (within 1e-12, relative to their size) the t statistic is undefined
-    (zero standard deviation) and 1.0 is returned; this includes identical systems. Note that this is
-    conservative for a constant non-zero difference. Needs at least 2 pairs.
+    (zero standard deviation): identical systems give 1.0, and a constant non-zero difference gives
+    0.0, its limit (one system better on every query by the same margin). Needs at least 2 pairs.
     """
     from scipy import stats
 
     d = _differences(a, b, min_n=2)
     if float(np.ptp(d)) <= 1e-12 * max(1.0, float(np.max(np.abs(d)))):
-        return 1.0
+        return 1.0 if float(np.max(np.abs(d))) <= 1e-12 else 0.0
     p = float(stats.ttest_rel(np.asarray(b, dtype=float), np.asarray(a, dtype=float)).pvalue)
     return 1.0 if math.isnan(p) else min(1.0, max(0.0, p))
 

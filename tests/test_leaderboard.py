@@ -83,3 +83,31 @@ def test_group_ranks_by_its_own_average(run_cli, tmp_path, monkeypatch):
     expected = sorted((r for r in published() if r["PMC-Clinical"]),
                       key=lambda r: -leaderboard_average([float(r["PMC-Clinical"]), float(r["IIYi-Clinical"])]))
     assert [r["system"] for r in rows[:5]] == [r["name"] for r in expected[:5]]
+
+
+def test_compare_two_runs(run_cli, tmp_path, data_dir):
+    """Differences and p-values from the per-query files, checked against the significance module
+    fed the same numbers read independently."""
+    from r2med_tasks.significance import compare
+
+    folders = []
+    for options in ([], ["-o", "k1=2.0", "-o", "b=0.9"]):
+        code, out, err = run_cli("run", "--plugin", "bm25", *options, "--data-dir", data_dir, "--output",
+                                 tmp_path / "res", "--cache-dir", tmp_path / "c", "--json")
+        assert code == 0, err
+        folders.append(Path(json.loads(out)["results_dir"]))
+    code, out, err = run_cli("compare", *map(str, folders), "--json", "--trials", "2000")
+    assert code == 0, err
+    result = json.loads(out)
+
+    def read(folder):
+        return {p.name.split(".")[0]: {line.split("\t")[0]: float(line.split("\t")[1])
+                                       for line in p.read_text().splitlines()[1:]}
+                for p in folder.glob("*.per_query.tsv")}
+
+    a, b = read(folders[0]), read(folders[1])
+    assert result == compare(a, b, trials=2000)
+    for task, t in result["tasks"].items():
+        assert t["difference"] == sum(b[task].values()) / len(b[task]) - sum(a[task].values()) / len(a[task])
+    code, _, err = run_cli("compare", str(tmp_path), str(folders[1]))
+    assert code == 2 and "no <Task>.per_query.tsv files" in err

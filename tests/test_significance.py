@@ -104,7 +104,7 @@ def test_paired_t_matches_hand_computation():
 
 
 def test_paired_t_constant_differences_and_errors():
-    assert paired_t([0.2, 0.4, 0.6], [0.3, 0.5, 0.7]) == 1.0  # constant difference: t undefined
+    assert paired_t([0.2, 0.4, 0.6], [0.3, 0.5, 0.7]) == 0.0  # constant difference: t's limit
     with pytest.raises(ValueError, match="at least 2"):
         paired_t([0.1], [0.2])
 
