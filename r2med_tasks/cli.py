@@ -262,7 +262,7 @@ def _cell(col: str, value) -> str:
 @click.option("--rewriter", help="Only rows whose rewriter contains this text.")
 @click.option("--retriever", help="Only rows whose retriever contains this text.")
 @click.option("--top", type=click.IntRange(1), help="Only the first N rows.")
-@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "json"]), default="table",
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "json", "html"]), default="table",
               show_default=True)
 @click.option("--output", type=click.Path(path_type=Path), help="Write to FILE instead of the terminal.")
 def leaderboard_command(folders, mteb_results, no_published, group, rewriter, retriever, top, fmt, output):
@@ -373,6 +373,10 @@ def render(rows, tasks: list[str], fmt: str):
                 ("; " + "; ".join(r.notes) if r.notes else "")
         records.append([i, r.system, r.rewriter, r.retriever, r.reranker, avg, *(r.scores.get(t) for t in tasks),
                         r.source + marks])
+    if fmt == "html":
+        from .html import render_html
+
+        return render_html(header, records, [SHORT[t] for t in tasks])
     if fmt == "json":
         keys = ["rank", "system", "rewriter", "retriever", "reranker", "average", *(SHORT[t] for t in tasks), "source"]
         return json.dumps([dict(zip(keys, rec)) for rec in records], indent=2) + "\n"

@@ -5,6 +5,8 @@ import csv
 import json
 from pathlib import Path
 
+import pytest
+
 from r2med_tasks.leaderboard import PUBLISHED_CSV
 from r2med_tasks.tasks import R2MED_TASKS
 
@@ -111,3 +113,33 @@ def test_compare_two_runs(run_cli, tmp_path, data_dir):
         assert t["difference"] == sum(b[task].values()) / len(b[task]) - sum(a[task].values()) / len(a[task])
     code, _, err = run_cli("compare", str(tmp_path), str(folders[1]))
     assert code == 2 and "no <Task>.per_query.tsv files" in err
+
+
+def test_html_page_in_headless_chromium(run_cli, tmp_path):
+    """The page renders in Debian's Chromium with the rows and the chart; a system named like a
+    script stays text."""
+    import os
+    import re
+    import shutil
+    import subprocess
+
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing: .ci/run installs Debian's chromium for this test")
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    results = tmp_path / "results"
+    for task in R2MED_TASKS:
+        write_result(results / "evil" / "v1", task.name, 0.5, "<script>alert(1)</script>")
+    page = tmp_path / "board.html"
+    code, _, err = run_cli("leaderboard", str(results), "--format", "html", "--output", str(page))
+    assert code == 0, err
+    dom = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120).stdout
+    assert dom.count("<tr") == 1 + 70  # header + 69 published rows + ours
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom  # shown as text
+    assert len(re.findall(r"<script", dom)) == 1  # only the page's own sorting script
+    assert dom.count("<rect") == 8 * 5 and "o3-mini + BM25" in dom
