@@ -358,6 +358,29 @@ def _per_query_ndcg(folder: Path) -> dict[str, dict[str, float]]:
     return out
 
 
+@cli.command("export-mteb")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("dest", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def export_mteb_command(run_dir, dest, as_json):
+    """Copy a run (RUN_DIR = <output>/<org__model>/<revision>/) into DEST laid out as the MTEB
+    results repository expects, and list what would block a pull request there."""
+    from .export import export_run
+
+    with user_errors():
+        target, problems = export_run(run_dir, dest)
+    if as_json:
+        click.echo(json.dumps({"exported_to": str(target), "problems": problems}, indent=2))
+        return
+    out.print(f"Exported to {escape(str(target))}")
+    if problems:
+        out.print("Before a pull request to embeddings-benchmark/results can merge:")
+        for problem in problems:
+            out.print(f"  - {escape(problem)}")
+    else:
+        out.print("No problem found; open a pull request with that folder (mteb's ResultCache.submit_results can).")
+
+
 def render(rows, tasks: list[str], fmt: str):
     """The leaderboard in one format: a rich Table, or markdown / csv / json text."""
     import csv

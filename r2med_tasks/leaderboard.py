@@ -148,3 +148,44 @@ def group_average(row: Row, tasks: list[str]) -> float | None:
 
 def valid_group(group: str | None) -> bool:
     return group is None or group in GROUPS
+
+
+PUBLISHED_ORG = "r2med-leaderboard"
+
+
+def write_published(dest: Path) -> list[Path]:
+    """The published rows as mteb results (``dest/<org__system>/published/``): a TaskResult per
+    dataset (nDCG@10 only, the one metric published), ``model_meta.json`` and, in
+    ``r2med/pipeline.json``, the system's name and provenance. Generated from the shipped CSV, so
+    the files are computed, never hand-written."""
+    from . import atomic
+    from .tasks import R2MED_TASKS as TASKS
+
+    written = []
+    for row in published_rows():
+        slug = "".join(c if c.isalnum() or c in "-._" else "_" for c in row.system).strip("_")
+        folder = dest / f"{PUBLISHED_ORG}__{slug}" / "published"
+        for task in TASKS:
+            if task.name not in row.scores:
+                continue
+            value = round(row.scores[task.name] / 100, 6)
+            atomic.write_json(folder / f"{task.name}.json", {
+                "dataset_revision": task.revision, "task_name": task.name, "mteb_version": None,
+                "scores": {"test": [{"ndcg_at_10": value, "main_score": value, "hf_subset": "default",
+                                     "languages": ["eng-Latn"]}]},
+                "evaluation_time": None, "kg_co2_emissions": None})
+            written.append(folder / f"{task.name}.json")
+        atomic.write_json(folder / "model_meta.json", {"name": f"{PUBLISHED_ORG}/{slug}", "revision": "published",
+                                                       "reference": "https://r2med.github.io/#leaderboard"})
+        atomic.write_json(folder / "r2med" / "pipeline.json", {
+            "name": row.system, "published": {"rewriter": row.rewriter, "retriever": row.retriever,
+                                              "reranker": row.reranker, "average": row.average,
+                                              "source": row.source, "notes": row.notes}})
+        written += [folder / "model_meta.json", folder / "r2med" / "pipeline.json"]
+    return written
+
+
+if __name__ == "__main__":  # python -m r2med_tasks.leaderboard results  (regenerates the shipped files)
+    import sys
+
+    write_published(Path(sys.argv[1] if len(sys.argv) > 1 else "results"))

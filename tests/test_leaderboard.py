@@ -143,3 +143,49 @@ def test_html_page_in_headless_chromium(run_cli, tmp_path):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom  # shown as text
     assert len(re.findall(r"<script", dom)) == 1  # only the page's own sorting script
     assert dom.count("<rect") == 8 * 5 and "o3-mini + BM25" in dom
+
+
+def test_export_mteb(run_cli, tmp_path, model_path):
+    """A run laid out for the MTEB results repository loads with mteb; what blocks a PR is listed."""
+    import mteb
+
+    code, out, err = run_cli("run", "--plugin", "bm25", "--tasks", "sample", "--output", tmp_path / "res",
+                             "--cache-dir", tmp_path / "c", "--json")
+    run_dir = Path(json.loads(out)["results_dir"])
+    code, out, err = run_cli("export-mteb", str(run_dir), str(tmp_path / "repo"), "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    target = Path(report["exported_to"])
+    assert target == tmp_path / "repo" / "results" / "r2med__bm25" / run_dir.name
+    assert sorted(p.name for p in target.iterdir()) == ["R2MEDSampleRetrieval.json", "model_meta.json"]
+    assert any("'r2med/bm25' is not registered in mteb" in p for p in report["problems"])
+    loaded = mteb.ResultCache(tmp_path / "repo").load_results(include_remote=False)
+    assert [m.model_name for m in loaded.model_results] == ["r2med/bm25"]
+    code, _, err = run_cli("export-mteb", str(tmp_path), str(tmp_path / "repo"))
+    assert code == 2 and "no model_meta.json" in err
+
+
+def test_shipped_published_results_are_generated_and_load_in_mteb(tmp_path):
+    """results/ ships the published rows as mteb results: regenerating them from the CSV gives the
+    same files, mteb loads them, and their scores give back the published values."""
+    import mteb
+
+    from r2med_tasks.evaluation import leaderboard_value
+    from r2med_tasks.leaderboard import write_published
+
+    shipped = Path(__file__).parent.parent / "results"
+    written = write_published(tmp_path / "results")
+    for path in written:
+        assert (shipped / path.relative_to(tmp_path / "results")).read_text() == path.read_text(), path
+    loaded = mteb.ResultCache(tmp_path).load_results(include_remote=False)
+    by_name = {m.model_name: m for m in loaded.model_results}
+    o3 = by_name["r2med-leaderboard/o3-mini___BM25"]
+    values = {t.task_name: leaderboard_value(t.scores["test"][0]["main_score"]) for t in o3.task_results}
+    record = next(r for r in published() if r["name"] == "o3-mini + BM25")
+    assert values == {t.name: float(record[t.short_name]) for t in R2MED_TASKS}
+
+
+def test_shipped_rows_are_not_counted_twice(run_cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(Path(__file__).parent.parent)  # ./results holds the shipped published results
+    rows, _ = board(run_cli)
+    assert len(rows) == 69
