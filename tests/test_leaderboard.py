@@ -189,3 +189,19 @@ def test_shipped_rows_are_not_counted_twice(run_cli, tmp_path, monkeypatch):
     monkeypatch.chdir(Path(__file__).parent.parent)  # ./results holds the shipped published results
     rows, _ = board(run_cli)
     assert len(rows) == 69
+
+
+def test_results_written_by_mteb_itself_merge(run_cli, tmp_path):
+    """A folder filled by mteb's own ResultCache.save_to_cache ranks like any other."""
+    import mteb
+    from mteb.results import TaskResult
+
+    cache = mteb.ResultCache(tmp_path / "cache")
+    meta = mteb.get_model_meta("sentence-transformers/all-MiniLM-L6-v2")
+    for task in R2MED_TASKS:
+        scores = {"ndcg_at_10": 0.2, "main_score": 0.2}
+        cache.save_to_cache(TaskResult.from_task_results(mteb.get_task(task.name), {"test": {"default": scores}}, 1.0),
+                            meta)
+    rows, err = board(run_cli, str(tmp_path / "cache" / "results"))
+    row = next(r for r in rows if r["system"] == "sentence-transformers/all-MiniLM-L6-v2")
+    assert row["average"] == 20.0
