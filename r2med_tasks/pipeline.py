@@ -65,6 +65,7 @@ class Stage:
 class Pipeline:
     stages: dict[str, Stage]
     top_k: int = 100
+    members: list[Pipeline] = field(default_factory=list)  # a fusing retriever's member pipelines
 
     @property
     def retriever(self) -> Stage:
@@ -75,7 +76,7 @@ class Pipeline:
 
     def first_stage(self) -> Pipeline:
         """This pipeline without its reranker: the run a reranker starts from."""
-        return Pipeline({k: s for k, s in self.stages.items() if k != "reranker"}, self.top_k)
+        return Pipeline({k: s for k, s in self.stages.items() if k != "reranker"}, self.top_k, self.members)
 
     def identity(self) -> dict[str, Any]:
         """What the results depend on (plugin versions are recorded but do not name the folder)."""
@@ -94,6 +95,10 @@ class Pipeline:
         """As the leaderboard names systems: "o3-mini + bm25" (a rewriter is named by its LLM)."""
         meta = self.retriever.model_meta()
         names = [meta.get("display_name") or meta["name"].split("/")[-1]]
+        if self.members:  # "BM25 ⊕ NV-Embed-v2 (RRF)"
+            shown = [m.retriever.model_meta() for m in self.members]
+            names = [" ⊕ ".join(m.get("display_name") or m["name"].split("/")[-1] for m in shown)
+                     + f" ({self.retriever.instance.fusion.upper()})"]
         if "rewriter" in self.stages:
             rewriter = self.stages["rewriter"]
             label = getattr(rewriter.instance, "label", None)
@@ -119,6 +124,34 @@ class Pipeline:
 
 def build_pipeline(registry: Registry, plugin_tokens: list[str], option_tokens: list[str], *, top_k: int = 100,
                    device: str | None = None) -> Pipeline:
+    """The pipeline; a fusing retriever (``hybrid``) gets one member pipeline per member, each with
+    the selected rewriter and the options addressed to it (``-o MEMBER.key=value``)."""
+    stages = _stages(registry, plugin_tokens)
+    fusing = "members" in stages["retriever"].spec.options
+    selected = {normalize(n) for st in stages.values() for n in (st.spec.name, *st.spec.aliases)}
+    own = [o for o in option_tokens if not fusing or _prefix(o) is None or normalize(_prefix(o)) in selected]
+    pipeline = _assemble(stages, own, top_k, device)
+    if not fusing:
+        return pipeline
+    members = list(pipeline.retriever.options.get("members", stages["retriever"].spec.options["members"]))
+    for token in option_tokens:
+        if token not in own and _prefix(token) not in members:
+            raise UserError(f"-o {token}: '{_prefix(token)}' is neither a selected component nor a member")
+    for name in members:  # each member shares the selected rewriter (same options, same instance)
+        member = _stages(registry, [name])
+        if "rewriter" in stages:
+            member = {"rewriter": stages["rewriter"], **member}
+        addressed = [o for o in option_tokens if _prefix(o) == name]
+        pipeline.members.append(_assemble(member, addressed, top_k, device, optional_device=True))
+    return pipeline
+
+
+def _prefix(token: str) -> str | None:
+    key = token.partition("=")[0]
+    return key.partition(".")[0] if "." in key else None
+
+
+def _stages(registry: Registry, plugin_tokens: list[str]) -> dict[str, Stage]:
     stages: dict[str, Stage] = {}
     for token in plugin_tokens:
         entry = registry.component(token)
@@ -128,9 +161,14 @@ def build_pipeline(registry: Registry, plugin_tokens: list[str], option_tokens: 
         stages[entry.kind] = Stage(entry)
     if "retriever" not in stages:
         raise UserError("a pipeline needs one retriever: add --plugin NAME (see `r2med list retrievers`)")
+    return stages
+
+
+def _assemble(stages: dict[str, Stage], option_tokens: list[str], top_k: int, device: str | None,
+              optional_device: bool = False) -> Pipeline:
     if device is not None:
         on_device = [s for s in stages.values() if "device" in s.spec.options]
-        if not on_device:
+        if not on_device and not optional_device:
             raise UserError(f"--device {device}: no selected component runs on a device")
         option_tokens = [f"{s.spec.name}.device={device}" for s in on_device] + option_tokens
     _route_options(stages, option_tokens)
@@ -163,7 +201,11 @@ def _route_options(stages: dict[str, Stage], option_tokens: list[str]) -> None:
 
 def instantiate(pipeline: Pipeline) -> None:
     """Create each selected component (cheap: models load on first use) and check its interface."""
+    for member in pipeline.members:
+        instantiate(member)
     for stage in pipeline.ordered():
+        if stage.instance is not None:  # shared with a member pipeline, already created
+            continue
         try:
             stage.instance = stage.spec.create(stage.options)
         except UserError:

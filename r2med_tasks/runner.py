@@ -90,6 +90,9 @@ def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, dat
     if "reranker" in pipeline.stages:
         first_folder = ResultFolder(output, pipeline.first_stage())
         first_folder.prepare()
+    member_folders = [ResultFolder(output, member) for member in pipeline.members]
+    for member_folder in member_folders:
+        member_folder.prepare()
     outcomes = []
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
@@ -101,7 +104,7 @@ def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, dat
                     progress.update(bar, description=f"{_task.short_name}: {text}")
                 _evaluate(pipeline, task, folder, data_dir=data_dir, only_task=len(tasks) == 1,
                           step=step, console=console, report=SubProgress(progress), first_folder=first_folder,
-                          overwrite=overwrite)
+                          member_folders=member_folders, overwrite=overwrite)
                 status = "computed"
             else:
                 status = "cached"
@@ -113,7 +116,7 @@ def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, dat
 
 def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_dir: Path | None,
               only_task: bool, step, console: Console, report: SubProgress, first_folder: ResultFolder | None,
-              overwrite: bool) -> None:
+              member_folders: list[ResultFolder], overwrite: bool) -> None:
     started = time.time()
     phase = Phases()
     step("loading data")
@@ -125,6 +128,15 @@ def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_
     if first_folder is not None and not overwrite and first_folder.is_complete(task.name):
         step("first stage from its saved run")
         ranked = first_folder.read_run(task.name)  # a reranker reuses the first stage, never recomputes it
+    elif pipeline.members:
+        runs = [_member_run(member, folder, task, data, phase, step, report, overwrite, started)
+                for member, folder in zip(pipeline.members, member_folders)]
+        step("fusing")
+        ranked = pipeline.retriever.instance.fuse(runs, top_k=pipeline.top_k)
+        if first_folder is not None:
+            first_scores, first_per_query = score(ranked, data.qrels)
+            first_folder.write(task.mteb_metadata(data.revision), first_scores, ranked, first_per_query,
+                               evaluation_time=time.time() - started, phases=list(phase.items))
     else:
         ranked = _first_stage(pipeline, task, data, phase, step, report)
         if first_folder is not None:  # saved on its own, for the leaderboard and for later rerankers
@@ -148,6 +160,18 @@ def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_
         scores["previous_results_model_meta"] = previous  # as mteb records a reranking's first stage
     folder.write(task.mteb_metadata(data.revision), scores, ranked, per_query,
                  evaluation_time=time.time() - started, phases=phase.items)
+
+
+def _member_run(member: Pipeline, folder: ResultFolder, task: TaskSpec, data: TaskData, phase: Phases, step,
+                report: SubProgress, overwrite: bool, started: float):
+    """A fused member's run: from its saved results when they exist, else computed and saved."""
+    if not overwrite and folder.is_complete(task.name):
+        return folder.read_run(task.name)
+    ranked = _first_stage(member, task, data, phase, step, report)
+    member_scores, member_per_query = score(ranked, data.qrels)
+    folder.write(task.mteb_metadata(data.revision), member_scores, ranked, member_per_query,
+                 evaluation_time=time.time() - started, phases=list(phase.items))
+    return ranked
 
 
 def _first_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, phase: Phases, step, report: SubProgress):

@@ -1,0 +1,56 @@
+"""``hybrid``: fuse several retrievers' rankings (RRF by default, Cormack et al. 2009).
+
+Each member runs as its own pipeline (with the selected rewriter), its results saved beside the
+fused ones and reused when they already exist, so fusing never recomputes a member.
+"""
+
+from __future__ import annotations
+
+from r2med_tasks.components import RetrieverSpec
+from r2med_tasks.errors import UserError
+from r2med_tasks.hookspecs import hookimpl
+
+FUSIONS = ("rrf", "zscore", "minmax", "linear")
+
+
+@hookimpl
+def register_retrievers(register):
+    register(RetrieverSpec(
+        name="hybrid",
+        factory=HybridRetriever,
+        description="fuse member retrievers' top-k runs: RRF (k=60) or z-score / min-max / linear score fusion",
+        options={"members": ("bm25", "nvembed"), "fusion": "rrf", "weights": (), "rrf_k": 60, "depth": 100},
+        option_help={"members": "comma-separated retrievers (member options: -o MEMBER.key=value)",
+                     "fusion": "rrf, zscore, minmax or linear", "weights": "one weight per member (default: equal)",
+                     "rrf_k": "RRF's k", "depth": "documents taken from each member's run"},
+        reference="https://doi.org/10.1145/1571941.1572114",
+    ))
+
+
+class HybridRetriever:
+    def __init__(self, members: tuple[str, ...], fusion: str, weights: tuple[str, ...], rrf_k: int, depth: int) -> None:
+        if len(members) < 2:
+            raise UserError("-o hybrid.members: name at least two retrievers, e.g. members=bm25,nvembed")
+        if fusion not in FUSIONS:
+            raise UserError(f"-o hybrid.fusion={fusion}: use one of {', '.join(FUSIONS)}")
+        try:
+            self.weights = [float(w) for w in weights] or None
+        except ValueError:
+            raise UserError(f"-o hybrid.weights={','.join(weights)}: weights are numbers") from None
+        if self.weights is not None and len(self.weights) != len(members):
+            raise UserError(f"-o hybrid.weights: {len(self.weights)} weights for {len(members)} members")
+        self.member_names, self.fusion, self.rrf_k, self.depth = list(members), fusion, rrf_k, depth
+
+    def model_meta(self) -> dict:
+        return {"name": "r2med/hybrid", "revision": "1", "display_name": "hybrid"}
+
+    def fuse(self, runs, top_k: int):
+        from r2med_tasks.fusion import fuse
+
+        return fuse(runs, method=self.fusion, weights=self.weights, rrf_k=self.rrf_k, depth=self.depth, top_k=top_k)
+
+    def index(self, corpus, *, task) -> None:  # the runner runs the members; these are never called
+        raise UserError("hybrid runs its members through r2med-run")
+
+    def search(self, queries, *, task, top_k):
+        raise UserError("hybrid runs its members through r2med-run")
