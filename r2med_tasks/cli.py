@@ -6,6 +6,7 @@ models load when a run needs them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -356,6 +357,115 @@ def _per_query_ndcg(folder: Path) -> dict[str, dict[str, float]]:
                 raise UserError(f"{path}:{n}: expected a query id and an nDCG@10 value") from None
         out[path.name.removesuffix(".per_query.tsv")] = scores
     return out
+
+
+@cli.command("fuse")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--qrels", type=click.Path(path_type=Path), metavar="FILE",
+              help="Judgments for TREC-file inputs: R2MED's qrels.jsonl or a TREC qrels file.")
+@click.option("--task", "task_name", metavar="TASK", help="The task TREC-file inputs are runs of (default: sample).")
+@click.option("--data-dir", type=click.Path(path_type=Path), metavar="DIR",
+              help="Judgments for results-folder inputs, from DIR/<Name>/qrels.jsonl (default: the hub).")
+@click.option("--output", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
+@click.option("--fusion", type=click.Choice(["rrf", "zscore", "minmax", "linear"]), default="rrf", show_default=True)
+@click.option("--weights", help="Comma-separated, one per input (default: equal).")
+@click.option("--rrf-k", type=click.IntRange(0), default=60, show_default=True)
+@click.option("--depth", type=click.IntRange(1), default=100, show_default=True)
+@click.option("--top-k", type=click.IntRange(1), default=100, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def fuse_command(inputs, qrels, task_name, data_dir, output, fusion, weights, rrf_k, depth, top_k, as_json):
+    """Fuse runs from anywhere into a new results folder the leaderboard reads.
+
+    INPUTS are TREC run files (one task: give --qrels) or results folders of r2med-run (every task
+    they all have). Default: RRF with k=60 over each input's top 100 (Cormack et al., 2009).
+    """
+    from .evaluation import score
+    from .fusion import fuse, read_trec
+    from .plugins import get_plugins
+    from .registry import build_registry
+    from .results import ResultFolder
+    from .runner import TaskOutcome
+
+    with user_errors():
+        if len(inputs) < 2:
+            raise UserError("r2med fuse: give at least two runs")
+        weight_list = None
+        if weights:
+            try:
+                weight_list = [float(w) for w in weights.split(",")]
+            except ValueError:
+                raise UserError(f"--weights {weights}: comma-separated numbers") from None
+        reg = build_registry(get_plugins())
+        folders = [p for p in inputs if p.is_dir()]
+        if folders and len(folders) != len(inputs):
+            raise UserError("r2med fuse: give either TREC files or results folders, not both")
+        if folders:
+            common = set.intersection(*({f.name.removesuffix(".trec") for f in d.glob("*.trec")} for d in folders))
+            if not common:
+                raise UserError("r2med fuse: the folders have no task in common (no shared <Task>.trec)")
+            jobs = [(reg.tasks([name])[0], [d / f"{name}.trec" for d in folders]) for name in sorted(common)]
+        else:
+            if qrels is None:
+                raise UserError("r2med fuse: TREC-file inputs need --qrels FILE")
+            jobs = [(reg.tasks([task_name or "sample"])[0], list(inputs))]
+        names = [_run_name(p) for p in inputs]
+        display = " ⊕ ".join(names) + f" ({fusion.upper()})"
+        identity = {"fusion": fusion, "weights": weight_list, "rrf_k": rrf_k, "depth": depth, "top_k": top_k,
+                    "inputs": [str(p) for p in inputs]}
+        fingerprint = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:8]
+        slug = "".join(c if c.isalnum() or c in "-._" else "_" for c in display).strip("_")
+        folder = ResultFolder(output, {"name": f"r2med/{slug}", "revision": fingerprint}, identity, display)
+        folder.prepare()
+        outcomes = []
+        for task, paths in jobs:
+            for path in paths:
+                if not path.exists():
+                    raise UserError(f"{path}: no such run file")
+            try:
+                fused = fuse([read_trec(p) for p in paths], method=fusion, weights=weight_list, rrf_k=rrf_k,
+                             depth=depth, top_k=top_k)
+            except ValueError as e:
+                raise UserError(f"r2med fuse: {e}") from None
+            judgments, revision = _judgments(task, qrels, data_dir)
+            fused = {q: docs for q, docs in fused.items() if q in judgments}
+            scores, per_query = score(fused, judgments)
+            folder.write(task.mteb_metadata(revision), scores, fused, per_query, evaluation_time=0.0, phases=[])
+            ndcg, n = folder.main_score(task.name)
+            outcomes.append(TaskOutcome(task, ndcg, n, "computed"))
+    print_summary(folder, outcomes, as_json)
+
+
+def _run_name(path: Path) -> str:
+    """A run's display name: its pipeline's name for a results folder, else the file name."""
+    pipeline = path / "r2med" / "pipeline.json" if path.is_dir() else path.parent / "r2med" / "pipeline.json"
+    if pipeline.exists():
+        try:
+            return json.loads(pipeline.read_text(encoding="utf-8"))["name"]
+        except (OSError, ValueError, KeyError):
+            pass
+    return path.stem
+
+
+def _judgments(task, qrels: Path | None, data_dir: Path | None) -> tuple[dict, str]:
+    """(qrels, data revision) for scoring a fused run."""
+    if qrels is not None:
+        table: dict[str, dict[str, int]] = {}
+        for n, line in enumerate(qrels.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                if line.lstrip().startswith("{"):
+                    row = json.loads(line)
+                    qid, pid, rel = str(row["q_id"]), str(row["p_id"]), int(row["score"])
+                else:
+                    qid, _, pid, rel = line.split()[:4]
+                    rel = int(rel)
+            except (ValueError, KeyError, TypeError):
+                raise UserError(f"{qrels}:{n}: expected a qrels.jsonl row or 'qid 0 docid relevance'") from None
+            table.setdefault(qid, {})[pid] = rel
+        return {q: d for q, d in table.items() if any(v > 0 for v in d.values())}, "unknown"
+    data = task.load(data_dir)
+    return data.qrels, data.revision
 
 
 @cli.command("export-mteb")

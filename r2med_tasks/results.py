@@ -22,12 +22,11 @@ from .evaluation import PER_QUERY
 from .pipeline import Pipeline
 
 
-def model_meta(pipeline: Pipeline):
-    """The mteb ModelMeta naming this pipeline's results (mteb's own entry when it has one)."""
+def model_meta(info: dict[str, Any]):
+    """The mteb ModelMeta naming these results (mteb's own entry when it has one)."""
     import mteb
     from mteb.models import ModelMeta
 
-    info = pipeline.folder_meta()
     fields = {k: v for k, v in info.items() if k in ModelMeta.model_fields}
     try:
         registered = mteb.get_model_meta(info["name"])
@@ -38,13 +37,17 @@ def model_meta(pipeline: Pipeline):
 
 
 class ResultFolder:
-    def __init__(self, output: Path, pipeline: Pipeline) -> None:
-        self.pipeline = pipeline
-        info = pipeline.folder_meta()
+    def __init__(self, output: Path, info: dict[str, Any], identity: dict[str, Any], display_name: str) -> None:
+        """``info``: the model name, revision and ModelMeta fields naming the folder."""
+        self.info = info
         self.name, self.revision = info["name"], info["revision"]
         self.path = output / self.name.replace("/", "__").replace(" ", "_") / self.revision  # mteb's naming
-        self.identity = pipeline.identity()
-        self.display_name = pipeline.display_name()
+        self.identity = identity
+        self.display_name = display_name
+
+    @classmethod
+    def of(cls, output: Path, pipeline: Pipeline) -> ResultFolder:
+        return cls(output, pipeline.folder_meta(), pipeline.identity(), pipeline.display_name())
 
     def task_json(self, task_name: str) -> Path:
         return self.path / f"{task_name}.json"
@@ -82,7 +85,7 @@ class ResultFolder:
         name = task_metadata.name
         meta_file = self.path / "model_meta.json"
         if not meta_file.exists():
-            atomic.write_text(meta_file, json.dumps(model_meta(self.pipeline).to_dict(), default=str, indent=4))
+            atomic.write_text(meta_file, json.dumps(model_meta(self.info).to_dict(), default=str, indent=4))
         tag = self.display_name.replace(" ", "_")
         atomic.write_lines(self.trec(name), (
             f"{qid} Q0 {doc_id} {rank} {score!r} {tag}"

@@ -84,13 +84,13 @@ def calling(stage: Stage, task: TaskSpec, what: str):
 
 def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: Path | None,
                  overwrite: bool, console: Console) -> tuple[ResultFolder, list[TaskOutcome]]:
-    folder = ResultFolder(output, pipeline)
+    folder = ResultFolder.of(output, pipeline)
     folder.prepare()
     first_folder = None
     if "reranker" in pipeline.stages:
-        first_folder = ResultFolder(output, pipeline.first_stage())
+        first_folder = ResultFolder.of(output, pipeline.first_stage())
         first_folder.prepare()
-    member_folders = [ResultFolder(output, member) for member in pipeline.members]
+    member_folders = [ResultFolder.of(output, member) for member in pipeline.members]
     for member_folder in member_folders:
         member_folder.prepare()
     outcomes = []

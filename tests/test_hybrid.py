@@ -85,3 +85,25 @@ def test_members_share_the_rewriter(run_cli, tmp_path):
     assert json.loads(out)["pipeline"] == "QwQ-32B + BM25 ⊕ bm25-okapi (RRF)"
     names = {json.loads(p.read_text())["name"] for p in (tmp_path / "out").glob("*/*/r2med/pipeline.json")}
     assert {"QwQ-32B + BM25", "QwQ-32B + bm25-okapi"} <= names
+
+
+def test_fuse_command_matches_the_hybrid_retriever(run_cli, tmp_path):
+    """`r2med fuse` over the members' saved folders, or their TREC files with --qrels, gives the same
+    run as the hybrid retriever; the result is a results folder the leaderboard reads."""
+    from conftest import SAMPLE
+
+    hybrid = run(run_cli, tmp_path, "-o", "members=bm25,bm25-okapi")
+    members = [next((tmp_path / "out" / name).glob("*")) for name in ("r2med__bm25", "r2med__bm25-okapi")]
+    code, out, err = run_cli("fuse", *map(str, members), "--output", tmp_path / "fused", "--json")
+    assert code == 0, err
+    fused = json.loads(out)
+    expected = read_trec(Path(hybrid["results_dir"]) / "R2MEDSampleRetrieval.trec")
+    assert read_trec(Path(fused["results_dir"]) / "R2MEDSampleRetrieval.trec") == expected
+    assert fused["tasks"][0]["ndcg_at_10"] == hybrid["tasks"][0]["ndcg_at_10"]
+
+    trecs = [str(m / "R2MEDSampleRetrieval.trec") for m in members]
+    code, out, err = run_cli("fuse", *trecs, "--qrels", str(SAMPLE / "qrels.jsonl"), "--output", tmp_path / "f2", "--json")
+    assert code == 0, err
+    assert json.loads(out)["tasks"][0]["ndcg_at_10"] == hybrid["tasks"][0]["ndcg_at_10"]
+    code, _, err = run_cli("fuse", *trecs, "--output", tmp_path / "f3")
+    assert code == 2 and "need --qrels FILE" in err
