@@ -19,16 +19,19 @@ def register_retrievers(register):
         name="hybrid",
         factory=HybridRetriever,
         description="fuse member retrievers' top-k runs: RRF (k=60) or z-score / min-max / linear score fusion",
-        options={"members": ("bm25", "nvembed"), "fusion": "rrf", "weights": (), "rrf_k": 60, "depth": 100},
+        options={"members": ("bm25", "nvembed"), "fusion": "rrf", "weights": (), "rrf_k": 60, "depth": 100,
+                 "tune": ""},
         option_help={"members": "comma-separated retrievers (member options: -o MEMBER.key=value)",
                      "fusion": "rrf, zscore, minmax or linear", "weights": "one weight per member (default: equal)",
-                     "rrf_k": "RRF's k", "depth": "documents taken from each member's run"},
+                     "rrf_k": "RRF's k", "depth": "documents taken from each member's run",
+                     "tune": "JSON file {task: [query ids]}: tune weights on those queries, score only the others"},
         reference="https://doi.org/10.1145/1571941.1572114",
     ))
 
 
 class HybridRetriever:
-    def __init__(self, members: tuple[str, ...], fusion: str, weights: tuple[str, ...], rrf_k: int, depth: int) -> None:
+    def __init__(self, members: tuple[str, ...], fusion: str, weights: tuple[str, ...], rrf_k: int, depth: int,
+                 tune: str) -> None:
         if len(members) < 2:
             raise UserError("-o hybrid.members: name at least two retrievers, e.g. members=bm25,nvembed")
         if fusion not in FUSIONS:
@@ -40,17 +43,54 @@ class HybridRetriever:
         if self.weights is not None and len(self.weights) != len(members):
             raise UserError(f"-o hybrid.weights: {len(self.weights)} weights for {len(members)} members")
         self.member_names, self.fusion, self.rrf_k, self.depth = list(members), fusion, rrf_k, depth
+        self.tuning = _read_tuning(tune) if tune else None
+        if self.tuning is not None and self.weights is not None:
+            raise UserError("-o hybrid.tune and -o hybrid.weights exclude each other: tuning chooses the weights")
 
     def model_meta(self) -> dict:
         return {"name": "r2med/hybrid", "revision": "1", "display_name": "hybrid"}
 
-    def fuse(self, runs, top_k: int):
+    def fuse(self, runs, top_k: int, weights: list[float] | None = None):
         from r2med_tasks.fusion import fuse
 
-        return fuse(runs, method=self.fusion, weights=self.weights, rrf_k=self.rrf_k, depth=self.depth, top_k=top_k)
+        return fuse(runs, method=self.fusion, weights=weights or self.weights, rrf_k=self.rrf_k, depth=self.depth,
+                    top_k=top_k)
+
+    def tuning_queries(self, task) -> set[str]:
+        """The queries to tune on for ``task`` (by mteb name or short name); none if not listed."""
+        if self.tuning is None:
+            return set()
+        return set(self.tuning.get(task.name, self.tuning.get(task.short_name, [])))
+
+    def weight_grid(self, step: float = 0.1) -> list[list[float]]:
+        """Every weighting with weights in multiples of ``step`` summing to 1, each member > 0."""
+        n, units = len(self.member_names), round(1 / step)
+
+        def split(total: int, parts: int):
+            if parts == 1:
+                yield [total]
+                return
+            for first in range(1, total - parts + 2):
+                for rest in split(total - first, parts - 1):
+                    yield [first, *rest]
+
+        return [[u / units for u in combo] for combo in split(units, n)]
 
     def index(self, corpus, *, task) -> None:  # the runner runs the members; these are never called
         raise UserError("hybrid runs its members through r2med-run")
 
     def search(self, queries, *, task, top_k):
         raise UserError("hybrid runs its members through r2med-run")
+
+
+def _read_tuning(path: str) -> dict[str, list[str]]:
+    import json
+    from pathlib import Path
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise UserError(f"-o hybrid.tune={path}: cannot read a JSON {{task: [query ids]}} ({type(e).__name__})") from None
+    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+        raise UserError(f"-o hybrid.tune={path}: expected a JSON object {{task: [query ids]}}")
+    return {str(k): [str(q) for q in v] for k, v in data.items()}

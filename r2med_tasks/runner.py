@@ -125,6 +125,7 @@ def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_
     for warning in data.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
 
+    extra_scores: dict = {}
     if first_folder is not None and not overwrite and first_folder.is_complete(task.name):
         step("first stage from its saved run")
         ranked = first_folder.read_run(task.name)  # a reranker reuses the first stage, never recomputes it
@@ -132,7 +133,16 @@ def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_
         runs = [_member_run(member, folder, task, data, phase, step, report, overwrite, started)
                 for member, folder in zip(pipeline.members, member_folders)]
         step("fusing")
-        ranked = pipeline.retriever.instance.fuse(runs, top_k=pipeline.top_k)
+        fuser = pipeline.retriever.instance
+        tuning = fuser.tuning_queries(task) if hasattr(fuser, "tuning_queries") else set()
+        if tuning:
+            data, tuned, n_tuned = _tune(fuser, runs, data, tuning, pipeline.top_k)
+            extra_scores = {"r2med_tuned_weights": tuned, "r2med_tuning_queries": n_tuned}
+            console.print(f"{escape(task.short_name)}: weights {tuned} tuned on {n_tuned} queries; "
+                          f"scoring the other {len(data.qrels)}")
+            ranked = {q: d for q, d in fuser.fuse(runs, top_k=pipeline.top_k, weights=tuned).items() if q in data.qrels}
+        else:
+            ranked = fuser.fuse(runs, top_k=pipeline.top_k)
         if first_folder is not None:
             first_scores, first_per_query = score(ranked, data.qrels)
             first_folder.write(task.mteb_metadata(data.revision), first_scores, ranked, first_per_query,
@@ -158,8 +168,28 @@ def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_
         scores, per_query = score(ranked, data.qrels)
     if previous:
         scores["previous_results_model_meta"] = previous  # as mteb records a reranking's first stage
+    scores.update(extra_scores)
     folder.write(task.mteb_metadata(data.revision), scores, ranked, per_query,
                  evaluation_time=time.time() - started, phases=phase.items)
+
+
+def _tune(fuser, runs, data: TaskData, tuning: set[str], depth: int):
+    """Weights maximising mean nDCG@10 on the tuning queries; the data returned keeps only the
+    other queries, so a tuned number is never measured on the queries it was tuned on."""
+    tune_qrels = {q: r for q, r in data.qrels.items() if q in tuning}
+    held_out = {q: r for q, r in data.qrels.items() if q not in tuning}
+    if not tune_qrels or not held_out:
+        raise UserError(f"{data.source}: -o hybrid.tune needs judged queries both to tune on and to score "
+                        f"({len(tune_qrels)} to tune, {len(held_out)} left)")
+    best, best_score = None, -1.0
+    for weights in fuser.weight_grid():
+        fused = fuser.fuse(runs, top_k=depth, weights=weights)
+        value = score({q: d for q, d in fused.items() if q in tune_qrels}, tune_qrels)[0]["ndcg_at_10"]
+        if value > best_score:
+            best, best_score = weights, value
+    scored = TaskData(data.corpus, [q for q in data.queries if q.id in held_out], held_out, data.revision,
+                      data.source, data.warnings, data.folder)
+    return scored, best, len(tune_qrels)
 
 
 def _member_run(member: Pipeline, folder: ResultFolder, task: TaskSpec, data: TaskData, phase: Phases, step,

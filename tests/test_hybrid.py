@@ -107,3 +107,42 @@ def test_fuse_command_matches_the_hybrid_retriever(run_cli, tmp_path):
     assert json.loads(out)["tasks"][0]["ndcg_at_10"] == hybrid["tasks"][0]["ndcg_at_10"]
     code, _, err = run_cli("fuse", *trecs, "--output", tmp_path / "f3")
     assert code == 2 and "need --qrels FILE" in err
+
+
+def test_tuned_weights_are_never_scored_on_their_tuning_queries(run_cli, tmp_path):
+    """-o tune: weights chosen on the listed queries (best mean nDCG@10 over a 0.1 grid, checked
+    here by brute force), the reported score over the other queries only."""
+    import pytrec_eval
+
+    from conftest import SAMPLE, qrels_of
+    from r2med_tasks.fusion import fuse
+
+    tune = tmp_path / "tune.json"
+    tune.write_text(json.dumps({"sample": ["q01", "q02", "q03", "q04"]}))
+    summary = run(run_cli, tmp_path, "-o", "members=bm25,bm25-okapi", "-o", "fusion=zscore", "-o", f"tune={tune}")
+    result = json.loads((Path(summary["results_dir"]) / "R2MEDSampleRetrieval.json").read_text())["scores"]["test"][0]
+    assert result["r2med_tuning_queries"] == 4 and summary["tasks"][0]["n_queries"] == 6
+
+    runs = [member_run(tmp_path, "r2med__bm25"), member_run(tmp_path, "r2med__bm25-okapi")]
+    qrels = qrels_of(SAMPLE)
+    tune_qrels = {q: qrels[q] for q in ["q01", "q02", "q03", "q04"]}
+
+    def mean_ndcg(weights, judged):
+        fused = fuse(runs, method="zscore", weights=weights, top_k=100)
+        ev = pytrec_eval.RelevanceEvaluator(judged, {"ndcg_cut.10"}).evaluate(
+            {q: dict(d) for q, d in fused.items() if q in judged})
+        return sum(v["ndcg_cut_10"] for v in ev.values()) / len(ev)
+
+    grid = [[i / 10, 1 - i / 10] for i in range(1, 10)]
+    best = max(grid, key=lambda w: (mean_ndcg(w, tune_qrels), -grid.index(w)))
+    assert result["r2med_tuned_weights"] == pytest.approx(best)
+    held_out = {q: r for q, r in qrels.items() if q not in tune_qrels}
+    assert result["ndcg_at_10"] == pytest.approx(mean_ndcg(best, held_out), abs=5e-6)
+
+
+def test_tuning_on_every_query_is_refused(run_cli, tmp_path):
+    tune = tmp_path / "tune.json"
+    tune.write_text(json.dumps({"sample": [f"q{i:02d}" for i in range(1, 11)]}))
+    code, _, err = run_cli("run", "--plugin", "hybrid", "-o", "members=bm25,bm25-okapi", "-o", f"tune={tune}",
+                           "--tasks", "sample", "--output", tmp_path / "o", "--cache-dir", tmp_path / "c")
+    assert code == 2 and "needs judged queries both to tune on and to score (10 to tune, 0 left)" in err
