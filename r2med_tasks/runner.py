@@ -98,13 +98,20 @@ def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, dat
                TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as progress:
         bar = progress.add_task("", total=len(tasks))
+        fuser = pipeline.retriever.instance
+        weights = None
+        if pipeline.members and getattr(fuser, "tuning", None) is not None:
+            weights = _tune_by_group(pipeline, tasks, member_folders, data_dir=data_dir, overwrite=overwrite,
+                                     report=SubProgress(progress), console=console,
+                                     step=lambda text: progress.update(bar, description=f"tuning: {text}"))
         for task in tasks:
             if overwrite or not folder.is_complete(task.name):
                 def step(text: str, _task=task) -> None:
                     progress.update(bar, description=f"{_task.short_name}: {text}")
                 _evaluate(pipeline, task, folder, data_dir=data_dir, only_task=len(tasks) == 1,
                           step=step, console=console, report=SubProgress(progress), first_folder=first_folder,
-                          member_folders=member_folders, overwrite=overwrite)
+                          member_folders=member_folders, overwrite=overwrite,
+                          tuned=weights.get(task.group or task.name) if weights else None)
                 status = "computed"
             else:
                 status = "cached"
@@ -116,7 +123,7 @@ def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, dat
 
 def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_dir: Path | None,
               only_task: bool, step, console: Console, report: SubProgress, first_folder: ResultFolder | None,
-              member_folders: list[ResultFolder], overwrite: bool) -> None:
+              member_folders: list[ResultFolder], overwrite: bool, tuned: list[float] | None = None) -> None:
     started = time.time()
     phase = Phases()
     step("loading data")
@@ -134,12 +141,9 @@ def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_
                 for member, folder in zip(pipeline.members, member_folders)]
         step("fusing")
         fuser = pipeline.retriever.instance
-        tuning = fuser.tuning_queries(task) if hasattr(fuser, "tuning_queries") else set()
-        if tuning:
-            data, tuned, n_tuned = _tune(fuser, runs, data, tuning, pipeline.top_k)
+        if tuned is not None:
+            data, n_tuned = _held_out(data, fuser.tuning_queries(task))
             extra_scores = {"r2med_tuned_weights": tuned, "r2med_tuning_queries": n_tuned}
-            console.print(f"{escape(task.short_name)}: weights {tuned} tuned on {n_tuned} queries; "
-                          f"scoring the other {len(data.qrels)}")
             ranked = {q: d for q, d in fuser.fuse(runs, top_k=pipeline.top_k, weights=tuned).items() if q in data.qrels}
         else:
             ranked = fuser.fuse(runs, top_k=pipeline.top_k)
@@ -173,23 +177,48 @@ def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_
                  evaluation_time=time.time() - started, phases=phase.items)
 
 
-def _tune(fuser, runs, data: TaskData, tuning: set[str], depth: int):
-    """Weights maximising mean nDCG@10 on the tuning queries; the data returned keeps only the
-    other queries, so a tuned number is never measured on the queries it was tuned on."""
-    tune_qrels = {q: r for q, r in data.qrels.items() if q in tuning}
+def _held_out(data: TaskData, tuning: set[str]) -> tuple[TaskData, int]:
+    """The task without its tuning queries (a tuned number is never measured on them)."""
     held_out = {q: r for q, r in data.qrels.items() if q not in tuning}
-    if not tune_qrels or not held_out:
+    n_tuned = len(data.qrels) - len(held_out)
+    if not n_tuned or not held_out:
         raise UserError(f"{data.source}: -o hybrid.tune needs judged queries both to tune on and to score "
-                        f"({len(tune_qrels)} to tune, {len(held_out)} left)")
-    best, best_score = None, -1.0
-    for weights in fuser.weight_grid():
-        fused = fuser.fuse(runs, top_k=depth, weights=weights)
-        value = score({q: d for q, d in fused.items() if q in tune_qrels}, tune_qrels)[0]["ndcg_at_10"]
-        if value > best_score:
-            best, best_score = weights, value
+                        f"({n_tuned} to tune, {len(held_out)} left)")
     scored = TaskData(data.corpus, [q for q in data.queries if q.id in held_out], held_out, data.revision,
                       data.source, data.warnings, data.folder)
-    return scored, best, len(tune_qrels)
+    return scored, n_tuned
+
+
+def _tune_by_group(pipeline: Pipeline, tasks: list[TaskSpec], member_folders, *, data_dir, overwrite, report,
+                   console: Console, step) -> dict[str, list[float]]:
+    """Per task group (a task outside R2MED's groups is its own group), the weights maximising the
+    mean over the group's tasks of mean nDCG@10 on each task's tuning queries. Members' runs are
+    computed (and saved) here, so the scoring pass reuses them."""
+    fuser = pipeline.retriever.instance
+    groups: dict[str, list[tuple[list, dict]]] = {}
+    for task in tasks:
+        step(f"{task.short_name}: members")
+        data = task.load(data_dir, only_task=len(tasks) == 1)
+        _held_out(data, fuser.tuning_queries(task))  # refuse a split that leaves nothing to tune or score
+        runs = [_member_run(member, folder, task, data, Phases(), step, report, overwrite, time.time())
+                for member, folder in zip(pipeline.members, member_folders)]
+        tune_qrels = {q: r for q, r in data.qrels.items() if q in fuser.tuning_queries(task)}
+        groups.setdefault(task.group or task.name, []).append((runs, tune_qrels))
+    chosen = {}
+    for group, members in groups.items():
+        best, best_value = None, -1.0
+        for weights in fuser.weight_grid():
+            values = []
+            for runs, tune_qrels in members:
+                fused = fuser.fuse(runs, top_k=pipeline.top_k, weights=weights)
+                values.append(score({q: d for q, d in fused.items() if q in tune_qrels}, tune_qrels)[0]["ndcg_at_10"])
+            value = sum(values) / len(values)
+            if value > best_value:
+                best, best_value = weights, value
+        chosen[group] = best
+        console.print(f"{escape(group)}: weights {best} tuned on {sum(len(q) for _, q in members)} queries "
+                      f"of {len(members)} task{'s' if len(members) != 1 else ''}")
+    return chosen
 
 
 def _member_run(member: Pipeline, folder: ResultFolder, task: TaskSpec, data: TaskData, phase: Phases, step,

@@ -146,3 +146,36 @@ def test_tuning_on_every_query_is_refused(run_cli, tmp_path):
     code, _, err = run_cli("run", "--plugin", "hybrid", "-o", "members=bm25,bm25-okapi", "-o", f"tune={tune}",
                            "--tasks", "sample", "--output", tmp_path / "o", "--cache-dir", tmp_path / "c")
     assert code == 2 and "needs judged queries both to tune on and to score (10 to tune, 0 left)" in err
+
+
+def test_weights_are_tuned_per_task_group(run_cli, tmp_path, data_dir):
+    """Biology, Bioinformatics and Medical-Sciences form the qa-reference group: one weighting for all
+    three, the best mean over the three tasks of mean nDCG@10 on their tuning queries."""
+    import pytrec_eval
+
+    from conftest import qrels_of
+    from r2med_tasks.fusion import fuse
+
+    split = {"Biology": ["q01", "q02"], "Bioinformatics": ["q03", "q04"], "Medical-Sciences": ["q05", "q06"]}
+    tune = tmp_path / "tune.json"
+    tune.write_text(json.dumps(split))
+    code, out, err = run_cli("run", "--plugin", "hybrid", "-o", "members=bm25,bm25-okapi", "-o", "fusion=minmax",
+                             "-o", f"tune={tune}", "--data-dir", data_dir, "--output", tmp_path / "out",
+                             "--cache-dir", tmp_path / "cache", "--json")
+    assert code == 0, err
+    folder = Path(json.loads(out)["results_dir"])
+    recorded = [json.loads(p.read_text())["scores"]["test"][0]["r2med_tuned_weights"] for p in folder.glob("R2MED*.json")]
+    assert len(recorded) == 3 and recorded[0] == recorded[1] == recorded[2]  # one weighting for the group
+
+    def task_value(name, weights):
+        runs = [read_trec(next((tmp_path / "out" / m).glob("*")) / f"R2MED{name.replace('-', '')}Retrieval.trec")
+                for m in ("r2med__bm25", "r2med__bm25-okapi")]
+        qrels = {q: r for q, r in qrels_of(data_dir / name).items() if q in split[name]}
+        fused = fuse(runs, method="minmax", weights=weights, top_k=100)
+        ev = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate({q: dict(d) for q, d in fused.items()
+                                                                              if q in qrels})
+        return sum(v["ndcg_cut_10"] for v in ev.values()) / len(ev)
+
+    grid = [[i / 10, 1 - i / 10] for i in range(1, 10)]
+    best = max(grid, key=lambda w: (sum(task_value(n, w) for n in split) / 3, -grid.index(w)))
+    assert recorded[0] == pytest.approx(best)
