@@ -272,7 +272,7 @@ def leaderboard_command(folders, mteb_results, no_published, group, rewriter, re
     FOLDERS are results folders in mteb's layout (default: ./results when it exists).
     """
     from . import atomic
-    from .leaderboard import merge, published_rows, ranked, result_rows, select
+    from .leaderboard import merge, published_rows, ranked, render, result_rows, select
 
     def warn(message: str) -> None:
         err.print(f"[yellow]warning:[/] {escape(message)}", soft_wrap=True)
@@ -312,10 +312,11 @@ def compare_command(run_a, run_b, test, trials, seed, as_json):
 
     RUN_A and RUN_B are results folders of r2med-run (<output>/<model>/<revision>/).
     """
+    from .results import read_per_query_ndcg
     from .significance import compare
 
     with user_errors():
-        per_query = [_per_query_ndcg(folder) for folder in (run_a, run_b)]
+        per_query = [read_per_query_ndcg(folder) for folder in (run_a, run_b)]
         try:
             result = compare(*per_query, test=test, trials=trials, seed=seed)
         except ValueError as e:
@@ -334,29 +335,6 @@ def compare_command(run_a, run_b, test, trials, seed, as_json):
     table.add_row(f"Average of {avg['n_tasks']}", "", f"{100 * avg['mean_a']:.2f}", f"{100 * avg['mean_b']:.2f}",
                   f"{100 * avg['difference']:+.2f}", "", "")
     out.print(table)
-
-
-def _per_query_ndcg(folder: Path) -> dict[str, dict[str, float]]:
-    """task -> query -> nDCG@10, from a results folder's per-query files."""
-    files = sorted(folder.glob("*.per_query.tsv"))
-    if not files:
-        raise UserError(f"{folder}: no <Task>.per_query.tsv files; pass a results folder written by r2med-run")
-    out: dict[str, dict[str, float]] = {}
-    for path in files:
-        lines = path.read_text(encoding="utf-8").splitlines()
-        header = lines[0].split("\t") if lines else []
-        if "ndcg_at_10" not in header:
-            raise UserError(f"{path}:1: no ndcg_at_10 column")
-        col = header.index("ndcg_at_10")
-        scores = {}
-        for n, line in enumerate(lines[1:], 2):
-            fields = line.split("\t")
-            try:
-                scores[fields[0]] = float(fields[col])
-            except (IndexError, ValueError):
-                raise UserError(f"{path}:{n}: expected a query id and an nDCG@10 value") from None
-        out[path.name.removesuffix(".per_query.tsv")] = scores
-    return out
 
 
 @cli.command("fuse")
@@ -379,11 +357,12 @@ def fuse_command(inputs, qrels, task_name, data_dir, output, fusion, weights, rr
     INPUTS are TREC run files (one task: give --qrels) or results folders of r2med-run (every task
     they all have). Default: RRF with k=60 over each input's top 100 (Cormack et al., 2009).
     """
+    from .data import read_qrels
     from .evaluation import score
     from .fusion import fuse, read_trec
     from .plugins import get_plugins
     from .registry import build_registry
-    from .results import ResultFolder
+    from .results import ResultFolder, run_name
     from .runner import TaskOutcome
 
     with user_errors():
@@ -408,7 +387,7 @@ def fuse_command(inputs, qrels, task_name, data_dir, output, fusion, weights, rr
             if qrels is None:
                 raise UserError("r2med fuse: TREC-file inputs need --qrels FILE")
             jobs = [(reg.tasks([task_name or "sample"])[0], list(inputs))]
-        names = [_run_name(p) for p in inputs]
+        names = [run_name(p) for p in inputs]
         display = " ⊕ ".join(names) + f" ({fusion.upper()})"
         identity = {"fusion": fusion, "weights": weight_list, "rrf_k": rrf_k, "depth": depth, "top_k": top_k,
                     "inputs": [str(p) for p in inputs]}
@@ -426,7 +405,7 @@ def fuse_command(inputs, qrels, task_name, data_dir, output, fusion, weights, rr
                              depth=depth, top_k=top_k)
             except ValueError as e:
                 raise UserError(f"r2med fuse: {e}") from None
-            judgments, revision = _judgments(task, qrels, data_dir)
+            judgments, revision = (read_qrels(qrels), "unknown") if qrels is not None else _task_qrels(task, data_dir)
             fused = {q: docs for q, docs in fused.items() if q in judgments}
             scores, per_query = score(fused, judgments)
             folder.write(task.mteb_metadata(revision), scores, fused, per_query, evaluation_time=0.0, phases=[])
@@ -435,35 +414,7 @@ def fuse_command(inputs, qrels, task_name, data_dir, output, fusion, weights, rr
     print_summary(folder, outcomes, as_json)
 
 
-def _run_name(path: Path) -> str:
-    """A run's display name: its pipeline's name for a results folder, else the file name."""
-    pipeline = path / "r2med" / "pipeline.json" if path.is_dir() else path.parent / "r2med" / "pipeline.json"
-    if pipeline.exists():
-        try:
-            return json.loads(pipeline.read_text(encoding="utf-8"))["name"]
-        except (OSError, ValueError, KeyError):
-            pass
-    return path.stem
-
-
-def _judgments(task, qrels: Path | None, data_dir: Path | None) -> tuple[dict, str]:
-    """(qrels, data revision) for scoring a fused run."""
-    if qrels is not None:
-        table: dict[str, dict[str, int]] = {}
-        for n, line in enumerate(qrels.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                if line.lstrip().startswith("{"):
-                    row = json.loads(line)
-                    qid, pid, rel = str(row["q_id"]), str(row["p_id"]), int(row["score"])
-                else:
-                    qid, _, pid, rel = line.split()[:4]
-                    rel = int(rel)
-            except (ValueError, KeyError, TypeError):
-                raise UserError(f"{qrels}:{n}: expected a qrels.jsonl row or 'qid 0 docid relevance'") from None
-            table.setdefault(qid, {})[pid] = rel
-        return {q: d for q, d in table.items() if any(v > 0 for v in d.values())}, "unknown"
+def _task_qrels(task, data_dir: Path | None) -> tuple[dict, str]:
     data = task.load(data_dir)
     return data.qrels, data.revision
 
@@ -489,50 +440,6 @@ def export_mteb_command(run_dir, dest, as_json):
             out.print(f"  - {escape(problem)}")
     else:
         out.print("No problem found; open a pull request with that folder (mteb's ResultCache.submit_results can).")
-
-
-def render(rows, tasks: list[str], fmt: str):
-    """The leaderboard in one format: a rich Table, or markdown / csv / json text."""
-    import csv
-    import io
-
-    from .leaderboard import SHORT, group_average
-
-    header = ["Rank", "System", "Rewriter", "Retriever", "Reranker", "Avg", *(SHORT[t] for t in tasks), "Source"]
-    records = []
-    for i, r in enumerate(rows, 1):
-        avg = group_average(r, tasks)
-        marks = ("" if avg is not None else " (incomplete)") + \
-                ("; " + "; ".join(r.notes) if r.notes else "")
-        records.append([i, r.system, r.rewriter, r.retriever, r.reranker, avg, *(r.scores.get(t) for t in tasks),
-                        r.source + marks])
-    if fmt == "html":
-        from .html import render_html
-
-        return render_html(header, records, [SHORT[t] for t in tasks])
-    if fmt == "json":
-        keys = ["rank", "system", "rewriter", "retriever", "reranker", "average", *(SHORT[t] for t in tasks), "source"]
-        return json.dumps([dict(zip(keys, rec)) for rec in records], indent=2) + "\n"
-
-    def cell(v):
-        return "" if v is None else f"{v:.2f}" if isinstance(v, float) else str(v)
-
-    if fmt == "csv":
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(header)
-        writer.writerows([[cell(v) for v in rec] for rec in records])
-        return buffer.getvalue()
-    if fmt == "markdown":
-        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        lines += ["| " + " | ".join(cell(v).replace("|", "\\|") for v in rec) + " |" for rec in records]
-        return "\n".join(lines) + "\n"
-    table = Table(title="R2MED leaderboard: nDCG@10 ×100", title_justify="left")
-    for col in header:
-        table.add_column(col, justify="right" if col in ("Rank", "Avg") or col in SHORT.values() else "left")
-    for rec in records:
-        table.add_row(*(escape(cell(v)) for v in rec))
-    return table
 
 
 cli.add_command(run_command)

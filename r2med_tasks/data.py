@@ -230,3 +230,23 @@ def load_hub(path: str, revision: str) -> TaskData:
         corpus_checksum=hashlib.sha256(f"{path}@{revision}".encode()).hexdigest(),
         source=label,
     )
+
+
+def read_qrels(path: Path) -> dict[str, dict[str, int]]:
+    """Judgments from R2MED's qrels.jsonl or a TREC qrels file (``qid 0 docid relevance``);
+    queries without a relevant document are left out, as everywhere else."""
+    table: dict[str, dict[str, int]] = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            if line.lstrip().startswith("{"):
+                row = json.loads(line)
+                qid, pid, rel = str(row["q_id"]), str(row["p_id"]), int(row["score"])
+            else:
+                qid, _, pid, rel = line.split()[:4]
+                rel = int(rel)
+        except (ValueError, KeyError, TypeError):
+            raise UserError(f"{path}:{n}: expected a qrels.jsonl row or 'qid 0 docid relevance'") from None
+        table.setdefault(qid, {})[pid] = rel
+    return {q: docs for q, docs in table.items() if any(v > 0 for v in docs.values())}

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .evaluation import leaderboard_average, leaderboard_value
-from .tasks import GROUPS, R2MED_TASKS
+from .tasks import R2MED_TASKS
 
 PUBLISHED_CSV = Path(__file__).parent / "data" / "leaderboard" / "r2med_leaderboard.csv"
 SHORT = {t.name: t.short_name for t in R2MED_TASKS}
@@ -146,8 +146,48 @@ def group_average(row: Row, tasks: list[str]) -> float | None:
     return row.average if len(tasks) == len(R2MED_TASKS) else None
 
 
-def valid_group(group: str | None) -> bool:
-    return group is None or group in GROUPS
+def render(rows, tasks: list[str], fmt: str):
+    """The leaderboard in one format: a rich Table, or markdown / csv / json text."""
+    import io
+
+    from rich.markup import escape
+    from rich.table import Table
+
+    header = ["Rank", "System", "Rewriter", "Retriever", "Reranker", "Avg", *(SHORT[t] for t in tasks), "Source"]
+    records = []
+    for i, r in enumerate(rows, 1):
+        avg = group_average(r, tasks)
+        marks = ("" if avg is not None else " (incomplete)") + \
+                ("; " + "; ".join(r.notes) if r.notes else "")
+        records.append([i, r.system, r.rewriter, r.retriever, r.reranker, avg, *(r.scores.get(t) for t in tasks),
+                        r.source + marks])
+    if fmt == "html":
+        from .html import render_html
+
+        return render_html(header, records, [SHORT[t] for t in tasks])
+    if fmt == "json":
+        keys = ["rank", "system", "rewriter", "retriever", "reranker", "average", *(SHORT[t] for t in tasks), "source"]
+        return json.dumps([dict(zip(keys, rec)) for rec in records], indent=2) + "\n"
+
+    def cell(v):
+        return "" if v is None else f"{v:.2f}" if isinstance(v, float) else str(v)
+
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows([[cell(v) for v in rec] for rec in records])
+        return buffer.getvalue()
+    if fmt == "markdown":
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(cell(v).replace("|", "\\|") for v in rec) + " |" for rec in records]
+        return "\n".join(lines) + "\n"
+    table = Table(title="R2MED leaderboard: nDCG@10 ×100", title_justify="left")
+    for col in header:
+        table.add_column(col, justify="right" if col in ("Rank", "Avg") or col in SHORT.values() else "left")
+    for rec in records:
+        table.add_row(*(escape(cell(v)) for v in rec))
+    return table
 
 
 PUBLISHED_ORG = "r2med-leaderboard"

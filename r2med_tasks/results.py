@@ -123,3 +123,37 @@ def _without_versions(identity: Any) -> Any:
     if isinstance(identity, dict):
         return {k: _without_versions(v) for k, v in identity.items() if k != "plugin_version"}
     return identity
+
+
+def run_name(path: Path) -> str:
+    """A run's display name: its pipeline's name for a results folder, else the file name."""
+    pipeline = path / "r2med" / "pipeline.json" if path.is_dir() else path.parent / "r2med" / "pipeline.json"
+    if pipeline.exists():
+        try:
+            return json.loads(pipeline.read_text(encoding="utf-8"))["name"]
+        except (OSError, ValueError, KeyError):
+            pass
+    return path.stem
+
+
+def read_per_query_ndcg(folder: Path) -> dict[str, dict[str, float]]:
+    """task -> query -> nDCG@10, from a results folder's per-query files."""
+    files = sorted(folder.glob("*.per_query.tsv"))
+    if not files:
+        raise UserError(f"{folder}: no <Task>.per_query.tsv files; pass a results folder written by r2med-run")
+    out: dict[str, dict[str, float]] = {}
+    for path in files:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        header = lines[0].split("\t") if lines else []
+        if "ndcg_at_10" not in header:
+            raise UserError(f"{path}:1: no ndcg_at_10 column")
+        col = header.index("ndcg_at_10")
+        scores = {}
+        for n, line in enumerate(lines[1:], 2):
+            fields = line.split("\t")
+            try:
+                scores[fields[0]] = float(fields[col])
+            except (IndexError, ValueError):
+                raise UserError(f"{path}:{n}: expected a query id and an nDCG@10 value") from None
+        out[path.name.removesuffix(".per_query.tsv")] = scores
+    return out
