@@ -69,6 +69,13 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
+    def describe(self, model: str) -> str:
+        """One line for the end of a run: requests, cache hits, tokens and, when known, the cost."""
+        dollars = cost(model, self)
+        price = f", about ${dollars:.2f}" if dollars is not None else ""
+        return (f"{model}: {self.sent} requests sent, {self.cached} answered from the cache, "
+                f"{self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion tokens{price}")
+
     def add(self, generation: Generation) -> None:
         self.sent += 1
         self.prompt_tokens += generation.prompt_tokens

@@ -362,7 +362,7 @@ def fuse_command(inputs, qrels, task_name, data_dir, output, fusion, weights, rr
     from .fusion import fuse, read_trec
     from .plugins import get_plugins
     from .registry import build_registry
-    from .results import ResultFolder, run_name
+    from .results import ResultFolder, run_name, slug
     from .runner import TaskOutcome
 
     with user_errors():
@@ -392,8 +392,7 @@ def fuse_command(inputs, qrels, task_name, data_dir, output, fusion, weights, rr
         identity = {"fusion": fusion, "weights": weight_list, "rrf_k": rrf_k, "depth": depth, "top_k": top_k,
                     "inputs": [str(p) for p in inputs]}
         fingerprint = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:8]
-        slug = "".join(c if c.isalnum() or c in "-._" else "_" for c in display).strip("_")
-        folder = ResultFolder(output, {"name": f"r2med/{slug}", "revision": fingerprint}, identity, display)
+        folder = ResultFolder(output, {"name": f"r2med/{slug(display)}", "revision": fingerprint}, identity, display)
         folder.prepare()
         outcomes = []
         for task, paths in jobs:

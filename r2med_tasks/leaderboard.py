@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .evaluation import leaderboard_average, leaderboard_value
+from .results import pipeline_name, slug
 from .tasks import R2MED_TASKS
 
 PUBLISHED_CSV = Path(__file__).parent / "data" / "leaderboard" / "r2med_leaderboard.csv"
@@ -90,12 +91,9 @@ def result_rows(folder: Path, warn) -> list[Row]:
 
 
 def _system_name(revision_folder: Path) -> str:
-    pipeline = revision_folder / "r2med" / "pipeline.json"
-    if pipeline.exists():
-        try:
-            return json.loads(pipeline.read_text(encoding="utf-8"))["name"]
-        except (OSError, ValueError, KeyError):
-            pass
+    name = pipeline_name(revision_folder)
+    if name:
+        return name
     meta = revision_folder / "model_meta.json"
     try:
         return json.loads(meta.read_text(encoding="utf-8"))["name"]
@@ -203,8 +201,8 @@ def write_published(dest: Path) -> list[Path]:
 
     written = []
     for row in published_rows():
-        slug = "".join(c if c.isalnum() or c in "-._" else "_" for c in row.system).strip("_")
-        folder = dest / f"{PUBLISHED_ORG}__{slug}" / "published"
+        name = slug(row.system)
+        folder = dest / f"{PUBLISHED_ORG}__{name}" / "published"
         for task in TASKS:
             if task.name not in row.scores:
                 continue
@@ -215,7 +213,7 @@ def write_published(dest: Path) -> list[Path]:
                                      "languages": ["eng-Latn"]}]},
                 "evaluation_time": None, "kg_co2_emissions": None})
             written.append(folder / f"{task.name}.json")
-        atomic.write_json(folder / "model_meta.json", {"name": f"{PUBLISHED_ORG}/{slug}", "revision": "published",
+        atomic.write_json(folder / "model_meta.json", {"name": f"{PUBLISHED_ORG}/{name}", "revision": "published",
                                                        "reference": "https://r2med.github.io/#leaderboard"})
         atomic.write_json(folder / "r2med" / "pipeline.json", {
             "name": row.system, "published": {"rewriter": row.rewriter, "retriever": row.retriever,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,8 +117,9 @@ class Pipeline:
             return meta
         if len(self.stages) == 1:
             return {**meta, "revision": f"{meta['revision']}-{self.fingerprint()}"}
-        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", self.display_name()).strip("_")
-        return {**meta, "name": f"r2med/{slug}", "revision": self.fingerprint()}
+        from .results import slug
+
+        return {**meta, "name": f"r2med/{slug(self.display_name())}", "revision": self.fingerprint()}
 
 
 def build_pipeline(registry: Registry, plugin_tokens: list[str], option_tokens: list[str], *, top_k: int = 100,

@@ -11,15 +11,31 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import atomic
 from .errors import UserError
 from .evaluation import PER_QUERY
-from .pipeline import Pipeline
+
+if TYPE_CHECKING:
+    from .pipeline import Pipeline
+
+
+def slug(text: str) -> str:
+    """A name safe as one folder name (results are filed under ``r2med/<slug>``)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")
+
+
+def pipeline_name(revision_folder: Path) -> str | None:
+    """The display name a results folder's ``r2med/pipeline.json`` records, if any."""
+    try:
+        return json.loads((revision_folder / "r2med" / "pipeline.json").read_text(encoding="utf-8"))["name"]
+    except (OSError, ValueError, KeyError):
+        return None
 
 
 def model_meta(info: dict[str, Any]):
@@ -126,14 +142,9 @@ def _without_versions(identity: Any) -> Any:
 
 
 def run_name(path: Path) -> str:
-    """A run's display name: its pipeline's name for a results folder, else the file name."""
-    pipeline = path / "r2med" / "pipeline.json" if path.is_dir() else path.parent / "r2med" / "pipeline.json"
-    if pipeline.exists():
-        try:
-            return json.loads(pipeline.read_text(encoding="utf-8"))["name"]
-        except (OSError, ValueError, KeyError):
-            pass
-    return path.stem
+    """A run's display name: its pipeline's name for a results folder (or a run file in one), else
+    the file name."""
+    return pipeline_name(path if path.is_dir() else path.parent) or path.stem
 
 
 def read_per_query_ndcg(folder: Path) -> dict[str, dict[str, float]]:

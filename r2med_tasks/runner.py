@@ -133,7 +133,8 @@ def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_
         console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
 
     extra_scores: dict = {}
-    if first_folder is not None and not overwrite and first_folder.is_complete(task.name):
+    reused = first_folder is not None and not overwrite and first_folder.is_complete(task.name)
+    if reused:
         step("first stage from its saved run")
         ranked = first_folder.read_run(task.name)  # a reranker reuses the first stage, never recomputes it
     elif pipeline.members:
@@ -147,16 +148,10 @@ def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_
             ranked = {q: d for q, d in fuser.fuse(runs, top_k=pipeline.top_k, weights=tuned).items() if q in data.qrels}
         else:
             ranked = fuser.fuse(runs, top_k=pipeline.top_k)
-        if first_folder is not None:
-            first_scores, first_per_query = score(ranked, data.qrels)
-            first_folder.write(task.mteb_metadata(data.revision), first_scores, ranked, first_per_query,
-                               evaluation_time=time.time() - started, phases=list(phase.items))
     else:
         ranked = _first_stage(pipeline, task, data, phase, step, report)
-        if first_folder is not None:  # saved on its own, for the leaderboard and for later rerankers
-            first_scores, first_per_query = score(ranked, data.qrels)
-            first_folder.write(task.mteb_metadata(data.revision), first_scores, ranked, first_per_query,
-                               evaluation_time=time.time() - started, phases=list(phase.items))
+    if first_folder is not None and not reused:
+        _save(first_folder, task, data, ranked, started, phase)  # on its own, for the leaderboard and rerankers
 
     previous = None
     if "reranker" in pipeline.stages:
@@ -168,13 +163,19 @@ def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_
         console.print(f"[yellow]warning:[/] {task.name}: {len(empty)} queries got no documents; "
                       "pytrec_eval leaves them out of the averages")
     step("scoring")
-    with phase("Scoring"):
-        scores, per_query = score(ranked, data.qrels)
     if previous:
-        scores["previous_results_model_meta"] = previous  # as mteb records a reranking's first stage
-    scores.update(extra_scores)
+        extra_scores["previous_results_model_meta"] = previous  # as mteb records a reranking's first stage
+    with phase("Scoring"):
+        _save(folder, task, data, ranked, started, phase, extra_scores)
+
+
+def _save(folder: ResultFolder, task: TaskSpec, data: TaskData, ranked, started: float, phase: Phases,
+          extra_scores: dict | None = None) -> None:
+    """Score a run against the task's judgments and write it as ``folder``'s result for the task."""
+    scores, per_query = score(ranked, data.qrels)
+    scores.update(extra_scores or {})
     folder.write(task.mteb_metadata(data.revision), scores, ranked, per_query,
-                 evaluation_time=time.time() - started, phases=phase.items)
+                 evaluation_time=time.time() - started, phases=list(phase.items))
 
 
 def _held_out(data: TaskData, tuning: set[str]) -> tuple[TaskData, int]:
@@ -227,9 +228,7 @@ def _member_run(member: Pipeline, folder: ResultFolder, task: TaskSpec, data: Ta
     if not overwrite and folder.is_complete(task.name):
         return folder.read_run(task.name)
     ranked = _first_stage(member, task, data, phase, step, report)
-    member_scores, member_per_query = score(ranked, data.qrels)
-    folder.write(task.mteb_metadata(data.revision), member_scores, ranked, member_per_query,
-                 evaluation_time=time.time() - started, phases=list(phase.items))
+    _save(folder, task, data, ranked, started, phase)
     return ranked
 
 

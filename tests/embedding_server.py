@@ -24,10 +24,9 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from local_server import LocalServer, Recorded
+from local_server import JSONHandler, LocalServer, Recorded
 
 DIM = 8
 
@@ -60,11 +59,9 @@ class EmbeddingServer(LocalServer):
     def _handler(self):
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(JSONHandler):
+            fake = server
             protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args) -> None:  # quiet
-                pass
 
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length", 0))
@@ -88,27 +85,6 @@ class EmbeddingServer(LocalServer):
                     pass  # the client gave up (a "hang")
                 finally:
                     self._leave()
-
-            def _leave(self) -> None:
-                """Stop counting this request as in flight: before its answer goes out, so a client
-                cannot start its next request while this one still counts."""
-                if getattr(self, "_in_flight", False):
-                    self._in_flight = False
-                    with server._lock:
-                        server.in_flight -= 1
-
-            def _send(self, status: int, payload: bytes, headers: dict | None = None) -> None:
-                self._leave()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def _error(self, status: int, message: str, headers: dict | None = None) -> None:
-                self._send(status, json.dumps({"error": {"message": message, "type": "error"}}).encode(), headers)
 
             def _answer(self, body: Any, mode: str | None, options: dict) -> None:
                 auth = self.headers.get("Authorization", "")

@@ -3,10 +3,11 @@ recorded requests, scripted faults, and start/stop as a context manager."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import deque
 from dataclasses import dataclass
-from http.server import ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
@@ -64,3 +65,33 @@ class LocalServer:
         """Script the next ``times`` requests to answer with ``mode`` (queued after earlier ones)."""
         with self._lock:
             self._faults.extend([(mode, options)] * times)
+
+
+class JSONHandler(BaseHTTPRequestHandler):
+    """Request handler pieces both fakes share; subclasses set ``fake`` to their server."""
+
+    fake: LocalServer
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+    def _leave(self) -> None:
+        """Stop counting this request as in flight: before its answer goes out, so a client
+        cannot start its next request while this one still counts."""
+        if getattr(self, "_in_flight", False):
+            self._in_flight = False
+            with self.fake._lock:
+                self.fake.in_flight -= 1
+
+    def _send(self, status: int, payload: bytes, headers: dict | None = None) -> None:
+        self._leave()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _error(self, status: int, message: str, headers: dict | None = None) -> None:
+        self._send(status, json.dumps({"error": {"message": message, "type": "error"}}).encode(), headers)

@@ -179,7 +179,7 @@ def test_shipped_published_results_are_generated_and_load_in_mteb(tmp_path):
         assert (shipped / path.relative_to(tmp_path / "results")).read_text() == path.read_text(), path
     loaded = mteb.ResultCache(tmp_path).load_results(include_remote=False)
     by_name = {m.model_name: m for m in loaded.model_results}
-    o3 = by_name["r2med-leaderboard/o3-mini___BM25"]
+    o3 = by_name["r2med-leaderboard/o3-mini_BM25"]
     values = {t.task_name: leaderboard_value(t.scores["test"][0]["main_score"]) for t in o3.task_results}
     record = next(r for r in published() if r["name"] == "o3-mini + BM25")
     assert values == {t.name: float(record[t.short_name]) for t in R2MED_TASKS}

@@ -134,13 +134,5 @@ class GARRewriter:
         return {qid: [text_of[d] for d in docs] for qid, docs in hits.items()}
 
     def summary(self) -> str | None:
-        """Requests, cache hits, tokens and cost of live generation (None when nothing was live)."""
-        if self.usage is None:
-            return None
-        from r2med_plugins.llm import cost
-
-        u = self.usage
-        dollars = cost(self.model, u)
-        price = f", about ${dollars:.2f}" if dollars is not None else ""
-        return (f"{self.model}: {u.sent} requests sent, {u.cached} answered from the cache, "
-                f"{u.prompt_tokens:,} prompt + {u.completion_tokens:,} completion tokens{price}")
+        """Requests, cache hits, tokens (and cost) of the LLM calls, None when there were none."""
+        return self.usage.describe(self.model) if self.usage is not None else None

@@ -17,9 +17,6 @@ class CrossEncoderReranker:
         self.batch_size, self.device, self.dtype = batch_size, device, dtype
         self._replicas = None
 
-    def model_meta(self) -> dict:
-        return {"name": self.model_ref, "revision": "reranker"}
-
     def _load(self):
         if self._replicas is None:
             import torch

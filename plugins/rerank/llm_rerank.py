@@ -38,8 +38,5 @@ class LLMReranker:
         return {qid: {d: float(len(order) - i) for i, d in enumerate(order)} for qid, order in orders.items()}
 
     def summary(self) -> str | None:
-        if self.usage is None:
-            return None
-        u = self.usage
-        return (f"{self.model}: {u.sent} requests sent, {u.cached} answered from the cache, "
-                f"{u.prompt_tokens:,} prompt + {u.completion_tokens:,} completion tokens")
+        """Requests, cache hits, tokens (and cost) of the LLM calls, None when there were none."""
+        return self.usage.describe(self.model) if self.usage is not None else None
