@@ -96,12 +96,15 @@ Examples:
 @click.option("--cache-dir", type=click.Path(path_type=Path), metavar="DIR",
               help="Where components keep indexes and embeddings (default: $R2MED_CACHE_DIR or ~/.cache/r2med).")
 @click.option("--overwrite", is_flag=True, help="Recompute tasks that already have results.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--dry-run", is_flag=True,
+              help="Check plugins, options and tasks, and show the results folder and which tasks would be "
+                   "computed; loads no data and downloads nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary (or the --dry-run plan) as JSON.")
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
-def run_command(plugin_names, task_names, data_dir, output, options, top_k, device, cache_dir, overwrite, as_json,
-                debug):
+def run_command(plugin_names, task_names, data_dir, output, options, top_k, device, cache_dir, overwrite, dry_run,
+                as_json, debug):
     from .pipeline import build_pipeline, instantiate
-    from .runner import run_pipeline
+    from .runner import plan, run_pipeline
 
     with user_errors(debug):
         if cache_dir is not None:
@@ -111,6 +114,11 @@ def run_command(plugin_names, task_names, data_dir, output, options, top_k, devi
         reg.check()
         pipeline = build_pipeline(reg, list(plugin_names), list(options), top_k=top_k, device=device)
         tasks = choose_tasks(reg, list(task_names), data_dir)
+        if dry_run:
+            with hub_offline():
+                instantiate(pipeline)
+                print_plan(plan(pipeline, tasks, output=output, overwrite=overwrite), as_json)
+            return
         instantiate(pipeline)
         folder, outcomes = run_pipeline(pipeline, tasks, output=output, data_dir=data_dir,
                                         overwrite=overwrite, console=err)
@@ -140,6 +148,50 @@ def choose_tasks(reg, task_names: list[str], data_dir: Path | None):
         raise UserError(f"--data-dir {data_dir}: no task folders found (expected e.g. {data_dir}/Biology/corpus.jsonl); "
                         "name the task with --tasks for a flat folder")
     return found
+
+
+@contextmanager
+def hub_offline():
+    """No downloads while the block runs: a hub model resolves only from the local cache."""
+    saved = os.environ.get("HF_HUB_OFFLINE")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    constants = sys.modules.get("huggingface_hub.constants")  # already imported: it read the variable
+    saved_constant = getattr(constants, "HF_HUB_OFFLINE", None)
+    if constants is not None:
+        constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = saved
+        if constants is not None:
+            constants.HF_HUB_OFFLINE = saved_constant
+
+
+def print_plan(plan: dict, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(plan, indent=2, default=str))
+        return
+    out.print(f"[bold]Dry run:[/] {escape(plan['pipeline'])} (top {plan['top_k']})")
+    for stage in plan["stages"]:
+        options = " ".join(f"{k}={','.join(map(str, v)) if isinstance(v, (list, tuple)) else v}"
+                           for k, v in stage["options"].items())
+        out.print(f"  {stage['kind']:<9} {escape(stage['component'])} [dim](from {escape(stage['plugin'])})[/] "
+                  f"{escape(options)}")
+    out.print(f"Results: {escape(plan['results_dir'])}")
+    if plan["first_stage_dir"]:
+        out.print(f"First stage (saved and reused): {escape(plan['first_stage_dir'])}")
+    for member in plan["member_dirs"]:
+        out.print(f"Member run (saved and reused): {escape(member)}")
+    table = Table(title_justify="left")
+    for col in ("Task", "Group", "Would"):
+        table.add_column(col)
+    for t in plan["tasks"]:
+        table.add_row(escape(t["alias"]), t["group"] or "-",
+                      "reuse its results" if t["status"] == "reuse" else "compute")
+    out.print(table)
 
 
 def print_summary(folder, outcomes, as_json: bool) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import UserError
+from .errors import UserError, reason
 
 FILES = ("corpus.jsonl", "query.jsonl", "qrels.jsonl")
 HUB_CONFIGS = ("corpus", "query", "qrels")
@@ -186,6 +186,10 @@ def build_task_data(corpus_rows: Rows, query_rows: Rows, qrels_rows: Rows, *, re
             f"{source}: {len(queries) - len(judged)} of {len(queries)} queries have no relevant "
             "document and are not evaluated"
         )
+    if not judged and (unknown_q or unknown_d):
+        raise UserError(f"{qrels_rows.name}: no judged query left to evaluate: {unknown_d} rows name documents "
+                        f"missing from the corpus, {unknown_q} name unknown queries; are the task's files from "
+                        "one dataset and complete?")
     if not judged:
         raise UserError(f"{source}: no query has a relevant document in {qrels_rows.name}; nothing to evaluate")
     qrels = {q.id: qrels[q.id] for q in judged}
@@ -214,9 +218,8 @@ def load_hub(path: str, revision: str) -> TaskData:
             for config in HUB_CONFIGS
         }
     except Exception as e:  # the hub client raises many types for "unreachable" or "missing"
-        reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
         raise UserError(
-            f"cannot load {label} from the Hugging Face hub ({type(e).__name__}: {reason[:160]}); "
+            f"cannot load {label} from the Hugging Face hub ({reason(e, 160)}); "
             "without hub access pass --data-dir DIR holding R2MED's files, or run --tasks sample"
         ) from None
 

@@ -110,12 +110,14 @@ class Pipeline:
         """Model name and revision naming the results folder.
 
         A bare retriever keeps its model's own name and revision, so its results merge with
-        published MTEB results; any other pipeline, or changed options, gets a fingerprint.
+        published MTEB results; any other pipeline (fusion included), or changed options, gets a
+        fingerprint.
         """
         meta = self.retriever.model_meta()
-        if len(self.stages) == 1 and self.top_k == 100 and not self.retriever.changed_options():
+        alone = len(self.stages) == 1 and not self.members  # a fusing retriever is named by its members
+        if alone and self.top_k == 100 and not self.retriever.changed_options():
             return meta
-        if len(self.stages) == 1:
+        if alone:
             return {**meta, "revision": f"{meta['revision']}-{self.fingerprint()}"}
         from .results import slug
 

@@ -81,17 +81,20 @@ class ResultFolder:
     def is_complete(self, task_name: str) -> bool:
         return all(p.exists() for p in (self.task_json(task_name), self.trec(task_name), self.per_query(task_name)))
 
+    def check_claim(self) -> None:
+        """Refuse a folder that already holds another pipeline's results."""
+        try:
+            stored = json.loads(self.pipeline_file.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            return
+        if isinstance(stored, dict) and _without_versions(stored.get("pipeline")) != _without_versions(
+                json.loads(json.dumps(self.identity, default=str))):
+            raise UserError(f"{self.path} holds results of a different pipeline; "
+                            "pass another --output or delete that folder")
+
     def prepare(self) -> None:
-        """Claim the folder for this pipeline; refuse one that holds another pipeline's results."""
-        if self.pipeline_file.exists():
-            try:
-                stored = json.loads(self.pipeline_file.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
-                stored = None
-            if stored is not None and _without_versions(stored.get("pipeline")) != _without_versions(
-                    json.loads(json.dumps(self.identity, default=str))):
-                raise UserError(f"{self.path} holds results of a different pipeline; "
-                                "pass another --output or delete that folder")
+        """Claim the folder for this pipeline (refusing one that holds another pipeline's results)."""
+        self.check_claim()
         atomic.write_json(self.pipeline_file, {"name": self.display_name, "pipeline": self.identity})
 
     def write(self, task_metadata, scores: dict, ranked: dict, per_query: dict, *,

@@ -82,17 +82,37 @@ def calling(stage: Stage, task: TaskSpec, what: str):
                           "(rerun with --debug for the traceback)") from e
 
 
+def result_folders(pipeline: Pipeline, output: Path) -> tuple[ResultFolder, ResultFolder | None, list[ResultFolder]]:
+    """Where a run writes: the pipeline's folder, its first stage's (when it reranks) and its members'."""
+    first = ResultFolder.of(output, pipeline.first_stage()) if "reranker" in pipeline.stages else None
+    return ResultFolder.of(output, pipeline), first, [ResultFolder.of(output, m) for m in pipeline.members]
+
+
+def plan(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, overwrite: bool) -> dict[str, Any]:
+    """What a run would do, without loading data or models: stages, folders, and per task whether
+    its results exist (reused) or will be computed."""
+    folder, first_folder, member_folders = result_folders(pipeline, output)
+    for claimed in (folder, first_folder, *member_folders):
+        if claimed is not None:
+            claimed.check_claim()
+    stages = [{"kind": s.spec.kind, "component": s.spec.name, "plugin": s.entry.plugin.name,
+               "options": {k: s.options[k] for k in sorted(s.options)}} for s in pipeline.ordered()]
+    return {
+        "pipeline": folder.display_name, "model_name": folder.name, "revision": folder.revision,
+        "results_dir": str(folder.path), "top_k": pipeline.top_k, "stages": stages,
+        "first_stage_dir": str(first_folder.path) if first_folder else None,
+        "member_dirs": [str(f.path) for f in member_folders],
+        "tasks": [{"task": t.name, "alias": t.short_name, "group": t.group,
+                   "status": "reuse" if folder.is_complete(t.name) and not overwrite else "compute"} for t in tasks],
+    }
+
+
 def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: Path | None,
                  overwrite: bool, console: Console) -> tuple[ResultFolder, list[TaskOutcome]]:
-    folder = ResultFolder.of(output, pipeline)
-    folder.prepare()
-    first_folder = None
-    if "reranker" in pipeline.stages:
-        first_folder = ResultFolder.of(output, pipeline.first_stage())
-        first_folder.prepare()
-    member_folders = [ResultFolder.of(output, member) for member in pipeline.members]
-    for member_folder in member_folders:
-        member_folder.prepare()
+    folder, first_folder, member_folders = result_folders(pipeline, output)
+    for claimed in (folder, first_folder, *member_folders):
+        if claimed is not None:
+            claimed.prepare()
     outcomes = []
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())

@@ -94,6 +94,20 @@ def test_queries_without_judgments_are_reported(overlap, run_cli, data_dir, tmp_
     assert json.loads(out)["tasks"][0]["n_queries"] == 9
 
 
+@pytest.mark.parametrize("rewrite, fragments", [
+    (lambda r: {**r, "score": 0}, ["no query has a relevant document in", "qrels.jsonl; nothing to evaluate"]),
+    (lambda r: {**r, "p_id": "elsewhere/" + r["p_id"]},  # judged documents the corpus lacks (a cut-down corpus)
+     ["qrels.jsonl: no judged query left to evaluate: 25 rows name documents missing from the corpus, 0 name "
+      "unknown queries; are the task's files from one dataset and complete?"]),
+])
+def test_nothing_left_to_evaluate_says_why(overlap, run_cli, data_dir, tmp_path, rewrite, fragments):
+    rows = read_jsonl(SAMPLE / "qrels.jsonl")
+    write_jsonl(data_dir / "Biology" / "qrels.jsonl", [rewrite(r) for r in rows])
+    code, _, err = run_overlap(run_cli, data_dir, tmp_path)
+    assert_user_error(code, err, *fragments)
+    assert len(rows) == 25
+
+
 def test_data_dir_without_the_task(overlap, run_cli, tmp_path):
     (tmp_path / "empty").mkdir()
     code, _, err = run_cli("run", "--plugin", "overlap", "--data-dir", tmp_path / "empty", "--tasks", "Biology,PMC-Clinical")

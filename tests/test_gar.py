@@ -213,3 +213,47 @@ def test_hook_register_llms(register, run_cli, tmp_path):
     code, _, err = run_cli("run", "--plugin", "hyde", "-o", "llm=nope:x", "--plugin", "bm25", "--tasks", "sample",
                            "--output", tmp_path / "o2")
     assert code == 2 and "no LLM backend 'nope'" in err
+
+
+@pytest.fixture
+def hub(monkeypatch):
+    """A fake hub: Biology's three configs and the `hyde` config's `o3_mini` split at the pinned revision."""
+    import datasets
+
+    from r2med_tasks.tasks import R2MED_TASKS
+
+    revision = R2MED_TASKS[0].revision
+    tables = {("corpus", "corpus"): CORPUS, ("query", "query"): QUERIES,
+              ("qrels", "qrels"): read_jsonl(SAMPLE / "qrels.jsonl"),
+              ("hyde", "o3_mini"): [{"id": q["id"], "text": q["text"], "hy_doc": hy_doc(q)} for q in QUERIES]}
+    calls = []
+
+    def load_dataset(path, name=None, split=None, revision=None, **kwargs):
+        calls.append((path, name, split, revision))
+        assert path == "R2MED/Biology" and revision == R2MED_TASKS[0].revision
+        if (name, split) not in tables:
+            splits = [s for n, s in tables if n == name]
+            raise ValueError(f'Unknown split "{split}". Should be one of {splits}.')
+        return datasets.Dataset.from_list(tables[name, split])
+
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    return calls, revision
+
+
+def test_published_generations_from_the_hub(run_cli, tmp_path, hub):
+    """`-o source=o3-mini` reads config 'hyde', split 'o3_mini' at the task's pinned revision."""
+    calls, revision = hub
+    ours, summary = trec_of(run_cli, "--plugin", "hyde", "-o", "source=o3-mini", "--plugin", "bm25",
+                            "--output", tmp_path / "ours", "--cache-dir", tmp_path / "c")
+    assert ("R2MED/Biology", "hyde", "o3_mini", revision) in calls
+    expected = rewritten_dir(tmp_path, {q["id"]: hy_doc(q) for q in QUERIES})
+    reference, _ = trec_of(run_cli, "--plugin", "bm25", "--data-dir", expected, "--output", tmp_path / "ref",
+                           "--cache-dir", tmp_path / "c")
+    assert ours == reference and summary["pipeline"] == "o3-mini + BM25"
+
+
+def test_unknown_hub_split_lists_the_ones_there(run_cli, tmp_path, hub):
+    code, _, err = run_cli("run", "--plugin", "hyde", "-o", "source=qwen3-32b", "--plugin", "bm25",
+                           "--tasks", "Biology", "--output", tmp_path)
+    assert code == 2 and "Traceback" not in err
+    assert "config 'hyde' split 'qwen3_32b'" in err and "Should be one of ['o3_mini']" in err

@@ -215,3 +215,49 @@ def test_summary_table(overlap, run_cli, data_dir, tmp_path):
     code, out, _ = run_cli("run", "--plugin", "overlap", "--data-dir", data_dir, "--output", tmp_path)
     assert code == 0
     assert "Biology" in out and "Medical-Sciences" in out and "Average of 3 tasks" in out
+
+
+def test_dry_run_plans_without_loading_or_writing(overlap, run_cli, data_dir, tmp_path, monkeypatch):
+    from r2med_tasks.tasks import TaskSpec
+
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("R2MED_TEST_LOG", str(log))
+    out_dir = tmp_path / "out"
+    args = ["run", "--plugin", "overlap", "--data-dir", data_dir, "--output", out_dir, "--json"]
+    with monkeypatch.context() as m:
+        m.setattr(TaskSpec, "load", lambda *a, **k: pytest.fail("a dry run loaded data"))
+        code, out, err = run_cli(*args, "--dry-run")
+    assert code == 0, err
+    plan = json.loads(out)
+    assert not out_dir.exists() and not log.exists()
+    assert [t["status"] for t in plan["tasks"]] == ["compute"] * 3
+    assert plan["stages"] == [{"kind": "retriever", "component": "overlap", "plugin": "overlap-plugin", "options": {}}]
+
+    code, out, _ = run_cli(*args, "--tasks", "Biology,Medical-Sciences")
+    assert json.loads(out)["results_dir"] == plan["results_dir"]  # the folder the plan named
+    code, out, _ = run_cli(*args, "--dry-run")
+    assert [t["status"] for t in json.loads(out)["tasks"]] == ["reuse", "compute", "reuse"]
+    code, out, _ = run_cli(*args, "--dry-run", "--overwrite")
+    assert [t["status"] for t in json.loads(out)["tasks"]] == ["compute"] * 3
+    code, out, _ = run_cli("run", "--plugin", "overlap", "--data-dir", data_dir, "--output", out_dir, "--dry-run")
+    assert code == 0 and "reuse its results" in out and plan["results_dir"] in out.replace("\n", "")
+
+
+def test_dry_run_names_the_folders_a_reranking_run_writes(overlap, run_cli, tmp_path):
+    """The first stage is saved under the bare retriever's own folder; the reranked run under its own."""
+    base = ["run", "--tasks", "sample", "--output", tmp_path, "--json", "--dry-run"]
+    plan = json.loads(run_cli(*base, "--plugin", "overlap", "--plugin", "bge-reranker")[1])
+    alone = json.loads(run_cli(*base, "--plugin", "overlap")[1])
+    assert plan["first_stage_dir"] == alone["results_dir"] != plan["results_dir"]
+    assert plan["pipeline"] == "overlap + bge-reranker" and [s["kind"] for s in plan["stages"]] == ["retriever", "reranker"]
+
+
+def test_dry_run_reports_a_folder_of_another_pipeline(overlap, run_cli, tmp_path):
+    code, out, _ = run_cli("run", "--plugin", "overlap", "--tasks", "sample", "--output", tmp_path, "--json")
+    pipeline_file = Path(json.loads(out)["results_dir"]) / "r2med" / "pipeline.json"
+    data = json.loads(pipeline_file.read_text())
+    data["pipeline"]["retriever"]["options"]["bonus"] = 9.0
+    pipeline_file.write_text(json.dumps(data))
+    code, _, err = run_cli("run", "--plugin", "overlap", "--tasks", "sample", "--output", tmp_path, "--dry-run")
+    assert code == 2 and "holds results of a different pipeline" in err
+    assert json.loads(pipeline_file.read_text()) == data  # untouched

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from r2med_tasks.cache import cache_dir
 from r2med_tasks.data import read_jsonl
-from r2med_tasks.errors import UserError
+from r2med_tasks.errors import UserError, reason
 
 from .reasoning import is_reasoning_llm, strip_reasoning
 
@@ -84,8 +84,8 @@ class GARRewriter:
             import datasets
 
             rows = datasets.load_dataset(task.hub_path, name=self.method, split=split, revision=task.revision).to_list()
-        except Exception as e:
-            raise UserError(f"cannot load {where} from the Hugging Face hub ({type(e).__name__}); without hub "
+        except Exception as e:  # an unknown split's message lists the splits the config has
+            raise UserError(f"cannot load {where} from the Hugging Face hub ({reason(e, 300)}); without hub "
                             "access pass --data-dir DIR with <Name>/<method>/<llm>/query_with_hydoc.jsonl") from None
         return {str(r.get("id")): r.get("hy_doc") for r in rows}, where
 
