@@ -37,20 +37,24 @@ def shell_lines(page: Path) -> list[str]:
     return lines
 
 
-def documented_runs() -> list[tuple[str, str]]:
-    runs = []
+def documented(program: str) -> list[tuple[str, str]]:
+    """(page, command) for every command of ``program`` the pages show."""
+    found = []
     for page in PAGES:
         for line in shell_lines(page):
             command = line.rpartition("&& ")[2]  # "pip install . && r2med-run ..."
             words = shlex.split(command)
             while words and ASSIGNMENT.match(words[0]):
                 words.pop(0)
-            if words and words[0] == "r2med-run":
-                runs.append((page.relative_to(ROOT).as_posix(), command))
-    return runs
+            if words and words[0] == program:
+                found.append((page.relative_to(ROOT).as_posix(), command))
+    return found
 
 
-RUNS = documented_runs()
+RUNS = documented("r2med-run")
+# the other commands that need no placeholder (<revision>) and no folder of the reader's (~/...)
+OTHERS = [(page, c) for page, c in documented("r2med") if "<" not in c and "~" not in c
+          and c.split()[1] in ("list", "plugins", "leaderboard")]
 
 
 def test_the_pages_document_runs():
@@ -102,3 +106,17 @@ def test_documented_run_is_accepted(page, command, plugins, hub_cache_with_minil
                                 catch_exceptions=False)
     assert result.exit_code == 0, f"{page}: `{command}` -> {result.stderr}"
     assert not (work / "results").exists(), "a dry run writes nothing"
+
+
+def test_other_documented_commands_run(plugins, tmp_path, monkeypatch):
+    """`r2med list|plugins|leaderboard` as the pages show them, in a folder with (empty) results folders."""
+    from r2med_tasks.cli import cli
+
+    assert len(OTHERS) >= 8
+    monkeypatch.chdir(tmp_path)
+    for folder in ("results", "other-results"):
+        (tmp_path / folder).mkdir()
+    for page, command in OTHERS:
+        result = CliRunner().invoke(cli, shlex.split(command)[1:], catch_exceptions=False)
+        assert result.exit_code == 0, f"{page}: `{command}` -> {result.stderr}"
+    assert (tmp_path / "board.html").read_text().startswith("<!DOCTYPE html>")
