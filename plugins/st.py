@@ -44,7 +44,9 @@ def register_retrievers(register):
 def sentence_transformer_retriever(model, revision, name, query_prompt, doc_prompt, max_length,
                                    drop_identical_ids, batch_size, device, cache, chunk_size):
     from r2med_plugins.dense.retriever import DenseRetriever
+    from r2med_plugins.model_ref import check_model_ref
 
+    check_model_ref(model, option="st.model")
     st = SentenceTransformerModel(model, revision, name, query_prompt, doc_prompt, max_length, batch_size, device)
     return DenseRetriever(st, cache=cache, chunk_size=chunk_size, drop_identical_ids=drop_identical_ids)
 
@@ -81,8 +83,6 @@ class SentenceTransformerModel:
         if path.is_dir():
             name, revision = local_model_identity(path)
             return path, self.name or name, self.revision or revision
-        if self.model_ref.count("/") != 1 or path.suffix or self.model_ref.startswith((".", "/", "~")):
-            raise UserError(f"st: model {self.model_ref!r} is neither a folder nor a hub name (org/name)")
         from huggingface_hub import snapshot_download
 
         try:

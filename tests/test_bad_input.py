@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import SAMPLE, read_jsonl, write_jsonl
+from conftest import SAMPLE, TESTS, read_jsonl, write_jsonl
 
 
 @pytest.fixture
@@ -223,3 +223,27 @@ def test_plugin_crash_names_plugin_and_task(register, run_cli, tmp_path):
 def test_bad_pipeline(overlap, run_cli, args, message):
     code, _, err = run_cli("run", *args, "--tasks", "sample")
     assert_user_error(code, err, message)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--plugin", "st", "-o", "model=/no/such/folder"], "-o st.model=/no/such/folder: no such folder, and not a hub id"),
+    (["--plugin", "bm25", "--plugin", "cross-encoder", "-o", "model=./gone"], "-o cross-encoder.model=./gone: no such folder"),
+    (["--plugin", "bge", "-o", "model=~/weights/bge"], "-o bge.model=~/weights/bge: no such folder"),
+    (["--plugin", "medcpt", "-o", "doc_model=a/b/c"], "-o medcpt.doc_model=a/b/c: no such folder, and not a hub id"),
+    (["--plugin", "bm25", "--plugin", "rankllama", "-o", "base=pyproject.toml"], "-o rankllama.base=pyproject.toml: a file"),
+])
+def test_a_model_that_cannot_exist_is_refused_before_any_work(run_cli, tmp_path, monkeypatch, args, message):
+    """Caught when the component is created, so neither a run nor a dry run gets as far as the data."""
+    monkeypatch.chdir(TESTS.parent)
+    for extra in ([], ["--dry-run"]):
+        code, _, err = run_cli("run", *args, "--tasks", "sample", "--output", tmp_path, *extra)
+        assert_user_error(code, err, message)
+        assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("ref", ["sentence-transformers/all-MiniLM-L6-v2", "Alibaba-NLP/gte-Qwen2-1.5B-instruct",
+                                 "bert-base-uncased"])
+def test_hub_ids_pass_the_model_check(ref):
+    from r2med_plugins.model_ref import check_model_ref
+
+    check_model_ref(ref, option="st.model")  # the hub decides whether they exist, when the model loads

@@ -68,10 +68,15 @@ def published_retriever(name: str, *, drop_identical_ids: bool, cache: bool, chu
 
     from r2med_tasks.errors import UserError
 
+    from r2med_plugins.model_ref import check_model_ref
     from .published import PublishedModel
     from .retriever import DenseRetriever
 
     config = DENSE_MODELS[name]
+    if config.backend not in ("openai", "voyage"):  # an API's model is a name, not weights
+        for option, value in (("model", model), ("doc_model", doc_model)):
+            if value:
+                check_model_ref(value, option=f"{name}.{option}")
     config = replace(config, hf_model=model or config.hf_model, hf_doc_model=doc_model or config.hf_doc_model)
     if dtype not in ("fp32", "fp16", "bf16"):
         raise UserError(f"-o {name}.dtype={dtype}: use fp32, fp16 or bf16")

@@ -74,14 +74,21 @@ def make_llm_reranker(**options):
 
 def make_rankllama(*, model: str, base: str, rerank_k: int, max_length: int, batch_size: int, device: str,
                    dtype: str):
+    from r2med_plugins.model_ref import check_model_ref
+
     from .rankllama import RankLlamaReranker
 
+    check_model_ref(model, option="rankllama.model")
+    check_model_ref(base, option="rankllama.base")
     return RankLlamaReranker(adapter=model, base=base, rerank_k=rerank_k, max_length=max_length,
                              batch_size=batch_size, device=device, dtype=dtype)
 
 
 def make_cross_encoder(name: str, *, model: str, rerank_k: int, max_length: int, batch_size: int, device: str, dtype: str):
+    from r2med_plugins.model_ref import check_model_ref
+
     from .cross_encoder import CrossEncoderReranker
 
+    check_model_ref(model, option=f"{name}.model")
     return CrossEncoderReranker(model, rerank_k=rerank_k, max_length=max_length, label=CROSS_ENCODERS[name][1],
                                 batch_size=batch_size, device=device, dtype=dtype)
