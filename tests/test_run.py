@@ -201,14 +201,16 @@ def test_killed_run_resumes_without_recomputing(data_dir, tmp_path):
     assert not list(folder.glob("*.json.*")), "no temp file may stay behind as a result"
 
 
-def test_folder_of_another_pipeline_is_refused(overlap, run_cli, tmp_path):
+@pytest.mark.parametrize("extra", [[], ["--dry-run"]])
+def test_folder_of_another_pipeline_is_refused(overlap, run_cli, tmp_path, extra):
     code, out, _ = run_cli("run", "--plugin", "overlap", "--tasks", "sample", "--output", tmp_path, "--json")
     pipeline_file = Path(json.loads(out)["results_dir"]) / "r2med" / "pipeline.json"
     data = json.loads(pipeline_file.read_text())
     data["pipeline"]["retriever"]["options"]["bonus"] = 9.0
     pipeline_file.write_text(json.dumps(data))
-    code, _, err = run_cli("run", "--plugin", "overlap", "--tasks", "sample", "--output", tmp_path)
+    code, _, err = run_cli("run", "--plugin", "overlap", "--tasks", "sample", "--output", tmp_path, *extra)
     assert code == 2 and "holds results of a different pipeline" in err
+    assert json.loads(pipeline_file.read_text()) == data  # the other pipeline's claim stays
 
 
 def test_summary_table(overlap, run_cli, data_dir, tmp_path):
@@ -251,13 +253,3 @@ def test_dry_run_names_the_folders_a_reranking_run_writes(overlap, run_cli, tmp_
     assert plan["first_stage_dir"] == alone["results_dir"] != plan["results_dir"]
     assert plan["pipeline"] == "overlap + bge-reranker" and [s["kind"] for s in plan["stages"]] == ["retriever", "reranker"]
 
-
-def test_dry_run_reports_a_folder_of_another_pipeline(overlap, run_cli, tmp_path):
-    code, out, _ = run_cli("run", "--plugin", "overlap", "--tasks", "sample", "--output", tmp_path, "--json")
-    pipeline_file = Path(json.loads(out)["results_dir"]) / "r2med" / "pipeline.json"
-    data = json.loads(pipeline_file.read_text())
-    data["pipeline"]["retriever"]["options"]["bonus"] = 9.0
-    pipeline_file.write_text(json.dumps(data))
-    code, _, err = run_cli("run", "--plugin", "overlap", "--tasks", "sample", "--output", tmp_path, "--dry-run")
-    assert code == 2 and "holds results of a different pipeline" in err
-    assert json.loads(pipeline_file.read_text()) == data  # untouched
