@@ -257,3 +257,14 @@ def test_unknown_hub_split_lists_the_ones_there(run_cli, tmp_path, hub):
                            "--tasks", "Biology", "--output", tmp_path)
     assert code == 2 and "Traceback" not in err
     assert "config 'hyde' split 'qwen3_32b'" in err and "Should be one of ['o3_mini']" in err
+    assert "-o hub_split=NAME reads another split" in err
+
+
+def test_hub_split_names_the_split_to_read(run_cli, tmp_path, hub):
+    """Where the hub names a split otherwise than the default mapping, -o hub_split= reads it."""
+    calls, revision = hub
+    code, out, err = run_cli("run", "--plugin", "hyde", "-o", "source=qwq-32b", "-o", "hub_split=o3_mini",
+                             "--plugin", "bm25", "--tasks", "Biology", "--output", tmp_path, "--json")
+    assert code == 0, err
+    assert ("R2MED/Biology", "hyde", "o3_mini", revision) in calls
+    assert json.loads(out)["pipeline"] == "QwQ-32B + BM25"

@@ -24,10 +24,11 @@ LIVE = ("hyde", "query2doc", "lamer")
 @hookimpl
 def register_rewriters(register):
     for method, description in METHODS.items():
-        options = {"source": "", "published_data": ""}
+        options = {"source": "", "published_data": "", "hub_split": ""}
         helps = {"source": "use the published generations of this LLM (e.g. o3-mini, gpt4, qwen-72b, qwq-32b)",
                  "published_data": "folder of <method>/<llm>/query_with_hydoc.jsonl files "
-                                   "(default: --data-dir's task folder, else the hub)"}
+                                   "(default: --data-dir's task folder, else the hub)",
+                 "hub_split": "the hub split holding them (default: source with '_' for '-', e.g. o3_mini)"}
         runtime = ["published_data"]
         if method in LIVE:
             options |= {"llm": "", "temperature": -1.0, "top_p": -1.0, "max_tokens": 0, "seed": -1,

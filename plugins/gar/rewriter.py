@@ -25,14 +25,17 @@ DEFAULT_KEY = "Stack-Medical"  # prompt wording for tasks outside R2MED (a medic
 
 
 class GARRewriter:
-    def __init__(self, method: str, *, source: str = "", published_data: str = "", llm: str = "",
+    def __init__(self, method: str, *, source: str = "", published_data: str = "", hub_split: str = "", llm: str = "",
                  temperature: float = -1.0, top_p: float = -1.0, max_tokens: int = 0, seed: int = -1,
                  concurrency: int = 8, examples: str = "") -> None:
         if bool(source) == bool(llm):
             what = "-o source=LLM (published generations)" + ("" if method.startswith("search") else
                                                               " or -o llm=SPEC (generate live)")
             raise UserError(f"rewriter '{method}' needs exactly one of {what}")
+        if hub_split and not source:
+            raise UserError(f"-o {method}.hub_split={hub_split} goes with -o source=LLM (published generations)")
         self.method, self.source, self.published_data, self.llm = method, source, published_data, llm
+        self.hub_split = hub_split or source.replace("-", "_")  # the hub's split names: o3_mini, qwen_72b, ...
         self.sampling = {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens, "seed": seed}
         self.concurrency, self.examples = concurrency, examples
         self.usage = None
@@ -78,15 +81,16 @@ class GARRewriter:
     def _from_hub(self, task) -> tuple[dict[str, str], str]:
         if not task.hub_path:
             raise UserError(f"{task.name} has no hub dataset: pass -o published_data=DIR or --data-dir")
-        split = self.source.replace("-", "_")  # the hub's split names: o3_mini, qwen_72b, ...
+        split = self.hub_split
         where = f"{task.hub_path}@{task.revision[:7]} config '{self.method}' split '{split}'"
         try:
             import datasets
 
             rows = datasets.load_dataset(task.hub_path, name=self.method, split=split, revision=task.revision).to_list()
         except Exception as e:  # an unknown split's message lists the splits the config has
-            raise UserError(f"cannot load {where} from the Hugging Face hub ({reason(e, 300)}); without hub "
-                            "access pass --data-dir DIR with <Name>/<method>/<llm>/query_with_hydoc.jsonl") from None
+            raise UserError(f"cannot load {where} from the Hugging Face hub ({reason(e, 300)}); -o hub_split=NAME "
+                            "reads another split; without hub access pass --data-dir DIR with "
+                            "<Name>/<method>/<llm>/query_with_hydoc.jsonl") from None
         return {str(r.get("id")): r.get("hy_doc") for r in rows}, where
 
     # -- live generation -------------------------------------------------------------------------
