@@ -32,6 +32,7 @@ from urllib.parse import urlparse
 from r2med_tasks.components import LLMSpec
 from r2med_tasks.errors import UserError
 from r2med_tasks.hookspecs import hookimpl
+from r2med_tasks.journal import Journal
 from r2med_tasks.http import BadResponse, JSONPoster, api_key, map_concurrently, server_message
 
 log = logging.getLogger(__name__)
@@ -370,12 +371,9 @@ def key_for(model: str, messages: list[dict], params: dict[str, Any]) -> str:
 _FIELDS = {"text": str, "prompt_tokens": int, "completion_tokens": int, "model": str}
 
 
-def _record(line: bytes) -> tuple[str, Generation] | None:
-    try:
-        obj = json.loads(line)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    if not isinstance(obj, dict) or not isinstance(obj.get("key"), str):
+def _entry(obj: dict) -> tuple[str, Generation] | None:
+    """A journal record as (key, Generation), None when a field is missing or mistyped."""
+    if not isinstance(obj.get("key"), str):
         return None
     for name, kind in _FIELDS.items():
         if not isinstance(obj.get(name), kind) or isinstance(obj.get(name), bool):
@@ -389,27 +387,32 @@ def _record(line: bytes) -> tuple[str, Generation] | None:
 
 
 class GenerationCache:
-    """Answers by request key, in an append-only JSONL file.
+    """Answers by request key, in an append-only journal (:class:`r2med_tasks.journal.Journal`).
 
     Each line is ``{"key": <key_for(...)>, "text", "prompt_tokens", "completion_tokens",
     "finish_reason", "model"}`` (the ``Generation`` fields; ``model`` is the model that answered) and
-    nothing else: no key, no prompt. ``put`` appends one line with a single ``os.write`` on an
-    ``O_APPEND`` descriptor, then fsyncs, so lines from several threads or processes never mix and a
-    killed run loses only the answer being written. A line that does not parse (the last one, cut
-    by a kill) is skipped, and so are blank lines; ``put`` first ends a cut last line (which may leave a
-blank line when another writer was mid-line), so later lines stay readable. When a
-    key appears twice, the last line wins. The file is read once, at construction: lines another
-    process appends later are not seen by this object.
+    nothing else: no key, no prompt. ``put`` appends and fsyncs one line, so a killed run loses only
+    the answer being written; a line that does not parse (the last one, cut by a kill) is skipped.
+    When a key appears twice, the last line wins. The file is read once, at construction: lines
+    another process appends later are not seen by this object.
     """
 
     key_for = staticmethod(key_for)
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
+        self._journal = Journal(self.path, "the generation cache")
         self._entries: dict[str, Generation] = {}
-        self._lock = threading.Lock()
-        self.skipped = 0  # lines that did not parse, the cut last one included
-        self._load()
+        records, self.skipped, cut = self._journal.read()  # skipped: lines that did not parse, a cut last one included
+        for record in records:
+            entry = _entry(record)
+            if entry is None:
+                self.skipped += 1
+            else:
+                self._entries[entry[0]] = entry[1]
+        if self.skipped - cut:
+            log.info("%s: skipped %d unreadable line(s) (left by interrupted writes); those requests are sent "
+                     "again", self.path, self.skipped - cut)
 
     def __repr__(self) -> str:
         return f"GenerationCache({str(self.path)!r}, {len(self._entries)} entries)"
@@ -425,82 +428,8 @@ blank line when another writer was mid-line), so later lines stay readable. When
 
     def put(self, key: str, generation: Generation) -> None:
         """Append ``generation`` under ``key`` and fsync it before returning."""
-        record = {"key": key, **asdict(generation)}
-        data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
-        with self._lock:
-            created = not self.path.exists()
-            if created:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            elif not self._ends_with_newline():
-                data = b"\n" + data  # end a line cut by a kill; a blank line at worst, which is skipped
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
-            try:
-                fd = os.open(self.path, flags, 0o644)
-                try:
-                    written = os.write(fd, data)
-                    while written < len(data):  # only when the disk is (nearly) full
-                        written += os.write(fd, data[written:])
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                if created:
-                    self._fsync_dir()
-            except OSError as e:
-                raise UserError(f"cannot append to the generation cache {self.path}: {e.strerror or e}") from None
-            self._entries[key] = generation
-
-    # -- internals -------------------------------------------------------------------------------
-    def _load(self) -> None:
-        try:
-            raw = self.path.read_bytes()
-        except FileNotFoundError:
-            return
-        except OSError as e:
-            raise UserError(f"cannot read the generation cache {self.path}: {e.strerror or e}") from None
-        lines = raw.split(b"\n")
-        cut = lines.pop()  # b"" when the file ends with a newline; else a line cut by a kill (or complete)
-        damaged = 0
-        for line in lines:
-            if not line.strip():
-                continue
-            entry = _record(line)
-            if entry is None:
-                damaged += 1
-            else:
-                self._entries[entry[0]] = entry[1]
-        if cut.strip():
-            entry = _record(cut)
-            if entry is None:
-                self.skipped += 1
-            else:
-                self._entries[entry[0]] = entry[1]
-        self.skipped += damaged
-        if damaged:
-            log.info("%s: skipped %d unreadable line(s) (left by interrupted writes); those requests are sent "
-                     "again", self.path, damaged)
-
-    def _ends_with_newline(self) -> bool:
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                if f.tell() == 0:
-                    return True
-                f.seek(-1, os.SEEK_END)
-                return f.read(1) == b"\n"
-        except OSError:
-            return True
-
-    def _fsync_dir(self) -> None:
-        try:
-            fd = os.open(self.path.parent, os.O_RDONLY)
-        except OSError:
-            return
-        try:
-            os.fsync(fd)
-        except OSError:
-            pass  # not supported everywhere (Windows)
-        finally:
-            os.close(fd)
+        self._journal.append([{"key": key, **asdict(generation)}])
+        self._entries[key] = generation
 
 
 def generate_cached(client: ChatClient, cache: GenerationCache, requests: list[list[dict]], *,

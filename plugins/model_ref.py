@@ -3,6 +3,7 @@ refused when the component is created, in one line, before any data is loaded or
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
@@ -20,3 +21,25 @@ def check_model_ref(ref: str, *, option: str) -> None:
         raise UserError(f"-o {option}={ref}: a file; give the model's folder (the one holding config.json)")
     if ref.startswith((".", "/", "~")) or not HUB_ID.match(ref) or ref.endswith((".", "-")):
         raise UserError(f"-o {option}={ref}: no such folder, and not a hub id (org/name)")
+
+
+def local_model_identity(path: Path) -> tuple[str, str]:
+    """Name and revision of a model folder: the hub's when it is a hub cache snapshot,
+    else ``local/<folder>`` and a fingerprint of its files."""
+    parts = path.resolve().parts
+    if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
+        return parts[-3][len("models--"):].replace("--", "/", 1), parts[-1]
+    h = hashlib.sha256()
+    for f in sorted(p for p in path.rglob("*") if p.is_file()):
+        h.update(f"{f.relative_to(path)}:{f.stat().st_size}\n".encode())
+        if f.suffix == ".json":
+            h.update(f.read_bytes())
+    folder = path.name if path.name not in ("model", "models") else path.parent.name
+    return f"local/{folder}", "local-" + h.hexdigest()[:12]
+
+
+def model_identity(ref: str) -> tuple[str, str]:
+    """Name and revision of a model option's weights: a folder's own (:func:`local_model_identity`),
+    else the hub id, unpinned (a name's newest weights)."""
+    path = Path(ref).expanduser()
+    return local_model_identity(path) if path.is_dir() else (ref, "unpinned")

@@ -5,12 +5,13 @@ Torch and the model load on the first ``index`` call, never at registration.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from r2med_tasks.components import RetrieverSpec
 from r2med_tasks.errors import UserError
 from r2med_tasks.hookspecs import hookimpl
+
+from .model_ref import local_model_identity
 
 
 @hookimpl
@@ -49,21 +50,6 @@ def sentence_transformer_retriever(model, revision, name, query_prompt, doc_prom
     check_model_ref(model, option="st.model")
     st = SentenceTransformerModel(model, revision, name, query_prompt, doc_prompt, max_length, batch_size, device)
     return DenseRetriever(st, cache=cache, chunk_size=chunk_size, drop_identical_ids=drop_identical_ids)
-
-
-def local_model_identity(path: Path) -> tuple[str, str]:
-    """Name and revision of a model folder: the hub's when it is a hub cache snapshot,
-    else ``local/<folder>`` and a fingerprint of its files."""
-    parts = path.resolve().parts
-    if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
-        return parts[-3][len("models--"):].replace("--", "/", 1), parts[-1]
-    h = hashlib.sha256()
-    for f in sorted(p for p in path.rglob("*") if p.is_file()):
-        h.update(f"{f.relative_to(path)}:{f.stat().st_size}\n".encode())
-        if f.suffix == ".json":
-            h.update(f.read_bytes())
-    folder = path.name if path.name not in ("model", "models") else path.parent.name
-    return f"local/{folder}", "local-" + h.hexdigest()[:12]
 
 
 class SentenceTransformerModel:

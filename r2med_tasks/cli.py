@@ -53,7 +53,7 @@ def registry():
 
 def warn_broken(plugins) -> None:
     for b in plugins.broken:
-        err.print(f"[yellow]warning:[/] " + escape(f"plugin {b.name} {b.version or ''} ({b.module}) is broken and "
+        err.print("[yellow]warning:[/] " + escape(f"plugin {b.name} {b.version or ''} ({b.module}) is broken and "
                   f"was skipped: {b.error}. Set R2MED_LOAD_PLUGINS to load only the packages you name."),
                   soft_wrap=True)
 

@@ -175,7 +175,7 @@ def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_
 
     previous = None
     if "reranker" in pipeline.stages:
-        ranked = _rerank(pipeline.stages["reranker"], task, data, ranked, phase, step, pipeline.top_k)
+        ranked = _rerank(pipeline.stages["reranker"], task, data, ranked, phase, step, report, pipeline.top_k)
         previous = {"model_name": first_folder.name, "revision": first_folder.revision}
 
     empty = [qid for qid, docs in ranked.items() if not docs]
@@ -275,14 +275,15 @@ def _first_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, phase: Phas
     return top_k(run, pipeline.top_k)
 
 
-def _rerank(stage: Stage, task: TaskSpec, data: TaskData, ranked, phase: Phases, step, depth: int):
+def _rerank(stage: Stage, task: TaskSpec, data: TaskData, ranked, phase: Phases, step, report: SubProgress,
+            depth: int):
     """Re-score each query's first ``rerank_k`` documents (the original query text, as published);
     the rest keep their first-stage order below them."""
     k = getattr(stage.instance, "rerank_k", None) or depth
     step(f"reranking the top {k} ({stage.spec.name})")
     candidates = {qid: dict(docs[:k]) for qid, docs in ranked.items()}
     with phase("Reranking"), calling(stage, task, "reranking"):
-        reranked = stage.instance.rerank(data.queries, data.corpus, candidates, task=task)
+        reranked = report.call(stage.instance.rerank, data.queries, data.corpus, candidates, task=task)
     check_run(reranked, data.qrels, set(data.corpus.ids), component=stage.label)
     out = {}
     for qid, docs in ranked.items():

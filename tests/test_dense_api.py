@@ -229,7 +229,7 @@ def test_context_length_recut_gives_up_after_the_published_four_steps(server, sl
 def test_retry_after_forms():
     from email.utils import formatdate
 
-    from r2med_plugins.dense.api import _retry_after
+    from r2med_tasks.http import retry_after as _retry_after
 
     assert _retry_after({"retry-after-ms": "1500", "Retry-After": "9"}, 60) == 1.5
     assert _retry_after({"Retry-After": "7"}, 5) == 5

@@ -61,6 +61,53 @@ def test_first_stage_is_reused_from_disk(run_cli, tmp_path, cross_encoder_path, 
     assert again["tasks"][0]["status"] == "computed" and again["pipeline"] == "BM25 + cross-encoder"
 
 
+@pytest.fixture
+def counted(monkeypatch):
+    """Counts the pairs the cross-encoder scores; ``fail_after`` makes scoring fail once that many are done."""
+    from r2med_plugins.rerank.cross_encoder import CrossEncoderReranker
+
+    real, state = CrossEncoderReranker.score, {"pairs": 0, "fail_after": None}
+
+    def score(self, pairs):
+        if state["fail_after"] is not None and state["pairs"] + len(pairs) > state["fail_after"]:
+            raise RuntimeError("killed")
+        state["pairs"] += len(pairs)
+        return real(self, pairs)
+
+    monkeypatch.setattr(CrossEncoderReranker, "score", score)
+    return state
+
+
+def test_pair_scores_survive_a_failed_run_and_serve_reruns(run_cli, tmp_path, cross_encoder_path, counted, monkeypatch):
+    from r2med_plugins.rerank import scores
+
+    rerank = ["--plugin", "cross-encoder", "-o", f"model={cross_encoder_path}", "-o", "rerank_k=7",
+              "-o", "batch_size=8"]
+    monkeypatch.setattr(scores, "CHUNK", 16)
+    reference = run(run_cli, tmp_path / "reference", *rerank, "-o", "cache=false")  # uninterrupted, no cache
+    assert counted["pairs"] == 70
+
+    counted.update(pairs=0, fail_after=40)  # the third chunk fails: two chunks (32 pairs) were journaled
+    code, _, err = run_cli("run", "--plugin", "bm25", *rerank, "--tasks", "sample", "--output", tmp_path / "out",
+                           "--cache-dir", tmp_path / "cache")
+    assert code == 2 and "RuntimeError: killed" in err
+    counted.update(pairs=0, fail_after=None)
+    resumed = run(run_cli, tmp_path, *rerank)
+    assert counted["pairs"] == 70 - 32  # only the pairs not journaled
+    trec = "R2MEDSampleRetrieval.trec"
+    assert read_trec(Path(resumed["results_dir"]) / trec) == read_trec(Path(reference["results_dir"]) / trec)
+
+    counted["pairs"] = 0
+    again = run(run_cli, tmp_path, *rerank, "--overwrite")
+    assert counted["pairs"] == 0 and again["tasks"][0]["ndcg_at_10"] == resumed["tasks"][0]["ndcg_at_10"]
+    run(run_cli, tmp_path, *rerank, "-o", "max_length=256")  # another identity: its own scores
+    assert counted["pairs"] == 70
+    journals = list((tmp_path / "cache" / "rerank-scores").glob("*.jsonl"))
+    assert len(journals) == 2
+    lines = [json.loads(line) for line in journals[0].read_text().splitlines()]
+    assert all(set(line) == {"key", "score"} for line in lines)  # no query or document text on disk
+
+
 def test_rerankers_are_listed(run_cli):
     rows = {r["name"]: r for r in json.loads(run_cli("list", "rerankers", "--json")[1])}
     assert rows["bge-reranker"]["options"]["model"] == "BAAI/bge-reranker-v2-m3"

@@ -25,7 +25,6 @@ import numpy as np
 from r2med_tasks.errors import UserError
 from r2med_tasks.http import BadResponse as _BadResponse
 from r2med_tasks.http import JSONPoster, api_key, map_concurrently
-from r2med_tasks.http import retry_after as _retry_after  # noqa: F401  (tests import it from here)
 from r2med_tasks.http import scrub as _scrub
 
 log = logging.getLogger(__name__)

@@ -22,6 +22,7 @@ HELP = {
     "rerank_k": "how many first-stage documents per query to rerank (published: 10)",
     "max_length": "max tokens per (query, document) pair", "batch_size": "pairs per batch",
     "device": "cpu, cuda, cuda:N or cuda:0,cuda:1 (default: best available)", "dtype": "fp32, fp16 or bf16 on GPU",
+    "cache": "keep pair scores on disk, so a killed or repeated run scores no pair twice",
 }
 
 
@@ -34,9 +35,9 @@ def register_rerankers(register):
             description=f"cross-encoder {model}, raw logits" if name != "cross-encoder"
             else "any sentence-transformers CrossEncoder (-o model=...)",
             options={"model": model, "rerank_k": 10, "max_length": 512, "batch_size": 32, "device": "",
-                     "dtype": "fp16"},
+                     "dtype": "fp16", "cache": True},
             option_help=HELP,
-            runtime_options=("batch_size", "device"),
+            runtime_options=("batch_size", "device", "cache"),
             reference=reference,
         ))
     register(RerankerSpec(
@@ -44,9 +45,9 @@ def register_rerankers(register):
         factory=make_rankllama,
         description="RankLLaMA-7B (LoRA merged into Llama-2-7B), 'query: ' / 'document: ' inputs, as published",
         options={"model": "castorini/rankllama-v1-7b-lora-passage", "base": "meta-llama/Llama-2-7b-hf",
-                 "rerank_k": 10, "max_length": 512, "batch_size": 16, "device": "", "dtype": "fp16"},
+                 "rerank_k": 10, "max_length": 512, "batch_size": 16, "device": "", "dtype": "fp16", "cache": True},
         option_help=HELP | {"model": "the LoRA adapter", "base": "the base model it was trained on"},
-        runtime_options=("batch_size", "device"),
+        runtime_options=("batch_size", "device", "cache"),
         reference="https://huggingface.co/castorini/rankllama-v1-7b-lora-passage",
     ))
     register(RerankerSpec(
@@ -73,7 +74,7 @@ def make_llm_reranker(**options):
 
 
 def make_rankllama(*, model: str, base: str, rerank_k: int, max_length: int, batch_size: int, device: str,
-                   dtype: str):
+                   dtype: str, cache: bool):
     from r2med_plugins.model_ref import check_model_ref
 
     from .rankllama import RankLlamaReranker
@@ -81,14 +82,15 @@ def make_rankllama(*, model: str, base: str, rerank_k: int, max_length: int, bat
     check_model_ref(model, option="rankllama.model")
     check_model_ref(base, option="rankllama.base")
     return RankLlamaReranker(adapter=model, base=base, rerank_k=rerank_k, max_length=max_length,
-                             batch_size=batch_size, device=device, dtype=dtype)
+                             batch_size=batch_size, device=device, dtype=dtype, cache=cache)
 
 
-def make_cross_encoder(name: str, *, model: str, rerank_k: int, max_length: int, batch_size: int, device: str, dtype: str):
+def make_cross_encoder(name: str, *, model: str, rerank_k: int, max_length: int, batch_size: int, device: str,
+                       dtype: str, cache: bool):
     from r2med_plugins.model_ref import check_model_ref
 
     from .cross_encoder import CrossEncoderReranker
 
     check_model_ref(model, option=f"{name}.model")
     return CrossEncoderReranker(model, rerank_k=rerank_k, max_length=max_length, label=CROSS_ENCODERS[name][1],
-                                batch_size=batch_size, device=device, dtype=dtype)
+                                batch_size=batch_size, device=device, dtype=dtype, cache=cache)

@@ -12,10 +12,19 @@ class CrossEncoderReranker:
     were; ``label`` picks the logit of a two-class model (monoBERT: the "relevant" class, 1)."""
 
     def __init__(self, model: str, *, rerank_k: int, max_length: int, label: int, batch_size: int, device: str,
-                 dtype: str) -> None:
+                 dtype: str, cache: bool = True) -> None:
         self.model_ref, self.rerank_k, self.max_length, self.label = model, rerank_k, max_length, label
-        self.batch_size, self.device, self.dtype = batch_size, device, dtype
+        self.batch_size, self.device, self.dtype, self.cache = batch_size, device, dtype, cache
         self._replicas = None
+
+    def identity(self) -> dict:
+        """What a pair's score depends on besides the pair (the score cache's name)."""
+        from r2med_plugins.model_ref import model_identity
+
+        device = parse_devices(self.device)[0]
+        return {"scorer": type(self).__name__, "model": model_identity(self.model_ref), "label": self.label,
+                "max_length": self.max_length, "dtype": str(torch_dtype(self.dtype, device)),
+                "device": "cuda" if device.startswith("cuda") else device}
 
     def _load(self):
         if self._replicas is None:
@@ -38,12 +47,32 @@ class CrossEncoderReranker:
 
         return run_batches(pairs, self.batch_size, self._load(), batch, length=lambda p: len(p[0]) + len(p[1]))[:, 0]
 
-    def rerank(self, queries, corpus, candidates, *, task) -> dict[str, dict[str, float]]:
+    def rerank(self, queries, corpus, candidates, *, task, progress=None) -> dict[str, dict[str, float]]:
+        from .scores import CHUNK, PairScores, pair_key
+
         text_of = dict(zip(corpus.ids, corpus.texts))
         query_of = {q.id: q.text for q in queries}
         pairs = [(qid, doc) for qid, docs in candidates.items() for doc in docs]
-        scores = self.score([(query_of[qid], text_of[doc]) for qid, doc in pairs])
+        keys = [pair_key(query_of[qid], text_of[doc]) for qid, doc in pairs]
+        cache = PairScores(self.identity()) if self.cache else None
+        scores = dict(cache.scores) if cache else {}
+        first = {}  # each distinct pair once, longest first: the order batches are cut in
+        for i, key in enumerate(keys):
+            first.setdefault(key, i)
+        order = sorted(first.values(), key=lambda i: -(len(query_of[pairs[i][0]]) + len(text_of[pairs[i][1]])))
+        todo = sum(key not in scores for key in first)
+        advance = progress(f"scoring {todo:,} pairs", todo) if progress and todo else (lambda n: None)
+        for start in range(0, len(order), CHUNK):  # fixed chunks: a resumed run batches as an uninterrupted one
+            chunk = [i for i in order[start:start + CHUNK] if keys[i] not in scores]
+            if not chunk:
+                continue
+            values = self.score([(query_of[pairs[i][0]], text_of[pairs[i][1]]) for i in chunk]).tolist()
+            fresh = {keys[i]: v for i, v in zip(chunk, values)}
+            if cache:
+                cache.add(fresh)  # one append per chunk: a chunk is journaled whole or not at all
+            scores.update(fresh)
+            advance(len(chunk))
         out: dict[str, dict[str, float]] = {qid: {} for qid in candidates}
-        for (qid, doc), s in zip(pairs, scores.tolist()):
-            out[qid][doc] = s
+        for (qid, doc), key in zip(pairs, keys):
+            out[qid][doc] = scores[key]
         return out

@@ -22,10 +22,15 @@ def pair_texts(query: str, document: str) -> tuple[str, str]:
 
 class RankLlamaReranker(CrossEncoderReranker):
     def __init__(self, *, adapter: str, base: str, rerank_k: int, max_length: int, batch_size: int, device: str,
-                 dtype: str) -> None:
+                 dtype: str, cache: bool = True) -> None:
         super().__init__(adapter, rerank_k=rerank_k, max_length=max_length, label=0, batch_size=batch_size,
-                         device=device, dtype=dtype)
+                         device=device, dtype=dtype, cache=cache)
         self.base = base
+
+    def identity(self) -> dict:
+        from r2med_plugins.model_ref import model_identity
+
+        return {**super().identity(), "base": model_identity(self.base)}
 
     def _load(self):
         if self._replicas is None:
