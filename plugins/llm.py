@@ -114,6 +114,12 @@ SPEC_FORMS = ("openai:MODEL (api.openai.com, key in OPENAI_API_KEY)",
               "http(s)://HOST[:PORT]/PATH#MODEL (any OpenAI-compatible server)")
 
 
+def llm_model_name(spec: str) -> str:
+    """The model an LLM spec names, for display: after the last ``#`` of a URL spec, else after
+    ``backend:`` ("openai:gpt-4o" -> "gpt-4o")."""
+    return spec.rpartition("#")[2] if "#" in spec else spec.partition(":")[2] or spec
+
+
 def parse_llm_spec(spec: str) -> dict:
     """``{"model", "base_url", "api_key_env"}`` for ``ChatClient(**...)``.
 

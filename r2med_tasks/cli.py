@@ -315,10 +315,12 @@ def _cell(col: str, value) -> str:
 @click.option("--rewriter", help="Only rows whose rewriter contains this text.")
 @click.option("--retriever", help="Only rows whose retriever contains this text.")
 @click.option("--top", type=click.IntRange(1), help="Only the first N rows.")
+@click.option("--commands", is_flag=True,
+              help="Show the r2med-run command that reproduces each published row instead of the scores.")
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "json", "html"]), default="table",
               show_default=True)
 @click.option("--output", type=click.Path(path_type=Path), help="Write to FILE instead of the terminal.")
-def leaderboard_command(folders, mteb_results, no_published, group, rewriter, retriever, top, fmt, output):
+def leaderboard_command(folders, mteb_results, no_published, group, rewriter, retriever, top, commands, fmt, output):
     """Rank the published R2MED systems, your results folders and MTEB results in one table.
 
     FOLDERS are results folders in mteb's layout (default: ./results when it exists).
@@ -337,9 +339,12 @@ def leaderboard_command(folders, mteb_results, no_published, group, rewriter, re
         for folder in sources:
             if not folder.is_dir():
                 raise UserError(f"{folder}: not a folder of results")
-            rows += result_rows(folder, warn)
+            found = result_rows(folder, warn)
+            if not found:
+                warn(f"{folder}: no results of R2MED tasks (runs on other tasks, such as sample, are not ranked)")
+            rows += found
         chosen, tasks = select(ranked(merge(rows)), group=group, rewriter=rewriter, retriever=retriever, top=top)
-        text = render(chosen, tasks, fmt)
+        text = render(chosen, tasks, fmt, commands=commands)
     if output is None:
         if fmt == "table":
             out.print(text)

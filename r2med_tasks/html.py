@@ -43,7 +43,7 @@ def render_html(header: list[str], records: list[list], datasets: list[str], *, 
         shown = "" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
         return f'<td class="text">{escape(shown)}</td>' if text else f"<td>{escape(shown)}</td>"
 
-    text_columns = {"System", "Rewriter", "Retriever", "Reranker", "Source"}
+    text_columns = {"System", "Rewriter", "Retriever", "Reranker", "Source", "Command"}
     head = "".join(f'<th class="text">{escape(h)}</th>' if h in text_columns else f"<th>{escape(h)}</th>"
                    for h in header)
     body = []
@@ -57,12 +57,14 @@ def render_html(header: list[str], records: list[list], datasets: list[str], *, 
     legend = "".join(f'<span><i style="background:{PALETTE[i % len(PALETTE)]}"></i>{escape(n)}</span>'
                      for i, n in enumerate(names))
     charts = "".join(_bar_chart(d, [r[header.index(d)] for r in charted], names) for d in datasets)
+    section = (f'<h2>Top systems per dataset</h2><div class="legend">{legend}</div><div class="charts">{charts}</div>'
+               if datasets else "")
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<title>R2MED leaderboard</title>"
         f"<style>{STYLE}</style></head><body>"
         "<h1>R2MED leaderboard</h1><p>nDCG@10 ×100; click a column to sort.</p>"
-        f'<h2>Top systems per dataset</h2><div class="legend">{legend}</div><div class="charts">{charts}</div>'
+        f"{section}"
         f'<table id="leaderboard"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
         f"<script>{SORT_SCRIPT}</script></body></html>\n"
     )

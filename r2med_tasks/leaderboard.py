@@ -33,6 +33,7 @@ class Row:
     published_average: float | None = None  # for rows whose per-dataset values were never published
     source: str = ""
     notes: list[str] = field(default_factory=list)
+    command: str = ""  # the r2med-run command that reproduces a published row
 
     @property
     def complete(self) -> bool:
@@ -57,7 +58,8 @@ def published_rows(path: Path = PUBLISHED_CSV) -> list[Row]:
         for record in csv.DictReader(f):
             scores = {t.name: float(record[t.short_name]) for t in R2MED_TASKS if record[t.short_name].strip()}
             row = Row(record["name"], record["rewriter"], record["retriever"], record["reranker"], scores,
-                      source=f"published ({record['source'].split(' (')[0].split(';')[0]})")
+                      source=f"published ({record['source'].split(' (')[0].split(';')[0]})",
+                      command=record.get("command") or "")
             if not row.complete:
                 row.published_average = float(record["avg"])
                 row.notes.append("average only: per-dataset values not published")
@@ -144,27 +146,34 @@ def group_average(row: Row, tasks: list[str]) -> float | None:
     return row.average if len(tasks) == len(R2MED_TASKS) else None
 
 
-def render(rows, tasks: list[str], fmt: str):
-    """The leaderboard in one format: a rich Table, or markdown / csv / json text."""
+def render(rows, tasks: list[str], fmt: str, commands: bool = False):
+    """The leaderboard in one format: a rich Table, or markdown / csv / json / html text;
+    ``commands``: rank, system, average and the command reproducing each published row."""
     import io
 
     from rich.markup import escape
     from rich.table import Table
 
-    header = ["Rank", "System", "Rewriter", "Retriever", "Reranker", "Avg", *(SHORT[t] for t in tasks), "Source"]
-    records = []
-    for i, r in enumerate(rows, 1):
-        avg = group_average(r, tasks)
-        marks = ("" if avg is not None else " (incomplete)") + \
-                ("; " + "; ".join(r.notes) if r.notes else "")
-        records.append([i, r.system, r.rewriter, r.retriever, r.reranker, avg, *(r.scores.get(t) for t in tasks),
-                        r.source + marks])
+    if commands:
+        header = ["Rank", "System", "Avg", "Command"]
+        records = [[i, r.system, group_average(r, tasks), r.command or None] for i, r in enumerate(rows, 1)]
+    else:
+        header = ["Rank", "System", "Rewriter", "Retriever", "Reranker", "Avg", *(SHORT[t] for t in tasks), "Source"]
+        records = []
+        for i, r in enumerate(rows, 1):
+            avg = group_average(r, tasks)
+            marks = ("" if avg is not None else " (incomplete)") + \
+                    ("; " + "; ".join(r.notes) if r.notes else "")
+            records.append([i, r.system, r.rewriter, r.retriever, r.reranker, avg, *(r.scores.get(t) for t in tasks),
+                            r.source + marks])
     if fmt == "html":
         from .html import render_html
 
-        return render_html(header, records, [SHORT[t] for t in tasks])
+        return render_html(header, records, [] if commands else [SHORT[t] for t in tasks])
     if fmt == "json":
-        keys = ["rank", "system", "rewriter", "retriever", "reranker", "average", *(SHORT[t] for t in tasks), "source"]
+        keys = ([h.lower() for h in header] if commands else
+                ["rank", "system", "rewriter", "retriever", "reranker", "average", *(SHORT[t] for t in tasks), "source"])
+        keys = ["average" if k == "avg" else k for k in keys]
         return json.dumps([dict(zip(keys, rec)) for rec in records], indent=2) + "\n"
 
     def cell(v):
@@ -182,7 +191,8 @@ def render(rows, tasks: list[str], fmt: str):
         return "\n".join(lines) + "\n"
     table = Table(title="R2MED leaderboard: nDCG@10 ×100", title_justify="left")
     for col in header:
-        table.add_column(col, justify="right" if col in ("Rank", "Avg") or col in SHORT.values() else "left")
+        table.add_column(col, justify="right" if col in ("Rank", "Avg") or col in SHORT.values() else "left",
+                         overflow="fold" if col == "Command" else "ellipsis")
     for rec in records:
         table.add_row(*(escape(cell(v)) for v in rec))
     return table

@@ -91,7 +91,8 @@ class Pipeline:
         return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
     def display_name(self) -> str:
-        """As the leaderboard names systems: "o3-mini + bm25" (a rewriter is named by its LLM)."""
+        """As the leaderboard names systems: "o3-mini + BM25" (a rewriter is named by its LLM, a
+        reranker by its model when it says so: "E5-mistral-7b-instruct + ReasonRank(32B)")."""
         meta = self.retriever.model_meta()
         names = [meta.get("display_name") or meta["name"].split("/")[-1]]
         if self.members:  # "BM25 ⊕ NV-Embed-v2 (RRF)"
@@ -103,7 +104,9 @@ class Pipeline:
             label = getattr(rewriter.instance, "label", None)
             names.insert(0, label() if callable(label) else rewriter.spec.name)
         if "reranker" in self.stages:
-            names.append(self.stages["reranker"].spec.name)
+            reranker = self.stages["reranker"]
+            label = getattr(reranker.instance, "label", None)
+            names.append((label() if callable(label) else None) or reranker.spec.name)
         return " + ".join(names)
 
     def folder_meta(self) -> dict[str, Any]:

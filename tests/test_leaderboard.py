@@ -32,6 +32,42 @@ def test_published_ranks_and_averages_reproduced(run_cli, tmp_path, monkeypatch)
         assert row["average"] == float(record["avg"])  # computed from the eight values (but BGE-Reasoner's)
 
 
+PUBLISHED_WITH_COMMANDS = [r for r in published() if r["command"]]
+
+
+def test_every_published_row_but_the_external_one_has_a_command(run_cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert [r["name"] for r in published() if not r["command"]] == ["BGE-Reasoner-Embed-0928"]  # weights not public
+    rows, _ = board(run_cli, "--commands")
+    assert [(r["system"], r["command"] or "") for r in rows] == [(r["name"], r["command"]) for r in published()]
+    assert set(rows[0]) == {"rank", "system", "average", "command"}
+
+
+@pytest.mark.parametrize("record", PUBLISHED_WITH_COMMANDS, ids=[r["name"] for r in PUBLISHED_WITH_COMMANDS])
+def test_a_published_command_builds_the_row_it_names(record, plugins, tmp_path):
+    """Dry-run the command: its pipeline carries the row's name, so its results merge with the row."""
+    import shlex
+
+    from click.testing import CliRunner
+
+    from r2med_tasks.cli import run_command
+
+    words = shlex.split(record["command"])
+    assert words[0] == "r2med-run"
+    result = CliRunner().invoke(run_command, [*words[1:], "--dry-run", "--json", "--output", str(tmp_path)],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert plan["pipeline"] == record["name"] and len(plan["tasks"]) == 8
+
+
+def test_a_folder_without_r2med_results_is_named(run_cli, tmp_path):
+    code, out, err = run_cli("run", "--plugin", "bm25", "--tasks", "sample", "--output", tmp_path / "res")
+    assert code == 0
+    rows, err = board(run_cli, "--no-published", str(tmp_path / "res"))
+    assert rows == [] and "res: no results of R2MED tasks (runs on other tasks, such as sample, are not ranked)" in err
+
+
 def write_result(folder: Path, task: str, ndcg: float, name: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{task}.json").write_text(json.dumps({

@@ -251,5 +251,5 @@ def test_dry_run_names_the_folders_a_reranking_run_writes(overlap, run_cli, tmp_
     plan = json.loads(run_cli(*base, "--plugin", "overlap", "--plugin", "bge-reranker")[1])
     alone = json.loads(run_cli(*base, "--plugin", "overlap")[1])
     assert plan["first_stage_dir"] == alone["results_dir"] != plan["results_dir"]
-    assert plan["pipeline"] == "overlap + bge-reranker" and [s["kind"] for s in plan["stages"]] == ["retriever", "reranker"]
+    assert plan["pipeline"] == "overlap + bge-reranker-v2-m3" and [s["kind"] for s in plan["stages"]] == ["retriever", "reranker"]
 

@@ -48,7 +48,9 @@ class GARRewriter:
             if self.method == "search-o1" and self.source == "qwq-32b":
                 llm = "QwQ-32b"  # the leaderboard's spelling for this row
         else:
-            llm = self.llm.rpartition("#")[2] if "#" in self.llm else self.llm.partition(":")[2] or self.llm
+            from r2med_plugins.llm import llm_model_name
+
+            llm = llm_model_name(self.llm)
         return f"{METHOD_NAMES[self.method]} ({llm})" if self.method in METHOD_NAMES else llm
 
     def rewrite(self, queries, *, task, corpus=None, data_folder: Path | None = None):

@@ -17,6 +17,7 @@ CROSS_ENCODERS = {
     "monobert": ("castorini/monobert-large-msmarco", 1, "monoBERT", "https://huggingface.co/castorini/monobert-large-msmarco"),
     "cross-encoder": ("cross-encoder/ms-marco-MiniLM-L6-v2", 0, "", "https://www.sbert.net/docs/cross_encoder/pretrained_models.html"),
 }
+RANKLLAMA = {"model": "castorini/rankllama-v1-7b-lora-passage", "base": "meta-llama/Llama-2-7b-hf"}
 HELP = {
     "model": "hub id or local folder of the cross-encoder",
     "rerank_k": "how many first-stage documents per query to rerank (published: 10)",
@@ -44,8 +45,7 @@ def register_rerankers(register):
         name="rankllama",
         factory=make_rankllama,
         description="RankLLaMA-7B (LoRA merged into Llama-2-7B), 'query: ' / 'document: ' inputs, as published",
-        options={"model": "castorini/rankllama-v1-7b-lora-passage", "base": "meta-llama/Llama-2-7b-hf",
-                 "rerank_k": 10, "max_length": 512, "batch_size": 16, "device": "", "dtype": "fp16", "cache": True},
+        options={**RANKLLAMA, "rerank_k": 10, "max_length": 512, "batch_size": 16, "device": "", "dtype": "fp16", "cache": True},
         option_help=HELP | {"model": "the LoRA adapter", "base": "the base model it was trained on"},
         runtime_options=("batch_size", "device", "cache"),
         reference="https://huggingface.co/castorini/rankllama-v1-7b-lora-passage",
@@ -81,8 +81,10 @@ def make_rankllama(*, model: str, base: str, rerank_k: int, max_length: int, bat
 
     check_model_ref(model, option="rankllama.model")
     check_model_ref(base, option="rankllama.base")
+    published = (model, base) == (RANKLLAMA["model"], RANKLLAMA["base"])
     return RankLlamaReranker(adapter=model, base=base, rerank_k=rerank_k, max_length=max_length,
-                             batch_size=batch_size, device=device, dtype=dtype, cache=cache)
+                             batch_size=batch_size, device=device, dtype=dtype, cache=cache,
+                             display_name="RankLLaMA" if published else "")
 
 
 def make_cross_encoder(name: str, *, model: str, rerank_k: int, max_length: int, batch_size: int, device: str,
@@ -92,5 +94,7 @@ def make_cross_encoder(name: str, *, model: str, rerank_k: int, max_length: int,
     from .cross_encoder import CrossEncoderReranker
 
     check_model_ref(model, option=f"{name}.model")
-    return CrossEncoderReranker(model, rerank_k=rerank_k, max_length=max_length, label=CROSS_ENCODERS[name][1],
-                                batch_size=batch_size, device=device, dtype=dtype, cache=cache)
+    default, logit, display, _ = CROSS_ENCODERS[name]
+    return CrossEncoderReranker(model, rerank_k=rerank_k, max_length=max_length, logit=logit,
+                                batch_size=batch_size, device=device, dtype=dtype, cache=cache,
+                                display_name=display if model == default else "")

@@ -9,20 +9,25 @@ from r2med_plugins.dense.encoders import parse_devices, quiet_transformers, run_
 
 class CrossEncoderReranker:
     """sentence-transformers' CrossEncoder with raw logits (no sigmoid), as the published scores
-    were; ``label`` picks the logit of a two-class model (monoBERT: the "relevant" class, 1)."""
+    were; ``logit`` picks the logit of a two-class model (monoBERT: the "relevant" class, 1)."""
 
-    def __init__(self, model: str, *, rerank_k: int, max_length: int, label: int, batch_size: int, device: str,
-                 dtype: str, cache: bool = True) -> None:
-        self.model_ref, self.rerank_k, self.max_length, self.label = model, rerank_k, max_length, label
+    def __init__(self, model: str, *, rerank_k: int, max_length: int, logit: int, batch_size: int, device: str,
+                 dtype: str, cache: bool = True, display_name: str = "") -> None:
+        self.model_ref, self.rerank_k, self.max_length, self.logit = model, rerank_k, max_length, logit
         self.batch_size, self.device, self.dtype, self.cache = batch_size, device, dtype, cache
+        self.display_name = display_name
         self._replicas = None
+
+    def label(self) -> str:
+        """The reranker's name in results ("bge-reranker-v2-m3"); empty: the component's name."""
+        return self.display_name
 
     def identity(self) -> dict:
         """What a pair's score depends on besides the pair (the score cache's name)."""
         from r2med_plugins.model_ref import model_identity
 
         device = parse_devices(self.device)[0]
-        return {"scorer": type(self).__name__, "model": model_identity(self.model_ref), "label": self.label,
+        return {"scorer": type(self).__name__, "model": model_identity(self.model_ref), "logit": self.logit,
                 "max_length": self.max_length, "dtype": str(torch_dtype(self.dtype, device)),
                 "device": "cuda" if device.startswith("cuda") else device}
 
@@ -43,7 +48,7 @@ class CrossEncoderReranker:
         def batch(model, items: list[tuple[str, str]]) -> np.ndarray:
             logits = np.asarray(model.predict(items, batch_size=len(items), convert_to_numpy=True,
                                               show_progress_bar=False), dtype=np.float32)
-            return (logits[:, self.label] if logits.ndim == 2 else logits).reshape(-1, 1)
+            return (logits[:, self.logit] if logits.ndim == 2 else logits).reshape(-1, 1)
 
         return run_batches(pairs, self.batch_size, self._load(), batch, length=lambda p: len(p[0]) + len(p[1]))[:, 0]
 

@@ -6,6 +6,10 @@ from __future__ import annotations
 from r2med_tasks.cache import cache_dir
 
 
+# How the leaderboard names rerankers run through an LLM backend, by served model.
+LEADERBOARD_NAMES = {"liuwenhan/reasonrank-32B": "ReasonRank(32B)", "liuwenhan/reasonrank-7B": "ReasonRank(7B)"}
+
+
 class LLMReranker:
     def __init__(self, *, llm: str, rerank_k: int, window: int, step: int, passage_words: int, reasoning: bool,
                  temperature: float, max_tokens: int, concurrency: int) -> None:
@@ -19,6 +23,13 @@ class LLMReranker:
                          "concurrency": concurrency}
         self.usage = None
         self.model = ""
+
+    def label(self) -> str:
+        """The LLM as the leaderboard names it ("ReasonRank(32B)"), else the served model's name."""
+        from r2med_plugins.llm import llm_model_name
+
+        model = llm_model_name(self.llm)
+        return LEADERBOARD_NAMES.get(model, model.rsplit("/", 1)[-1])
 
     def rerank(self, queries, corpus, candidates, *, task) -> dict[str, dict[str, float]]:
         from r2med_plugins.llm import GenerationCache, Usage

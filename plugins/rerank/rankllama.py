@@ -22,9 +22,9 @@ def pair_texts(query: str, document: str) -> tuple[str, str]:
 
 class RankLlamaReranker(CrossEncoderReranker):
     def __init__(self, *, adapter: str, base: str, rerank_k: int, max_length: int, batch_size: int, device: str,
-                 dtype: str, cache: bool = True) -> None:
-        super().__init__(adapter, rerank_k=rerank_k, max_length=max_length, label=0, batch_size=batch_size,
-                         device=device, dtype=dtype, cache=cache)
+                 dtype: str, cache: bool = True, display_name: str = "") -> None:
+        super().__init__(adapter, rerank_k=rerank_k, max_length=max_length, logit=0, batch_size=batch_size,
+                         device=device, dtype=dtype, cache=cache, display_name=display_name)
         self.base = base
 
     def identity(self) -> dict:
