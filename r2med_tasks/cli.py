@@ -195,10 +195,16 @@ def print_plan(plan: dict, as_json: bool) -> None:
 
 
 def print_summary(folder, outcomes, as_json: bool) -> None:
+    """Per-task and average nDCG@10 as the leaderboard computes them, beside the published numbers
+    when the leaderboard has a row of this pipeline's name."""
     from .evaluation import leaderboard_average, leaderboard_value
+    from .leaderboard import published_row
 
     values = [leaderboard_value(o.ndcg_at_10) for o in outcomes]
     average = leaderboard_average(values)
+    row = published_row(folder.display_name)
+    published = [row.scores.get(o.task.name) if row else None for o in outcomes]
+    published_average = row.average if row and len(outcomes) == 8 and None not in published else None
     if as_json:
         click.echo(json.dumps({
             "pipeline": folder.display_name,
@@ -206,24 +212,37 @@ def print_summary(folder, outcomes, as_json: bool) -> None:
             "revision": folder.revision,
             "results_dir": str(folder.path),
             "tasks": [{"task": o.task.name, "alias": o.task.short_name, "ndcg_at_10": o.ndcg_at_10,
-                       "ndcg_at_10_x100": v, "n_queries": o.n_queries, "status": o.status}
-                      for o, v in zip(outcomes, values)],
+                       "ndcg_at_10_x100": v, "published_ndcg_at_10_x100": p, "n_queries": o.n_queries,
+                       "status": o.status}
+                      for o, v, p in zip(outcomes, values, published)],
             "average_ndcg_at_10_x100": average,
+            "published_average_x100": published_average,
         }, indent=2))
         return
     table = Table(title=f"{escape(folder.display_name)}: nDCG@10 ×100", title_justify="left")
+    compared = any(p is not None for p in published)
     cached = any(o.status == "cached" for o in outcomes)
-    for col, kw in (("Task", {}), ("Group", {}), ("Queries", {"justify": "right"}), ("nDCG@10", {"justify": "right"})):
-        table.add_column(col, **kw)
+    columns = ["Task", "Group", "Queries", "nDCG@10", *(["Published", "Δ"] if compared else [])]
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("Task", "Group") else "right")
     if cached:
         table.add_column("", style="dim")
-    for o, v in zip(outcomes, values):
+
+    def versus(value: float, reference: float | None) -> list[str]:
+        if not compared:
+            return []
+        return ["-", ""] if reference is None else [f"{reference:.2f}", f"{value - reference:+.2f}"]
+
+    for o, v, p in zip(outcomes, values, published):
         note = ["from earlier run" if o.status == "cached" else ""] if cached else []
-        table.add_row(escape(o.task.short_name), o.task.group or "-", str(o.n_queries), f"{v:.2f}", *note)
+        table.add_row(escape(o.task.short_name), o.task.group or "-", str(o.n_queries), f"{v:.2f}", *versus(v, p),
+                      *note)
     table.add_section()
     label = f"Average of {len(outcomes)} task{'s' if len(outcomes) != 1 else ''}"
-    table.add_row(label, "", "", f"{average:.2f}", *([""] if cached else []))
+    table.add_row(label, "", "", f"{average:.2f}", *versus(average, published_average), *([""] if cached else []))
     out.print(table)
+    if compared:
+        out.print(f"Published: the R2MED leaderboard's row {escape(row.system)!r}")
     out.print(f"Results: {escape(str(folder.path))}")
 
 

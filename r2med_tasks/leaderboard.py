@@ -67,6 +67,11 @@ def published_rows(path: Path = PUBLISHED_CSV) -> list[Row]:
     return rows
 
 
+def published_row(system: str) -> Row | None:
+    """The published row of this name (as the leaderboard spells it, any case), if there is one."""
+    return next((r for r in published_rows() if r.system.lower() == system.lower()), None)
+
+
 def result_rows(folder: Path, warn) -> list[Row]:
     """Rows from a results folder in mteb's layout (r2med-run's or mteb's own ResultCache).
 

@@ -241,3 +241,32 @@ def test_results_written_by_mteb_itself_merge(run_cli, tmp_path):
     rows, err = board(run_cli, str(tmp_path / "cache" / "results"))
     row = next(r for r in rows if r["system"] == "sentence-transformers/all-MiniLM-L6-v2")
     assert row["average"] == 20.0
+
+
+def test_run_summary_sets_a_run_beside_its_published_row(run_cli, tmp_path):
+    """BM25 over all eight tasks (sample data in each folder): each value and the average beside BM25's
+    published ones, with the difference."""
+    import shutil
+
+    from conftest import SAMPLE
+
+    for task in R2MED_TASKS:
+        shutil.copytree(SAMPLE, tmp_path / "data" / task.short_name)
+    args = ["run", "--plugin", "bm25", "--data-dir", tmp_path / "data", "--output", tmp_path / "out"]
+    code, out, err = run_cli(*args, "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    bm25 = next(r for r in published() if r["name"] == "BM25")
+    assert [t["published_ndcg_at_10_x100"] for t in summary["tasks"]] == [float(bm25[t.short_name]) for t in R2MED_TASKS]
+    assert summary["published_average_x100"] == 15.13
+    code, out, _ = run_cli(*args)
+    ours = summary["average_ndcg_at_10_x100"]
+    assert "Published" in out and f"{ours:.2f} │     15.13 │ {ours - 15.13:+.2f}" in out
+    assert "the R2MED leaderboard's row 'BM25'" in out
+
+
+def test_a_pipeline_without_a_published_row_shows_no_comparison(run_cli, tmp_path):
+    code, out, _ = run_cli("run", "--plugin", "bm25-okapi", "--tasks", "sample", "--output", tmp_path, "--json")
+    assert all(t["published_ndcg_at_10_x100"] is None for t in json.loads(out)["tasks"])
+    code, out, _ = run_cli("run", "--plugin", "bm25-okapi", "--tasks", "sample", "--output", tmp_path)
+    assert "Published" not in out
