@@ -37,7 +37,7 @@ PUBLISHED_WITH_COMMANDS = [r for r in published() if r["command"]]
 
 def test_every_published_row_but_the_external_one_has_a_command(run_cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert [r["name"] for r in published() if not r["command"]] == ["BGE-Reasoner-Embed-0928"]  # weights not public
+    assert [r["name"] for r in published() if not r["command"]] == ["BGE-Reasoner-Embed-0928"]  # external, average only
     rows, _ = board(run_cli, "--commands")
     assert [(r["system"], r["command"] or "") for r in rows] == [(r["name"], r["command"]) for r in published()]
     assert set(rows[0]) == {"rank", "system", "average", "command"}
