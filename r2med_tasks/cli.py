@@ -166,8 +166,10 @@ def hub_offline():
             os.environ.pop("HF_HUB_OFFLINE", None)
         else:
             os.environ["HF_HUB_OFFLINE"] = saved
-        if constants is not None:
-            constants.HF_HUB_OFFLINE = saved_constant
+        now = sys.modules.get("huggingface_hub.constants")  # imported inside the block: it read "1"
+        if now is not None:
+            now.HF_HUB_OFFLINE = (saved_constant if constants is not None
+                                  else (saved or "").strip().upper() in ("1", "ON", "YES", "TRUE"))
 
 
 def print_plan(plan: dict, as_json: bool) -> None:

@@ -253,3 +253,25 @@ def test_dry_run_names_the_folders_a_reranking_run_writes(overlap, run_cli, tmp_
     assert plan["first_stage_dir"] == alone["results_dir"] != plan["results_dir"]
     assert plan["pipeline"] == "overlap + bge-reranker-v2-m3" and [s["kind"] for s in plan["stages"]] == ["retriever", "reranker"]
 
+
+
+def test_dry_run_downloads_nothing_and_restores_the_hub_setting(run_cli, tmp_path, monkeypatch):
+    """Inside a dry run the hub is offline (a model not in the cache is an error, not a download);
+    afterwards the process's own setting is back."""
+    import huggingface_hub
+    import huggingface_hub.constants as constants
+
+    seen = []
+
+    def snapshot_download(repo_id, **kwargs):
+        seen.append((constants.HF_HUB_OFFLINE, os.environ.get("HF_HUB_OFFLINE")))
+        raise huggingface_hub.errors.LocalEntryNotFoundError("not in the cache")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    code, _, err = run_cli("run", "--plugin", "st", "-o", "model=nobody/not-cached", "--tasks", "sample",
+                           "--output", tmp_path, "--dry-run")
+    assert code == 2 and "st: cannot get model nobody/not-cached" in err
+    assert seen == [(True, "1")]
+    assert constants.HF_HUB_OFFLINE is False and os.environ["HF_HUB_OFFLINE"] == "0"
