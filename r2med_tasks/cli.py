@@ -120,14 +120,36 @@ def run_command(plugin_names, task_names, data_dir, output, options, top_k, devi
                 print_plan(plan(pipeline, tasks, output=output, overwrite=overwrite), as_json)
             return
         instantiate(pipeline)
-        folder, outcomes = run_pipeline(pipeline, tasks, output=output, data_dir=data_dir,
-                                        overwrite=overwrite, console=err)
+        try:
+            folder, outcomes = run_pipeline(pipeline, tasks, output=output, data_dir=data_dir,
+                                            overwrite=overwrite, console=err)
+        except KeyboardInterrupt:
+            interrupted(pipeline, output)
+            raise click.exceptions.Exit(130) from None
     for stage in pipeline.ordered():
         summary = getattr(stage.instance, "summary", None)
         line = summary() if callable(summary) else None
         if line:
             err.print(escape(line))
     print_summary(folder, outcomes, as_json)
+
+
+def interrupted(pipeline, output: Path) -> None:
+    """Say what Ctrl-C kept. Worker threads still running (an LLM request, a batch) are waited for
+    at exit, so what they finish is stored too; a second Ctrl-C quits at once."""
+    import signal
+    import threading
+
+    from .results import ResultFolder
+
+    where = ResultFolder.of(output, pipeline).path
+    err.print(f"[yellow]Interrupted.[/] Finished tasks are saved in {escape(str(where))} and finished work "
+              "in the cache; run the same command again to resume.", soft_wrap=True)
+    busy = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive() and not t.daemon]
+    if busy:
+        err.print(f"Finishing the {len(busy)} request(s) or batch(es) in flight so they are kept; "
+                  "press Ctrl-C again to quit now.", soft_wrap=True)
+        signal.signal(signal.SIGINT, lambda *_: os._exit(130))
 
 
 def choose_tasks(reg, task_names: list[str], data_dir: Path | None):

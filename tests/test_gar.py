@@ -268,3 +268,42 @@ def test_hub_split_names_the_split_to_read(run_cli, tmp_path, hub):
     assert code == 0, err
     assert ("R2MED/Biology", "hyde", "o3_mini", revision) in calls
     assert json.loads(out)["pipeline"] == "QwQ-32B + BM25"
+
+
+@pytest.mark.parametrize("second_interrupt", [False, True])
+def test_ctrl_c_keeps_the_answers_in_flight(tmp_path, server, second_interrupt):
+    """Ctrl-C during generation: the answers being generated are still stored (the run waits for
+    them, saying so), or a second Ctrl-C quits at once; either way a rerun sends only the rest."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import r2med_command
+
+    server.delay = 1.5 if not second_interrupt else 30.0
+    args = ["run", "--plugin", "hyde", "-o", f"llm={server.url}#test-model", "-o", "concurrency=2", "--plugin", "bm25",
+            "--tasks", "sample", "--output", tmp_path / "out", "--cache-dir", tmp_path / "cache"]
+    proc = subprocess.Popen([sys.executable, "-m", "r2med_tasks.cli", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 60
+    while server.in_flight < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.in_flight == 2
+    proc.send_signal(signal.SIGINT)
+    if second_interrupt:
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+    started = time.monotonic()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in err
+    assert "Interrupted." in err and "Finishing the 2 request(s) or batch(es) in flight" in err
+    assert time.monotonic() - started < (5 if second_interrupt else 10)
+    journal = tmp_path / "cache" / "generations" / "chat.jsonl"
+    kept = len(journal.read_text().splitlines()) if journal.exists() else 0
+    assert kept == (0 if second_interrupt else 2)
+    server.delay = 0.0
+    sent_before = server.count
+    done = r2med_command(*args, "--json")
+    assert done.returncode == 0, done.stderr
+    assert server.count - sent_before == 10 - kept and f"{kept} answered from the cache" in done.stderr
