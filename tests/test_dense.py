@@ -354,3 +354,28 @@ def test_device_flag_reaches_model_components(plugins):
     assert build_pipeline(reg, ["nvembed"], ["device=cpu"], device="cuda:1").retriever.options["device"] == "cpu"
     with pytest.raises(UserError, match="--device cuda: no selected component runs on a device"):
         build_pipeline(reg, ["bm25"], [], device="cuda")
+
+
+def test_replicas_stop_after_their_current_batch_when_one_fails():
+    """An error (or Ctrl-C) in one replica ends the others after the batch they are on, so a run
+    stops promptly instead of encoding the rest of the chunk first."""
+    import time
+
+    from r2med_plugins.dense.encoders import run_batches
+
+    done = {"ok": 0}
+    lock = threading.Lock()
+
+    def encode(replica, items):
+        if replica == "bad":
+            time.sleep(0.05)
+            raise RuntimeError("out of memory")
+        time.sleep(0.02)
+        with lock:
+            done["ok"] += 1
+        return np.zeros((len(items), 2), dtype=np.float32)
+
+    texts = [f"text {i}" for i in range(400)]
+    with pytest.raises(RuntimeError, match="out of memory"):
+        run_batches(texts, 2, ["bad", "good"], encode)  # 200 batches, 100 for the good replica
+    assert 1 <= done["ok"] < 20

@@ -9,6 +9,7 @@ CPU everything runs in fp32.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
@@ -65,11 +66,22 @@ def run_batches(texts: Sequence[Any], batch_size: int, replicas: Sequence[Any],
     if not batches:
         return np.zeros((0, 0), dtype=np.float32)
 
+    stop = threading.Event()  # set on Ctrl-C or an error: replicas end after their current batch
+
     def work(slot: int) -> list[tuple[list[int], np.ndarray]]:
-        return [(b, encode_batch(replicas[slot], [texts[i] for i in b])) for b in batches[slot::len(replicas)]]
+        done = []
+        for b in batches[slot::len(replicas)]:
+            if stop.is_set():
+                break
+            done.append((b, encode_batch(replicas[slot], [texts[i] for i in b])))
+        return done
 
     with ThreadPoolExecutor(max_workers=len(replicas)) as pool:
-        parts = [p for part in pool.map(work, range(len(replicas))) for p in part]
+        try:
+            parts = [p for part in pool.map(work, range(len(replicas))) for p in part]
+        except BaseException:
+            stop.set()
+            raise
     dim = parts[0][1].shape[1]
     out = np.empty((len(texts), dim), dtype=np.float32)
     for index, emb in parts:
