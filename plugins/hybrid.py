@@ -25,6 +25,7 @@ def register_retrievers(register):
                      "fusion": "rrf, zscore, minmax or linear", "weights": "one weight per member (default: equal)",
                      "rrf_k": "RRF's k", "depth": "documents taken from each member's run",
                      "tune": "JSON file {task: [query ids]}: tune weights on those queries, score only the others"},
+        model_options=("members",),  # the members' own configurations identify them
         reference="https://doi.org/10.1145/1571941.1572114",
     ))
 

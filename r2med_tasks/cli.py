@@ -117,7 +117,7 @@ def run_command(plugin_names, task_names, data_dir, output, options, top_k, devi
         if dry_run:
             with hub_offline():
                 instantiate(pipeline)
-                print_plan(plan(pipeline, tasks, output=output, overwrite=overwrite), as_json)
+                print_plan(plan(pipeline, tasks, output=output, data_dir=data_dir, overwrite=overwrite), as_json)
             return
         instantiate(pipeline)
         try:
@@ -142,7 +142,7 @@ def interrupted(pipeline, output: Path) -> None:
 
     from .results import ResultFolder
 
-    where = ResultFolder.of(output, pipeline).path
+    where = ResultFolder(output, pipeline.spec()).path
     err.print(f"[yellow]Interrupted.[/] Finished tasks are saved in {escape(str(where))} and finished work "
               "in the cache; run the same command again to resume.", soft_wrap=True)
     busy = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive() and not t.daemon]
@@ -198,52 +198,59 @@ def print_plan(plan: dict, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(plan, indent=2, default=str))
         return
-    out.print(f"[bold]Dry run:[/] {escape(plan['pipeline'])} (top {plan['top_k']})")
+    out.print(f"[bold]Dry run:[/] {escape(plan['label'])} (top {plan['top_k']})")
     for stage in plan["stages"]:
         options = " ".join(f"{k}={','.join(map(str, v)) if isinstance(v, (list, tuple)) else v}"
                            for k, v in stage["options"].items())
         out.print(f"  {stage['kind']:<9} {escape(stage['component'])} [dim](from {escape(stage['plugin'])})[/] "
                   f"{escape(options)}")
     out.print(f"Results: {escape(plan['results_dir'])}")
+    if plan["experiment"]:
+        out.print(f"  (mteb experiment {escape(plan['experiment'])} of {escape(plan['model_name'])})")
     if plan["first_stage_dir"]:
         out.print(f"First stage (saved and reused): {escape(plan['first_stage_dir'])}")
     for member in plan["member_dirs"]:
         out.print(f"Member run (saved and reused): {escape(member)}")
     table = Table(title_justify="left")
-    for col in ("Task", "Group", "Would"):
+    for col in ("Task", "Group", "Data", "Would"):
         table.add_column(col)
     for t in plan["tasks"]:
-        table.add_row(escape(t["alias"]), t["group"] or "-",
-                      "reuse its results" if t["status"] == "reuse" else "compute")
+        would = "reuse its results" if t["status"] == "reuse" else "compute" + (f" ({t['reason']})" if t["reason"] else "")
+        table.add_row(escape(t["alias"]), t["group"] or "-", "official" if t["official_data"] else "local",
+                      escape(would))
     out.print(table)
 
 
 def print_summary(folder, outcomes, as_json: bool) -> None:
     """Per-task and average nDCG@10 as the leaderboard computes them, beside the published numbers
-    when the leaderboard has a row of this pipeline's name."""
+    when the run is a published row's configuration on R2MED's official data."""
     from .evaluation import leaderboard_average, leaderboard_value
-    from .leaderboard import published_row
+    from .leaderboard import published_row_for
 
     values = [leaderboard_value(o.ndcg_at_10) for o in outcomes]
     average = leaderboard_average(values)
-    row = published_row(folder.display_name)
+    official = all(o.official for o in outcomes)
+    row = published_row_for(folder.display_name, folder.spec.config) if official else None
     published = [row.scores.get(o.task.name) if row else None for o in outcomes]
     published_average = row.average if row and len(outcomes) == 8 and None not in published else None
     if as_json:
         click.echo(json.dumps({
             "pipeline": folder.display_name,
+            "label": folder.label,
             "model_name": folder.name,
             "revision": folder.revision,
+            "experiment": folder.experiment,
             "results_dir": str(folder.path),
+            "official_data": official,
             "tasks": [{"task": o.task.name, "alias": o.task.short_name, "ndcg_at_10": o.ndcg_at_10,
                        "ndcg_at_10_x100": v, "published_ndcg_at_10_x100": p, "n_queries": o.n_queries,
-                       "status": o.status}
+                       "status": o.status, "official_data": o.official}
                       for o, v, p in zip(outcomes, values, published)],
             "average_ndcg_at_10_x100": average,
             "published_average_x100": published_average,
         }, indent=2))
         return
-    table = Table(title=f"{escape(folder.display_name)}: nDCG@10 ×100", title_justify="left")
+    table = Table(title=f"{escape(folder.label)}: nDCG@10 ×100", title_justify="left")
     compared = any(p is not None for p in published)
     cached = any(o.status == "cached" for o in outcomes)
     columns = ["Task", "Group", "Queries", "nDCG@10", *(["Published", "Δ"] if compared else [])]
@@ -267,6 +274,8 @@ def print_summary(folder, outcomes, as_json: bool) -> None:
     out.print(table)
     if compared:
         out.print(f"Published: the R2MED leaderboard's row {escape(row.system)!r}")
+    elif not official and any(o.task.is_r2med for o in outcomes):
+        out.print("Local data: not R2MED's data at mteb's pinned revisions, so no published comparison")
     out.print(f"Results: {escape(str(folder.path))}")
 
 
@@ -353,6 +362,8 @@ def _cell(col: str, value) -> str:
 @click.option("--mteb-results", type=click.Path(path_type=Path), metavar="DIR",
               help="A clone of the MTEB results repository (its results/ folder is read; R2MED tasks only).")
 @click.option("--no-published", is_flag=True, help="Leave out the published leaderboard rows.")
+@click.option("--include-local", is_flag=True,
+              help="Also rank results on local data (not R2MED's at mteb's pinned revisions), marked as such.")
 @click.option("--tasks", "group", type=click.Choice(["qa-reference", "clinical-evidence", "clinical-case"]),
               help="Only this task group's datasets (and their average).")
 @click.option("--rewriter", help="Only rows whose rewriter contains this text.")
@@ -363,7 +374,8 @@ def _cell(col: str, value) -> str:
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "json", "html"]), default="table",
               show_default=True)
 @click.option("--output", type=click.Path(path_type=Path), help="Write to FILE instead of the terminal.")
-def leaderboard_command(folders, mteb_results, no_published, group, rewriter, retriever, top, commands, fmt, output):
+def leaderboard_command(folders, mteb_results, no_published, include_local, group, rewriter, retriever, top, commands,
+                        fmt, output):
     """Rank the published R2MED systems, your results folders and MTEB results in one table.
 
     FOLDERS are results folders in mteb's layout (default: ./results when it exists).
@@ -386,7 +398,8 @@ def leaderboard_command(folders, mteb_results, no_published, group, rewriter, re
             if not found:
                 warn(f"{folder}: no results of R2MED tasks (runs on other tasks, such as sample, are not ranked)")
             rows += found
-        chosen, tasks = select(ranked(merge(rows)), group=group, rewriter=rewriter, retriever=retriever, top=top)
+        chosen, tasks = select(ranked(merge(rows)), group=group, rewriter=rewriter, retriever=retriever, top=top,
+                               include_local=include_local)
         text = render(chosen, tasks, fmt, commands=commands)
     if output is None:
         if fmt == "table":
@@ -462,7 +475,7 @@ def fuse_command(inputs, qrels, task_name, data_dir, output, fusion, weights, rr
     from .fusion import fuse, read_trec
     from .plugins import get_plugins
     from .registry import build_registry
-    from .results import ResultFolder, run_name, slug
+    from .results import ResultFolder, RunSpec, code_versions, digest, locked, run_name, slug
     from .runner import TaskOutcome
 
     with user_errors():
@@ -487,35 +500,55 @@ def fuse_command(inputs, qrels, task_name, data_dir, output, fusion, weights, rr
             if qrels is None:
                 raise UserError("r2med fuse: TREC-file inputs need --qrels FILE")
             jobs = [(reg.tasks([task_name or "sample"])[0], list(inputs))]
+        for _, paths in jobs:
+            for path in paths:
+                if not path.is_file():
+                    raise UserError(f"{path}: no such run file")
         names = [run_name(p) for p in inputs]
         display = " ⊕ ".join(names) + f" ({fusion.upper()})"
-        identity = {"fusion": fusion, "weights": weight_list, "rrf_k": rrf_k, "depth": depth, "top_k": top_k,
-                    "inputs": [str(p) for p in inputs]}
-        fingerprint = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:8]
-        folder = ResultFolder(output, {"name": f"r2med/{slug(display)}", "revision": fingerprint}, identity, display)
-        folder.prepare()
+        inputs_id = [{"name": name, "runs": _content_digest(paths)}
+                     for name, paths in zip(names, zip(*(p for _, p in jobs)))]
+        config = {"fusion": fusion, "weights": weight_list, "rrf_k": rrf_k, "depth": depth, "top_k": top_k,
+                  "inputs": inputs_id}
+        defaults = {"weights": None, "rrf_k": 60, "depth": 100, "top_k": 100}
+        spec = RunSpec(display_name=display, model={"name": f"r2med/{slug(display)}", "revision": digest(inputs_id)},
+                       config=config, models={}, code=code_versions({}), composite=False,
+                       variant={k: config[k] for k, v in defaults.items() if config[k] != v})
+        folder = ResultFolder(output, spec)
+        folder.check_claim()
         outcomes = []
-        for task, paths in jobs:
-            for path in paths:
-                if not path.exists():
-                    raise UserError(f"{path}: no such run file")
-            try:
-                fused = fuse([read_trec(p) for p in paths], method=fusion, weights=weight_list, rrf_k=rrf_k,
-                             depth=depth, top_k=top_k)
-            except ValueError as e:
-                raise UserError(f"r2med fuse: {e}") from None
-            judgments, revision = (read_qrels(qrels), "unknown") if qrels is not None else _task_qrels(task, data_dir)
-            fused = {q: docs for q, docs in fused.items() if q in judgments}
-            scores, per_query = score(fused, judgments)
-            folder.write(task.mteb_metadata(revision), scores, fused, per_query, evaluation_time=0.0, phases=[])
-            ndcg, n = folder.main_score(task.name)
-            outcomes.append(TaskOutcome(task, ndcg, n, "computed"))
+        with locked([folder], lambda message: err.print(f"[yellow]waiting:[/] {escape(message)}")):
+            folder.claim()
+            for task, paths in jobs:
+                try:
+                    fused = fuse([read_trec(p) for p in paths], method=fusion, weights=weight_list, rrf_k=rrf_k,
+                                 depth=depth, top_k=top_k)
+                except ValueError as e:
+                    raise UserError(f"r2med fuse: {e}") from None
+                if qrels is not None:
+                    judgments = read_qrels(qrels)
+                    data_id = {"source": "qrels-file", "revision": _content_digest([qrels]), "official": False}
+                else:
+                    judgments, data_id = _task_qrels(task, data_dir)
+                fused = {q: docs for q, docs in fused.items() if q in judgments}
+                scores, per_query = score(fused, judgments)
+                folder.write(task.mteb_metadata(data_id["revision"]), spec.task_identity(task.name, data_id),
+                             scores, fused, per_query, evaluation_time=0.0, phases=[])
+                outcomes.append(TaskOutcome(task, scores["main_score"], len(per_query), "computed",
+                                            data_id["official"]))
     print_summary(folder, outcomes, as_json)
 
 
-def _task_qrels(task, data_dir: Path | None) -> tuple[dict, str]:
+def _task_qrels(task, data_dir: Path | None) -> tuple[dict, dict]:
     data = task.load(data_dir)
-    return data.qrels, data.revision
+    return data.qrels, task.data_identity(data_dir, revision=data.revision)
+
+
+def _content_digest(paths) -> str:
+    h = hashlib.sha256()
+    for path in paths:
+        h.update(Path(path).read_bytes())
+    return h.hexdigest()[:16]
 
 
 @cli.command("export-mteb")

@@ -196,11 +196,31 @@ def build_task_data(corpus_rows: Rows, query_rows: Rows, qrels_rows: Rows, *, re
     return TaskData(Corpus(ids, texts, corpus_checksum), judged, qrels, revision, source, warnings)
 
 
+def local_revision(folder: Path) -> str:
+    """A local folder's revision, the checksum of its three files, without parsing them."""
+    digests = []
+    for name in FILES:
+        h = hashlib.sha256()
+        try:
+            with (folder / name).open("rb") as f:
+                while block := f.read(1 << 20):
+                    h.update(block)
+        except FileNotFoundError:
+            raise UserError(f"{folder / name}: file not found (R2MED's layout needs {', '.join(FILES)} "
+                            "in one folder)") from None
+        digests.append(h.hexdigest())
+    return _revision(digests)
+
+
+def _revision(digests: list[str]) -> str:
+    return "sha256-" + hashlib.sha256("".join(digests).encode()).hexdigest()[:16]
+
+
 def load_local(folder: Path) -> TaskData:
     """Load a folder in R2MED's layout; its revision is a checksum of the three files' content."""
     parsed = [read_jsonl(folder / name) for name in FILES]
     digests = [digest for _, digest in parsed]
-    revision = "sha256-" + hashlib.sha256("".join(digests).encode()).hexdigest()[:16]
+    revision = _revision(digests)
     data = build_task_data(*(rows for rows, _ in parsed), revision=revision,
                            corpus_checksum=digests[0], source=str(folder))
     data.folder = folder

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from . import atomic
 from .errors import UserError
+from .results import EXPERIMENTS, experiment_name, safe_component
 from .tasks import R2MED_TASKS
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
@@ -15,15 +16,19 @@ PINNED = {t.name: t.revision for t in R2MED_TASKS}
 
 
 def export_run(run_dir: Path, dest: Path) -> tuple[Path, list[str]]:
-    """Copy a run's TaskResults and model_meta.json to ``dest/results/<org__model>/<revision>/``;
-    returns that folder and the problems a results-repo PR would hit."""
+    """Copy a run's TaskResults and model_meta.json to ``dest/results/<org__model>/<revision>/``
+    (plus ``experiments/<name>/`` for an option variant); returns that folder and the problems a
+    results-repo PR would hit."""
     meta_path = run_dir / "model_meta.json"
     if not meta_path.exists():
         raise UserError(f"{run_dir}: no model_meta.json; pass a results folder written by r2med-run "
                         "(<output>/<org__model>/<revision>/)")
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
     name, revision = meta["name"], meta["revision"]
-    target = dest / "results" / name.replace("/", "__").replace(" ", "_") / revision
+    target = dest / "results" / safe_component(name.replace("/", "__").replace(" ", "_")) / safe_component(revision)
+    experiment = experiment_name(meta.get("experiment_kwargs"))
+    if experiment:  # an option variant: mteb's experiment folder
+        target = target / EXPERIMENTS / experiment
     results = [p for p in sorted(run_dir.glob("*.json")) if p.name != "model_meta.json"]
     if not results:
         raise UserError(f"{run_dir}: no task results to export")

@@ -6,21 +6,28 @@ are computed, never copied: each dataset's nDCG@10 ×100 rounded to 2 decimals, 
 rounded half-up, the convention that reproduces every published average. A system with all eight
 datasets (or, for published rows, a published average) ranks by that average, ties in the order
 listed; systems missing datasets come after, marked.
+
+Rows are keyed by identity, never by display name: a result is one model at one revision in one
+configuration (mteb's experiment) on official or local data, so the same system written by mteb and
+by r2med-run is one row, and option variants are rows of their own, labelled by what differs. A
+run joins a published row only when it ran that row's command on R2MED's official data.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .evaluation import leaderboard_average, leaderboard_value
-from .results import pipeline_name, slug
+from .results import EXPERIMENTS, canonical, experiment_name, pipeline_record, slug
 from .tasks import R2MED_TASKS
 
 PUBLISHED_CSV = Path(__file__).parent / "data" / "leaderboard" / "r2med_leaderboard.csv"
 SHORT = {t.name: t.short_name for t in R2MED_TASKS}
+PINNED = {t.name: t.revision for t in R2MED_TASKS}
 
 
 @dataclass
@@ -34,6 +41,10 @@ class Row:
     source: str = ""
     notes: list[str] = field(default_factory=list)
     command: str = ""  # the r2med-run command that reproduces a published row
+    key: tuple = ()  # the identity rows merge on
+    config: dict | None = None  # a run's configuration, as r2med-run recorded it
+    display_name: str = ""  # a run's pipeline name without its variant (published rows match on it)
+    local: bool = False  # scored on data other than R2MED's at mteb's pinned revisions
 
     @property
     def complete(self) -> bool:
@@ -49,7 +60,7 @@ class Row:
         return {"system": self.system, "rewriter": self.rewriter, "retriever": self.retriever,
                 "reranker": self.reranker, "average": self.average, "complete": self.complete,
                 **{SHORT[t.name]: self.scores.get(t.name) for t in R2MED_TASKS},
-                "source": self.source, "notes": self.notes}
+                "source": self.source, "notes": self.notes, "local_data": self.local}
 
 
 def published_rows(path: Path = PUBLISHED_CSV) -> list[Row]:
@@ -59,7 +70,7 @@ def published_rows(path: Path = PUBLISHED_CSV) -> list[Row]:
             scores = {t.name: float(record[t.short_name]) for t in R2MED_TASKS if record[t.short_name].strip()}
             row = Row(record["name"], record["rewriter"], record["retriever"], record["reranker"], scores,
                       source=f"published ({record['source'].split(' (')[0].split(';')[0]})",
-                      command=record.get("command") or "")
+                      command=record.get("command") or "", key=("published", record["name"].lower()))
             if not row.complete:
                 row.published_average = float(record["avg"])
                 row.notes.append("average only: per-dataset values not published")
@@ -72,13 +83,46 @@ def published_row(system: str) -> Row | None:
     return next((r for r in published_rows() if r.system.lower() == system.lower()), None)
 
 
+def published_row_for(system: str, config: dict) -> Row | None:
+    """The published row a run of ``config`` reproduces: the row of that name whose command builds
+    exactly that configuration. (Whether the run used official data is the caller's to check.)"""
+    row = published_row(system)
+    if row is None or not row.command:
+        return None
+    return row if command_config(row.command) == canonical(config) else None
+
+
+def command_config(command: str) -> dict | None:
+    """The configuration an ``r2med-run`` command builds (None when it cannot be built here)."""
+    from .errors import UserError
+    from .pipeline import build_pipeline
+    from .plugins import get_plugins
+    from .registry import build_registry
+
+    words = shlex.split(command)[1:]
+    plugins, options, top_k = [], [], 100
+    for flag, value in zip(words[::2], words[1::2]):
+        if flag in ("--plugin", "-p"):
+            plugins.append(value)
+        elif flag == "-o":
+            options.append(value)
+        elif flag == "--top-k":
+            top_k = int(value)
+    try:
+        return canonical(build_pipeline(build_registry(get_plugins()), plugins, options, top_k=top_k).config())
+    except UserError:
+        return None
+
+
 def result_rows(folder: Path, warn) -> list[Row]:
-    """Rows from a results folder in mteb's layout (r2med-run's or mteb's own ResultCache).
+    """Rows from a results folder in mteb's layout (r2med-run's or mteb's own ResultCache), one per
+    model, revision, experiment and kind of data (official or local).
 
     A file that is not a readable mteb TaskResult is skipped with a warning naming it.
     """
-    systems: dict[Path, Row] = {}
-    for path in sorted(folder.glob("*/*/*.json")):
+    systems: dict[tuple, Row] = {}
+    paths = [*folder.glob("*/*/*.json"), *folder.glob(f"*/*/{EXPERIMENTS}/*/*.json")]
+    for path in sorted(paths):
         if path.name == "model_meta.json":
             continue
         try:
@@ -90,29 +134,76 @@ def result_rows(folder: Path, warn) -> list[Row]:
             continue
         if task not in SHORT:
             continue  # another benchmark's task
-        revision_folder = path.parent
-        if revision_folder not in systems:
-            systems[revision_folder] = Row(_system_name(revision_folder), source=str(revision_folder))
-        systems[revision_folder].scores[task] = value
+        run = path.parent
+        identity = _identity(run, task)
+        if identity:
+            official = identity["data"].get("official") is True
+        else:  # written by mteb, or before identities: official when at mteb's pinned revision
+            official = data.get("dataset_revision") == PINNED[task]
+        key = _run_key(run, not official)
+        if key not in systems:
+            systems[key] = _run_row(run, key, local=not official)
+        systems[key].scores[task] = value
     return list(systems.values())
 
 
-def _system_name(revision_folder: Path) -> str:
-    name = pipeline_name(revision_folder)
-    if name:
-        return name
-    meta = revision_folder / "model_meta.json"
+def _identity(run: Path, task: str) -> dict | None:
     try:
-        return json.loads(meta.read_text(encoding="utf-8"))["name"]
-    except (OSError, ValueError, KeyError):
-        return revision_folder.parent.name.replace("__", "/")
+        stored = json.loads((run / "r2med" / f"{task}.identity.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return stored if isinstance(stored, dict) and isinstance(stored.get("data"), dict) else None
+
+
+def _model_meta(run: Path) -> dict:
+    try:
+        meta = json.loads((run / "model_meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _run_key(run: Path, local: bool) -> tuple:
+    """Model name, revision and experiment as mteb reads them (model_meta.json, else the path)."""
+    record = pipeline_record(run)
+    if "published" in record:  # the shipped published rows, as mteb results: the CSV's row
+        return ("published", str(record.get("name", "")).lower())
+    meta = _model_meta(run)
+    in_experiment = run.parent.name == EXPERIMENTS
+    revision_folder = run.parent.parent if in_experiment else run
+    name = meta.get("name") or revision_folder.parent.name.replace("__", "/")
+    revision = meta.get("revision") or revision_folder.name
+    kwargs = meta.get("experiment_kwargs")
+    experiment = experiment_name(kwargs) if isinstance(kwargs, dict) else (run.name if in_experiment else None)
+    return (str(name), str(revision), experiment, local)
+
+
+def _run_row(run: Path, key: tuple, local: bool) -> Row:
+    record = pipeline_record(run)
+    meta = _model_meta(run)
+    name = record.get("label") or record.get("name") or meta.get("name") or key[0]
+    kwargs = meta.get("experiment_kwargs")
+    if not record and isinstance(kwargs, dict) and kwargs:  # an mteb experiment, named as mteb names it
+        name = f"{name} ({', '.join(f'{k}={v}' for k, v in sorted(kwargs.items()))})"
+    config = record.get("config") if isinstance(record.get("config"), dict) else None
+    return Row(str(name), source=("local data: " if local else "") + str(run), key=key, config=config,
+               display_name=str(record.get("name") or name), local=local)
 
 
 def merge(rows: list[Row]) -> list[Row]:
-    """One row per system name; a later source with different numbers adds a note to the first."""
-    merged: dict[str, Row] = {}
+    """One row per identity; a later source with different numbers adds a note to the first. A run
+    joins a published row only when it is that row's configuration on official data."""
+    merged: dict[tuple, Row] = {}
+    commands: dict[str, dict | None] = {}
     for row in rows:
-        key = row.system.lower()
+        key = row.key
+        if row.config is not None and not row.local:
+            published = merged.get(("published", row.display_name.lower()))
+            if published is not None and published.command:
+                if published.command not in commands:
+                    commands[published.command] = command_config(published.command)
+                if commands[published.command] == canonical(row.config):
+                    key = published.key
         if key not in merged:
             merged[key] = row
             continue
@@ -135,10 +226,12 @@ def ranked(rows: list[Row]) -> list[Row]:
 
 
 def select(rows: list[Row], *, group: str | None = None, rewriter: str | None = None,
-           retriever: str | None = None, top: int | None = None) -> tuple[list[Row], list[str]]:
-    """Filters; a task group narrows the columns (and the average) to that group's datasets."""
+           retriever: str | None = None, top: int | None = None,
+           include_local: bool = False) -> tuple[list[Row], list[str]]:
+    """Filters; a task group narrows the columns (and the average) to that group's datasets. Runs on
+    local data are left out unless ``include_local``."""
     tasks = [t.name for t in R2MED_TASKS if group is None or t.group == group]
-    out = [r for r in rows if (rewriter is None or rewriter.lower() in r.rewriter.lower())
+    out = [r for r in rows if (include_local or not r.local) and (rewriter is None or rewriter.lower() in r.rewriter.lower())
            and (retriever is None or retriever.lower() in r.retriever.lower() or retriever.lower() in r.system.lower())]
     if group is not None:  # rank by the group's own average (stable: ties keep the overall order)
         out.sort(key=lambda r: (group_average(r, tasks) is None, -(group_average(r, tasks) or 0.0)))
@@ -179,7 +272,8 @@ def render(rows, tasks: list[str], fmt: str, commands: bool = False):
         keys = ([h.lower() for h in header] if commands else
                 ["rank", "system", "rewriter", "retriever", "reranker", "average", *(SHORT[t] for t in tasks), "source"])
         keys = ["average" if k == "avg" else k for k in keys]
-        return json.dumps([dict(zip(keys, rec)) for rec in records], indent=2) + "\n"
+        return json.dumps([{**dict(zip(keys, rec)), "local_data": r.local} for rec, r in zip(records, rows)],
+                          indent=2) + "\n"
 
     def cell(v):
         return "" if v is None else f"{v:.2f}" if isinstance(v, float) else str(v)

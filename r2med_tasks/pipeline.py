@@ -3,14 +3,13 @@ names and ``-o`` options, and the identity that names its results."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from .components import PROTOCOLS, parse_option
 from .errors import PluginError, UserError
 from .registry import Registered, Registry
+from .results import RunSpec, code_versions
 from .tasks import normalize
 
 STAGE_ORDER = ("rewriter", "retriever", "reranker")
@@ -31,19 +30,25 @@ class Stage:
     def label(self) -> str:
         return f"{self.spec.kind} '{self.spec.name}' (from {self.entry.plugin.name})"
 
-    def identity(self) -> dict[str, Any]:
+    def config(self) -> dict[str, Any]:
+        """The component and every option value that can change results (defaults included; the
+        options choosing a model are identified by the model's name and revision instead)."""
         merged = {**self.spec.options, **self.options}
-        return {
-            "component": self.spec.name,
-            "plugin": self.entry.plugin.name,
-            "plugin_version": self.entry.plugin.version,
-            "options": {k: merged[k] for k in sorted(merged) if k not in self.spec.runtime_options},
-        }
+        skip = set(self.spec.runtime_options) | set(self.spec.model_options)
+        return {"component": self.spec.name, "plugin": self.entry.plugin.name,
+                "options": {k: merged[k] for k in sorted(merged) if k not in skip}}
 
     def changed_options(self) -> dict[str, Any]:
-        """Identity-relevant options set away from their defaults and not reflected in the model name."""
+        """Options set away from their defaults that can change results and are not a model choice."""
         skip = set(self.spec.runtime_options) | set(self.spec.model_options)
         return {k: v for k, v in sorted(self.options.items()) if k not in skip and v != self.spec.options.get(k)}
+
+    def model(self) -> dict[str, str] | None:
+        """Name and revision of the model this component scores with, when it says."""
+        if self.spec.kind != "retriever" and not callable(getattr(self.instance, "model_meta", None)):
+            return None
+        meta = self.model_meta()
+        return {"name": meta["name"], "revision": str(meta["revision"])}
 
     def model_meta(self) -> dict[str, Any]:
         if self._meta is None:
@@ -77,18 +82,37 @@ class Pipeline:
         """This pipeline without its reranker: the run a reranker starts from."""
         return Pipeline({k: s for k, s in self.stages.items() if k != "reranker"}, self.top_k, self.members)
 
-    def identity(self) -> dict[str, Any]:
-        """What the results depend on (plugin versions are recorded but do not name the folder)."""
-        return {"top_k": self.top_k, **{k: s.identity() for k, s in self.stages.items()}}
+    def config(self) -> dict[str, Any]:
+        """What the user asked for, canonical: top-k, each stage's component and option values, and
+        a fusion's members. Needs no component instance, so a published command's configuration
+        can be computed without loading anything."""
+        config: dict[str, Any] = {"top_k": self.top_k, **{k: s.config() for k, s in self.stages.items()}}
+        if self.members:
+            config["members"] = [m.config() for m in self.members]
+        return config
 
-    def fingerprint(self) -> str:
-        ident = self.identity()
-        for key in STAGE_ORDER:
-            if key in ident:
-                ident[key] = {k: v for k, v in ident[key].items() if k != "plugin_version"}
-        if "retriever" in ident:
-            ident["retriever"]["model"] = {k: self.retriever.model_meta()[k] for k in ("name", "revision")}
-        return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    def variant(self) -> dict[str, Any]:
+        """Options away from their defaults, as mteb's ``experiment_kwargs``: ``k1`` for a bare
+        retriever, ``bm25.k1`` where a pipeline has several components."""
+        qualify = len(self.stages) > 1 or bool(self.members)
+        out = {(f"{s.spec.name}.{k}" if qualify else k): v
+               for s in self.ordered() for k, v in s.changed_options().items()}
+        for member in self.members:
+            out |= {f"{member.retriever.spec.name}.{k}": v for k, v in member.retriever.changed_options().items()}
+        if self.top_k != 100:
+            out["top_k"] = self.top_k
+        return out
+
+    def spec(self) -> RunSpec:
+        """The pipeline as the results layout sees it (components must be created)."""
+        models = {kind: m for kind, s in self.stages.items() if (m := s.model()) is not None}
+        if self.members:
+            models["members"] = [m.retriever.model() for m in self.members]
+        plugins = {s.entry.plugin.name: s.entry.plugin.version
+                   for p in (self, *self.members) for s in p.ordered()}
+        return RunSpec(display_name=self.display_name(), model=self.retriever.model_meta(), config=self.config(),
+                       models=models, code=code_versions(plugins), variant=self.variant(),
+                       composite=len(self.stages) > 1 or bool(self.members))
 
     def display_name(self) -> str:
         """As the leaderboard names systems: "o3-mini + BM25" (a rewriter is named by its LLM, a
@@ -108,23 +132,6 @@ class Pipeline:
             label = getattr(reranker.instance, "label", None)
             names.append((label() if callable(label) else None) or reranker.spec.name)
         return " + ".join(names)
-
-    def folder_meta(self) -> dict[str, Any]:
-        """Model name and revision naming the results folder.
-
-        A bare retriever keeps its model's own name and revision, so its results merge with
-        published MTEB results; any other pipeline (fusion included), or changed options, gets a
-        fingerprint.
-        """
-        meta = self.retriever.model_meta()
-        alone = len(self.stages) == 1 and not self.members  # a fusing retriever is named by its members
-        if alone and self.top_k == 100 and not self.retriever.changed_options():
-            return meta
-        if alone:
-            return {**meta, "revision": f"{meta['revision']}-{self.fingerprint()}"}
-        from .results import slug
-
-        return {**meta, "name": f"r2med/{slug(self.display_name())}", "revision": self.fingerprint()}
 
 
 def build_pipeline(registry: Registry, plugin_tokens: list[str], option_tokens: list[str], *, top_k: int = 100,

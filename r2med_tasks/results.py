@@ -1,28 +1,44 @@
-"""Results on disk, laid out as mteb's ResultCache lays them out.
+"""Run identity and the results layout: what produced a stored score, and where it lives.
 
-``<output>/<org__model>/<revision>/`` holds ``model_meta.json`` and one TaskResult
-``<TaskName>.json`` per task (``mteb.ResultCache(<output>/..).load_results()`` reads them),
-plus the harness's own files, none of which mteb mistakes for a result:
-``<TaskName>.trec`` (top-k run), ``<TaskName>.per_query.tsv`` and ``r2med/pipeline.json``.
-Every file is written atomically and the TaskResult last, so it marks a finished task.
+A result is reused, compared or merged only when its identity matches: the task, the data (hub
+path at its revision, or the checksum of local files), the pipeline's full configuration (every
+component and option value, defaults included), the models that score (name and revision) and the
+versions of the code. Names are for people; identities decide.
+
+The layout is mteb 2.x's ``ResultCache`` layout, so ``mteb.ResultCache`` loads every result::
+
+    <output>/<org__model>/<revision>/                      the default configuration
+        model_meta.json, <Task>.json (TaskResult), <Task>.trec, <Task>.per_query.tsv
+        r2med/pipeline.json, r2med/<Task>.identity.json, r2med/lock
+    <output>/<org__model>/<revision>/experiments/<name>/   an option variant (mteb's experiment,
+        ...same files; model_meta.json carries experiment_kwargs)
+
+Each file is written atomically; a task's TaskResult is written last and removed first when the
+task is recomputed, so a TaskResult on disk always sits beside the identity it was computed with.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import atomic
 from .errors import UserError
 from .evaluation import PER_QUERY
 
-if TYPE_CHECKING:
-    from .pipeline import Pipeline
+FORMAT = 2  # of the identity files; results without one were written by r2med before run identities
+EXPERIMENTS = "experiments"  # mteb's folder for experiment variants
+MAX_COMPONENT = 120  # characters of one path component derived from input
 
 
 def slug(text: str) -> str:
@@ -30,40 +46,114 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")
 
 
-def pipeline_name(revision_folder: Path) -> str | None:
-    """The display name a results folder's ``r2med/pipeline.json`` records, if any."""
-    try:
-        return json.loads((revision_folder / "r2med" / "pipeline.json").read_text(encoding="utf-8"))["name"]
-    except (OSError, ValueError, KeyError):
+def safe_component(text: str) -> str:
+    """One path component from text that came from input: never empty, ``.``/``..`` or holding a
+    separator; a long one is shortened and ends with a hash of the whole."""
+    cleaned = re.sub(r"[^A-Za-z0-9._=,+\-\[\]{}@]+", "_", text).lstrip(".") or "_"
+    if len(cleaned) > MAX_COMPONENT:
+        cleaned = f"{cleaned[:MAX_COMPONENT - 13]}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+    return cleaned
+
+
+def canonical(value: Any) -> Any:
+    """JSON-shaped, key-sorted: tuples become lists, unknown types their ``str``."""
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+def digest(value: Any, length: int = 12) -> str:
+    return hashlib.sha256(json.dumps(canonical(value), sort_keys=True).encode()).hexdigest()[:length]
+
+
+def code_versions(packages: dict[str, str | None]) -> dict[str, str]:
+    """The versions of the code that computes and scores a run: r2med, mteb's metrics, pytrec_eval,
+    and the plugin packages (``packages``: name -> version)."""
+    versions = {}
+    for name in ("r2med", "mteb", "pytrec-eval-terrier"):
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            versions[name] = "unknown"
+    return {**versions, **{k: v or "unknown" for k, v in packages.items()}}
+
+
+def experiment_name(kwargs: dict[str, Any] | None) -> str | None:
+    """mteb's folder name for ``experiment_kwargs`` (``b_0.9__k1_1.5``), made safe as a path.
+
+    The same serialisation as mteb's ``ModelMeta.experiment_name`` for JSON-shaped values (a test
+    compares them), written here so naming a folder never imports mteb."""
+    if not kwargs:
         return None
+    return safe_component("__".join(f"{k}_{_serialized(v)}" for k, v in sorted(canonical(kwargs).items())))
 
 
-def model_meta(info: dict[str, Any]):
-    """The mteb ModelMeta naming these results (mteb's own entry when it has one)."""
-    import mteb
-    from mteb.models import ModelMeta
+def _serialized(value: Any) -> str:
+    if isinstance(value, list):
+        return f"[{','.join(_serialized(v) for v in value)}]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{_serialized(v)}" for k, v in sorted(value.items())) + "}"
+    return re.sub(r'[<>:"|?*\\/\0]', "_", str(value))
 
-    fields = {k: v for k, v in info.items() if k in ModelMeta.model_fields}
-    try:
-        registered = mteb.get_model_meta(info["name"])
-    except Exception:  # unregistered name: build one from what the component told us
-        empty = ModelMeta.create_empty()
-        return ModelMeta.model_validate({**{k: getattr(empty, k) for k in ModelMeta.model_fields}, **fields})
-    return registered.model_copy(update={"revision": info["revision"]})
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What a pipeline is, in plain data: enough to place its results and identify them.
+
+    ``config``: components, plugins and every option value; ``models``: name and revision of the
+    models that score; ``variant``: the options set away from their defaults (mteb's
+    ``experiment_kwargs``); ``model``: the retriever's model metadata, which names a bare
+    retriever's folder so its results merge with MTEB's; a ``composite`` pipeline (rewriter,
+    reranker or fusion) is filed under ``r2med/<its name>`` instead.
+    """
+
+    display_name: str
+    model: dict[str, Any]
+    config: dict[str, Any]
+    models: dict[str, Any]
+    code: dict[str, str]
+    variant: dict[str, Any]
+    composite: bool
+
+    @property
+    def label(self) -> str:
+        """The name with what differs from the defaults: "BM25 (b=0.9, k1=1.5)"."""
+        if not self.variant:
+            return self.display_name
+        shown = ", ".join(f"{k}={_show(v)}" for k, v in sorted(self.variant.items()))
+        return f"{self.display_name} ({shown})"
+
+    def task_identity(self, task: str, data: dict[str, Any]) -> dict[str, Any]:
+        return canonical({"format": FORMAT, "task": task, "data": data, "config": self.config,
+                          "models": self.models, "code": self.code})
+
+
+def _show(value: Any) -> str:
+    return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+@dataclass(frozen=True)
+class Status:
+    """Whether a task's stored results can be reused, and if not, why (``None``: nothing stored)."""
+
+    reuse: bool
+    reason: str | None = None
 
 
 class ResultFolder:
-    def __init__(self, output: Path, info: dict[str, Any], identity: dict[str, Any], display_name: str) -> None:
-        """``info``: the model name, revision and ModelMeta fields naming the folder."""
-        self.info = info
-        self.name, self.revision = info["name"], info["revision"]
-        self.path = output / self.name.replace("/", "__").replace(" ", "_") / self.revision  # mteb's naming
-        self.identity = identity
-        self.display_name = display_name
+    """One configuration's results folder: its paths, what it holds, and how it is written."""
 
-    @classmethod
-    def of(cls, output: Path, pipeline: Pipeline) -> ResultFolder:
-        return cls(output, pipeline.folder_meta(), pipeline.identity(), pipeline.display_name())
+    def __init__(self, output: Path, spec: RunSpec) -> None:
+        self.spec = spec
+        self.display_name, self.label = spec.display_name, spec.label
+        if spec.composite:
+            self.name = f"r2med/{slug(spec.display_name) or 'pipeline'}"
+            self.revision = digest({"config": _without_options(spec.config), "models": spec.models})
+        else:
+            self.name, self.revision = spec.model["name"], safe_component(str(spec.model["revision"]))
+        self.experiment = experiment_name(spec.variant)
+        path = output / safe_component(self.name.replace("/", "__").replace(" ", "_")) / self.revision
+        self.path = path / EXPERIMENTS / self.experiment if self.experiment else path
+        if not _inside(self.path, output):  # sanitising makes this impossible; a last guard all the same
+            raise UserError(f"results folder {self.path} would lie outside --output {output}")
 
     def task_json(self, task_name: str) -> Path:
         return self.path / f"{task_name}.json"
@@ -74,44 +164,83 @@ class ResultFolder:
     def per_query(self, task_name: str) -> Path:
         return self.path / f"{task_name}.per_query.tsv"
 
+    def identity_file(self, task_name: str) -> Path:
+        return self.path / "r2med" / f"{task_name}.identity.json"
+
     @property
     def pipeline_file(self) -> Path:
         return self.path / "r2med" / "pipeline.json"
 
-    def is_complete(self, task_name: str) -> bool:
-        return all(p.exists() for p in (self.task_json(task_name), self.trec(task_name), self.per_query(task_name)))
+    @property
+    def lock_file(self) -> Path:
+        return self.path / "r2med" / "lock"
 
     def check_claim(self) -> None:
-        """Refuse a folder that already holds another pipeline's results."""
+        """Refuse a folder whose recorded configuration is another one (two configurations never
+        share a folder by construction; this catches a hand-edited or colliding one)."""
         try:
             stored = json.loads(self.pipeline_file.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+        except (OSError, ValueError):
             return
-        if isinstance(stored, dict) and _without_versions(stored.get("pipeline")) != _without_versions(
-                json.loads(json.dumps(self.identity, default=str))):
-            raise UserError(f"{self.path} holds results of a different pipeline; "
-                            "pass another --output or delete that folder")
+        if not isinstance(stored, dict) or stored.get("format") != FORMAT:
+            return  # an earlier layout's claim: its tasks are recomputed (they carry no identity)
+        if stored.get("config") != canonical(self.spec.config):
+            raise UserError(f"{self.path} holds results of a different configuration "
+                            f"({stored.get('label', '?')}); pass another --output or delete that folder")
 
-    def prepare(self) -> None:
-        """Claim the folder for this pipeline (refusing one that holds another pipeline's results)."""
+    def claim(self) -> None:
         self.check_claim()
-        atomic.write_json(self.pipeline_file, {"name": self.display_name, "pipeline": self.identity})
+        atomic.write_json(self.pipeline_file, canonical({
+            "format": FORMAT, "name": self.display_name, "label": self.label, "config": self.spec.config,
+            "models": self.spec.models, "code": self.spec.code, "experiment_kwargs": self.spec.variant or None}))
 
-    def write(self, task_metadata, scores: dict, ranked: dict, per_query: dict, *,
+    def status(self, task_name: str, identity: dict[str, Any]) -> Status:
+        """Reuse only a complete, readable result whose stored identity equals ``identity``."""
+        if not self.task_json(task_name).exists():
+            return Status(False)
+        try:
+            stored = json.loads(self.identity_file(task_name).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return Status(False, "its stored result has no identity (written by an earlier r2med)")
+        except (OSError, ValueError) as e:
+            return Status(False, f"{self.identity_file(task_name)} is unreadable ({type(e).__name__})")
+        changes = differences(stored, identity)
+        if changes:
+            return Status(False, "; ".join(changes))
+        try:
+            self.load(task_name)
+        except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
+            return Status(False, f"its stored result is unreadable or incomplete ({type(e).__name__})")
+        return Status(True)
+
+    def load(self, task_name: str) -> tuple[float, int]:
+        """The stored main score and number of evaluated queries of a finished task."""
+        data = json.loads(self.task_json(task_name).read_text(encoding="utf-8"))
+        main = float(data["scores"]["test"][0]["main_score"])
+        with self.per_query(task_name).open(encoding="utf-8") as f:
+            n = sum(1 for _ in f) - 1
+        if n < 1 or not self.trec(task_name).stat().st_size:
+            raise ValueError("empty run or per-query file")
+        return main, n
+
+    def write(self, task_metadata, identity: dict[str, Any], scores: dict, ranked: dict, per_query: dict, *,
               evaluation_time: float, phases: list[dict[str, Any]]) -> None:
+        """Write a task's files; the TaskResult, which marks the task finished, goes last."""
         from mteb.results import TaskResult
 
         name = task_metadata.name
+        self.task_json(name).unlink(missing_ok=True)  # a kill from here on leaves the task unfinished
         meta_file = self.path / "model_meta.json"
         if not meta_file.exists():
-            atomic.write_text(meta_file, json.dumps(model_meta(self.info).to_dict(), default=str, indent=4))
-        tag = self.display_name.replace(" ", "_")
+            atomic.write_text(meta_file, json.dumps(self.model_meta().to_dict(), default=str, indent=4))
+        tag = slug(self.display_name) or "r2med"
         atomic.write_lines(self.trec(name), (
             f"{qid} Q0 {doc_id} {rank} {score!r} {tag}"
             for qid, docs in ranked.items() for rank, (doc_id, score) in enumerate(docs, 1)))
         atomic.write_lines(self.per_query(name), [
             "\t".join(["query_id", *PER_QUERY]),
             *("\t".join([qid, *(repr(m[k]) for k in PER_QUERY)]) for qid, m in sorted(per_query.items()))])
+        atomic.write_json(self.identity_file(name), identity)
         result = TaskResult.from_task_results(
             SimpleNamespace(metadata=task_metadata), {"test": {"default": scores}}, evaluation_time,
             evaluation_phases=phases)
@@ -123,6 +252,25 @@ class ResultFolder:
         finally:
             Path(tmp).unlink(missing_ok=True)
 
+    def model_meta(self):
+        """The mteb ModelMeta naming these results (mteb's own entry when it has one), with the
+        variant as ``experiment_kwargs``."""
+        import mteb
+        from mteb.models import ModelMeta
+
+        info = {**self.spec.model, "name": self.name, "revision": self.revision}
+        update = {"experiment_kwargs": canonical(self.spec.variant) or None}
+        try:
+            if self.spec.composite:
+                raise LookupError
+            registered = mteb.get_model_meta(info["name"])
+        except Exception:  # unregistered name: build one from what the component told us
+            empty = ModelMeta.create_empty()
+            fields = {k: v for k, v in info.items() if k in ModelMeta.model_fields}
+            return ModelMeta.model_validate({**{k: getattr(empty, k) for k in ModelMeta.model_fields},
+                                             **fields, **update})
+        return registered.model_copy(update={"revision": self.revision, **update})
+
     def read_run(self, task_name: str) -> dict[str, list[tuple[str, float]]]:
         """The saved top-k run of a finished task, in rank order."""
         run: dict[str, list[tuple[str, float]]] = {}
@@ -131,23 +279,101 @@ class ResultFolder:
             run.setdefault(qid, []).append((doc_id, float(value)))
         return run
 
-    def main_score(self, task_name: str) -> tuple[float, int]:
-        """The stored main score and number of evaluated queries of a finished task."""
-        data = json.loads(self.task_json(task_name).read_text(encoding="utf-8"))
-        n = sum(1 for _ in self.per_query(task_name).open(encoding="utf-8")) - 1
-        return data["scores"]["test"][0]["main_score"], n
+    def remove_stale_temp_files(self) -> None:
+        """Half-written temp files a killed run left behind (nothing reads them)."""
+        for tmp in (*self.path.glob(".*.tmp"), *self.path.glob("r2med/.*.tmp")):
+            tmp.unlink(missing_ok=True)
+
+    @contextmanager
+    def locked(self, on_wait) -> Iterator[None]:
+        from .locking import folder_lock
+
+        with folder_lock(self.lock_file, lambda who: on_wait(f"{self.path} is in use by {who}; "
+                                                            "waiting until it is free")):
+            yield
 
 
-def _without_versions(identity: Any) -> Any:
-    if isinstance(identity, dict):
-        return {k: _without_versions(v) for k, v in identity.items() if k != "plugin_version"}
-    return identity
+@contextmanager
+def locked(folders: list[ResultFolder], on_wait) -> Iterator[None]:
+    """Hold every folder's lock (in path order, so two runs never wait on each other in a cycle)."""
+    unique = {f.path: f for f in folders}
+    with ExitStack() as stack:
+        for path in sorted(unique):
+            stack.enter_context(unique[path].locked(on_wait))
+        yield
+
+
+def differences(stored: dict[str, Any], planned: dict[str, Any], limit: int = 3) -> list[str]:
+    """What changed between two identities, as short lines ("data revision: a -> b")."""
+    old, new = _flatten(stored), _flatten(canonical(planned))
+    keys = [k for k in dict.fromkeys([*new, *old]) if old.get(k, _MISSING) != new.get(k, _MISSING)]
+    sections = ("task", "data", "config", "models", "code")  # what a reader looks for first
+    keys.sort(key=lambda k: sections.index(k.split(".")[0]) if k.split(".")[0] in sections else len(sections))
+    lines = []
+    for key in keys[:limit]:
+        before, after = old.get(key, _MISSING), new.get(key, _MISSING)
+        lines.append(f"{key.replace('.options.', '.')}: {_short(before)} -> {_short(after)}")
+    if len(keys) > limit:
+        lines.append(f"{len(keys) - limit} more")
+    return lines
+
+
+_MISSING = "(none)"
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict) and value:
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: value}
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _without_options(config: dict[str, Any]) -> dict[str, Any]:
+    """The components of a configuration, without option values (those name the experiment)."""
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, dict) and "component" in value:
+            out[key] = {k: v for k, v in value.items() if k != "options"}
+        elif key == "members":
+            out[key] = [_without_options(m) for m in value]
+    return out
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return os.path.abspath(path).startswith(os.path.abspath(root) + os.sep)
+
+
+def run_folder(path: Path) -> Path:
+    """The results folder a result file lies in (the folder itself when given one)."""
+    return path if path.is_dir() else path.parent
+
+
+def pipeline_record(folder: Path) -> dict[str, Any]:
+    """What a results folder's ``r2med/pipeline.json`` records (empty when it has none)."""
+    try:
+        data = json.loads((folder / "r2med" / "pipeline.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def pipeline_name(revision_folder: Path) -> str | None:
+    """The display name a results folder's ``r2med/pipeline.json`` records, if any."""
+    name = pipeline_record(revision_folder).get("name")
+    return name if isinstance(name, str) else None
 
 
 def run_name(path: Path) -> str:
     """A run's display name: its pipeline's name for a results folder (or a run file in one), else
     the file name."""
-    return pipeline_name(path if path.is_dir() else path.parent) or path.stem
+    return pipeline_name(run_folder(path)) or path.stem
 
 
 def read_per_query_ndcg(folder: Path) -> dict[str, dict[str, float]]:

@@ -1,7 +1,9 @@
 """Evaluate a pipeline over tasks: load data, rewrite, retrieve, rerank, score, write.
 
-A task whose results are complete is skipped (unless overwriting), so a killed run resumes where
-it stopped; results are written atomically after each task, so nothing finished is lost.
+A task whose stored results have the run's identity (``results.py``) is reused, unless
+overwriting; any other is computed, with one line saying what changed. Results are written
+atomically after each task, so a killed run resumes where it stopped and nothing finished is lost.
+Each results folder is locked for the run, so two processes never interleave one folder.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from .data import TaskData
 from .errors import PluginError, UserError
 from .evaluation import check_run, score, top_k
 from .pipeline import Pipeline, Stage
-from .results import ResultFolder
+from .results import ResultFolder, Status, locked
 from .tasks import TaskSpec
 
 
@@ -31,6 +33,7 @@ class TaskOutcome:
     ndcg_at_10: float
     n_queries: int
     status: str  # "computed" or "cached"
+    official: bool  # R2MED's data at mteb's pinned revision
 
 
 class Phases:
@@ -84,35 +87,62 @@ def calling(stage: Stage, task: TaskSpec, what: str):
 
 def result_folders(pipeline: Pipeline, output: Path) -> tuple[ResultFolder, ResultFolder | None, list[ResultFolder]]:
     """Where a run writes: the pipeline's folder, its first stage's (when it reranks) and its members'."""
-    first = ResultFolder.of(output, pipeline.first_stage()) if "reranker" in pipeline.stages else None
-    return ResultFolder.of(output, pipeline), first, [ResultFolder.of(output, m) for m in pipeline.members]
+    first = ResultFolder(output, pipeline.first_stage().spec()) if "reranker" in pipeline.stages else None
+    return ResultFolder(output, pipeline.spec()), first, [ResultFolder(output, m.spec()) for m in pipeline.members]
 
 
-def plan(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, overwrite: bool) -> dict[str, Any]:
+def plan(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: Path | None,
+         overwrite: bool) -> dict[str, Any]:
     """What a run would do, without loading data or models: stages, folders, and per task whether
-    its results exist (reused) or will be computed."""
+    its stored results have this run's identity (reused) or not (computed, and why)."""
     folder, first_folder, member_folders = result_folders(pipeline, output)
     for claimed in (folder, first_folder, *member_folders):
         if claimed is not None:
             claimed.check_claim()
     stages = [{"kind": s.spec.kind, "component": s.spec.name, "plugin": s.entry.plugin.name,
                "options": {k: s.options[k] for k in sorted(s.options)}} for s in pipeline.ordered()]
+    planned = []
+    for t in tasks:
+        try:
+            data = t.data_identity(data_dir, only_task=len(tasks) == 1)
+        except UserError as e:  # the run itself will stop here; the plan says why and goes on
+            data, status = {"official": False}, Status(False, f"its data cannot be read: {e}")
+        else:
+            status = folder.status(t.name, folder.spec.task_identity(t.name, data))
+        planned.append({"task": t.name, "alias": t.short_name, "group": t.group, "official_data": data["official"],
+                        "status": "reuse" if status.reuse and not overwrite else "compute",
+                        "reason": "--overwrite" if overwrite and status.reuse else status.reason})
     return {
-        "pipeline": folder.display_name, "model_name": folder.name, "revision": folder.revision,
+        "pipeline": folder.display_name, "label": folder.label, "model_name": folder.name,
+        "revision": folder.revision, "experiment": folder.experiment, "experiment_kwargs": folder.spec.variant,
         "results_dir": str(folder.path), "top_k": pipeline.top_k, "stages": stages,
         "first_stage_dir": str(first_folder.path) if first_folder else None,
         "member_dirs": [str(f.path) for f in member_folders],
-        "tasks": [{"task": t.name, "alias": t.short_name, "group": t.group,
-                   "status": "reuse" if folder.is_complete(t.name) and not overwrite else "compute"} for t in tasks],
+        "tasks": planned,
     }
 
 
 def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: Path | None,
                  overwrite: bool, console: Console) -> tuple[ResultFolder, list[TaskOutcome]]:
     folder, first_folder, member_folders = result_folders(pipeline, output)
-    for claimed in (folder, first_folder, *member_folders):
-        if claimed is not None:
-            claimed.prepare()
+    folders = [f for f in (folder, first_folder, *member_folders) if f is not None]
+    for claimed in folders:
+        claimed.check_claim()
+
+    def waiting(message: str) -> None:
+        console.print(f"[yellow]waiting:[/] {escape(message)}", soft_wrap=True)
+
+    with locked(folders, waiting):
+        for claimed in folders:
+            claimed.claim()
+            claimed.remove_stale_temp_files()
+        return folder, _run_tasks(pipeline, tasks, folder, first_folder, member_folders, data_dir=data_dir,
+                                  overwrite=overwrite, console=console)
+
+
+def _run_tasks(pipeline: Pipeline, tasks: list[TaskSpec], folder: ResultFolder, first_folder: ResultFolder | None,
+               member_folders: list[ResultFolder], *, data_dir: Path | None, overwrite: bool,
+               console: Console) -> list[TaskOutcome]:
     outcomes = []
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
@@ -125,40 +155,49 @@ def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, dat
                                      report=SubProgress(progress), console=console,
                                      step=lambda text: progress.update(bar, description=f"tuning: {text}"))
         for task in tasks:
-            if overwrite or not folder.is_complete(task.name):
+            data_id = task.data_identity(data_dir, only_task=len(tasks) == 1)
+            status = folder.status(task.name, folder.spec.task_identity(task.name, data_id))
+            if status.reuse and not overwrite:
+                ndcg, n = folder.load(task.name)
+                outcomes.append(TaskOutcome(task, ndcg, n, "cached", data_id["official"]))
+            else:
+                if status.reason and not overwrite:
+                    console.print(f"{escape(task.short_name)}: recomputing, {escape(status.reason)}", soft_wrap=True)
+
                 def step(text: str, _task=task) -> None:
                     progress.update(bar, description=f"{_task.short_name}: {text}")
-                _evaluate(pipeline, task, folder, data_dir=data_dir, only_task=len(tasks) == 1,
-                          step=step, console=console, report=SubProgress(progress), first_folder=first_folder,
-                          member_folders=member_folders, overwrite=overwrite,
-                          tuned=weights.get(task.group or task.name) if weights else None)
-                status = "computed"
-            else:
-                status = "cached"
-            ndcg, n = folder.main_score(task.name)
-            outcomes.append(TaskOutcome(task, ndcg, n, status))
+                ndcg, n, official = _evaluate(
+                    pipeline, task, folder, data_dir=data_dir, only_task=len(tasks) == 1, step=step,
+                    console=console, report=SubProgress(progress), first_folder=first_folder,
+                    member_folders=member_folders, overwrite=overwrite,
+                    tuned=weights.get(task.group or task.name) if weights else None)
+                outcomes.append(TaskOutcome(task, ndcg, n, "computed", official))
             progress.advance(bar)
-    return folder, outcomes
+    return outcomes
 
 
 def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_dir: Path | None,
               only_task: bool, step, console: Console, report: SubProgress, first_folder: ResultFolder | None,
-              member_folders: list[ResultFolder], overwrite: bool, tuned: list[float] | None = None) -> None:
+              member_folders: list[ResultFolder], overwrite: bool,
+              tuned: list[float] | None = None) -> tuple[float, int, bool]:
+    """Compute and save one task; returns its nDCG@10, number of scored queries and whether its
+    data is R2MED's official data."""
     started = time.time()
     phase = Phases()
     step("loading data")
     with phase("Data loading"):
         data: TaskData = task.load(data_dir, only_task=only_task)
+    data_id = task.data_identity(data_dir, only_task=only_task, revision=data.revision)
     for warning in data.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
 
     extra_scores: dict = {}
-    reused = first_folder is not None and not overwrite and first_folder.is_complete(task.name)
+    reused = first_folder is not None and not overwrite and _reusable(first_folder, task, data_id)
     if reused:
         step("first stage from its saved run")
         ranked = first_folder.read_run(task.name)  # a reranker reuses the first stage, never recomputes it
     elif pipeline.members:
-        runs = [_member_run(member, folder, task, data, phase, step, report, overwrite, started)
+        runs = [_member_run(member, folder, task, data, data_id, phase, step, report, overwrite, started)
                 for member, folder in zip(pipeline.members, member_folders)]
         step("fusing")
         fuser = pipeline.retriever.instance
@@ -171,7 +210,7 @@ def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_
     else:
         ranked = _first_stage(pipeline, task, data, phase, step, report)
     if first_folder is not None and not reused:
-        _save(first_folder, task, data, ranked, started, phase)  # on its own, for the leaderboard and rerankers
+        _save(first_folder, task, data, data_id, ranked, started, phase)  # for the leaderboard and rerankers
 
     previous = None
     if "reranker" in pipeline.stages:
@@ -186,16 +225,23 @@ def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_
     if previous:
         extra_scores["previous_results_model_meta"] = previous  # as mteb records a reranking's first stage
     with phase("Scoring"):
-        _save(folder, task, data, ranked, started, phase, extra_scores)
+        ndcg, n = _save(folder, task, data, data_id, ranked, started, phase, extra_scores)
+    return ndcg, n, data_id["official"]
 
 
-def _save(folder: ResultFolder, task: TaskSpec, data: TaskData, ranked, started: float, phase: Phases,
-          extra_scores: dict | None = None) -> None:
-    """Score a run against the task's judgments and write it as ``folder``'s result for the task."""
+def _reusable(folder: ResultFolder, task: TaskSpec, data_id: dict) -> bool:
+    return folder.status(task.name, folder.spec.task_identity(task.name, data_id)).reuse
+
+
+def _save(folder: ResultFolder, task: TaskSpec, data: TaskData, data_id: dict, ranked, started: float,
+          phase: Phases, extra_scores: dict | None = None) -> tuple[float, int]:
+    """Score a run against the task's judgments and write it, with its identity, as ``folder``'s
+    result for the task; returns the main score and the number of scored queries."""
     scores, per_query = score(ranked, data.qrels)
     scores.update(extra_scores or {})
-    folder.write(task.mteb_metadata(data.revision), scores, ranked, per_query,
-                 evaluation_time=time.time() - started, phases=list(phase.items))
+    folder.write(task.mteb_metadata(data.revision), folder.spec.task_identity(task.name, data_id), scores, ranked,
+                 per_query, evaluation_time=time.time() - started, phases=list(phase.items))
+    return scores["main_score"], len(per_query)
 
 
 def _held_out(data: TaskData, tuning: set[str]) -> tuple[TaskData, int]:
@@ -221,7 +267,8 @@ def _tune_by_group(pipeline: Pipeline, tasks: list[TaskSpec], member_folders, *,
         step(f"{task.short_name}: members")
         data = task.load(data_dir, only_task=len(tasks) == 1)
         _held_out(data, fuser.tuning_queries(task))  # refuse a split that leaves nothing to tune or score
-        runs = [_member_run(member, folder, task, data, Phases(), step, report, overwrite, time.time())
+        data_id = task.data_identity(data_dir, only_task=len(tasks) == 1, revision=data.revision)
+        runs = [_member_run(member, folder, task, data, data_id, Phases(), step, report, overwrite, time.time())
                 for member, folder in zip(pipeline.members, member_folders)]
         tune_qrels = {q: r for q, r in data.qrels.items() if q in fuser.tuning_queries(task)}
         groups.setdefault(task.group or task.name, []).append((runs, tune_qrels))
@@ -242,13 +289,13 @@ def _tune_by_group(pipeline: Pipeline, tasks: list[TaskSpec], member_folders, *,
     return chosen
 
 
-def _member_run(member: Pipeline, folder: ResultFolder, task: TaskSpec, data: TaskData, phase: Phases, step,
-                report: SubProgress, overwrite: bool, started: float):
-    """A fused member's run: from its saved results when they exist, else computed and saved."""
-    if not overwrite and folder.is_complete(task.name):
+def _member_run(member: Pipeline, folder: ResultFolder, task: TaskSpec, data: TaskData, data_id: dict,
+                phase: Phases, step, report: SubProgress, overwrite: bool, started: float):
+    """A fused member's run: from its saved results when they have its identity, else computed and saved."""
+    if not overwrite and _reusable(folder, task, data_id):
         return folder.read_run(task.name)
     ranked = _first_stage(member, task, data, phase, step, report)
-    _save(folder, task, data, ranked, started, phase)
+    _save(folder, task, data, data_id, ranked, started, phase)
     return ranked
 
 

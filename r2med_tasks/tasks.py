@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .data import FILES, TaskData, load_hub, load_local
+from .data import FILES, TaskData, load_hub, load_local, local_revision
 from .errors import UserError
 
 if TYPE_CHECKING:
@@ -81,6 +81,20 @@ class TaskSpec:
             return load_local(self.local_path)
         if self.hub_path and self.revision:
             return load_hub(self.hub_path, self.revision)
+        raise UserError(f"task {self.name} has no data source; pass --data-dir DIR")
+
+    def data_identity(self, data_dir: Path | None = None, *, only_task: bool = False,
+                      revision: str | None = None) -> dict[str, Any]:
+        """Which data a run of this task reads, without loading it: the hub path at its revision,
+        or the checksum of local files (``revision``: already known from loading). ``official``:
+        R2MED's own data at mteb's pinned revision, the only data published numbers speak of."""
+        if data_dir is not None or self.local_path is not None:
+            folder = self.find_folder(data_dir, only_task=only_task) if data_dir is not None else self.local_path
+            return {"source": "local" if data_dir is not None else "package",
+                    "revision": revision or local_revision(folder), "official": False}
+        if self.hub_path and self.revision:
+            return {"source": "hub", "path": self.hub_path, "revision": revision or self.revision,
+                    "official": self.is_r2med and (revision or self.revision) == self.revision}
         raise UserError(f"task {self.name} has no data source; pass --data-dir DIR")
 
     def mteb_metadata(self, revision: str) -> TaskMetadata:

@@ -119,3 +119,28 @@ def r2med_command(*args, env=None, **kwargs) -> subprocess.CompletedProcess:
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "r2med_tasks.cli", *map(str, args)],
                           capture_output=True, text=True, env=full_env, **kwargs)
+
+
+@pytest.fixture
+def official_hub(monkeypatch):
+    """R2MED's eight hub datasets served locally (the sample's rows, a different query subset per
+    task), so runs read 'official' data at mteb's pinned revisions without a network."""
+    import datasets
+
+    from r2med_tasks.tasks import R2MED_TASKS
+
+    queries = read_jsonl(SAMPLE / "query.jsonl")
+    tables = {}
+    for i, task in enumerate(R2MED_TASKS):
+        chosen = queries[i % 3:i % 3 + 7]
+        ids = {q["id"] for q in chosen}
+        tables[task.hub_path] = {"corpus": read_jsonl(SAMPLE / "corpus.jsonl"), "query": chosen,
+                                 "qrels": [r for r in read_jsonl(SAMPLE / "qrels.jsonl") if r["q_id"] in ids]}
+    pinned = {t.hub_path: t.revision for t in R2MED_TASKS}
+
+    def load_dataset(path, name=None, split=None, revision=None, **kwargs):
+        assert revision == pinned[path]
+        return datasets.Dataset.from_list(tables[path][name])
+
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    return tables

@@ -328,7 +328,8 @@ def test_published_retriever_runs_on_local_weights(model_path, run_cli, tmp_path
                              "--output", tmp_path / "out", "--cache-dir", tmp_path / "cache", "--json")
     assert code == 0, err
     summary = json.loads(out)
-    assert summary["model_name"] == "r2med/contriever" and summary["revision"].startswith("unpinned-")
+    assert summary["model_name"] == "r2med/contriever" and summary["revision"].startswith("local-")
+    assert summary["experiment"] is None  # other weights are another revision, not an option variant
     st = json.loads(run_cli("run", "--plugin", "st", "-o", f"model={model_path}", "--tasks", "sample",
                             "--output", tmp_path / "st", "--cache-dir", tmp_path / "cache", "--json")[1])
     assert summary["tasks"][0]["ndcg_at_10"] == pytest.approx(st["tasks"][0]["ndcg_at_10"], abs=1e-5)

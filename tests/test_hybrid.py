@@ -17,7 +17,7 @@ def run(run_cli, tmp_path, *args, tasks="sample"):
 
 
 def member_run(tmp_path, folder_name):
-    return read_trec(next((tmp_path / "out" / folder_name).glob("*")) / "R2MEDSampleRetrieval.trec")
+    return read_trec(next((tmp_path / "out" / folder_name).rglob("R2MEDSampleRetrieval.trec")))
 
 
 def test_rrf_equals_an_independent_computation(run_cli, tmp_path):
@@ -57,7 +57,8 @@ def test_hybrid_results_in_the_leaderboard(run_cli, tmp_path, data_dir):
     assert code == 0, err
     summary = json.loads(out)
     assert summary["tasks"][0]["task"] == "R2MEDBiologyRetrieval"
-    code, out, err = run_cli("leaderboard", str(tmp_path / "out"), "--no-published", "--format", "json")
+    code, out, err = run_cli("leaderboard", str(tmp_path / "out"), "--no-published", "--include-local",
+                             "--format", "json")
     assert code == 0, err
     assert "BM25 ⊕ bm25-okapi (RRF)" in [r["system"] for r in json.loads(out)]
 
@@ -83,7 +84,7 @@ def test_members_share_the_rewriter(run_cli, tmp_path):
                              "--output", tmp_path / "out", "--cache-dir", tmp_path / "cache", "--json")
     assert code == 0, err
     assert json.loads(out)["pipeline"] == "QwQ-32B + BM25 ⊕ bm25-okapi (RRF)"
-    names = {json.loads(p.read_text())["name"] for p in (tmp_path / "out").glob("*/*/r2med/pipeline.json")}
+    names = {json.loads(p.read_text())["name"] for p in (tmp_path / "out").rglob("r2med/pipeline.json")}
     assert {"QwQ-32B + BM25", "QwQ-32B + bm25-okapi"} <= names
 
 

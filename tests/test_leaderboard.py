@@ -40,7 +40,7 @@ def test_every_published_row_but_the_external_one_has_a_command(run_cli, tmp_pat
     assert [r["name"] for r in published() if not r["command"]] == ["BGE-Reasoner-Embed-0928"]  # external, average only
     rows, _ = board(run_cli, "--commands")
     assert [(r["system"], r["command"] or "") for r in rows] == [(r["name"], r["command"]) for r in published()]
-    assert set(rows[0]) == {"rank", "system", "average", "command"}
+    assert set(rows[0]) == {"rank", "system", "average", "command", "local_data"}
 
 
 @pytest.mark.parametrize("record", PUBLISHED_WITH_COMMANDS, ids=[r["name"] for r in PUBLISHED_WITH_COMMANDS])
@@ -69,9 +69,11 @@ def test_a_folder_without_r2med_results_is_named(run_cli, tmp_path):
 
 
 def write_result(folder: Path, task: str, ndcg: float, name: str) -> None:
+    """A TaskResult on R2MED's official data (mteb's pinned revision)."""
     folder.mkdir(parents=True, exist_ok=True)
+    revision = next(t.revision for t in R2MED_TASKS if t.name == task)
     (folder / f"{task}.json").write_text(json.dumps({
-        "dataset_revision": "x", "task_name": task, "mteb_version": "2.0", "evaluation_time": 1.0,
+        "dataset_revision": revision, "task_name": task, "mteb_version": "2.0", "evaluation_time": 1.0,
         "scores": {"test": [{"main_score": ndcg, "ndcg_at_10": ndcg, "hf_subset": "default", "languages": ["eng-Latn"]}]}}))
     (folder / "model_meta.json").write_text(json.dumps({"name": name, "revision": folder.name}))
 
@@ -96,9 +98,10 @@ def test_results_written_by_r2med_run_merge(run_cli, tmp_path, data_dir):
     code, _, err = run_cli("run", "--plugin", "bm25", "--data-dir", data_dir, "--output", tmp_path / "res",
                            "--cache-dir", tmp_path / "c")
     assert code == 0, err
-    rows, _ = board(run_cli, str(tmp_path / "res"), "--no-published")
+    rows, _ = board(run_cli, str(tmp_path / "res"), "--no-published", "--include-local")
     (row,) = rows
     assert row["system"] == "BM25" and row["average"] is None and row["Biology"] is not None
+    assert row["local_data"] is True
 
 
 def test_filters_and_formats(run_cli, tmp_path, monkeypatch):
@@ -243,16 +246,10 @@ def test_results_written_by_mteb_itself_merge(run_cli, tmp_path):
     assert row["average"] == 20.0
 
 
-def test_run_summary_sets_a_run_beside_its_published_row(run_cli, tmp_path):
-    """BM25 over all eight tasks (sample data in each folder): each value and the average beside BM25's
-    published ones, with the difference."""
-    import shutil
-
-    from conftest import SAMPLE
-
-    for task in R2MED_TASKS:
-        shutil.copytree(SAMPLE, tmp_path / "data" / task.short_name)
-    args = ["run", "--plugin", "bm25", "--data-dir", tmp_path / "data", "--output", tmp_path / "out"]
+def test_run_summary_sets_a_run_beside_its_published_row(official_hub, run_cli, tmp_path):
+    """BM25 over all eight tasks of R2MED's (locally served) hub data: each value and the average
+    beside BM25's published ones, with the difference."""
+    args = ["run", "--plugin", "bm25", "--output", tmp_path / "out", "--cache-dir", tmp_path / "c"]
     code, out, err = run_cli(*args, "--json")
     assert code == 0, err
     summary = json.loads(out)

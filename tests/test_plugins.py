@@ -214,8 +214,8 @@ def test_installed_plugin_runs_beside_a_broken_one(installed_plugins, tmp_path):
     summary = json.loads(result.stdout)
     assert summary["model_name"] == "example/tfidf" and summary["tasks"][0]["n_queries"] == 10
     pipeline = json.loads((tmp_path / "example__tfidf" / "0.3.0" / "r2med" / "pipeline.json").read_text())
-    assert pipeline["pipeline"]["retriever"]["plugin"] == "r2med-example"
-    assert pipeline["pipeline"]["retriever"]["plugin_version"] == "0.3.0"
+    assert pipeline["config"]["retriever"]["plugin"] == "r2med-example"
+    assert pipeline["code"]["r2med-example"] == "0.3.0"
 
 
 def test_load_plugins_env_restricts_third_party(installed_plugins):

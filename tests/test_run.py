@@ -116,10 +116,13 @@ def test_pipelines_never_share_a_folder(overlap, run_cli, tmp_path):
     assert default.endswith("r2med__overlap/1.0")  # a bare retriever keeps its own name and revision
     bonus = folder("-o", "bonus=0.5")
     topk = folder("--top-k", "50")
-    assert len({default, bonus, topk}) == 3
+    # option variants are mteb experiments of the same model and revision, never revision suffixes
+    assert bonus == f"{default}/experiments/bonus_0.5" and topk == f"{default}/experiments/top_k_50"
     assert folder("-o", "overlap.bonus=0.5") == bonus  # same pipeline, same folder
-    pipeline = json.loads((Path(bonus) / "r2med" / "pipeline.json").read_text())["pipeline"]
-    assert pipeline["retriever"]["options"] == {"bonus": 0.5} and pipeline["top_k"] == 100
+    record = json.loads((Path(bonus) / "r2med" / "pipeline.json").read_text())
+    assert record["config"]["retriever"]["options"] == {"bonus": 0.5} and record["config"]["top_k"] == 100
+    assert record["label"] == "overlap (bonus=0.5)" and record["experiment_kwargs"] == {"bonus": 0.5}
+    assert json.loads((Path(bonus) / "model_meta.json").read_text())["experiment_kwargs"] == {"bonus": 0.5}
 
 
 def test_runtime_options_do_not_change_the_folder(model_path, run_cli, tmp_path):
@@ -206,10 +209,10 @@ def test_folder_of_another_pipeline_is_refused(overlap, run_cli, tmp_path, extra
     code, out, _ = run_cli("run", "--plugin", "overlap", "--tasks", "sample", "--output", tmp_path, "--json")
     pipeline_file = Path(json.loads(out)["results_dir"]) / "r2med" / "pipeline.json"
     data = json.loads(pipeline_file.read_text())
-    data["pipeline"]["retriever"]["options"]["bonus"] = 9.0
+    data["config"]["retriever"]["options"]["bonus"] = 9.0
     pipeline_file.write_text(json.dumps(data))
     code, _, err = run_cli("run", "--plugin", "overlap", "--tasks", "sample", "--output", tmp_path, *extra)
-    assert code == 2 and "holds results of a different pipeline" in err
+    assert code == 2 and "holds results of a different configuration" in err
     assert json.loads(pipeline_file.read_text()) == data  # the other pipeline's claim stays
 
 

@@ -57,6 +57,7 @@ def register_retrievers(register):
             options=options,
             option_help=helps,
             runtime_options=runtime,
+            model_options=("model", "doc_model"),  # identified by the model's name and revision
             reference=config.reference or None,
         ))
 
@@ -68,11 +69,14 @@ def published_retriever(name: str, *, drop_identical_ids: bool, cache: bool, chu
 
     from r2med_tasks.errors import UserError
 
-    from r2med_plugins.model_ref import check_model_ref
+    from r2med_plugins.model_ref import check_model_ref, model_identity
     from .published import PublishedModel
     from .retriever import DenseRetriever
 
     config = DENSE_MODELS[name]
+    chosen = [v for v in (model, doc_model) if v and v not in (config.hf_model, config.hf_doc_model)]
+    # other weights than the published ones: revision of a local folder's files, else the hub id
+    revision = "+".join(model_identity(v)[1] if model_identity(v)[1] != "unpinned" else v for v in chosen) or None
     if config.backend not in ("openai", "voyage"):  # an API's model is a name, not weights
         for option, value in (("model", model), ("doc_model", doc_model)):
             if value:
@@ -82,5 +86,5 @@ def published_retriever(name: str, *, drop_identical_ids: bool, cache: bool, chu
         raise UserError(f"-o {name}.dtype={dtype}: use fp32, fp16 or bf16")
     api = {"base_url": base_url or None, "concurrency": concurrency, **({"batch_size": batch_size} if batch_size else {})}
     adapter = PublishedModel(config, device=device, batch_size=batch_size, dtype=dtype, article_queries=article_queries,
-                             api_options=api if config.backend in ("openai", "voyage") else None)
+                             weights_revision=revision, api_options=api if config.backend in ("openai", "voyage") else None)
     return DenseRetriever(adapter, cache=cache, chunk_size=chunk_size, drop_identical_ids=drop_identical_ids)

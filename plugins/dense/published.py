@@ -18,16 +18,17 @@ from .encoders import (GritLMEncoder, NVEmbedEncoder, SentenceTransformerEncoder
 
 class PublishedModel:
     def __init__(self, config: DenseConfig, *, device: str, batch_size: int, dtype: str,
-                 article_queries: bool = False, api_options: dict[str, Any] | None = None) -> None:
+                 article_queries: bool = False, weights_revision: str | None = None,
+                 api_options: dict[str, Any] | None = None) -> None:
         self.config, self.device, self.batch_size, self.dtype = config, device, batch_size or config.batch_size, dtype
-        self.article_queries = article_queries
+        self.article_queries, self.weights_revision = article_queries, weights_revision
         self.api_options = api_options or {}
         self._encoder = None
         self._devices: list[str] | None = None
 
     def model_meta(self) -> dict[str, Any]:
         c = self.config
-        return {"name": f"r2med/{c.name}", "revision": c.revision or "unpinned", "display_name": c.published or c.name,
+        return {"name": f"r2med/{c.name}", "revision": self.weights_revision or c.revision or "unpinned", "display_name": c.published or c.name,
                 "adapted_from": c.hf_model,
                 "reference": c.reference or None, "similarity_fn_name": "cosine",
                 "use_instructions": bool(c.query_instructions or c.doc_instructions),

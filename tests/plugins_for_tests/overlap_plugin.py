@@ -1,7 +1,8 @@
 """A tiny deterministic retriever for tests: score = number of shared lower-cased words.
 
 Env hooks for the resume test: R2MED_TEST_LOG (append 'index <task>' per index call) and
-R2MED_TEST_BLOCK_ON=<task name> (write '<log>.ready' and sleep in search, to be killed).
+R2MED_TEST_BLOCK_ON=<task name> (write '<log>.ready' and sleep in search, to be killed; for
+R2MED_TEST_BLOCK_SECONDS, default 120).
 """
 
 import os
@@ -33,7 +34,7 @@ class Overlap:
     def search(self, queries, *, task, top_k):
         if os.environ.get("R2MED_TEST_BLOCK_ON") == task.name:
             Path(os.environ["R2MED_TEST_LOG"] + ".ready").write_text("ready")
-            time.sleep(120)
+            time.sleep(float(os.environ.get("R2MED_TEST_BLOCK_SECONDS", "120")))
         out = {}
         for q in queries:
             qw = words(q.text)

@@ -1,0 +1,47 @@
+"""One process at a time per results folder: an advisory lock (``flock``) on its ``r2med/lock``.
+
+The kernel drops the lock when its process ends, however it ends, so a killed run never leaves a
+stale lock behind. The file says who holds it, so a waiting run can name the holder.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def folder_lock(path: Path, on_wait: Callable[[str], None]) -> Iterator[None]:
+    """Hold ``path``'s lock for the block; when another process holds it, call ``on_wait`` with a
+    description of the holder once, then wait for it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            on_wait(holder(path))
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        me = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%d %H:%M:%S"),
+              "program": os.path.basename(sys.argv[0])}  # not its arguments: they may hold a secret
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(me).encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def holder(path: Path) -> str:
+    """Who holds the lock, as the holder recorded it."""
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+        return f"pid {info['pid']} on {info['host']} since {info['since']} ({info['program']})"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "another process"

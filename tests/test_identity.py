@@ -1,0 +1,286 @@
+"""Run identity: a stored score is reused, compared or merged only when its data, configuration and
+code match; option variants are mteb experiments; folders are locked and never escape --output."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import pytrec_eval
+
+from conftest import SAMPLE, TESTS, qrels_of, read_jsonl, write_jsonl
+from r2med_tasks.tasks import R2MED_TASKS
+
+
+@pytest.fixture
+def overlap(register):
+    import overlap_plugin
+
+    return register(overlap_plugin, "overlap-plugin")
+
+
+def overlap_ndcg(folder: Path, bonus: float = 0.0) -> float:
+    """nDCG@10 of the overlap retriever on a task folder, computed here: shared-word counts, ties
+    by corpus order, top 100, pytrec_eval over the judged queries."""
+    from overlap_plugin import words
+
+    corpus = read_jsonl(folder / "corpus.jsonl")
+    qrels = {q: d for q, d in qrels_of(folder).items() if any(v > 0 for v in d.values())}
+    run = {}
+    for q in read_jsonl(folder / "query.jsonl"):
+        if q["id"] not in qrels:
+            continue
+        scored = sorted(((len(words(q["text"]) & words(c["text"])) + bonus, i) for i, c in enumerate(corpus)),
+                        key=lambda x: (-x[0], x[1]))[:100]
+        run[q["id"]] = {corpus[i]["id"]: float(s) for s, i in scored}
+    values = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(run)
+    return float(np.mean([v["ndcg_cut_10"] for v in values.values()]))
+
+
+def summary(run_cli, *args):
+    code, out, err = run_cli("run", *map(str, args), "--json")
+    assert code == 0, err
+    return json.loads(out), err
+
+
+def test_edited_qrels_are_recomputed_and_say_what_changed(overlap, run_cli, data_dir, tmp_path):
+    args = ["--plugin", "overlap", "--data-dir", data_dir, "--output", tmp_path / "out"]
+    first, _ = summary(run_cli, *args)
+    qrels = read_jsonl(data_dir / "Biology" / "qrels.jsonl")
+    write_jsonl(data_dir / "Biology" / "qrels.jsonl", [r for r in qrels if r["q_id"] != "q01"] +
+                [{"q_id": "q01", "p_id": "s-pharm-01", "score": 1}])
+
+    code, out, err = run_cli("run", *map(str, args), "--dry-run", "--json")
+    planned = {t["alias"]: t for t in json.loads(out)["tasks"]}
+    assert planned["Biology"]["status"] == "compute" and "data.revision: sha256-" in planned["Biology"]["reason"]
+    assert planned["Bioinformatics"]["status"] == "reuse"
+
+    second, err = summary(run_cli, *args)
+    status = {t["alias"]: t["status"] for t in second["tasks"]}
+    assert status == {"Biology": "computed", "Bioinformatics": "cached", "Medical-Sciences": "cached"}
+    assert "Biology: recomputing, data.revision: sha256-" in err
+    new = second["tasks"][0]["ndcg_at_10"]
+    assert new == pytest.approx(overlap_ndcg(data_dir / "Biology"), abs=5e-6)
+    assert new != pytest.approx(first["tasks"][0]["ndcg_at_10"], abs=1e-4)
+    stored = json.loads((Path(second["results_dir"]) / "r2med" / "R2MEDBiologyRetrieval.identity.json").read_text())
+    result = json.loads((Path(second["results_dir"]) / "R2MEDBiologyRetrieval.json").read_text())
+    assert stored["data"]["revision"] == result["dataset_revision"] and stored["data"]["official"] is False
+
+
+def test_deleted_qrels_file_is_an_error_not_a_stale_score(overlap, run_cli, data_dir, tmp_path):
+    args = ["run", "--plugin", "overlap", "--data-dir", data_dir, "--output", tmp_path / "out"]
+    assert run_cli(*args)[0] == 0
+    (data_dir / "Biology" / "qrels.jsonl").unlink()
+    code, out, err = run_cli(*args)
+    assert code == 2 and "qrels.jsonl: file not found" in err and "Traceback" not in err
+
+
+def test_changed_code_version_or_option_default_recomputes(overlap, run_cli, tmp_path):
+    args = ["--plugin", "overlap", "--tasks", "sample", "--output", tmp_path]
+    first, _ = summary(run_cli, *args)
+    identity_file = Path(first["results_dir"]) / "r2med" / "R2MEDSampleRetrieval.identity.json"
+    stored = json.loads(identity_file.read_text())
+    stored["code"]["r2med"] = "0.0.1"
+    identity_file.write_text(json.dumps(stored))
+    second, err = summary(run_cli, *args)
+    assert second["tasks"][0]["status"] == "computed" and "code.r2med: 0.0.1 -> " in err
+
+
+def test_truncated_task_result_is_recomputed_with_a_warning(overlap, run_cli, tmp_path):
+    args = ["--plugin", "overlap", "--tasks", "sample", "--output", tmp_path]
+    first, _ = summary(run_cli, *args)
+    result = Path(first["results_dir"]) / "R2MEDSampleRetrieval.json"
+    result.write_text(result.read_text()[:100])
+    stale = [Path(first["results_dir"]) / ".R2MEDSampleRetrieval.trec.x1.tmp",
+             Path(first["results_dir"]) / "r2med" / ".pipeline.json.x2.tmp"]
+    for leftover in stale:  # what a killed run leaves behind
+        leftover.write_text("half")
+    second, err = summary(run_cli, *args)
+    assert not any(p.exists() for p in stale)
+    assert second["tasks"][0]["status"] == "computed" and "unreadable or incomplete" in err
+    assert second["tasks"][0]["ndcg_at_10"] == first["tasks"][0]["ndcg_at_10"]
+    json.loads(result.read_text())  # whole again
+
+
+def test_results_of_the_earlier_layout_are_recomputed(overlap, run_cli, tmp_path):
+    """A folder written before run identities (no identity files) is not trusted: its tasks are
+    recomputed, once, with a line saying why."""
+    args = ["--plugin", "overlap", "--tasks", "sample", "--output", tmp_path]
+    first, _ = summary(run_cli, *args)
+    folder = Path(first["results_dir"])
+    (folder / "r2med" / "R2MEDSampleRetrieval.identity.json").unlink()
+    (folder / "r2med" / "pipeline.json").write_text(json.dumps({"name": "overlap", "pipeline": {"top_k": 100}}))
+    second, err = summary(run_cli, *args)
+    assert second["tasks"][0]["status"] == "computed" and "no identity (written by an earlier r2med)" in err
+    third, _ = summary(run_cli, *args)
+    assert third["tasks"][0]["status"] == "cached"
+
+
+def test_escaping_revision_writes_nothing_outside_output(model_path, run_cli, tmp_path):
+    output = tmp_path / "a" / "b" / "out"
+    before = {p for p in tmp_path.rglob("*")}
+    for revision in ("../../x", "/etc/x", ".."):
+        result, _ = summary(run_cli, "--plugin", "st", "-o", f"model={model_path}", "-o", f"revision={revision}",
+                            "--tasks", "sample", "--output", output)
+        assert Path(result["results_dir"]).resolve().is_relative_to(output.resolve())
+    outside = {p for p in tmp_path.rglob("*") if not p.resolve().is_relative_to(output.resolve())} - before
+    assert outside <= {output.parent, output.parent.parent}, outside
+
+
+def test_path_components_are_sanitised():
+    from r2med_tasks.results import safe_component
+
+    for raw in ("..", ".", "../../x", "/etc/passwd", "a/b", "", "x" * 400, "a\\b", "\x1b[2J"):
+        part = safe_component(raw)
+        assert part not in ("", ".", "..") and "/" not in part and "\\" not in part and len(part) <= 120
+        assert not part.startswith(".")
+    assert safe_component("8b3219a92973c328a8e22fadcfa821b5dc75636a") == "8b3219a92973c328a8e22fadcfa821b5dc75636a"
+    assert safe_component("x" * 400) != safe_component("x" * 399 + "y")  # shortened names stay distinct
+
+
+def test_differences_name_what_changed():
+    from r2med_tasks.results import differences
+
+    old = {"data": {"revision": "a"}, "config": {"retriever": {"options": {"k1": 0.9, "b": 0.4}}}}
+    new = {"data": {"revision": "b"}, "config": {"retriever": {"options": {"k1": 1.2, "b": 0.4}}}}
+    assert differences(old, new) == ["data.revision: a -> b", "config.retriever.k1: 0.9 -> 1.2"]
+    assert differences(old, old) == []
+
+
+def test_concurrent_runs_on_different_data_each_print_their_own_scores(tmp_path):
+    """Two processes, one --output, different data: the second waits for the first (naming it),
+    then recomputes what the first stored for other data; both print their own correct scores."""
+    roots = {}
+    for name, take in (("one", slice(0, 6)), ("two", slice(4, 10))):
+        root = tmp_path / name
+        for task in ("Biology", "Bioinformatics"):
+            shutil.copytree(SAMPLE, root / task)
+            write_jsonl(root / task / "query.jsonl", read_jsonl(SAMPLE / "query.jsonl")[take])
+        roots[name] = root
+    env = {**os.environ, "R2MED_PLUGINS": "overlap_plugin", "R2MED_LOAD_PLUGINS": "",
+           "PYTHONPATH": str(TESTS / "plugins_for_tests"), "R2MED_TEST_LOG": str(tmp_path / "log"),
+           "R2MED_TEST_BLOCK_SECONDS": "3"}
+    cmd = [sys.executable, "-m", "r2med_tasks.cli", "run", "--plugin", "overlap", "--output", str(tmp_path / "out"),
+           "--json"]
+    first = subprocess.Popen([*cmd, "--data-dir", str(roots["one"])], text=True, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env={**env, "R2MED_TEST_BLOCK_ON": "R2MEDBiologyRetrieval"})
+    deadline = time.time() + 60
+    while not (tmp_path / "log.ready").exists() and time.time() < deadline and first.poll() is None:
+        time.sleep(0.05)
+    second = subprocess.run([*cmd, "--data-dir", str(roots["two"])], text=True, capture_output=True, env=env,
+                            timeout=120)
+    out_one, err_one = first.communicate(timeout=120)
+    assert first.returncode == 0 and second.returncode == 0, err_one + second.stderr
+    assert f"is in use by pid {first.pid}" in second.stderr and "waiting until it is free" in second.stderr
+    for out, root in ((out_one, roots["one"]), (second.stdout, roots["two"])):
+        tasks = json.loads(out)["tasks"]
+        assert [t["status"] for t in tasks] == ["computed", "computed"]
+        for t in tasks:
+            assert t["ndcg_at_10"] == pytest.approx(overlap_ndcg(root / t["alias"]), abs=5e-6)
+    # the folder is consistent: every task's files are the second run's
+    folder = Path(json.loads(second.stdout)["results_dir"])
+    for t in json.loads(second.stdout)["tasks"]:
+        identity = json.loads((folder / "r2med" / f"{t['task']}.identity.json").read_text())
+        result = json.loads((folder / f"{t['task']}.json").read_text())
+        assert identity["data"]["revision"] == result["dataset_revision"]
+        assert result["scores"]["test"][0]["main_score"] == t["ndcg_at_10"]
+        queries = {line.split("\t")[0] for line in (folder / f"{t['task']}.per_query.tsv").read_text().splitlines()[1:]}
+        asked = {q["id"] for q in read_jsonl(roots["two"] / t["alias"] / "query.jsonl")}
+        assert queries == set(qrels_of(roots["two"] / t["alias"])) & asked
+
+
+def board(run_cli, *args):
+    code, out, err = run_cli("leaderboard", "--format", "json", *map(str, args))
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_option_variants_are_experiments_and_rows_of_their_own(official_hub, run_cli, tmp_path):
+    import mteb
+
+    output = tmp_path / "cache" / "results"
+    base = ["--plugin", "bm25", "--output", output, "--cache-dir", tmp_path / "c"]
+    default, _ = summary(run_cli, *base)
+    variant, _ = summary(run_cli, *base, "-o", "k1=1.5", "-o", "b=0.9")
+    assert Path(variant["results_dir"]) == Path(default["results_dir"]) / "experiments" / "b_0.9__k1_1.5"
+    assert variant["label"] == "BM25 (b=0.9, k1=1.5)" and variant["official_data"] is True
+    # the default configuration is the published row's: compared with it; the variant is not
+    assert default["published_average_x100"] == 15.13
+    assert variant["published_average_x100"] is None
+    assert all(t["published_ndcg_at_10_x100"] is None for t in variant["tasks"])
+
+    loaded = mteb.ResultCache(tmp_path / "cache").load_results(include_remote=False, load_experiments="match_name")
+    found = {(m.model_name, m.experiment_name): m for m in loaded.model_results}
+    assert set(found) == {("r2med/bm25", None), ("r2med/bm25", "b_0.9__k1_1.5")}
+    joined = loaded.join_revisions()
+    assert len(joined.model_results) == 2  # mteb keeps both variants
+
+    rows = {r["system"]: r for r in board(run_cli, output)}
+    assert "BM25 (b=0.9, k1=1.5)" in rows
+    ours = rows["BM25 (b=0.9, k1=1.5)"]
+    assert ours["average"] == variant["average_ndcg_at_10_x100"] and ours["local_data"] is False
+    published = rows["BM25"]
+    assert published["source"].startswith("published") and published["average"] == 15.13
+    assert str(output) in published["source"]  # the default run joined the published row (its note)
+    assert "b_0.9" not in published["source"]
+
+
+def test_mteb_and_r2med_results_of_one_model_and_revision_are_one_row(official_hub, model_path, run_cli, tmp_path):
+    import mteb
+    from mteb.results import TaskResult
+
+    name = "sentence-transformers/all-MiniLM-L6-v2"
+    meta = mteb.get_model_meta(name)
+    cache = mteb.ResultCache(tmp_path / "mteb")
+    for task in R2MED_TASKS[4:]:
+        scores = {"ndcg_at_10": 0.2, "main_score": 0.2}
+        cache.save_to_cache(TaskResult.from_task_results(mteb.get_task(task.name), {"test": {"default": scores}},
+                                                         1.0), meta)
+    result, _ = summary(run_cli, "--plugin", "st", "-o", f"model={model_path}", "-o", f"name={name}",
+                        "-o", f"revision={meta.revision}", "--tasks", "qa-reference,clinical-evidence",
+                        "--output", tmp_path / "ours")
+    assert result["model_name"] == name and result["revision"] == meta.revision
+    rows = [r for r in board(run_cli, "--no-published", tmp_path / "ours", tmp_path / "mteb" / "results")]
+    assert len(rows) == 1
+    (row,) = rows
+    assert row["average"] is not None  # six tasks from one, two more from the other: all eight
+    assert row["PMC-Clinical"] == 20.0 and row["Biology"] == result["tasks"][0]["ndcg_at_10_x100"]
+    assert "differs on MedQA-Diag, PMC-Treatment" in row["source"]
+
+
+def test_local_data_is_marked_excluded_by_default_and_not_compared(run_cli, tmp_path):
+    for task in R2MED_TASKS:
+        shutil.copytree(SAMPLE, tmp_path / "data" / task.short_name)
+    args = ["--plugin", "bm25", "--data-dir", tmp_path / "data", "--output", tmp_path / "out",
+            "--cache-dir", tmp_path / "c"]
+    result, _ = summary(run_cli, *args)
+    assert result["official_data"] is False and result["published_average_x100"] is None
+    code, out, _ = run_cli("run", *map(str, args))
+    assert "Published" not in out and "Local data: not R2MED's data" in out
+
+    assert not [r for r in board(run_cli, "--no-published", tmp_path / "out")]
+    rows = board(run_cli, tmp_path / "out", "--include-local")
+    (ours,) = [r for r in rows if r["local_data"]]
+    assert ours["system"] == "BM25" and ours["source"].startswith("local data: ")
+    published = next(r for r in rows if r["system"] == "BM25" and not r["local_data"])
+    assert str(tmp_path) not in published["source"]  # local data never joins the published row
+    code, out, _ = run_cli("leaderboard", str(tmp_path / "out"), "--include-local", "--format", "csv")
+    assert "local data: " in out
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"k1": 1.5, "b": 0.9}, {"top_k": 50}, {"bm25.k1": 2.0, "hyde.source": "o3-mini"},
+    {"weights": [0.2, 0.8], "flag": True, "none": None}, {"prompt": "query: a/b"}])
+def test_experiment_names_are_mtebs(kwargs):
+    """The folder of a variant is the one mteb's ModelMeta.experiment_name gives for its kwargs."""
+    from mteb.models import ModelMeta
+
+    from r2med_tasks.results import experiment_name, safe_component
+
+    meta = ModelMeta.create_empty().model_copy(update={"experiment_kwargs": kwargs})
+    assert experiment_name(kwargs) == safe_component(meta.experiment_name)
