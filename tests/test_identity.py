@@ -207,6 +207,7 @@ def test_option_variants_are_experiments_and_rows_of_their_own(official_hub, run
     base = ["--plugin", "bm25", "--output", output, "--cache-dir", tmp_path / "c"]
     default, _ = summary(run_cli, *base)
     variant, _ = summary(run_cli, *base, "-o", "k1=1.5", "-o", "b=0.9")
+    other, _ = summary(run_cli, *base, "-o", "k1=1.2", "-o", "b=0.75")
     assert Path(variant["results_dir"]) == Path(default["results_dir"]) / "experiments" / "b_0.9__k1_1.5"
     assert variant["label"] == "BM25 (b=0.9, k1=1.5)" and variant["official_data"] is True
     # the default configuration is the published row's: compared with it; the variant is not
@@ -216,18 +217,19 @@ def test_option_variants_are_experiments_and_rows_of_their_own(official_hub, run
 
     loaded = mteb.ResultCache(tmp_path / "cache").load_results(include_remote=False, load_experiments="match_name")
     found = {(m.model_name, m.experiment_name): m for m in loaded.model_results}
-    assert set(found) == {("r2med/bm25", None), ("r2med/bm25", "b_0.9__k1_1.5")}
+    assert set(found) == {("r2med/bm25", None), ("r2med/bm25", "b_0.9__k1_1.5"), ("r2med/bm25", "b_0.75__k1_1.2")}
     joined = loaded.join_revisions()
-    assert len(joined.model_results) == 2  # mteb keeps both variants
+    assert len(joined.model_results) == 3  # mteb keeps every variant
 
     rows = {r["system"]: r for r in board(run_cli, output)}
-    assert "BM25 (b=0.9, k1=1.5)" in rows
-    ours = rows["BM25 (b=0.9, k1=1.5)"]
-    assert ours["average"] == variant["average_ndcg_at_10_x100"] and ours["local_data"] is False
+    for result in (variant, other):
+        ours = rows[result["label"]]
+        assert ours["average"] == result["average_ndcg_at_10_x100"] and ours["local_data"] is False
+    assert variant["average_ndcg_at_10_x100"] != other["average_ndcg_at_10_x100"]
     published = rows["BM25"]
     assert published["source"].startswith("published") and published["average"] == 15.13
     assert str(output) in published["source"]  # the default run joined the published row (its note)
-    assert "b_0.9" not in published["source"]
+    assert "experiments" not in published["source"]  # neither variant joined it
 
 
 def test_mteb_and_r2med_results_of_one_model_and_revision_are_one_row(official_hub, model_path, run_cli, tmp_path):
