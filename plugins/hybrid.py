@@ -6,11 +6,28 @@ fused ones and reused when they already exist, so fusing never recomputes a memb
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
+from pydantic import Field
+
 from r2med_tasks.components import RetrieverSpec
 from r2med_tasks.errors import UserError
 from r2med_tasks.hookspecs import hookimpl
+from r2med_tasks.options import options_model
 
 FUSIONS = ("rrf", "zscore", "minmax", "linear")
+HYBRID_OPTIONS = options_model(
+    "HybridOptions",
+    members=(tuple[str, ...], Field(("bm25", "nvembed"),
+                                    description="comma-separated retrievers (member options: -o MEMBER.key=value)")),
+    fusion=(Literal[FUSIONS], Field("rrf", description="rrf, zscore, minmax or linear")),
+    weights=(tuple[Annotated[float, Field(ge=0)], ...],
+             Field((), description="comma-separated, one weight per member (default: equal)")),
+    rrf_k=(int, Field(60, ge=0, description="RRF's k: a document at rank r scores 1/(k + r)")),
+    depth=(int, Field(100, ge=1, description="documents taken from each member's run")),
+    tune=(str, Field("", description="JSON file {task: [query ids]}: tune weights on those queries, score only "
+                                     "the others")),
+)
 
 
 @hookimpl
@@ -19,12 +36,7 @@ def register_retrievers(register):
         name="hybrid",
         factory=HybridRetriever,
         description="fuse member retrievers' top-k runs: RRF (k=60) or z-score / min-max / linear score fusion",
-        options={"members": ("bm25", "nvembed"), "fusion": "rrf", "weights": (), "rrf_k": 60, "depth": 100,
-                 "tune": ""},
-        option_help={"members": "comma-separated retrievers (member options: -o MEMBER.key=value)",
-                     "fusion": "rrf, zscore, minmax or linear", "weights": "one weight per member (default: equal)",
-                     "rrf_k": "RRF's k", "depth": "documents taken from each member's run",
-                     "tune": "JSON file {task: [query ids]}: tune weights on those queries, score only the others"},
+        options=HYBRID_OPTIONS,
         model_options=("members",),  # the members' own configurations identify them
         reference="https://doi.org/10.1145/1571941.1572114",
     ))
@@ -77,10 +89,10 @@ class HybridRetriever:
 
         return [[u / units for u in combo] for combo in split(units, n)]
 
-    def index(self, corpus, *, task) -> None:  # the runner runs the members; these are never called
+    def index(self, corpus, *, task, context) -> None:  # the runner runs the members; these are never called
         raise UserError("hybrid runs its members through r2med-run")
 
-    def search(self, queries, *, task, top_k):
+    def search(self, queries, *, task, top_k, context):
         raise UserError("hybrid runs its members through r2med-run")
 
 

@@ -12,9 +12,12 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from pydantic import Field
+
 from r2med_tasks.components import RetrieverSpec
 from r2med_tasks.errors import UserError
 from r2med_tasks.hookspecs import hookimpl
+from r2med_tasks.options import options_model
 
 
 @hookimpl
@@ -24,11 +27,13 @@ def register_retrievers(register):
         aliases=("trec",),
         factory=RunFileRetriever,
         description="rankings from TREC run files made elsewhere (one per task): evaluate them, or rerank them",
-        options={"path": "", "name": ""},
-        option_help={"path": "a TREC run file (one task), or a folder of <Task>.trec files named by mteb task "
-                             "name or alias (Biology.trec), e.g. a results folder of r2med-run",
-                     "name": "the system's name in results and on the leaderboard (default: the pipeline name a "
-                             "results folder records, else the file or folder name)"},
+        options=options_model(
+            "RunFileOptions",
+            path=(str, Field("", description="a TREC run file (one task), or a folder of <Task>.trec files named by "
+                                             "mteb task name or alias (Biology.trec), e.g. a results folder of r2med-run")),
+            name=(str, Field("", description="the system's name in results and on the leaderboard (default: the "
+                                             "pipeline name a results folder records, else the file or folder name)")),
+        ),
         model_options=("path", "name"),
         reference="https://trec.nist.gov/trec_eval/",
     ))
@@ -60,11 +65,11 @@ class RunFileRetriever:
         return {"name": f"r2med/{slug(self.name) or 'run'}", "revision": self.revision, "display_name": self.name,
                 "framework": [], "open_weights": None}
 
-    def index(self, corpus, *, task) -> None:
+    def index(self, corpus, *, task, context) -> None:
         self._doc_ids = set(corpus.ids)
 
-    def search(self, queries, *, task, top_k: int) -> dict[str, dict[str, float]]:
-        from r2med_tasks.fusion import read_trec
+    def search(self, queries, *, task, top_k: int, context) -> dict[str, dict[str, float]]:
+        from r2med_tasks.runs import read_trec
 
         file = self._file_for(task)
         try:

@@ -1,14 +1,20 @@
 """r2med: an evaluation harness for R2MED, the reasoning-driven medical retrieval benchmark.
 
-The public API for plugin authors. Importing it is cheap: no torch, no mteb.
+The public API: ``evaluate``, ``pipeline`` and ``as_mteb_model`` for users (docs/python-api.md);
+the component protocols, ``Context`` and specs for plugin authors (docs/plugins.md). Importing it
+is cheap: no torch, no mteb.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
-from .components import Reranker, RerankerSpec, Retriever, RetrieverSpec, Rewriter, RewriterSpec, Run
+from .api import Results, TaskScore, as_mteb_model, evaluate, pipeline
+from .components import (CombinesGenerated, DescribesModel, Labelled, RerankDepth, Reranker, RerankerSpec,
+                         Retriever, RetrieverSpec, Rewriter, RewriterSpec, Run, Summarizes)
+from .context import Context
 from .data import Corpus, Query
 from .errors import PluginError, UserError
 from .hookspecs import hookimpl
+from .options import Options, options_model
 from .tasks import R2MED_TASKS, TaskSpec
 
 try:
@@ -17,6 +23,8 @@ except PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0"
 
 __all__ = [
-    "Corpus", "PluginError", "Query", "R2MED_TASKS", "Reranker", "RerankerSpec", "Retriever", "RetrieverSpec",
-    "Rewriter", "RewriterSpec", "Run", "TaskSpec", "UserError", "__version__", "hookimpl",
+    "CombinesGenerated", "Context", "Corpus", "DescribesModel", "Labelled", "PluginError", "Query", "R2MED_TASKS",
+    "RerankDepth", "Reranker", "RerankerSpec", "Results", "Retriever", "RetrieverSpec", "Rewriter", "RewriterSpec",
+    "Run", "Summarizes", "TaskScore", "TaskSpec", "UserError", "__version__", "as_mteb_model", "evaluate",
+    "Options", "hookimpl", "options_model", "pipeline",
 ]

@@ -8,36 +8,66 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from . import options as _options
+from .context import Context
 from .data import Corpus, Query
 from .errors import UserError
+from .options import Options, legacy_options
+from .runs import Run  # query id -> {document id: score}; re-exported, defined in runs.py
 from .tasks import TaskSpec
-
-Run = dict[str, dict[str, float]]  # query id -> {document id: score}
 
 
 @dataclass(frozen=True)
 class ComponentSpec:
     """A named, configurable component.
 
-    ``options`` maps each accepted ``-o`` key to its default (the default's type is how a value
-    from the command line is parsed). ``runtime_options`` never change results (batch size,
-    device) and so stay out of the run's identity; ``model_options`` choose the model, whose
-    name and revision (``model_meta()``) already identify them.
+    ``options`` is a pydantic model, one field per accepted ``-o`` key, with its type, default,
+    bounds and ``description`` (``r2med_tasks.options``; a plain dict of defaults, the legacy
+    form, becomes such a model with types inferred from the defaults). ``runtime_options`` never
+    change results (batch size, device) and so stay out of the run's identity; ``model_options``
+    choose the model, whose name and revision (``model_meta()``) already identify them.
     """
 
     name: str
     factory: Callable[..., Any] | str
     description: str = ""
     aliases: tuple[str, ...] = ()
-    options: Mapping[str, Any] = field(default_factory=dict)
-    option_help: Mapping[str, str] = field(default_factory=dict)
+    options: type[BaseModel] = Options
     runtime_options: tuple[str, ...] = ()
     model_options: tuple[str, ...] = ()
     reference: str | None = None
     kind: ClassVar[str] = "component"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.options, Mapping):  # legacy: {key: default}
+            object.__setattr__(self, "options", legacy_options(self.options, f"{self.name}Options"))
+        if not (isinstance(self.options, type) and issubclass(self.options, BaseModel)):
+            raise TypeError(f"{self.kind} '{self.name}': options must be a pydantic model class "
+                            f"(r2med_tasks.options_model), not {type(self.options).__name__}")
+        _options.check_defaults(self.options, f"{self.kind} '{self.name}'")
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """Every option's default."""
+        return _options.defaults(self.options)
+
+    def option_fields(self) -> dict[str, FieldInfo]:
+        """The options' pydantic fields (type, default, bounds, description), in declaration order."""
+        return dict(self.options.model_fields)
+
+    def option_schema(self) -> dict[str, dict[str, Any]]:
+        """The options as plain JSON-shaped data, for listings (see ``r2med_tasks.options.schema``)."""
+        return _options.schema(self.options, runtime=self.runtime_options, model_choice=self.model_options)
+
+    def parse(self, key: str, raw: str) -> Any:
+        """The typed value of ``-o key=raw``; a one-line UserError naming the option otherwise."""
+        return _options.parse(self.options, key, raw, where=f"-o {self.name}.{key}")
 
     def resolve_factory(self) -> Callable[..., Any]:
         if callable(self.factory):
@@ -46,7 +76,13 @@ class ComponentSpec:
         return getattr(importlib.import_module(module), attr)
 
     def create(self, options: Mapping[str, Any]) -> Any:
-        return self.resolve_factory()(**{**self.options, **options})
+        """The component: ``factory(**values)``, the defaults overridden by ``options`` (values
+        ``parse`` returned)."""
+        values = {**self.defaults, **options}
+        missing = [k for k in self.options.model_fields if k not in values]
+        if missing:
+            raise UserError(f"{self.kind} '{self.name}' needs " + ", ".join(f"-o {self.name}.{k}=..." for k in missing))
+        return self.resolve_factory()(**values)
 
 
 @dataclass(frozen=True)
@@ -68,7 +104,7 @@ class RerankerSpec(ComponentSpec):
 class LLMSpec:
     """An LLM backend. ``factory(spec, **sampling)`` gets the whole ``-o llm=`` value and the
     sampling parameters and returns a client with ``model``, ``params`` and
-    ``generate(requests, on_result=, usage=)`` (see ``r2med_plugins.llm.ChatClient``)."""
+    ``generate(requests, on_result=, usage=)`` (see ``r2med_tasks.llm.ChatClient``)."""
 
     name: str
     factory: Callable[..., Any] | str
@@ -94,51 +130,67 @@ class Retriever(Protocol):
     """First stage: index a task's corpus, then return scored documents for each query.
 
     ``search`` may return more or fewer than ``top_k`` documents per query; the harness keeps the
-    ``top_k`` best. Retrievers may also define ``model_meta() -> dict`` with at least ``name``
-    (containing "/") and ``revision``, plus any mteb ``ModelMeta`` field, to name their results,
-    and ``display_name`` (as a leaderboard would print it).
+    ``top_k`` best. Queries may carry a rewriter's generated documents (``Query.generated``): a
+    retriever that combines them itself says so with :class:`CombinesGenerated`; any other gets
+    each query's text already combined by the default rule (``r2med_tasks.combine.default_query``).
     """
 
-    def index(self, corpus: Corpus, *, task: TaskSpec) -> None: ...
+    def index(self, corpus: Corpus, *, task: TaskSpec, context: Context) -> None: ...
 
-    def search(self, queries: Sequence[Query], *, task: TaskSpec, top_k: int) -> Run: ...
+    def search(self, queries: Sequence[Query], *, task: TaskSpec, top_k: int, context: Context) -> Run: ...
 
 
 @runtime_checkable
 class Rewriter(Protocol):
     """Turns each query into a query with generated documents (``Query.generated``)."""
 
-    def rewrite(self, queries: Sequence[Query], *, task: TaskSpec) -> list[Query]: ...
+    def rewrite(self, queries: Sequence[Query], *, task: TaskSpec, context: Context) -> list[Query]: ...
 
 
 @runtime_checkable
 class Reranker(Protocol):
     """Re-scores the first stage's candidates for each query."""
 
-    def rerank(self, queries: Sequence[Query], corpus: Corpus, candidates: Run, *, task: TaskSpec) -> Run: ...
+    def rerank(self, queries: Sequence[Query], corpus: Corpus, candidates: Run, *, task: TaskSpec,
+               context: Context) -> Run: ...
+
+
+# Optional capabilities: a component has one when it has the member; the harness checks with isinstance.
+
+@runtime_checkable
+class DescribesModel(Protocol):
+    """Names the model behind the results: at least ``name`` (containing "/") and ``revision``,
+    plus any mteb ``ModelMeta`` field and ``display_name`` (as a leaderboard prints it)."""
+
+    def model_meta(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class Labelled(Protocol):
+    """A rewriter's or reranker's name in the pipeline's name ("o3-mini" in "o3-mini + BM25")."""
+
+    def label(self) -> str: ...
+
+
+@runtime_checkable
+class Summarizes(Protocol):
+    """One line for the user after the run (LLM requests, tokens, cost), or None."""
+
+    def summary(self) -> str | None: ...
+
+
+@runtime_checkable
+class RerankDepth(Protocol):
+    """How many of the first stage's documents per query a reranker re-scores (default: all kept)."""
+
+    rerank_k: int
+
+
+@runtime_checkable
+class CombinesGenerated(Protocol):
+    """A retriever that reads ``Query.generated`` itself (the published per-family rules)."""
+
+    combines_generated: bool
 
 
 PROTOCOLS: dict[str, type] = {"retriever": Retriever, "rewriter": Rewriter, "reranker": Reranker}
-
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
-
-
-def parse_option(default: Any, raw: str, *, where: str) -> Any:
-    """Parse a command-line string the way the option's default is typed."""
-    try:
-        if isinstance(default, bool):
-            if raw.lower() in _TRUE | _FALSE:
-                return raw.lower() in _TRUE
-            raise ValueError("expected true or false")
-        if isinstance(default, int):
-            return int(raw)
-        if isinstance(default, float):
-            return float(raw)
-        if isinstance(default, (list, tuple)):
-            return tuple(part.strip() for part in raw.split(",") if part.strip())
-    except ValueError as e:
-        raise UserError(f"{where}={raw!r}: {e}; expected a {type(default).__name__}") from None
-    if default is None and raw.lower() in ("none", "null", ""):
-        return None
-    return raw

@@ -28,7 +28,7 @@ class Query:
     ``generated`` holds the rewriter's documents with reasoning traces already stripped;
     ``method`` says how they were made ("hyde", "query2doc", "lamer", ...), and ``reasoning``
     that they are a reasoning model's extracted answer, which the published runs combined with
-    the query differently (see ``r2med_plugins.gar.combine``).
+    the query differently (see ``r2med_tasks.combine``).
     """
 
     id: str

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from decimal import ROUND_HALF_UP, Decimal
 
-from .components import Run
 from .errors import PluginError
+from .runs import Ranking, Run, rank
 
 K_VALUES = (1, 3, 5, 10, 20, 100, 1000)
 MAIN_SCORE = "ndcg_at_10"
@@ -34,22 +34,17 @@ def check_run(run: Run, qrels: dict, doc_ids: set[str], *, component: str) -> No
         raise PluginError(f"{component} returned no results for {len(missing)} queries (e.g. {missing[0]!r})")
 
 
-def top_k(run: Run, k: int) -> dict[str, list[tuple[str, float]]]:
-    """Each query's ``k`` best documents, by score; ties keep the order the component gave."""
-    return {qid: sorted(docs.items(), key=lambda kv: -kv[1])[:k] for qid, docs in run.items()}
+top_k = rank  # the runner's name for ``runs.rank``
 
 
-def score(ranked: dict[str, list[tuple[str, float]]], qrels: dict[str, dict[str, int]]) -> tuple[dict, dict]:
+def score(ranked: Ranking, qrels: dict[str, dict[str, int]]) -> tuple[dict, dict]:
     """mteb's score dict for a retrieval split, and per-query metrics."""
-    from mteb._evaluators.retrieval_metrics import calculate_retrieval_scores, make_score_dict
+    from .mteb_adapter import retrieval_scores
 
     run = {qid: {d: float(s) for d, s in docs} for qid, docs in ranked.items()}
-    r = calculate_retrieval_scores(run, qrels, list(K_VALUES))
-    scores = make_score_dict(ndcg=r.ndcg, _map=r.map, recall=r.recall, precision=r.precision,
-                             mrr=r.mrr, naucs=r.naucs, naucs_mrr=r.naucs_mrr, hit_rate=r.hit_rate,
-                             task_scores={})
+    scores, all_scores = retrieval_scores(run, qrels, K_VALUES)
     scores["main_score"] = scores[MAIN_SCORE]
-    per_query = {qid: {name: m[key] for name, key in PER_QUERY.items()} for qid, m in r.all_scores.items()}
+    per_query = {qid: {name: m[key] for name, key in PER_QUERY.items()} for qid, m in all_scores.items()}
     return scores, per_query
 
 

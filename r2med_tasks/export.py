@@ -45,11 +45,9 @@ def export_run(run_dir: Path, dest: Path) -> tuple[Path, list[str]]:
             problems.append(f"{path.name}: larger than the repository's 10 MB limit")
         atomic.write_bytes(target / path.name, path.read_bytes())
     atomic.write_bytes(target / "model_meta.json", meta_path.read_bytes())
-    try:
-        import mteb
+    from .mteb_adapter import registered_model_meta
 
-        mteb.get_model_meta(name)
-    except Exception:
+    if registered_model_meta(name) is None:
         problems.append(f"model {name!r} is not registered in mteb: the results repository only merges results "
                         "of models with a ModelMeta (and a reference implementation) in mteb itself")
     return target, problems

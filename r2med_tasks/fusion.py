@@ -1,6 +1,7 @@
 """Fusing ranked runs (e.g. a BM25 run and a dense run) into one run.
 
-A run is ``dict[query_id, list[(doc_id, score)]]`` in rank order, best first, as read from a TREC file.
+Each input is a ``Ranking`` (``runs.py``): ``dict[query_id, list[(doc_id, score)]]`` in rank order,
+best first, as read from a TREC file.
 Each member contributes only its top ``depth`` documents per query. Four methods:
 
 ``rrf``
@@ -34,17 +35,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from pathlib import Path
 
-from r2med_tasks import atomic
-
-Run = dict[str, list[tuple[str, float]]]
+from .runs import Ranking
 
 METHODS = ("rrf", "zscore", "minmax", "linear")
 
 
-def fuse(runs: Sequence[Run], *, method: str = "rrf", weights: Sequence[float] | None = None,
-         rrf_k: int = 60, depth: int = 100, top_k: int = 100) -> Run:
+def fuse(runs: Sequence[Ranking], *, method: str = "rrf", weights: Sequence[float] | None = None,
+         rrf_k: int = 60, depth: int = 100, top_k: int = 100) -> Ranking:
     """Fuse ``runs`` query by query with ``method``; see the module docstring for the conventions."""
     runs = list(runs)
     if method not in METHODS:
@@ -74,7 +72,7 @@ def fuse(runs: Sequence[Run], *, method: str = "rrf", weights: Sequence[float] |
                 seen.add(qid)
                 qids.append(qid)
 
-    fused: Run = {}
+    fused: Ranking = {}
     for qid in qids:
         members = []  # (weight, top-depth list) of the members that have this query
         for m, run in enumerate(runs):
@@ -131,53 +129,3 @@ def _member_values(method: str, docs: list[tuple[str, float]], rrf_k: int) -> tu
     std = math.sqrt(math.fsum((s - mean) ** 2 for s in raw) / n)
     z = {d: (s - mean) / std for (d, _), s in zip(docs, raw)}
     return z, min(z.values())
-
-
-def read_trec(path: str | Path) -> Run:
-    """Read a TREC run (``qid Q0 docid rank score tag``), each query ordered by its rank column."""
-    path = Path(path)
-    rows: dict[str, list[tuple[int, str, float, int]]] = {}
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            cols = line.split()
-            where = f"{path}:{lineno}"
-            if len(cols) != 6:
-                raise ValueError(f"{where}: expected 6 columns 'qid Q0 docid rank score tag', got {len(cols)}")
-            qid, _, doc_id, rank_s, score_s, _ = cols
-            try:
-                rank = int(rank_s)
-            except ValueError:
-                raise ValueError(f"{where}: rank {rank_s!r} is not an integer") from None
-            try:
-                score = float(score_s)
-            except ValueError:
-                raise ValueError(f"{where}: score {score_s!r} is not a number") from None
-            rows.setdefault(qid, []).append((rank, doc_id, score, lineno))
-    run: Run = {}
-    for qid, entries in rows.items():
-        entries.sort(key=lambda e: e[0])
-        for (r0, d0, _, l0), (r1, d1, _, l1) in zip(entries, entries[1:]):
-            if r0 == r1:
-                raise ValueError(f"{path}:{max(l0, l1)}: query {qid!r} has rank {r1} twice (also line {min(l0, l1)})")
-        docs_seen: dict[str, int] = {}
-        for _, d, _, ln in sorted(entries, key=lambda e: e[3]):
-            if d in docs_seen:
-                raise ValueError(f"{path}:{ln}: query {qid!r} lists document {d!r} twice (also line {docs_seen[d]})")
-            docs_seen[d] = ln
-        run[qid] = [(d, s) for _, d, s, _ in entries]
-    return run
-
-
-def write_trec(path: str | Path, run: Run, tag: str) -> None:
-    """Write ``run`` atomically as a TREC run: ranks from 1 in list order, scores as ``repr(float)``."""
-    def check(kind: str, value: str) -> str:
-        if not value or any(c.isspace() for c in value):
-            raise ValueError(f"{kind} {value!r} is empty or contains whitespace; it cannot go in a TREC file")
-        return value
-
-    check("tag", tag)
-    lines = [f"{check('query id', qid)} Q0 {check('document id', doc_id)} {rank} {float(score)!r} {tag}"
-             for qid, docs in run.items() for rank, (doc_id, score) in enumerate(docs, 1)]
-    atomic.write_lines(Path(path), lines)

@@ -95,7 +95,7 @@ def published_row_for(system: str, config: dict) -> Row | None:
 def command_config(command: str) -> dict | None:
     """The configuration an ``r2med-run`` command builds (None when it cannot be built here)."""
     from .errors import UserError
-    from .pipeline import build_pipeline
+    from .pipelines import build_pipeline
     from .plugins import get_plugins
     from .registry import build_registry
 

@@ -29,12 +29,12 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from . import atomic
 from .errors import UserError
 from .evaluation import PER_QUERY
+from .runs import Ranking, read_trec, write_trec
 
 FORMAT = 2  # of the identity files; results without one were written by r2med before run identities
 EXPERIMENTS = "experiments"  # mteb's folder for experiment variants
@@ -226,58 +226,40 @@ class ResultFolder:
     def write(self, task_metadata, identity: dict[str, Any], scores: dict, ranked: dict, per_query: dict, *,
               evaluation_time: float, phases: list[dict[str, Any]]) -> None:
         """Write a task's files; the TaskResult, which marks the task finished, goes last."""
-        from mteb.results import TaskResult
+        from .mteb_adapter import model_meta_dict, task_result, write_task_result
 
         name = task_metadata.name
         self.task_json(name).unlink(missing_ok=True)  # a kill from here on leaves the task unfinished
         meta_file = self.path / "model_meta.json"
         if not meta_file.exists():
-            atomic.write_text(meta_file, json.dumps(self.model_meta().to_dict(), default=str, indent=4))
-        tag = slug(self.display_name) or "r2med"
-        atomic.write_lines(self.trec(name), (
-            f"{qid} Q0 {doc_id} {rank} {score!r} {tag}"
-            for qid, docs in ranked.items() for rank, (doc_id, score) in enumerate(docs, 1)))
+            atomic.write_text(meta_file, json.dumps(model_meta_dict(self.model_meta()), default=str, indent=4))
+        write_trec(self.trec(name), ranked, slug(self.display_name) or "r2med")
         atomic.write_lines(self.per_query(name), [
             "\t".join(["query_id", *PER_QUERY]),
             *("\t".join([qid, *(repr(m[k]) for k in PER_QUERY)]) for qid, m in sorted(per_query.items()))])
         atomic.write_json(self.identity_file(name), identity)
-        result = TaskResult.from_task_results(
-            SimpleNamespace(metadata=task_metadata), {"test": {"default": scores}}, evaluation_time,
-            evaluation_phases=phases)
+        result = task_result(task_metadata, scores, evaluation_time, phases)
         fd, tmp = tempfile.mkstemp(dir=self.path, prefix=f".{name}.", suffix=".tmp")
         os.close(fd)
         try:
-            result.to_disk(Path(tmp))  # mteb's own serialisation, then an atomic rename
+            write_task_result(result, Path(tmp))  # mteb's own serialisation, then an atomic rename
             os.replace(tmp, self.task_json(name))
         finally:
             Path(tmp).unlink(missing_ok=True)
 
     def model_meta(self):
         """The mteb ModelMeta naming these results (mteb's own entry when it has one), with the
-        variant as ``experiment_kwargs``."""
-        import mteb
-        from mteb.models import ModelMeta
+        variant as ``experiment_kwargs``; an unregistered name's is built from what the component
+        told us."""
+        from .mteb_adapter import model_meta
 
         info = {**self.spec.model, "name": self.name, "revision": self.revision}
-        update = {"experiment_kwargs": canonical(self.spec.variant) or None}
-        try:
-            if self.spec.composite:
-                raise LookupError
-            registered = mteb.get_model_meta(info["name"])
-        except Exception:  # unregistered name: build one from what the component told us
-            empty = ModelMeta.create_empty()
-            fields = {k: v for k, v in info.items() if k in ModelMeta.model_fields}
-            return ModelMeta.model_validate({**{k: getattr(empty, k) for k in ModelMeta.model_fields},
-                                             **fields, **update})
-        return registered.model_copy(update={"revision": self.revision, **update})
+        return model_meta(info, {"experiment_kwargs": canonical(self.spec.variant) or None},
+                          registered=not self.spec.composite)
 
-    def read_run(self, task_name: str) -> dict[str, list[tuple[str, float]]]:
+    def read_run(self, task_name: str) -> Ranking:
         """The saved top-k run of a finished task, in rank order."""
-        run: dict[str, list[tuple[str, float]]] = {}
-        for line in self.trec(task_name).read_text(encoding="utf-8").splitlines():
-            qid, _, doc_id, _, value, _ = line.split(" ", 5)
-            run.setdefault(qid, []).append((doc_id, float(value)))
-        return run
+        return read_trec(self.trec(task_name))
 
     def remove_stale_temp_files(self) -> None:
         """Half-written temp files a killed run left behind (nothing reads them)."""

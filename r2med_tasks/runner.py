@@ -8,7 +8,6 @@ Each results folder is locked for the run, so two processes never interleave one
 
 from __future__ import annotations
 
-import inspect
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,10 +18,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from .data import TaskData
+from .combine import default_query
+from .components import CombinesGenerated, RerankDepth
+from .context import Context
+from .data import Query, TaskData
 from .errors import PluginError, UserError
 from .evaluation import check_run, score, top_k
-from .pipeline import Pipeline, Stage
+from .pipelines import Pipeline, Stage
 from .results import ResultFolder, Status, locked
 from .tasks import TaskSpec
 
@@ -50,8 +52,8 @@ class Phases:
 
 
 class SubProgress:
-    """Progress bars a component may ask for: ``index(..., progress=...)`` receives
-    ``progress(description, total)``, which returns ``advance(n)``. Bars vanish when the call ends."""
+    """The bars a component asks for through ``context.progress(description, total)``, which
+    returns ``advance(n)``; they vanish when the call that asked for them returns."""
 
     def __init__(self, progress: Progress) -> None:
         self.progress, self.bars = progress, []
@@ -61,21 +63,16 @@ class SubProgress:
         self.bars.append(bar)
         return lambda n: self.progress.advance(bar, n)
 
-    def call(self, method, *args, optional: dict | None = None, **kwargs):
-        """Call ``method``, passing ``progress=`` and the ``optional`` keyword arguments it accepts."""
-        accepted = inspect.signature(method).parameters
-        kwargs |= {k: v for k, v in {"progress": self, **(optional or {})}.items() if k in accepted}
-        try:
-            return method(*args, **kwargs)
-        finally:
-            for bar in self.bars:
-                self.progress.remove_task(bar)
-            self.bars.clear()
+    def clear(self) -> None:
+        for bar in self.bars:
+            self.progress.remove_task(bar)
+        self.bars.clear()
 
 
 @contextmanager
-def calling(stage: Stage, task: TaskSpec, what: str):
-    """Turn a component's crash into a one-line error naming the plugin, the task and the step."""
+def calling(stage: Stage, task: TaskSpec, what: str, context: Context):
+    """Turn a component's crash into a one-line error naming the plugin, the task and the step;
+    its progress bars go when the call ends."""
     try:
         yield
     except UserError:
@@ -83,6 +80,9 @@ def calling(stage: Stage, task: TaskSpec, what: str):
     except Exception as e:
         raise PluginError(f"{stage.label} failed while {what} {task.name}: {type(e).__name__}: {e} "
                           "(rerun with --debug for the traceback)") from e
+    finally:
+        if isinstance(context.progress, SubProgress):
+            context.progress.clear()
 
 
 def result_folders(pipeline: Pipeline, output: Path) -> tuple[ResultFolder, ResultFolder | None, list[ResultFolder]]:
@@ -123,7 +123,9 @@ def plan(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: P
 
 
 def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: Path | None,
-                 overwrite: bool, console: Console) -> tuple[ResultFolder, list[TaskOutcome]]:
+                 overwrite: bool, context: Context, console: Console) -> tuple[ResultFolder, list[TaskOutcome]]:
+    """Evaluate ``pipeline`` on ``tasks``; ``context`` is what every component call gets (the runner
+    adds the task's corpus, folder and progress bars)."""
     folder, first_folder, member_folders = result_folders(pipeline, output)
     folders = [f for f in (folder, first_folder, *member_folders) if f is not None]
     for claimed in folders:
@@ -137,22 +139,23 @@ def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, dat
             claimed.claim()
             claimed.remove_stale_temp_files()
         return folder, _run_tasks(pipeline, tasks, folder, first_folder, member_folders, data_dir=data_dir,
-                                  overwrite=overwrite, console=console)
+                                  overwrite=overwrite, context=context, console=console)
 
 
 def _run_tasks(pipeline: Pipeline, tasks: list[TaskSpec], folder: ResultFolder, first_folder: ResultFolder | None,
                member_folders: list[ResultFolder], *, data_dir: Path | None, overwrite: bool,
-               console: Console) -> list[TaskOutcome]:
+               context: Context, console: Console) -> list[TaskOutcome]:
     outcomes = []
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as progress:
         bar = progress.add_task("", total=len(tasks))
+        context = context.with_(progress=SubProgress(progress))
         fuser = pipeline.retriever.instance
         weights = None
         if pipeline.members and getattr(fuser, "tuning", None) is not None:
             weights = _tune_by_group(pipeline, tasks, member_folders, data_dir=data_dir, overwrite=overwrite,
-                                     report=SubProgress(progress), console=console,
+                                     context=context, console=console,
                                      step=lambda text: progress.update(bar, description=f"tuning: {text}"))
         for task in tasks:
             data_id = task.data_identity(data_dir, only_task=len(tasks) == 1)
@@ -168,7 +171,7 @@ def _run_tasks(pipeline: Pipeline, tasks: list[TaskSpec], folder: ResultFolder, 
                     progress.update(bar, description=f"{_task.short_name}: {text}")
                 ndcg, n, official = _evaluate(
                     pipeline, task, folder, data_dir=data_dir, only_task=len(tasks) == 1, step=step,
-                    console=console, report=SubProgress(progress), first_folder=first_folder,
+                    console=console, context=context, first_folder=first_folder,
                     member_folders=member_folders, overwrite=overwrite,
                     tuned=weights.get(task.group or task.name) if weights else None)
                 outcomes.append(TaskOutcome(task, ndcg, n, "computed", official))
@@ -177,7 +180,7 @@ def _run_tasks(pipeline: Pipeline, tasks: list[TaskSpec], folder: ResultFolder, 
 
 
 def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_dir: Path | None,
-              only_task: bool, step, console: Console, report: SubProgress, first_folder: ResultFolder | None,
+              only_task: bool, step, console: Console, context: Context, first_folder: ResultFolder | None,
               member_folders: list[ResultFolder], overwrite: bool,
               tuned: list[float] | None = None) -> tuple[float, int, bool]:
     """Compute and save one task; returns its nDCG@10, number of scored queries and whether its
@@ -188,6 +191,7 @@ def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_
     with phase("Data loading"):
         data: TaskData = task.load(data_dir, only_task=only_task)
     data_id = task.data_identity(data_dir, only_task=only_task, revision=data.revision)
+    context = context.with_(corpus=data.corpus, data_folder=data.folder)
     for warning in data.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
 
@@ -197,7 +201,7 @@ def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_
         step("first stage from its saved run")
         ranked = first_folder.read_run(task.name)  # a reranker reuses the first stage, never recomputes it
     elif pipeline.members:
-        runs = [_member_run(member, folder, task, data, data_id, phase, step, report, overwrite, started)
+        runs = [_member_run(member, folder, task, data, data_id, phase, step, context, overwrite, started)
                 for member, folder in zip(pipeline.members, member_folders)]
         step("fusing")
         fuser = pipeline.retriever.instance
@@ -208,13 +212,13 @@ def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_
         else:
             ranked = fuser.fuse(runs, top_k=pipeline.top_k)
     else:
-        ranked = _first_stage(pipeline, task, data, phase, step, report)
+        ranked = _first_stage(pipeline, task, data, phase, step, context)
     if first_folder is not None and not reused:
         _save(first_folder, task, data, data_id, ranked, started, phase)  # for the leaderboard and rerankers
 
     previous = None
     if "reranker" in pipeline.stages:
-        ranked = _rerank(pipeline.stages["reranker"], task, data, ranked, phase, step, report, pipeline.top_k)
+        ranked = _rerank(pipeline.stages["reranker"], task, data, ranked, phase, step, context, pipeline.top_k)
         previous = {"model_name": first_folder.name, "revision": first_folder.revision}
 
     empty = [qid for qid, docs in ranked.items() if not docs]
@@ -256,7 +260,7 @@ def _held_out(data: TaskData, tuning: set[str]) -> tuple[TaskData, int]:
     return scored, n_tuned
 
 
-def _tune_by_group(pipeline: Pipeline, tasks: list[TaskSpec], member_folders, *, data_dir, overwrite, report,
+def _tune_by_group(pipeline: Pipeline, tasks: list[TaskSpec], member_folders, *, data_dir, overwrite, context,
                    console: Console, step) -> dict[str, list[float]]:
     """Per task group (a task outside R2MED's groups is its own group), the weights maximising the
     mean over the group's tasks of mean nDCG@10 on each task's tuning queries. Members' runs are
@@ -268,7 +272,8 @@ def _tune_by_group(pipeline: Pipeline, tasks: list[TaskSpec], member_folders, *,
         data = task.load(data_dir, only_task=len(tasks) == 1)
         _held_out(data, fuser.tuning_queries(task))  # refuse a split that leaves nothing to tune or score
         data_id = task.data_identity(data_dir, only_task=len(tasks) == 1, revision=data.revision)
-        runs = [_member_run(member, folder, task, data, data_id, Phases(), step, report, overwrite, time.time())
+        task_context = context.with_(corpus=data.corpus, data_folder=data.folder)
+        runs = [_member_run(member, folder, task, data, data_id, Phases(), step, task_context, overwrite, time.time())
                 for member, folder in zip(pipeline.members, member_folders)]
         tune_qrels = {q: r for q, r in data.qrels.items() if q in fuser.tuning_queries(task)}
         groups.setdefault(task.group or task.name, []).append((runs, tune_qrels))
@@ -290,47 +295,48 @@ def _tune_by_group(pipeline: Pipeline, tasks: list[TaskSpec], member_folders, *,
 
 
 def _member_run(member: Pipeline, folder: ResultFolder, task: TaskSpec, data: TaskData, data_id: dict,
-                phase: Phases, step, report: SubProgress, overwrite: bool, started: float):
+                phase: Phases, step, context: Context, overwrite: bool, started: float):
     """A fused member's run: from its saved results when they have its identity, else computed and saved."""
     if not overwrite and _reusable(folder, task, data_id):
         return folder.read_run(task.name)
-    ranked = _first_stage(member, task, data, phase, step, report)
+    ranked = _first_stage(member, task, data, phase, step, context)
     _save(folder, task, data, data_id, ranked, started, phase)
     return ranked
 
 
-def _first_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, phase: Phases, step, report: SubProgress):
+def _first_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, phase: Phases, step, context: Context):
     """[rewriter] -> retriever: each query's top-k documents."""
     queries = data.queries
     if "rewriter" in pipeline.stages:
         stage = pipeline.stages["rewriter"]
         step(f"rewriting queries ({stage.spec.name})")
-        with phase("Rewriting queries"), calling(stage, task, "rewriting queries of"):
-            queries = report.call(stage.instance.rewrite, queries, task=task,
-                                  optional={"corpus": data.corpus, "data_folder": data.folder})
+        with phase("Rewriting queries"), calling(stage, task, "rewriting queries of", context):
+            queries = stage.instance.rewrite(queries, task=task, context=context)
         if sorted(q.id for q in queries) != sorted(q.id for q in data.queries):
             raise PluginError(f"{stage.label} must return one rewritten query per input query")
 
     retriever = pipeline.retriever
+    if not isinstance(retriever.instance, CombinesGenerated):  # the documented default, never silence
+        queries = [Query(q.id, default_query(q)) if q.generated else q for q in queries]
     step(f"indexing {len(data.corpus):,} documents ({retriever.spec.name})")
-    with phase("Encoding corpus"), calling(retriever, task, "indexing"):
-        report.call(retriever.instance.index, data.corpus, task=task)
+    with phase("Encoding corpus"), calling(retriever, task, "indexing", context):
+        retriever.instance.index(data.corpus, task=task, context=context)
     step(f"searching {len(queries)} queries")
-    with phase("Encoding queries"), calling(retriever, task, "searching"):
-        run = retriever.instance.search(queries, task=task, top_k=pipeline.top_k)
+    with phase("Encoding queries"), calling(retriever, task, "searching", context):
+        run = retriever.instance.search(queries, task=task, top_k=pipeline.top_k, context=context)
     check_run(run, data.qrels, set(data.corpus.ids), component=retriever.label)
     return top_k(run, pipeline.top_k)
 
 
-def _rerank(stage: Stage, task: TaskSpec, data: TaskData, ranked, phase: Phases, step, report: SubProgress,
+def _rerank(stage: Stage, task: TaskSpec, data: TaskData, ranked, phase: Phases, step, context: Context,
             depth: int):
     """Re-score each query's first ``rerank_k`` documents (the original query text, as published);
     the rest keep their first-stage order below them."""
-    k = getattr(stage.instance, "rerank_k", None) or depth
+    k = (stage.instance.rerank_k if isinstance(stage.instance, RerankDepth) else None) or depth
     step(f"reranking the top {k} ({stage.spec.name})")
     candidates = {qid: dict(docs[:k]) for qid, docs in ranked.items()}
-    with phase("Reranking"), calling(stage, task, "reranking"):
-        reranked = report.call(stage.instance.rerank, data.queries, data.corpus, candidates, task=task)
+    with phase("Reranking"), calling(stage, task, "reranking", context):
+        reranked = stage.instance.rerank(data.queries, data.corpus, candidates, task=task, context=context)
     check_run(reranked, data.qrels, set(data.corpus.ids), component=stage.label)
     out = {}
     for qid, docs in ranked.items():

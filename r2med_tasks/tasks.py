@@ -99,17 +99,9 @@ class TaskSpec:
 
     def mteb_metadata(self, revision: str) -> TaskMetadata:
         """mteb's TaskMetadata for this task, carrying the revision of the data actually used."""
-        import mteb
-        from mteb.abstasks.task_metadata import TaskMetadata
+        from .mteb_adapter import task_metadata
 
-        try:
-            meta = mteb.get_task(self.name).metadata
-            if meta.revision == revision:
-                return meta
-            return meta.model_copy(update={"dataset": {**meta.dataset, "revision": revision}})
-        except KeyError:
-            pass
-        return TaskMetadata(
+        return task_metadata(self.name, revision, lambda: dict(
             name=self.name,
             description=self.description,
             dataset={"path": self.hub_path or f"local/{self.short_name}", "revision": revision},
@@ -128,29 +120,15 @@ class TaskSpec:
             dialect=[],
             sample_creation="found",
             bibtex_citation="",
-        )
+        ))
 
     def to_mteb_task(self, data_dir: Path | None = None):
         """An ``AbsTaskRetrieval`` instance that loads through this harness, for ``mteb.evaluate``."""
-        from mteb.abstasks.retrieval import AbsTaskRetrieval
+        from .mteb_adapter import retrieval_task
 
         data = self.load(data_dir, only_task=True)
-        spec = self
-
-        class Task(AbsTaskRetrieval):
-            metadata = spec.mteb_metadata(data.revision)
-
-            def load_data(self, num_proc=None, **kwargs):
-                if self.data_loaded:
-                    return
-                c = data.corpus
-                self.corpus = {"test": {i: {"text": t} for i, t in zip(c.ids, c.texts)}}
-                self.queries = {"test": {q.id: q.text for q in data.queries}}
-                self.relevant_docs = {"test": data.qrels}
-                self.data_loaded = True
-
-        Task.__name__ = self.name
-        return Task()
+        return retrieval_task(self.name, self.mteb_metadata(data.revision), lambda: (
+            dict(zip(data.corpus.ids, data.corpus.texts)), {q.id: q.text for q in data.queries}, data.qrels))
 
 
 def _r2med(name, short, group, key, revision, date, n_docs, n_queries) -> TaskSpec:

@@ -127,7 +127,7 @@ class ChatServer(LocalServer):
 
             def _answer(self, body: Any, mode: str | None, options: dict) -> None:
                 auth = self.headers.get("Authorization", "")
-                if not self.path.endswith("/chat/completions"):
+                if not self.path.split("?")[0].endswith("/chat/completions"):
                     return self._error(404, f"no route {self.path}")
                 if mode == "401" or (server.api_key is not None and auth != f"Bearer {server.api_key}"):
                     return self._error(401, f"Incorrect API key provided: {auth.removeprefix('Bearer ')}. "

@@ -15,12 +15,14 @@
 - ``"wrong_count"``: HTTP 200 with one embedding fewer than inputs
 - ``"shuffle"``: HTTP 200 with ``data`` in reversed order (``index`` still right; not a failure)
 
-``max_input_words``: inputs longer than that many space-separated words get OpenAI's 400
+``encoding_format: "base64"`` in a request gets each embedding as base64 little-endian float32, as
+both real APIs answer it. ``max_input_words``: inputs longer than that many space-separated words get OpenAI's 400
 "maximum context length" answer. ``delay``: seconds every request takes (to see concurrency).
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import struct
@@ -115,8 +117,10 @@ class EmbeddingServer(LocalServer):
                             return self._error(400, f"This model's maximum context length is "
                                                     f"{server.max_input_words} tokens, however you requested "
                                                     f"{n} tokens (input {i}). Please reduce your prompt.")
-                data = [{"object": "embedding", "index": i, "embedding": e}
-                        for i, e in enumerate(server.expected(body))]
+                rows = server.expected(body)
+                if body.get("encoding_format") == "base64":  # as both APIs do: little-endian float32
+                    rows = [base64.b64encode(struct.pack(f"<{len(e)}f", *e)).decode() for e in rows]
+                data = [{"object": "embedding", "index": i, "embedding": e} for i, e in enumerate(rows)]
                 if mode == "wrong_count":
                     data = data[:-1]
                 if mode == "shuffle":

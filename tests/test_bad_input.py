@@ -140,10 +140,10 @@ def test_answers_never_reach_components(register, run_cli, tmp_path):
     seen = []
 
     class Spy:
-        def index(self, corpus, *, task):
+        def index(self, corpus, *, task, context):
             self.ids = corpus.ids
 
-        def search(self, queries, *, task, top_k):
+        def search(self, queries, *, task, top_k, context):
             seen.extend(queries)
             return {q.id: {self.ids[0]: 1.0} for q in queries}
 
@@ -172,10 +172,10 @@ def test_plugin_bad_output(register, run_cli, tmp_path, bad, message):
     from r2med_tasks.hookspecs import hookimpl
 
     class Bad:
-        def index(self, corpus, *, task):
+        def index(self, corpus, *, task, context):
             pass
 
-        def search(self, queries, *, task, top_k):
+        def search(self, queries, *, task, top_k, context):
             return {q.id: {} for q in queries} | bad
 
     class BadPlugin:
@@ -193,10 +193,10 @@ def test_plugin_crash_names_plugin_and_task(register, run_cli, tmp_path):
     from r2med_tasks.hookspecs import hookimpl
 
     class Crashing:
-        def index(self, corpus, *, task):
+        def index(self, corpus, *, task, context):
             raise RuntimeError("out of cheese")
 
-        def search(self, queries, *, task, top_k):
+        def search(self, queries, *, task, top_k, context):
             return {}
 
     class CrashPlugin:
@@ -213,7 +213,7 @@ def test_plugin_crash_names_plugin_and_task(register, run_cli, tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--plugin", "overlp"], "--plugin overlp: no such component (did you mean 'overlap'?)"),
     (["--plugin", "overlap", "-o", "nope=1"], "-o nope=1: no selected component accepts 'nope' (overlap accepts bonus)"),
-    (["--plugin", "overlap", "-o", "bonus=many"], "-o overlap.bonus='many'"),
+    (["--plugin", "overlap", "-o", "bonus=many"], "-o overlap.bonus=many: expected a number"),
     (["--plugin", "overlap", "-o", "st.model=x"], "-o st.model=x: 'st' is not a selected component"),
     (["--plugin", "overlap", "-o", "bonus"], "-o bonus: expected key=value"),
     (["--plugin", "overlap", "--plugin", "st"], "--plugin st: a pipeline takes one retriever; 'overlap' is already selected"),
@@ -244,6 +244,6 @@ def test_a_model_that_cannot_exist_is_refused_before_any_work(run_cli, tmp_path,
 @pytest.mark.parametrize("ref", ["sentence-transformers/all-MiniLM-L6-v2", "Alibaba-NLP/gte-Qwen2-1.5B-instruct",
                                  "bert-base-uncased"])
 def test_hub_ids_pass_the_model_check(ref):
-    from r2med_plugins.model_ref import check_model_ref
+    from r2med_tasks.models import check_model_ref
 
     check_model_ref(ref, option="st.model")  # the hub decides whether they exist, when the model loads

@@ -89,7 +89,7 @@ def test_options_split_folders_and_bad_weighting(run_cli, tmp_path):
     tuned = json.loads(run("-o", "k1=1.2", "-o", "b=0.75")[1])
     assert len({default["results_dir"], plain["results_dir"], tuned["results_dir"]}) == 3
     code, _, err = run("-o", "query_weighting=fancy")
-    assert code == 2 and "use bm25 (as published) or plain" in err
+    assert code == 2 and "-o bm25.query_weighting=fancy" in err and "bm25, plain" in err
 
 
 def test_okapi_runs(run_cli, tmp_path):

@@ -74,7 +74,7 @@ def test_cache_fills_resumes_and_is_shared(tmp_path):
 @pytest.fixture
 def count_encoded(monkeypatch):
     """Counts texts the sentence-transformers encoder receives, by prompt kind."""
-    from r2med_plugins.dense.encoders import SentenceTransformerEncoder
+    from r2med_tasks.encoders import SentenceTransformerEncoder
 
     counts = {"texts": 0, "calls": 0, "fail_after": None}
     original = SentenceTransformerEncoder.encode
@@ -233,7 +233,7 @@ def test_pair_tokenization_for_medcpt_documents(minilm_config, model_path):
 
 
 def test_replicas_give_the_same_embeddings(model_path):
-    from r2med_plugins.dense.encoders import SentenceTransformerEncoder
+    from r2med_tasks.encoders import SentenceTransformerEncoder
 
     one = SentenceTransformerEncoder(str(model_path), devices=["cpu"], batch_size=2).encode(TEXTS, "")
     two = SentenceTransformerEncoder(str(model_path), devices=["cpu", "cpu"], batch_size=2).encode(TEXTS, "")
@@ -346,7 +346,7 @@ def test_every_published_model_is_listed_with_its_reference(run_cli):
 
 def test_device_flag_reaches_model_components(plugins):
     from r2med_tasks.errors import UserError
-    from r2med_tasks.pipeline import build_pipeline
+    from r2med_tasks.pipelines import build_pipeline
     from r2med_tasks.registry import build_registry
 
     reg = build_registry(plugins)
@@ -362,7 +362,7 @@ def test_replicas_stop_after_their_current_batch_when_one_fails():
     stops promptly instead of encoding the rest of the chunk first."""
     import time
 
-    from r2med_plugins.dense.encoders import run_batches
+    from r2med_tasks.encoders import run_batches
 
     done = {"ok": 0}
     lock = threading.Lock()

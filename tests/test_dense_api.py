@@ -106,10 +106,11 @@ def test_voyage_request_body_and_input_type(server, sleeps):
     d = enc.encode(["doc é"], kind="document")
 
     first, second = server.requests
+    # no format given: base64 (little-endian float32), as the voyageai client asked when given none
     assert first.body == {"model": "voyage-3", "input": ['"what is x"', '"one two three"'],
-                          "input_type": "query", "truncation": True}
+                          "input_type": "query", "truncation": True, "encoding_format": "base64"}
     assert second.body == {"model": "voyage-3", "input": ['"doc \\u00e9"'], "input_type": "document",
-                           "truncation": True}
+                           "truncation": True, "encoding_format": "base64"}
     assert first.headers["authorization"] == f"Bearer {VKEY}"
     np.testing.assert_array_equal(q, expected(['"what is x"', '"one two three"'], "voyage-3", "query"))
     np.testing.assert_array_equal(d, expected(['"doc \\u00e9"'], "voyage-3", "document"))
@@ -229,7 +230,7 @@ def test_context_length_recut_gives_up_after_the_published_four_steps(server, sl
 def test_retry_after_forms():
     from email.utils import formatdate
 
-    from r2med_tasks.http import retry_after as _retry_after
+    from r2med_tasks.llm import retry_after as _retry_after
 
     assert _retry_after({"retry-after-ms": "1500", "Retry-After": "9"}, 60) == 1.5
     assert _retry_after({"Retry-After": "7"}, 5) == 5
@@ -273,7 +274,8 @@ def test_server_messages_are_scrubbed_of_the_key(server, sleeps, caplog):
     with caplog.at_level(logging.DEBUG), pytest.raises(UserError) as err:
         openai(server, sleeps, max_retries=2).encode(["x"], kind="query")
     assert "upstream said: Bearer *** / *** failed" in str(err.value) and "\n" not in str(err.value)
-    assert len(caplog.records) == 2 and "upstream said" in caplog.text
+    warnings = [r for r in caplog.records if r.name == "r2med_plugins.dense.api"]
+    assert len(warnings) == 2 and all("upstream said" in r.getMessage() for r in warnings)
     assert KEY not in caplog.text + str(err.value) and "SECRET" not in caplog.text + str(err.value)
 
 

@@ -84,8 +84,13 @@ def test_published_generations_with_a_dense_retriever(run_cli, tmp_path, model_p
 
 @pytest.fixture
 def server(monkeypatch):
+    from r2med_tasks.llm import RetryPolicy
+
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    # the CLI's clients retry as in production, only with waits of milliseconds instead of up to 30 s
+    monkeypatch.setattr("r2med_tasks.llm.DEFAULT_RETRY", RetryPolicy(backoff=0.001, backoff_max=0.004,
+                                                                      retry_after_max=0.01))
     with ChatServer() as srv:
         yield srv
 
@@ -177,7 +182,7 @@ def test_missing_published_file_names_it(run_cli, tmp_path):
 
 def test_hook_register_llms(register, run_cli, tmp_path):
     """A package can add an LLM backend; `-o llm=PREFIX:MODEL` reaches it."""
-    from r2med_plugins.llm import Generation
+    from r2med_tasks.llm import Generation
     from r2med_tasks.components import LLMSpec
     from r2med_tasks.hookspecs import hookimpl
 

@@ -8,7 +8,7 @@ import re
 import pytest
 from chat_server import ChatServer, fake_answer
 
-from r2med_plugins.llm import ChatClient, Generation, GenerationCache, Usage
+from r2med_tasks.llm import ChatClient, Generation, GenerationCache, Usage
 from r2med_plugins.rerank.listwise import (
     RANKGPT_SYSTEM,
     REASONRANK_SYSTEM,

@@ -1,5 +1,5 @@
-"""The chat client, the generation cache and the shared HTTP helper, against a local fake API
-(offline, a few seconds)."""
+"""The chat client (on the openai SDK), the generation cache and the shared SDK plumbing, against a
+local fake API (offline, a few seconds)."""
 
 from __future__ import annotations
 
@@ -13,20 +13,21 @@ import time
 import pytest
 from chat_server import COMPLETION_TOKENS, ChatServer, fake_answer, prompt_tokens
 
-from r2med_plugins.llm import (
+from r2med_tasks.errors import UserError
+from r2med_tasks.llm import (
     OLLAMA_BASE_URL,
     OPENAI_BASE_URL,
     VLLM_BASE_URL,
     ChatClient,
     Generation,
     GenerationCache,
+    RetryPolicy,
     Usage,
     cost,
     generate_cached,
     key_for,
     parse_llm_spec,
 )
-from r2med_tasks.errors import UserError
 
 KEY = "sk-test-0123456789abcdefSECRET"
 
@@ -350,7 +351,7 @@ def test_concurrent_appends_leave_a_valid_file(tmp_path):
     path = tmp_path / "g.jsonl"
     script = (
         "import sys\n"
-        "from r2med_plugins.llm import Generation, GenerationCache\n"
+        "from r2med_tasks.llm import Generation, GenerationCache\n"
         "c = GenerationCache(sys.argv[1])\n"
         "for i in range(150):\n"
         "    c.put(f'{sys.argv[2]}-{i}', Generation(sys.argv[2] * (1000 + 37 * i), i, i, 'stop', 'm'))\n"
@@ -414,17 +415,80 @@ def test_usage_and_cost(server, sleeps, tmp_path):
     assert cost("my-model", million, prices={"my-model": (1.0, 2.0)}) == pytest.approx(3.0)
 
 
-def test_http_helper_is_shared():
-    """The embeddings client and the chat client retry through the same code."""
+def test_sdk_plumbing_is_shared():
+    """The embeddings clients and the chat client build the SDK and retry through the same code."""
+    from r2med_plugins import llm as backends
     from r2med_plugins.dense import api
-    from r2med_tasks import http
+    from r2med_tasks import llm
 
-    assert api.JSONPoster is http.JSONPoster
+    assert api.openai_client is llm.openai_client and api.APICaller is llm.APICaller
+    assert backends.ChatClient is llm.ChatClient
 
 
-def test_redirects_are_not_followed(server, sleeps, key):
-    """urllib would resend the Authorization header to wherever a redirect points."""
-    server.fail("redirect", location="http://elsewhere.invalid/v1/chat/completions")
-    with pytest.raises(UserError, match="HTTP 307.*redirects to http://elsewhere.invalid.*base_url") as err:
-        client(server, sleeps).generate(ask("x"))
+def test_redirects_to_another_origin_are_not_followed(server, sleeps, key):
+    """httpx (under the SDK) would follow a 307 to wherever it points, with the key's header."""
+    with ChatServer() as other:
+        server.fail("redirect", location=f"{other.url}/chat/completions")  # another port: another origin
+        with pytest.raises(UserError, match=f"HTTP 307.*redirects to {other.url}.*base_url") as err:
+            client(server, sleeps).generate(ask("x"))
+        assert other.count == 0
     assert server.count == 1 and sleeps == [] and KEY not in str(err.value)
+
+
+@pytest.mark.parametrize("form", ["userinfo", "query"])
+def test_a_key_in_the_base_url_never_shows(server, sleeps, caplog, form):
+    secret = "sk-url-0123456789SECRETURL"
+    host = server.url.removeprefix("http://")
+    base = f"http://user:{secret}@{host}" if form == "userinfo" else f"{server.url}?api-key={secret}"
+    server.fail("500", times=3, message=f"bad upstream for {base}")
+    c = client(server, sleeps, max_retries=1)
+    with caplog.at_level(logging.DEBUG), pytest.raises(UserError) as err:
+        ChatClient("test-model", base_url=base, sleep=sleeps.append, max_retries=1, timeout=5.0).generate(ask("x"))
+    assert server.count == 2  # the request did reach the server, secret and all
+    if form == "query":
+        assert all(r.path == f"/v1/chat/completions?api-key={secret}" for r in server.requests)
+    else:
+        assert all(r.headers["authorization"].startswith("Basic ") for r in server.requests)
+    shown = str(err.value) + caplog.text + repr(ChatClient("m", base_url=base)) + repr(c)
+    assert "HTTP 500" in str(err.value) and "***" in str(err.value)
+    assert secret not in shown and "SECRETURL" not in shown and "0123456789" not in shown
+
+
+def test_retry_policy_sets_real_waits(server, monkeypatch):
+    """Without ``sleep`` the waits are real, and a RetryPolicy makes them as short as a test wants."""
+    server.fail("500", times=3)
+    server.fail("429", retry_after="0.05")
+    policy = RetryPolicy(max_retries=4, backoff=0.01, backoff_max=0.02)
+    start = time.monotonic()
+    assert ChatClient("test-model", base_url=server.url, retry=policy).generate(ask("q")) == expected(ask("q"))
+    took = time.monotonic() - start
+    assert server.count == 5
+    assert 0.005 + 0.01 + 0.01 + 0.05 <= took < 1.5  # three backoffs (>= half of 0.01, 0.02, 0.02) and Retry-After
+    for attempt, top in ((1, 0.01), (2, 0.02), (3, 0.02), (9, 0.02)):
+        assert all(top / 2 <= policy.delay(attempt) <= top for _ in range(50))
+    # options not given come from DEFAULT_RETRY, read when a client is built; given ones win
+    assert ChatClient("m").retry == RetryPolicy(6, 1.0, 30.0, 60.0)
+    monkeypatch.setattr("r2med_tasks.llm.DEFAULT_RETRY", policy)
+    assert ChatClient("m").retry == policy and ChatClient("m", max_retries=1).retry == RetryPolicy(1, 0.01, 0.02)
+    with pytest.raises(UserError, match="backoff"):
+        ChatClient("m", retry=RetryPolicy(backoff=0))
+    with pytest.raises(UserError, match="max_retries"):
+        ChatClient("m", retry=RetryPolicy(max_retries=-1))
+
+
+def test_light_paths_import_no_sdk():
+    """The SDK, its HTTP library, torch and mteb are imported on first request only: not by
+    importing the core, the client modules or the CLI, nor by `r2med run --help` or `r2med plugins`."""
+    code = (
+        "import contextlib, io, sys\n"
+        "heavy = lambda: sorted(m for m in ('openai', 'httpx', 'httpx2', 'torch', 'mteb') if m in sys.modules)\n"
+        "import r2med_tasks, r2med_tasks.llm, r2med_plugins.llm, r2med_plugins.dense.api\n"
+        "from r2med_tasks.cli import cli\n"
+        "print('IMPORTS', heavy())\n"
+        "for args in (['run', '--help'], ['plugins']):\n"
+        "    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "        cli(args, prog_name='r2med')\n"
+        "    print(args[0].upper(), heavy())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-3:] == ["IMPORTS []", "RUN []", "PLUGINS []"]

@@ -14,10 +14,10 @@ from conftest import SAMPLE, TESTS, r2med_command, read_jsonl
 
 
 class Echo:
-    def index(self, corpus, *, task):
+    def index(self, corpus, *, task, context):
         self.ids = corpus.ids
 
-    def search(self, queries, *, task, top_k):
+    def search(self, queries, *, task, top_k, context):
         return {q.id: {d: 1.0 / (i + 1) for i, d in enumerate(self.ids)} for q in queries}
 
 
@@ -54,7 +54,7 @@ def test_hook_register_rerankers(plugins, register, run_cli, tmp_path):
     seen = {}
 
     class ShortestFirst:
-        def rerank(self, queries, corpus, candidates, *, task):
+        def rerank(self, queries, corpus, candidates, *, task, context):
             length = dict(zip(corpus.ids, map(len, corpus.texts)))
             seen.update(candidates)
             return {qid: {d: -float(length[d]) for d in docs} for qid, docs in candidates.items()}
@@ -168,10 +168,11 @@ def test_list_retrievers_json(run_cli):
     code, out, _ = run_cli("list", "retrievers", "--json")
     assert code == 0
     st = {r["name"]: r for r in json.loads(out)}["st"]
-    assert st["plugin"] == "r2med" and st["options"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert st["plugin"] == "r2med" and st["options"]["model"]["default"] == "sentence-transformers/all-MiniLM-L6-v2"
 
 
-@pytest.mark.parametrize("args", [["run", "--help"], ["plugins"], ["list", "retrievers"], ["list", "tasks"]])
+@pytest.mark.parametrize("args", [["run", "--help"], ["plugins"], ["plugins", "bm25"], ["plugins", "nvembed"],
+                                  ["list", "retrievers"], ["list", "tasks"]])
 def test_light_commands_import_no_heavy_library(args):
     """--help and listings must stay fast: no torch, mteb, numpy or datasets on that path."""
     code = (

@@ -110,8 +110,9 @@ def test_pair_scores_survive_a_failed_run_and_serve_reruns(run_cli, tmp_path, cr
 
 def test_rerankers_are_listed(run_cli):
     rows = {r["name"]: r for r in json.loads(run_cli("list", "rerankers", "--json")[1])}
-    assert rows["bge-reranker"]["options"]["model"] == "BAAI/bge-reranker-v2-m3"
-    assert rows["monobert"]["options"]["rerank_k"] == 10
+    assert rows["bge-reranker"]["options"]["model"]["default"] == "BAAI/bge-reranker-v2-m3"
+    assert rows["monobert"]["options"]["rerank_k"]["default"] == 10
+    assert rows["monobert"]["options"]["rerank_k"]["minimum"] == 1
 
 
 def test_rankllama_without_peft_is_one_clear_line(run_cli, tmp_path):

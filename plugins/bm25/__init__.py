@@ -8,8 +8,32 @@ gensim. The index is cached on disk, keyed by corpus checksum, analyzer and para
 
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import Field
+
 from r2med_tasks.components import RetrieverSpec
 from r2med_tasks.hookspecs import hookimpl
+from r2med_tasks.options import options_model
+
+K1 = "term-frequency saturation (0: term counts ignored)"
+B = "length normalisation (0: none, 1: full)"
+
+BM25_OPTIONS = options_model(
+    "BM25Options",
+    k1=(float, Field(0.9, ge=0, description=K1)),
+    b=(float, Field(0.4, ge=0, le=1, description=B)),
+    query_weighting=(Literal["bm25", "plain"],
+                     Field("bm25", description="bm25 (published: query BM25-weighted) or plain (textbook Lucene "
+                                               "BM25)")),
+    cache=(bool, Field(True, description="keep the index on disk (under --cache-dir) and reuse it")),
+)
+OKAPI_OPTIONS = options_model(
+    "OkapiOptions",
+    k1=(float, Field(1.5, ge=0, description=K1)),
+    b=(float, Field(0.75, ge=0, le=1, description=B)),
+    epsilon=(float, Field(0.25, ge=0, description="floor of a term's IDF, as a fraction of the mean IDF")),
+)
 
 
 @hookimpl
@@ -19,12 +43,7 @@ def register_retrievers(register):
         factory="r2med_plugins.bm25.retriever:BM25Retriever",
         description="BM25 as the R2MED leaderboard ran it: pyserini's Lucene English analyzer, "
                     "gensim's Lucene BM25 weights on documents and query (k1=0.9, b=0.4).",
-        options={"k1": 0.9, "b": 0.4, "query_weighting": "bm25", "cache": True},
-        option_help={
-            "k1": "term-frequency saturation", "b": "length normalisation",
-            "query_weighting": "bm25 (published: query BM25-weighted) or plain (textbook Lucene BM25)",
-            "cache": "keep the index on disk (under --cache-dir) and reuse it",
-        },
+        options=BM25_OPTIONS,
         runtime_options=("cache",),
         reference="https://github.com/R2MED/R2MED/blob/main/src/eval_BM25.py",
     ))
@@ -33,6 +52,6 @@ def register_retrievers(register):
         factory="r2med_plugins.bm25.retriever:OkapiRetriever",
         description="rank-bm25's BM25Okapi over the same analyzer, for comparison (slow: pure Python "
                     "scoring; not the published variant).",
-        options={"k1": 1.5, "b": 0.75, "epsilon": 0.25},
+        options=OKAPI_OPTIONS,
         reference="https://github.com/dorianbrown/rank_bm25",
     ))

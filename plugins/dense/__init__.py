@@ -1,75 +1,88 @@
 """The leaderboard's dense retrievers, one per published model, each configured as its published
-run was (``models.py``): ``r2med-run --plugin nvembed`` reproduces the NV-Embed-v2 row."""
+run was (``models.py``): ``r2med-run --plugin nvembed`` reproduces the NV-Embed-v2 row; and ``st``
+(``st.py``), any sentence-transformers model through the same retriever."""
 
 from __future__ import annotations
 
 from functools import partial
+from typing import Literal
+
+from pydantic import Field, create_model
 
 from r2med_tasks.components import RetrieverSpec
 from r2med_tasks.hookspecs import hookimpl
+from r2med_tasks.options import Options
 
 from .models import DENSE_MODELS
 
-COMMON_HELP = {
-    "drop_identical_ids": "drop a document whose id equals the query id, as the published evaluator (BEIR) did",
-    "cache": "keep corpus embeddings on disk (under --cache-dir) and reuse them",
-    "chunk_size": "documents per cached chunk (a killed run resumes from the last chunk)",
-}
-LOCAL_HELP = {
-    "device": "cpu, cuda, cuda:N, or cuda:0,cuda:1 for several GPUs (default: best available)",
-    "dtype": "fp32, fp16 or bf16 on GPU (default: as published; CPU always computes in fp32)",
-    "batch_size": "texts per encoding batch (0: as published)",
-}
-API_HELP = {
-    "base_url": "API endpoint (default: the provider's)", "concurrency": "requests in flight",
-    "batch_size": "texts per request (0: the client's default)",
-}
-
-
-def _options(config) -> tuple[dict, dict, tuple[str, ...]]:
-    options = {"drop_identical_ids": True, "cache": True, "chunk_size": 8192}
-    helps = dict(COMMON_HELP)
+def _options(config) -> tuple[type, tuple[str, ...]]:
+    """The options model of one published model's retriever (which options depends on its backend)."""
+    fields = {
+        "drop_identical_ids": (bool, Field(True, description="drop a document whose id equals the query id, as "
+                                                             "the published evaluator (BEIR) did")),
+        "cache": (bool, Field(True, description="keep corpus embeddings on disk (under --cache-dir) and reuse them")),
+        "chunk_size": (int, Field(8192, ge=1, description="documents per cached chunk (a killed run resumes from "
+                                                          "the last chunk)")),
+    }
     runtime = ["cache", "chunk_size", "batch_size"]
     if config.backend in ("openai", "voyage"):
-        options |= {"base_url": "", "concurrency": 4, "batch_size": 0}
-        helps |= API_HELP
+        fields |= {
+            "base_url": (str, Field("", description="API endpoint (default: the provider's)")),
+            "concurrency": (int, Field(4, ge=1, description="requests in flight")),
+            "batch_size": (int | None, Field(None, ge=1, description="texts per request (default: the client's)")),
+        }
         runtime += ["base_url", "concurrency"]
     else:
-        options |= {"model": config.hf_model, "device": "", "dtype": config.dtype, "batch_size": 0}
-        helps |= LOCAL_HELP | {"model": "hub id or local folder of the weights (default: the published model)"}
+        fields |= {
+            "model": (str, Field(config.hf_model, description="hub id or local folder of the weights (default: the "
+                                                              "published model)")),
+            "device": (str, Field("", description="cpu, cuda, cuda:N, or cuda:0,cuda:1 for several GPUs (default: "
+                                                  "best available)")),
+            "dtype": (Literal["fp32", "fp16", "bf16"],
+                      Field(config.dtype, description="fp32, fp16 or bf16 on GPU (default: as published; CPU always "
+                                                      "computes in fp32)")),
+            "batch_size": (int | None, Field(None, ge=1, description="texts per encoding batch (default: as "
+                                                                     "published)")),
+        }
         runtime += ["device"]
     if config.hf_doc_model:
-        options |= {"doc_model": config.hf_doc_model, "article_queries": False}
-        helps |= {"doc_model": "hub id or local folder of the document encoder",
-                  "article_queries": "encode queries with the article encoder too, as the repo's published files did"}
-    return options, helps, tuple(runtime)
+        fields |= {
+            "doc_model": (str, Field(config.hf_doc_model, description="hub id or local folder of the document "
+                                                                      "encoder")),
+            "article_queries": (bool, Field(False, description="encode queries with the article encoder too, as "
+                                                               "the repo's published files did")),
+        }
+    name = "".join(part.title() for part in config.name.replace("_", "-").split("-")) + "Options"
+    return create_model(name, __base__=Options, **fields), tuple(runtime)
 
 
 @hookimpl
 def register_retrievers(register):
     for config in DENSE_MODELS.values():
-        options, helps, runtime = _options(config)
+        options, runtime = _options(config)
         register(RetrieverSpec(
             name=config.name,
             factory=partial(published_retriever, config.name),
             aliases=config.aliases,
             description=f"{config.published or config.hf_model} as published in R2MED ({config.hf_model})",
             options=options,
-            option_help=helps,
             runtime_options=runtime,
             model_options=("model", "doc_model"),  # identified by the model's name and revision
             reference=config.reference or None,
         ))
+    from .st import register_st
+
+    register_st(register)  # any sentence-transformers model, through the same dense retriever
 
 
-def published_retriever(name: str, *, drop_identical_ids: bool, cache: bool, chunk_size: int, batch_size: int,
+def published_retriever(name: str, *, drop_identical_ids: bool, cache: bool, chunk_size: int, batch_size: int | None,
                         model: str = "", doc_model: str = "", device: str = "", dtype: str = "fp32",
                         article_queries: bool = False, base_url: str = "", concurrency: int = 4):
     from dataclasses import replace
 
     from r2med_tasks.errors import UserError
 
-    from r2med_plugins.model_ref import check_model_ref, model_identity
+    from r2med_tasks.models import check_model_ref, model_identity
     from .published import PublishedModel
     from .retriever import DenseRetriever
 

@@ -1,11 +1,14 @@
 """Embedding clients for the two API models on the R2MED leaderboard: OpenAI and Voyage AI.
 
-Both speak plain HTTP through ``urllib.request`` (no SDK; the request and retry loop is
-``r2med_tasks.http.JSONPoster``, shared with the chat client): ``POST {base_url}/embeddings`` with a
-JSON body, a Bearer key read from an environment variable, and a JSON ``{"data": [{"index",
-"embedding"}, ...]}`` answer. On top of that they reproduce how the published R2MED runs prepared
-each text (token cut, newline replacement, ``json.dumps`` quoting; see ``published_input``), batch
-by count and by tokens, send batches from a small thread pool, and retry what is worth retrying.
+Both go through the official ``openai`` SDK (``client.embeddings.create``; Voyage's API is
+OpenAI-shaped, so it is the same client with base_url https://api.voyageai.com/v1 and Voyage's
+``input_type``/``truncation`` in ``extra_body``), built and retried by the code the chat client
+uses (``r2med_tasks.llm.openai_client`` and ``APICaller``): ``POST {base_url}/embeddings``, a Bearer
+key read from an environment variable, a JSON ``{"data": [{"index", "embedding"}, ...]}`` answer
+(read here, so malformed ones are retried). On top of that they reproduce how the published R2MED
+runs prepared each text (token cut, newline replacement, ``json.dumps`` quoting; see
+``published_input``), batch by count and by tokens, send batches from a small thread pool, and
+retry what is worth retrying.
 
 The dense retriever calls ``encode(texts, kind="query"|"document")`` and ``model_meta()``.
 """
@@ -23,9 +26,18 @@ from typing import Any, Protocol
 import numpy as np
 
 from r2med_tasks.errors import UserError
-from r2med_tasks.http import BadResponse as _BadResponse
-from r2med_tasks.http import JSONPoster, api_key, map_concurrently
-from r2med_tasks.http import scrub as _scrub
+from r2med_tasks.llm import (
+    APICaller,
+    RetryPolicy,
+    api_key,
+    map_concurrently,
+    no_auth_header,
+    openai_client,
+    retry_policy,
+    show_url,
+)
+from r2med_tasks.llm import BadResponse as _BadResponse
+from r2med_tasks.llm import scrub as _scrub
 
 log = logging.getLogger(__name__)
 
@@ -204,7 +216,8 @@ class _APIEncoder:
       request; ``None`` batches by ``batch_size`` only, as the published run did.
     - ``backoff``/``backoff_max``: retry ``n`` waits ``min(backoff_max, backoff * 2**(n-1))`` seconds
       times a random 0.5..1 (jitter); a ``Retry-After``/``retry-after-ms`` header wins, capped at
-      ``retry_after_max``.
+      ``retry_after_max`` (unset ones, and ``max_retries``, from ``retry=`` or else
+      ``r2med_tasks.llm.DEFAULT_RETRY``: 6 retries, 1 s doubling to 30 s, ``Retry-After`` up to 60 s).
     - ``shrink_on_context_error``: the published re-cut on an input-too-long HTTP 400.
     - ``sleep``: called with each wait instead of sleeping (tests); by default the wait ends early
       when another batch has failed.
@@ -223,10 +236,11 @@ class _APIEncoder:
 
     def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key_env: str | None = None,
                  max_tokens: int | None | object = ..., batch_size: int = 64, batch_tokens: int | None | object = ...,
-                 concurrency: int = 4, max_retries: int = 6, timeout: float = 60.0,
-                 tokenizer: Tokenizer | str | None = None, backoff: float = 1.0, backoff_max: float = 30.0,
-                 retry_after_max: float = 60.0, shrink_on_context_error: bool = True,
-                 sleep: Callable[[float], None] | None = None) -> None:
+                 concurrency: int = 4, max_retries: int | None = None, timeout: float = 60.0,
+                 tokenizer: Tokenizer | str | None = None, backoff: float | None = None,
+                 backoff_max: float | None = None, retry_after_max: float | None = None,
+                 shrink_on_context_error: bool = True,
+                 sleep: Callable[[float], None] | None = None, retry: RetryPolicy | None = None) -> None:
         """Unset ``model``, ``api_key_env``, ``max_tokens`` and ``batch_tokens`` take the provider's
         published defaults (the class's ``default_*``)."""
         self.model = model or self.default_model
@@ -237,11 +251,10 @@ class _APIEncoder:
         self.batch_size = batch_size
         self.batch_tokens = self.default_batch_tokens if batch_tokens is ... else batch_tokens
         self.concurrency = concurrency
-        self.max_retries = max_retries
+        self.retry = retry_policy(retry, max_retries=max_retries, backoff=backoff, backoff_max=backoff_max,
+                                  retry_after_max=retry_after_max, sleep=sleep)
         self.timeout = timeout
-        self.backoff, self.backoff_max, self.retry_after_max = backoff, backoff_max, retry_after_max
         self.shrink_on_context_error = shrink_on_context_error
-        self._sleep = sleep
         self._tokenizer_arg = tokenizer
         self._tokenizer: Tokenizer | None = None if isinstance(tokenizer, str) else tokenizer
         self._lock = threading.Lock()
@@ -258,15 +271,19 @@ class _APIEncoder:
                 raise UserError(f"{name}: {option} must be a positive integer or None, got {value!r}")
         if not isinstance(self.concurrency, int) or self.concurrency < 1:
             raise UserError(f"{name}: concurrency must be a positive integer, got {self.concurrency!r}")
-        if not isinstance(self.max_retries, int) or self.max_retries < 0:
-            raise UserError(f"{name}: max_retries must be 0 or more, got {self.max_retries!r}")
+        self.retry.check(name)
         if not self.timeout or self.timeout <= 0:
             raise UserError(f"{name}: timeout must be positive seconds, got {self.timeout!r}")
         if not self.url.startswith(("http://", "https://")):
-            raise UserError(f"{name}: base_url must start with http:// or https://, got {self.base_url!r}")
+            raise UserError(f"{name}: base_url must start with http:// or https://, "
+                            f"got {show_url(self.base_url)!r}")
+
+    @property
+    def max_retries(self) -> int:
+        return self.retry.max_retries
 
     def __repr__(self) -> str:  # never the key: it is read from the environment per call, never kept
-        return (f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, "
+        return (f"{type(self).__name__}(model={self.model!r}, base_url={show_url(self.base_url)!r}, "
                 f"api_key_env={self.api_key_env!r}, max_tokens={self.max_tokens!r})")
 
     # -- public ----------------------------------------------------------------------------------
@@ -292,17 +309,18 @@ class _APIEncoder:
         tokenizer = self.tokenizer() if (self.max_tokens is not None or self.batch_tokens is not None) else None
         sent = [published_input(t, tokenizer, self.max_tokens) for t in texts]
         batches = self._plan(sent, tokenizer)
-        poster = self._poster()
+        caller = self._caller()
+        client = openai_client(self.base_url, key=key, timeout=self.timeout)
 
         def run(batch: list[int], abort: threading.Event) -> np.ndarray:
-            return self._embed_batch(poster, [sent[i] for i in batch], kind, key, abort)
+            return self._embed_batch(caller, client, [sent[i] for i in batch], kind, key, abort)
 
         # a failing batch stops the others at their next attempt; queued ones never start
         parts = map_concurrently(run, batches, self.concurrency, name=type(self).__name__)
         dims = {p.shape[1] for p in parts}
         if len(dims) > 1:
-            raise UserError(f"{self.url} returned embeddings of different sizes {sorted(dims)} for {self.model}; "
-                            "check base_url and model")
+            raise UserError(f"{show_url(self.url)} returned embeddings of different sizes {sorted(dims)} for "
+                            f"{self.model}; check base_url and model")
         out = np.empty((len(texts), dims.pop()), dtype=np.float32)
         for batch, part in zip(batches, parts):
             out[batch] = part
@@ -320,19 +338,19 @@ class _APIEncoder:
     def _load_tokenizer(self, name: str | None) -> Tokenizer:
         raise NotImplementedError
 
-    def _body(self, texts: list[str], kind: str) -> dict:
+    def _create(self, client, texts: list[str], kind: str, key: str):
+        """One ``client.embeddings`` request (raw: the body is read by ``_parse_embeddings``)."""
         raise NotImplementedError
 
     def _api_key(self) -> str:
         return api_key(self.api_key_env, required=True, who=type(self).__name__)
 
-    def _poster(self) -> JSONPoster:
-        """The shared POST-with-retries (``r2med_tasks.http``), from the options as they are now."""
-        return JSONPoster(self.url, model=self.model, api_key_env=self.api_key_env, base_url=self.base_url,
-                          timeout=self.timeout, max_retries=self.max_retries, backoff=self.backoff,
-                          backoff_max=self.backoff_max, retry_after_max=self.retry_after_max, sleep=self._sleep,
-                          malformed_advice="check that base_url serves an OpenAI-compatible embeddings API",
-                          client_error=self._client_error, logger=log)
+    def _caller(self) -> APICaller:
+        """The shared retry loop (``r2med_tasks.llm.APICaller``), from the options as they are now."""
+        return APICaller(self.url, model=self.model, api_key_env=self.api_key_env, base_url=self.base_url,
+                         timeout=self.timeout, retry=self.retry,
+                         malformed_advice="check that base_url serves an OpenAI-compatible embeddings API",
+                         client_error=self._client_error, logger=log)
 
     def _plan(self, sent: list[str], tokenizer: Tokenizer | None) -> list[list[int]]:
         """Consecutive batches of at most ``batch_size`` inputs and ``batch_tokens`` tokens (as sent).
@@ -355,23 +373,23 @@ class _APIEncoder:
             batches.append(current)
         return batches
 
-    def _embed_batch(self, poster: JSONPoster, texts: list[str], kind: str, key: str,
+    def _embed_batch(self, caller: APICaller, client, texts: list[str], kind: str, key: str,
                      abort: threading.Event) -> np.ndarray:
         """One batch, retried; on a per-input length error, the published re-cut of the whole batch."""
         steps = list(PUBLISHED_SHRINK_STEPS) if self.shrink_on_context_error else []
         while True:
             try:
-                return poster.post(self._body(texts, kind), lambda payload: _parse_embeddings(payload, len(texts)),
-                                   key=key, abort=abort)
+                return caller.call(lambda texts=texts: self._create(client, texts, kind, key).http_response.content,
+                                   lambda payload, n=len(texts): _parse_embeddings(payload, n), key=key, abort=abort)
             except _ContextLength as e:
                 message = _scrub(str(e), key)
                 if not steps:
                     cut = "" if self.shrink_on_context_error else " (shrink_on_context_error is off)"
-                    raise UserError(f"{self.url} rejected an input as too long (HTTP 400: {message}){cut}; "
+                    raise UserError(f"{caller.url} rejected an input as too long (HTTP 400: {message}){cut}; "
                                     "lower max_tokens") from None
                 threshold = steps.pop(0)
                 log.warning("%s: HTTP 400 input too long (%s); re-cutting the batch's %d inputs to %d tokens "
-                            "as the published run did", self.url, message, len(texts), threshold)
+                            "as the published run did", caller.url, message, len(texts), threshold)
                 tokenizer = self.tokenizer()
                 texts = [truncate_tokens(t, tokenizer, threshold) for t in texts]
 
@@ -381,11 +399,11 @@ class _APIEncoder:
             raise _ContextLength(message)
         if status in (400, 413, 422) and _BATCH_LIMIT.search(message):
             return "lower batch_size or batch_tokens"
-        return None  # r2med_tasks.http.default_fix: 401 "check <env>", 403, 404, ...
+        return None  # r2med_tasks.llm.default_fix: 401 "check <env>", 403, 404, ...
 
 
 class OpenAIEncoder(_APIEncoder):
-    """OpenAI embeddings (``POST {base_url}/embeddings``), or any OpenAI-compatible server.
+    """OpenAI embeddings (``client.embeddings.create``), or any OpenAI-compatible server.
 
     Reproduces R2MED's published ``openai`` run (``src/utils.py``, ``RetrievalOPENAI``):
 
@@ -404,7 +422,8 @@ class OpenAIEncoder(_APIEncoder):
     corpus order) gives the published batches.
 
     Not reproduced: the published run went through a third-party proxy with the ``openai`` SDK
-    (recent SDKs ask for base64, which decodes to the same float32 values; this asks for floats).
+    (recent SDKs ask for base64, which decodes to the same float32 values; this asks for
+    ``encoding_format="float"``).
 
     ``tokenizer``: an object with ``encode(str) -> list[int]`` and ``decode(list[int]) -> str``, or a
     tiktoken encoding name; default cl100k_base, loaded on first use. ``max_tokens=None`` sends texts
@@ -424,12 +443,13 @@ class OpenAIEncoder(_APIEncoder):
     def _load_tokenizer(self, name: str | None) -> Tokenizer:
         return load_tiktoken(name or "cl100k_base")
 
-    def _body(self, texts: list[str], kind: str) -> dict:
-        return {"model": self.model, "input": texts, "encoding_format": "float"}
+    def _create(self, client, texts: list[str], kind: str, key: str):
+        return client.embeddings.with_raw_response.create(model=self.model, input=texts, encoding_format="float",
+                                                          extra_headers=no_auth_header(key))
 
 
 class VoyageEncoder(_APIEncoder):
-    """Voyage AI embeddings (``POST https://api.voyageai.com/v1/embeddings``).
+    """Voyage AI embeddings (``POST https://api.voyageai.com/v1/embeddings``, through the OpenAI SDK).
 
     Reproduces R2MED's published ``voyage`` run (``src/utils.py``, ``RetrievalOPENAI`` with a
     ``voyageai.Client``):
@@ -438,7 +458,8 @@ class VoyageEncoder(_APIEncoder):
       (``AutoTokenizer``; ``tok(text)["input_ids"]`` then ``tok.decode``, special tokens as that
       tokenizer adds them), then ``"\\n"`` becomes ``" "``, then ``json.dumps`` (``published_input``);
     - ``input_type`` is ``"query"`` or ``"document"``; ``truncation: true`` as the SDK sends it;
-      no instruction;
+      ``encoding_format: "base64"`` (little-endian float32), which the voyageai client asked for
+      too when given no format, and the OpenAI SDK sends when given none; no instruction;
     - on HTTP 400 "maximum ... length" the batch is re-cut to 5500..4000 tokens, as published (the
       published loop started that countdown at 6000 for Voyage too).
 
@@ -460,5 +481,8 @@ class VoyageEncoder(_APIEncoder):
     def _load_tokenizer(self, name: str | None) -> Tokenizer:
         return load_hf_tokenizer(name or f"voyageai/{self.model}")
 
-    def _body(self, texts: list[str], kind: str) -> dict:
-        return {"model": self.model, "input": texts, "input_type": kind, "truncation": True}
+    def _create(self, client, texts: list[str], kind: str, key: str):
+        # no encoding_format: the SDK then asks for base64, as the voyageai client did
+        return client.embeddings.with_raw_response.create(model=self.model, input=texts,
+                                                          extra_body={"input_type": kind, "truncation": True},
+                                                          extra_headers=no_auth_header(key))

@@ -18,16 +18,15 @@ from typing import Any
 import numpy as np
 
 from r2med_tasks import atomic
-from r2med_tasks.cache import cache_dir
 
 FORMAT = "r2med-embeddings/1"
 
 
 class EmbeddingCache:
-    def __init__(self, identity: dict[str, Any], n_docs: int, chunk_size: int, root: Path | None = None) -> None:
+    def __init__(self, identity: dict[str, Any], n_docs: int, chunk_size: int, root: Path) -> None:
         self.identity = {"format": FORMAT, "chunk_size": chunk_size, **identity}
         key = hashlib.sha256(json.dumps(self.identity, sort_keys=True, default=str).encode()).hexdigest()[:24]
-        self.folder = (root or cache_dir("embeddings")) / key
+        self.folder = root / key
         self.n_docs, self.chunk_size = n_docs, chunk_size
 
     @property

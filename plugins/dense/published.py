@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from r2med_tasks.encoders import SentenceTransformerEncoder, parse_devices
+
 from .config import DenseConfig
-from .encoders import (GritLMEncoder, NVEmbedEncoder, SentenceTransformerEncoder, TransformerEncoder,
-                       parse_devices)
+from .encoders import GritLMEncoder, NVEmbedEncoder, TransformerEncoder
 
 
 class PublishedModel:

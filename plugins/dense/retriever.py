@@ -31,6 +31,8 @@ class Model(Protocol):
 
 
 class DenseRetriever:
+    combines_generated = True  # the published rule for dense retrievers (r2med_tasks.combine)
+
     def __init__(self, model: Model, *, cache: bool, chunk_size: int, drop_identical_ids: bool) -> None:
         self.model, self.use_cache, self.chunk_size = model, cache, chunk_size
         self.drop_identical_ids = drop_identical_ids
@@ -40,16 +42,16 @@ class DenseRetriever:
     def model_meta(self) -> dict[str, Any]:
         return self.model.model_meta()
 
-    def index(self, corpus, *, task, progress=None) -> None:
+    def index(self, corpus, *, task, context) -> None:
         self._ids = corpus.ids
         texts = corpus.texts
         if not self.use_cache:
             self._chunks = [(0, self.model.encode_documents(texts, task))]
             return
         cache = EmbeddingCache({**self.model.document_identity(task), "corpus": corpus.checksum},
-                               len(corpus), self.chunk_size)
+                               len(corpus), self.chunk_size, root=context.cache("embeddings"))
         todo = len(cache.missing())
-        advance = progress(f"encoding {len(corpus):,} documents", todo * self.chunk_size) if progress and todo else None
+        advance = context.progress(f"encoding {len(corpus):,} documents", todo * self.chunk_size) if todo else None
         cache.fill(lambda start, stop: self.model.encode_documents(texts[start:stop], task),
                    on_chunk=advance or (lambda n: None))
         self._chunks = list(cache.chunks())
@@ -57,7 +59,7 @@ class DenseRetriever:
     def query_embeddings(self, queries, task) -> np.ndarray:
         """One vector per query; with generated documents, the published rule: the mean of the
         query's embedding and each document's (not re-normalised: cosine scoring normalises)."""
-        from r2med_plugins.gar.combine import dense_query
+        from r2med_tasks.combine import dense_query
 
         parts = [dense_query(q) for q in queries]
         heads = [p if isinstance(p, str) else p[0] for p in parts]
@@ -72,7 +74,7 @@ class DenseRetriever:
             embeddings = sums / counts[:, None]
         return embeddings
 
-    def search(self, queries, *, task, top_k: int) -> dict[str, dict[str, float]]:
+    def search(self, queries, *, task, top_k: int, context) -> dict[str, dict[str, float]]:
         embeddings = self.query_embeddings(queries, task)
         k = top_k + 1 if self.drop_identical_ids else top_k  # room for the dropped one, as BEIR does
         hits = cosine_top_k(embeddings, self._chunks, min(k, len(self._ids)))

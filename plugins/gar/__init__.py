@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from functools import partial
 
+from pydantic import Field
+
 from r2med_tasks.components import RewriterSpec
 from r2med_tasks.hookspecs import hookimpl
+from r2med_tasks.options import options_model
 
 METHODS = {
     "hyde": "HyDE: the LLM writes a passage (or similar case) that answers the query",
@@ -21,28 +24,39 @@ METHODS = {
 LIVE = ("hyde", "query2doc", "lamer")
 
 
+PUBLISHED_OPTIONS = {
+    "source": (str, Field("", description="use the published generations of this LLM (e.g. o3-mini, gpt4, "
+                                          "qwen-72b, qwq-32b)")),
+    "published_data": (str, Field("", description="folder of <method>/<llm>/query_with_hydoc.jsonl files "
+                                                  "(default: --data-dir's task folder, else the hub)")),
+    "hub_split": (str, Field("", description="the hub split holding them (default: source with '_' for '-', "
+                                             "e.g. o3_mini)")),
+}
+LIVE_OPTIONS = {
+    "llm": (str, Field("", description="generate live: openai:MODEL, vllm:MODEL, ollama:MODEL or BASE_URL#MODEL")),
+    "temperature": (float | None, Field(None, ge=0, le=2, description="sampling temperature (default: as "
+                                                                      "published: 0.8 for OpenAI, 0.7 otherwise)")),
+    "top_p": (float | None, Field(None, ge=0, le=1, description="nucleus sampling (default: 0.8 for OpenAI, the "
+                                                                "server's otherwise)")),
+    "max_tokens": (int | None, Field(None, ge=1, description="generation limit (default: 10240 except on OpenAI)")),
+    "seed": (int | None, Field(None, ge=0, description="sampling seed (default: 42 except on OpenAI)")),
+    "concurrency": (int, Field(8, ge=1, description="requests in flight")),
+    "examples": (str, Field("", description="Query2Doc few-shot examples: the original src/example.py or a JSON "
+                                            "{key: text}")),
+}
+
+
 @hookimpl
 def register_rewriters(register):
     for method, description in METHODS.items():
-        options = {"source": "", "published_data": "", "hub_split": ""}
-        helps = {"source": "use the published generations of this LLM (e.g. o3-mini, gpt4, qwen-72b, qwq-32b)",
-                 "published_data": "folder of <method>/<llm>/query_with_hydoc.jsonl files "
-                                   "(default: --data-dir's task folder, else the hub)",
-                 "hub_split": "the hub split holding them (default: source with '_' for '-', e.g. o3_mini)"}
+        fields = dict(PUBLISHED_OPTIONS)
         runtime = ["published_data"]
         if method in LIVE:
-            options |= {"llm": "", "temperature": -1.0, "top_p": -1.0, "max_tokens": 0, "seed": -1,
-                        "concurrency": 8, "examples": ""}
-            helps |= {"llm": "generate live: openai:MODEL, vllm:MODEL, ollama:MODEL or BASE_URL#MODEL",
-                      "temperature": "sampling temperature (default: as published: 0.8 for OpenAI, 0.7 otherwise)",
-                      "top_p": "nucleus sampling (default: 0.8 for OpenAI, the server's otherwise)",
-                      "max_tokens": "generation limit (default: 10240 except on OpenAI)",
-                      "seed": "sampling seed (default: 42 except on OpenAI)",
-                      "concurrency": "requests in flight",
-                      "examples": "Query2Doc few-shot examples: the original src/example.py or a JSON {key: text}"}
+            fields |= LIVE_OPTIONS
             runtime += ["concurrency"]
+        options = options_model(f"{method.title().replace('-', '')}Options", **fields)
         register(RewriterSpec(name=method, factory=partial(make_rewriter, method), description=description,
-                              options=options, option_help=helps, runtime_options=tuple(runtime),
+                              options=options, runtime_options=tuple(runtime),
                               reference="https://github.com/R2MED/R2MED/blob/main/src/generate_hypothetical_doc.py"))
 
 

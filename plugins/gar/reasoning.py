@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import re
 
+from r2med_tasks.combine import GAR_METHODS, RETRIEVER_FAMILIES, combined_text
+
 __all__ = [
     "R1_MODEL_LIST",
     "THINK_TAG_LLMS",
@@ -81,10 +83,9 @@ _HUATUO_RESPONSE = re.compile(r"Final Response\s*(.*)", re.DOTALL)
 _SKY_SOLUTION = re.compile(r"<\|begin_of_solution\|>\s*([\s\S]*?)\s*<\|end_of_solution\|>")
 _SEARCH_R1_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 
-# Methods the evaluation code accepts as ``gar_method`` (run.py choices).  search-o1/search-r1
-# outputs were produced by external agent frameworks; they have no generation prompt here.
-GAR_METHODS: tuple[str, ...] = ("hyde", "query2doc", "lamer", "search-o1", "search-r1")
-RETRIEVER_FAMILIES: tuple[str, ...] = ("bm25", "dense")
+# GAR_METHODS (run.py's ``gar_method`` choices) and RETRIEVER_FAMILIES come from r2med_tasks.combine,
+# which holds the rules outside r1 mode.  search-o1/search-r1 outputs were produced by external
+# agent frameworks; they have no generation prompt here.
 
 
 def is_reasoning_llm(llm: str) -> bool:
@@ -160,28 +161,8 @@ def query_text(
     hyde / lamer / other      ``[query, generated]``
     ========================  ==================================================
     """
-    if method not in GAR_METHODS:
-        raise ValueError(f"unknown GAR method {method!r}; expected one of {GAR_METHODS}")
-    if retriever_family not in RETRIEVER_FAMILIES:
-        raise ValueError(
-            f"unknown retriever family {retriever_family!r}; expected one of {RETRIEVER_FAMILIES}"
-        )
-    for name, value in (("query", query), ("generated", generated)):
-        if not isinstance(value, str):
-            raise TypeError(f"{name} must be str, not {type(value).__name__}")
-
-    r1_mode = is_reasoning_llm(llm)
-    if retriever_family == "bm25":
-        if r1_mode:
-            return strip_reasoning(generated, llm)
-        if method == "query2doc":
-            return query * 2 + " " + generated
-        if method == "lamer":
-            return query + " " + generated
-        return generated
-    # dense
-    if r1_mode:
-        return [query, strip_reasoning(generated, llm)]
-    if method == "query2doc":
-        return query + "[SEP]" + generated
-    return [query, generated]
+    plain = combined_text(method, retriever_family, query, generated)  # checks the arguments too
+    if not is_reasoning_llm(llm):
+        return plain
+    answer = strip_reasoning(generated, llm)  # r1 mode: the extracted answer, whatever the method
+    return answer if retriever_family == "bm25" else [query, answer]

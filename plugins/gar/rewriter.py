@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from r2med_tasks.cache import cache_dir
 from r2med_tasks.data import read_jsonl
 from r2med_tasks.errors import UserError, reason
 
@@ -26,7 +25,8 @@ DEFAULT_KEY = "Stack-Medical"  # prompt wording for tasks outside R2MED (a medic
 
 class GARRewriter:
     def __init__(self, method: str, *, source: str = "", published_data: str = "", hub_split: str = "", llm: str = "",
-                 temperature: float = -1.0, top_p: float = -1.0, max_tokens: int = 0, seed: int = -1,
+                 temperature: float | None = None, top_p: float | None = None, max_tokens: int | None = None,
+                 seed: int | None = None,
                  concurrency: int = 8, examples: str = "") -> None:
         if bool(source) == bool(llm):
             what = "-o source=LLM (published generations)" + ("" if method.startswith("search") else
@@ -48,18 +48,18 @@ class GARRewriter:
             if self.method == "search-o1" and self.source == "qwq-32b":
                 llm = "QwQ-32b"  # the leaderboard's spelling for this row
         else:
-            from r2med_plugins.llm import llm_model_name
+            from r2med_tasks.llm import llm_model_name
 
             llm = llm_model_name(self.llm)
         return f"{METHOD_NAMES[self.method]} ({llm})" if self.method in METHOD_NAMES else llm
 
-    def rewrite(self, queries, *, task, corpus=None, data_folder: Path | None = None):
+    def rewrite(self, queries, *, task, context):
         if self.source:
-            texts = self._published(queries, task, data_folder)
+            texts = self._published(queries, task, context.data_folder)
             reasoning = is_reasoning_llm(self.source) or self.method.startswith("search")
             generated = [strip_reasoning(t, self.source) for t in texts]
         else:
-            generated, reasoning_flags = self._live(queries, task, corpus)
+            generated, reasoning_flags = self._live(queries, task, context)
             return [replace(q, generated=(g,), method=self.method, reasoning=r)
                     for q, g, r in zip(queries, generated, reasoning_flags)]
         return [replace(q, generated=(g,), method=self.method, reasoning=reasoning) for q, g in zip(queries, generated)]
@@ -96,31 +96,29 @@ class GARRewriter:
         return {str(r.get("id")): r.get("hy_doc") for r in rows}, where
 
     # -- live generation -------------------------------------------------------------------------
-    def _live(self, queries, task, corpus) -> tuple[list[str], list[bool]]:
-        from r2med_plugins.llm import GenerationCache, Usage, generate_cached
-        from r2med_tasks.plugins import get_plugins
-        from r2med_tasks.registry import build_registry
+    def _live(self, queries, task, context) -> tuple[list[str], list[bool]]:
+        from r2med_tasks.llm import GenerationCache, Usage, generate_cached
 
         from .prompts import Query2DocExamplesUnavailable, build_messages, load_query2doc_examples
 
         on_openai = self.llm.lower().startswith("openai:")
-        # as published: OpenAI models at temperature 0.8, top_p 0.8; local (vLLM) models at 0.7, seed 42, 10240 tokens
+        # unset (None): as published: OpenAI models at temperature 0.8, top_p 0.8; local (vLLM) models at 0.7,
+        # seed 42, 10240 tokens
         s = self.sampling
-        params = {"temperature": s["temperature"] if s["temperature"] >= 0 else (0.8 if on_openai else 0.7),
-                  "top_p": s["top_p"] if s["top_p"] >= 0 else (0.8 if on_openai else None),
-                  "max_tokens": s["max_tokens"] or (None if on_openai else 10240),
-                  "seed": s["seed"] if s["seed"] >= 0 else (None if on_openai else 42)}
-        client = build_registry(get_plugins()).llm(self.llm, **params, concurrency=self.concurrency)
+        published = {"temperature": 0.8 if on_openai else 0.7, "top_p": 0.8 if on_openai else None,
+                     "max_tokens": None if on_openai else 10240, "seed": None if on_openai else 42}
+        params = {k: published[k] if s[k] is None else s[k] for k in published}
+        client = context.llm(self.llm, **params, concurrency=self.concurrency)
         self.model, self.usage = client.model, Usage()
         key = task.key or DEFAULT_KEY
         examples = load_query2doc_examples(self.examples) if self.examples else None
-        passages = self._lamer_passages(queries, task, corpus) if self.method == "lamer" else {}
+        passages = self._lamer_passages(queries, task, context) if self.method == "lamer" else {}
         try:
             requests = [build_messages(self.method, key, q.text, passages.get(q.id), examples=examples) for q in queries]
         except Query2DocExamplesUnavailable:
             raise UserError("query2doc needs the original few-shot examples: -o examples=PATH to R2MED's "
                             "src/example.py (or a JSON {dataset key: examples}); or use -o source=LLM") from None
-        generations = generate_cached(client, GenerationCache(cache_dir("generations", "chat.jsonl")), requests,
+        generations = generate_cached(client, GenerationCache(context.cache("generations", "chat.jsonl")), requests,
                                       usage=self.usage)
         texts, flags = [], []
         for g in generations:  # reasoning models: keep the answer after the trace, as published for r1 models
@@ -129,14 +127,14 @@ class GARRewriter:
             flags.append(bool(sep))
         return texts, flags
 
-    def _lamer_passages(self, queries, task, corpus) -> dict[str, list[str]]:
-        """BM25's top-10 documents per query (the published BM25), the passages LameR corrects."""
-        from r2med_plugins.bm25.retriever import BM25Retriever
-
-        bm25 = BM25Retriever(k1=0.9, b=0.4, query_weighting="bm25", cache=True)
-        bm25.index(corpus, task=task)
+    def _lamer_passages(self, queries, task, context) -> dict[str, list[str]]:
+        """BM25's top-10 documents per query (the published BM25, a registered retriever the context
+        provides), the passages LameR corrects."""
+        corpus = context.corpus
+        bm25 = context.retriever("bm25")  # its defaults are the published parameters
+        bm25.index(corpus, task=task, context=context)
         text_of = dict(zip(corpus.ids, corpus.texts))
-        hits = bm25.search(queries, task=task, top_k=LAMER_DEPTH)
+        hits = bm25.search(queries, task=task, top_k=LAMER_DEPTH, context=context)
         return {qid: [text_of[d] for d in docs] for qid, docs in hits.items()}
 
     def summary(self) -> str | None:

@@ -7,9 +7,13 @@ NV-Embed-v2's top 10); documents below keep their first-stage order.
 from __future__ import annotations
 
 from functools import partial
+from typing import Literal
+
+from pydantic import Field
 
 from r2med_tasks.components import RerankerSpec
 from r2med_tasks.hookspecs import hookimpl
+from r2med_tasks.options import options_model
 
 # name: (model, logit used, leaderboard-style name, reference)
 CROSS_ENCODERS = {
@@ -18,13 +22,38 @@ CROSS_ENCODERS = {
     "cross-encoder": ("cross-encoder/ms-marco-MiniLM-L6-v2", 0, "", "https://www.sbert.net/docs/cross_encoder/pretrained_models.html"),
 }
 RANKLLAMA = {"model": "castorini/rankllama-v1-7b-lora-passage", "base": "meta-llama/Llama-2-7b-hf"}
-HELP = {
-    "model": "hub id or local folder of the cross-encoder",
-    "rerank_k": "how many first-stage documents per query to rerank (published: 10)",
-    "max_length": "max tokens per (query, document) pair", "batch_size": "pairs per batch",
-    "device": "cpu, cuda, cuda:N or cuda:0,cuda:1 (default: best available)", "dtype": "fp32, fp16 or bf16 on GPU",
-    "cache": "keep pair scores on disk, so a killed or repeated run scores no pair twice",
-}
+RERANK_K = "how many first-stage documents per query to rerank (published: 10)"
+
+
+def pair_options(name: str, *, batch_size: int, **models) -> type:
+    """The options of a pair-scoring reranker; ``models``: option -> (default, description)."""
+    return options_model(
+        name,
+        **{key: (str, Field(default, description=text)) for key, (default, text) in models.items()},
+        rerank_k=(int, Field(10, ge=1, description=RERANK_K)),
+        max_length=(int, Field(512, ge=1, description="max tokens per (query, document) pair")),
+        batch_size=(int, Field(batch_size, ge=1, description="pairs per batch")),
+        device=(str, Field("", description="cpu, cuda, cuda:N or cuda:0,cuda:1 (default: best available)")),
+        dtype=(Literal["fp32", "fp16", "bf16"], Field("fp16", description="fp32, fp16 or bf16 on GPU")),
+        cache=(bool, Field(True, description="keep pair scores on disk, so a killed or repeated run scores no "
+                                             "pair twice")),
+    )
+
+
+LLM_RERANK_OPTIONS = options_model(
+    "LLMRerankOptions",
+    llm=(str, Field("", description="openai:MODEL, vllm:MODEL, ollama:MODEL or BASE_URL#MODEL "
+                                    "(see `r2med list llms`)")),
+    rerank_k=(int, Field(100, ge=1, description="how many first-stage documents per query to rerank")),
+    window=(int, Field(20, ge=1, description="passages per LLM call")),
+    step=(int, Field(10, ge=1, description="window stride")),
+    passage_words=(int, Field(300, ge=1, description="words kept per passage")),
+    reasoning=(bool, Field(False, description="ReasonRank's think-then-rank prompt")),
+    temperature=(float | None, Field(0.0, ge=0, le=2, description="sampling temperature (none: the server's "
+                                                                    "default)")),
+    max_tokens=(int | None, Field(None, ge=1, description="generation limit (default: the server's)")),
+    concurrency=(int, Field(8, ge=1, description="requests in flight")),
+)
 
 
 @hookimpl
@@ -35,9 +64,8 @@ def register_rerankers(register):
             factory=partial(make_cross_encoder, name),
             description=f"cross-encoder {model}, raw logits" if name != "cross-encoder"
             else "any sentence-transformers CrossEncoder (-o model=...)",
-            options={"model": model, "rerank_k": 10, "max_length": 512, "batch_size": 32, "device": "",
-                     "dtype": "fp16", "cache": True},
-            option_help=HELP,
+            options=pair_options(f"{name}Options", batch_size=32,
+                                 model=(model, "hub id or local folder of the cross-encoder")),
             runtime_options=("batch_size", "device", "cache"),
             reference=reference,
         ))
@@ -45,8 +73,8 @@ def register_rerankers(register):
         name="rankllama",
         factory=make_rankllama,
         description="RankLLaMA-7B (LoRA merged into Llama-2-7B), 'query: ' / 'document: ' inputs, as published",
-        options={**RANKLLAMA, "rerank_k": 10, "max_length": 512, "batch_size": 16, "device": "", "dtype": "fp16", "cache": True},
-        option_help=HELP | {"model": "the LoRA adapter", "base": "the base model it was trained on"},
+        options=pair_options("RankLlamaOptions", batch_size=16, model=(RANKLLAMA["model"], "the LoRA adapter"),
+                             base=(RANKLLAMA["base"], "the base model it was trained on")),
         runtime_options=("batch_size", "device", "cache"),
         reference="https://huggingface.co/castorini/rankllama-v1-7b-lora-passage",
     ))
@@ -55,13 +83,7 @@ def register_rerankers(register):
         factory=make_llm_reranker,
         description="listwise LLM reranking, RankGPT's sliding window (ReasonRank's reasoning prompt with "
                     "-o reasoning=true), over any LLM backend; answers cached",
-        options={"llm": "", "rerank_k": 100, "window": 20, "step": 10, "passage_words": 300, "reasoning": False,
-                 "temperature": 0.0, "max_tokens": 0, "concurrency": 8},
-        option_help={"llm": "openai:MODEL, vllm:MODEL, ollama:MODEL or BASE_URL#MODEL (see `r2med list llms`)",
-                     "rerank_k": HELP["rerank_k"], "window": "passages per LLM call", "step": "window stride",
-                     "passage_words": "words kept per passage", "reasoning": "ReasonRank's think-then-rank prompt",
-                     "temperature": "sampling temperature (-1: the server's default)",
-                     "max_tokens": "generation limit (0: the server's default)", "concurrency": "requests in flight"},
+        options=LLM_RERANK_OPTIONS,
         runtime_options=("concurrency",),
         reference="https://github.com/sunnweiwei/RankGPT",
     ))
@@ -75,7 +97,7 @@ def make_llm_reranker(**options):
 
 def make_rankllama(*, model: str, base: str, rerank_k: int, max_length: int, batch_size: int, device: str,
                    dtype: str, cache: bool):
-    from r2med_plugins.model_ref import check_model_ref
+    from r2med_tasks.models import check_model_ref
 
     from .rankllama import RankLlamaReranker
 
@@ -89,7 +111,7 @@ def make_rankllama(*, model: str, base: str, rerank_k: int, max_length: int, bat
 
 def make_cross_encoder(name: str, *, model: str, rerank_k: int, max_length: int, batch_size: int, device: str,
                        dtype: str, cache: bool):
-    from r2med_plugins.model_ref import check_model_ref
+    from r2med_tasks.models import check_model_ref
 
     from .cross_encoder import CrossEncoderReranker
 

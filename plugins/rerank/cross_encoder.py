@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from r2med_plugins.dense.encoders import parse_devices, quiet_transformers, run_batches, torch_dtype
+from r2med_tasks.encoders import parse_devices, quiet_transformers, run_batches, torch_dtype
 
 
 class CrossEncoderReranker:
@@ -24,7 +24,7 @@ class CrossEncoderReranker:
 
     def identity(self) -> dict:
         """What a pair's score depends on besides the pair (the score cache's name)."""
-        from r2med_plugins.model_ref import model_identity
+        from r2med_tasks.models import model_identity
 
         device = parse_devices(self.device)[0]
         return {"scorer": type(self).__name__, "model": model_identity(self.model_ref), "logit": self.logit,
@@ -52,21 +52,21 @@ class CrossEncoderReranker:
 
         return run_batches(pairs, self.batch_size, self._load(), batch, length=lambda p: len(p[0]) + len(p[1]))[:, 0]
 
-    def rerank(self, queries, corpus, candidates, *, task, progress=None) -> dict[str, dict[str, float]]:
+    def rerank(self, queries, corpus, candidates, *, task, context) -> dict[str, dict[str, float]]:
         from .scores import CHUNK, PairScores, pair_key
 
         text_of = dict(zip(corpus.ids, corpus.texts))
         query_of = {q.id: q.text for q in queries}
         pairs = [(qid, doc) for qid, docs in candidates.items() for doc in docs]
         keys = [pair_key(query_of[qid], text_of[doc]) for qid, doc in pairs]
-        cache = PairScores(self.identity()) if self.cache else None
+        cache = PairScores(self.identity(), context.cache("rerank-scores")) if self.cache else None
         scores = dict(cache.scores) if cache else {}
         first = {}  # each distinct pair once, longest first: the order batches are cut in
         for i, key in enumerate(keys):
             first.setdefault(key, i)
         order = sorted(first.values(), key=lambda i: -(len(query_of[pairs[i][0]]) + len(text_of[pairs[i][1]])))
         todo = sum(key not in scores for key in first)
-        advance = progress(f"scoring {todo:,} pairs", todo) if progress and todo else (lambda n: None)
+        advance = context.progress(f"scoring {todo:,} pairs", todo) if todo else (lambda n: None)
         for start in range(0, len(order), CHUNK):  # fixed chunks: a resumed run batches as an uninterrupted one
             chunk = [i for i in order[start:start + CHUNK] if keys[i] not in scores]
             if not chunk:

@@ -3,7 +3,7 @@
 ``ListwiseReranker(client, cache)`` asks an LLM to order a window of passages at a time ("[3] > [1] >
 [2]"), sliding the window from the end of the first-stage list to its front, so strong passages
 bubble up to the top. Every window is one chat request sent through
-``r2med_plugins.llm.generate_cached``: answers are stored durably as they arrive, and a rerun sends
+``r2med_tasks.llm.generate_cached``: answers are stored durably as they arrive, and a rerun sends
 only what was never answered.
 
 Sources reproduced (public code, indexed commits):
@@ -47,7 +47,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from r2med_plugins.llm import GenerationCache, Usage, generate_cached
+from r2med_tasks.llm import GenerationCache, Usage, generate_cached
 from r2med_tasks.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -274,7 +274,7 @@ class ListwiseReranker:
     """Sliding-window listwise reranking (RankGPT; ReasonRank's reasoning prompt with ``reasoning=True``).
 
     ``client``: anything with ``.model``, ``.params`` and ``.generate(requests, on_result=, usage=)``
-    (``r2med_plugins.llm.ChatClient``). ``cache``: a ``GenerationCache``; every window request goes
+    (``r2med_tasks.llm.ChatClient``). ``cache``: a ``GenerationCache``; every window request goes
     through ``generate_cached``. ``window``/``step``: the sliding window (``sliding_windows``).
     ``passage_words``: each passage is cut to that many whitespace words (``None``: no cut).
     ``reasoning``: False for RankGPT's prompt (``rankgpt_messages``), True for ReasonRank's

@@ -3,44 +3,39 @@ prompt with ``-o reasoning=true``), over any registered LLM backend, answers cac
 
 from __future__ import annotations
 
-from r2med_tasks.cache import cache_dir
-
-
 # How the leaderboard names rerankers run through an LLM backend, by served model.
 LEADERBOARD_NAMES = {"liuwenhan/reasonrank-32B": "ReasonRank(32B)", "liuwenhan/reasonrank-7B": "ReasonRank(7B)"}
 
 
 class LLMReranker:
     def __init__(self, *, llm: str, rerank_k: int, window: int, step: int, passage_words: int, reasoning: bool,
-                 temperature: float, max_tokens: int, concurrency: int) -> None:
+                 temperature: float | None, max_tokens: int | None, concurrency: int) -> None:
         from r2med_tasks.errors import UserError
 
         if not llm:
             raise UserError("reranker 'llm-rerank' needs -o llm=SPEC (e.g. openai:gpt-4o, vllm:MODEL, BASE_URL#MODEL)")
         self.llm, self.rerank_k, self.window, self.step = llm, rerank_k, window, step
         self.passage_words, self.reasoning = passage_words, reasoning
-        self.sampling = {"temperature": temperature if temperature >= 0 else None, "max_tokens": max_tokens or None,
+        self.sampling = {"temperature": temperature, "max_tokens": max_tokens or None,  # None: the server's default
                          "concurrency": concurrency}
         self.usage = None
         self.model = ""
 
     def label(self) -> str:
         """The LLM as the leaderboard names it ("ReasonRank(32B)"), else the served model's name."""
-        from r2med_plugins.llm import llm_model_name
+        from r2med_tasks.llm import llm_model_name
 
         model = llm_model_name(self.llm)
         return LEADERBOARD_NAMES.get(model, model.rsplit("/", 1)[-1])
 
-    def rerank(self, queries, corpus, candidates, *, task) -> dict[str, dict[str, float]]:
-        from r2med_plugins.llm import GenerationCache, Usage
-        from r2med_tasks.plugins import get_plugins
-        from r2med_tasks.registry import build_registry
+    def rerank(self, queries, corpus, candidates, *, task, context) -> dict[str, dict[str, float]]:
+        from r2med_tasks.llm import GenerationCache, Usage
 
         from .listwise import ListwiseReranker
 
-        client = build_registry(get_plugins()).llm(self.llm, **self.sampling)
+        client = context.llm(self.llm, **self.sampling)
         self.model, self.usage = client.model, Usage()
-        reranker = ListwiseReranker(client, GenerationCache(cache_dir("generations", "chat.jsonl")), window=self.window,
+        reranker = ListwiseReranker(client, GenerationCache(context.cache("generations", "chat.jsonl")), window=self.window,
                                     step=self.step, passage_words=self.passage_words, reasoning=self.reasoning,
                                     usage=self.usage)
         text_of = dict(zip(corpus.ids, corpus.texts))

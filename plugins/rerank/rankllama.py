@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from r2med_plugins.dense.encoders import parse_devices, quiet_transformers, run_batches, torch_dtype
+from r2med_tasks.encoders import parse_devices, quiet_transformers, run_batches, torch_dtype
 from r2med_tasks.errors import UserError
 
 from .cross_encoder import CrossEncoderReranker
@@ -28,7 +28,7 @@ class RankLlamaReranker(CrossEncoderReranker):
         self.base = base
 
     def identity(self) -> dict:
-        from r2med_plugins.model_ref import model_identity
+        from r2med_tasks.models import model_identity
 
         return {**super().identity(), "base": model_identity(self.base)}
 

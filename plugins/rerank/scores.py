@@ -12,7 +12,8 @@ import hashlib
 import json
 from typing import Any
 
-from r2med_tasks.cache import cache_dir
+from pathlib import Path
+
 from r2med_tasks.journal import Journal
 
 CHUNK = 1024  # pairs scored between two journal appends (a multiple of the batch sizes)
@@ -24,9 +25,9 @@ def pair_key(query: str, document: str) -> str:
 
 
 class PairScores:
-    def __init__(self, identity: dict[str, Any]) -> None:
+    def __init__(self, identity: dict[str, Any], folder: Path) -> None:
         name = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
-        self.journal = Journal(cache_dir("rerank-scores", f"{name}.jsonl"), "the reranker score cache")
+        self.journal = Journal(folder / f"{name}.jsonl", "the reranker score cache")
         records, _, _ = self.journal.read()
         self.scores: dict[str, float] = {r["key"]: float(r["score"]) for r in records
                                          if isinstance(r.get("key"), str) and isinstance(r.get("score"), float)}

@@ -10,8 +10,11 @@ import re
 import time
 from pathlib import Path
 
+from pydantic import Field
+
 from r2med_tasks.components import RetrieverSpec
 from r2med_tasks.hookspecs import hookimpl
+from r2med_tasks.options import options_model
 
 WORD = re.compile(r"\w+")
 
@@ -24,14 +27,14 @@ class Overlap:
     def __init__(self, bonus: float = 0.0):
         self.bonus = bonus
 
-    def index(self, corpus, *, task):
+    def index(self, corpus, *, task, context):
         log = os.environ.get("R2MED_TEST_LOG")
         if log:
             with open(log, "a") as f:
                 f.write(f"index {task.name}\n")
         self.docs = list(zip(corpus.ids, (words(t) for t in corpus.texts)))
 
-    def search(self, queries, *, task, top_k):
+    def search(self, queries, *, task, top_k, context):
         if os.environ.get("R2MED_TEST_BLOCK_ON") == task.name:
             Path(os.environ["R2MED_TEST_LOG"] + ".ready").write_text("ready")
             time.sleep(float(os.environ.get("R2MED_TEST_BLOCK_SECONDS", "120")))
@@ -44,5 +47,6 @@ class Overlap:
 
 @hookimpl
 def register_retrievers(register):
-    register(RetrieverSpec(name="overlap", factory=Overlap, options={"bonus": 0.0},
+    options = options_model("OverlapOptions", bonus=(float, Field(0.0, description="added to every score")))
+    register(RetrieverSpec(name="overlap", factory=Overlap, options=options,
                            description="shared-word count (tests only)"))

@@ -6,8 +6,8 @@ WORD = re.compile(r"\w+")
 
 
 class TfidfRetriever:
-    def __init__(self, sublinear: bool):
-        self.sublinear = sublinear
+    def __init__(self, sublinear: bool, min_df: int):
+        self.sublinear, self.min_df = sublinear, min_df
 
     def _weights(self, text):
         tf = Counter(WORD.findall(text.lower()))
@@ -15,13 +15,13 @@ class TfidfRetriever:
         norm = math.sqrt(sum(v * v for v in w.values())) or 1.0
         return {t: v / norm for t, v in w.items()}
 
-    def index(self, corpus, *, task):
+    def index(self, corpus, *, task, context):
         df = Counter(t for text in corpus.texts for t in set(WORD.findall(text.lower())))
-        self.idf = {t: math.log(len(corpus) / n) + 1 for t, n in df.items()}
+        self.idf = {t: math.log(len(corpus) / n) + 1 for t, n in df.items() if n >= self.min_df}
         self.ids = corpus.ids
         self.docs = [self._weights(t) for t in corpus.texts]
 
-    def search(self, queries, *, task, top_k):
+    def search(self, queries, *, task, top_k, context):
         out = {}
         for q in queries:
             qw = self._weights(q.text)

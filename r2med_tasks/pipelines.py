@@ -3,10 +3,13 @@ names and ``-o`` options, and the identity that names its results."""
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from .components import PROTOCOLS, parse_option
+from .components import PROTOCOLS, DescribesModel, Labelled
+from .context import Context
 from .errors import PluginError, UserError
 from .registry import Registered, Registry
 from .results import RunSpec, code_versions
@@ -33,7 +36,7 @@ class Stage:
     def config(self) -> dict[str, Any]:
         """The component and every option value that can change results (defaults included; the
         options choosing a model are identified by the model's name and revision instead)."""
-        merged = {**self.spec.options, **self.options}
+        merged = {**self.spec.defaults, **self.options}
         skip = set(self.spec.runtime_options) | set(self.spec.model_options)
         return {"component": self.spec.name, "plugin": self.entry.plugin.name,
                 "options": {k: merged[k] for k in sorted(merged) if k not in skip}}
@@ -41,14 +44,18 @@ class Stage:
     def changed_options(self) -> dict[str, Any]:
         """Options set away from their defaults that can change results and are not a model choice."""
         skip = set(self.spec.runtime_options) | set(self.spec.model_options)
-        return {k: v for k, v in sorted(self.options.items()) if k not in skip and v != self.spec.options.get(k)}
+        return {k: v for k, v in sorted(self.options.items()) if k not in skip and v != self.spec.defaults.get(k)}
 
     def model(self) -> dict[str, str] | None:
         """Name and revision of the model this component scores with, when it says."""
-        if self.spec.kind != "retriever" and not callable(getattr(self.instance, "model_meta", None)):
+        if self.spec.kind != "retriever" and not isinstance(self.instance, DescribesModel):
             return None
         meta = self.model_meta()
         return {"name": meta["name"], "revision": str(meta["revision"])}
+
+    def label_in_name(self) -> str:
+        """How the stage appears in a pipeline's name: its label, else its component's name."""
+        return (self.instance.label() if isinstance(self.instance, Labelled) else None) or self.spec.name
 
     def model_meta(self) -> dict[str, Any]:
         if self._meta is None:
@@ -56,8 +63,7 @@ class Stage:
         return self._meta
 
     def _read_model_meta(self) -> dict[str, Any]:
-        meta = getattr(self.instance, "model_meta", None)
-        info = dict(meta()) if callable(meta) else {}
+        info = dict(self.instance.model_meta()) if isinstance(self.instance, DescribesModel) else {}
         info.setdefault("name", f"r2med/{self.spec.name}")
         info.setdefault("revision", self.entry.plugin.version or "0")
         if "/" not in info["name"]:
@@ -124,13 +130,9 @@ class Pipeline:
             names = [" ⊕ ".join(m.get("display_name") or m["name"].split("/")[-1] for m in shown)
                      + f" ({self.retriever.instance.fusion.upper()})"]
         if "rewriter" in self.stages:
-            rewriter = self.stages["rewriter"]
-            label = getattr(rewriter.instance, "label", None)
-            names.insert(0, label() if callable(label) else rewriter.spec.name)
+            names.insert(0, self.stages["rewriter"].label_in_name())
         if "reranker" in self.stages:
-            reranker = self.stages["reranker"]
-            label = getattr(reranker.instance, "label", None)
-            names.append((label() if callable(label) else None) or reranker.spec.name)
+            names.append(self.stages["reranker"].label_in_name())
         return " + ".join(names)
 
 
@@ -139,13 +141,13 @@ def build_pipeline(registry: Registry, plugin_tokens: list[str], option_tokens: 
     """The pipeline; a fusing retriever (``hybrid``) gets one member pipeline per member, each with
     the selected rewriter and the options addressed to it (``-o MEMBER.key=value``)."""
     stages = _stages(registry, plugin_tokens)
-    fusing = "members" in stages["retriever"].spec.options
+    fusing = "members" in stages["retriever"].spec.option_fields()
     selected = {normalize(n) for st in stages.values() for n in (st.spec.name, *st.spec.aliases)}
     own = [o for o in option_tokens if not fusing or _prefix(o) is None or normalize(_prefix(o)) in selected]
     pipeline = _assemble(stages, own, top_k, device)
     if not fusing:
         return pipeline
-    members = list(pipeline.retriever.options.get("members", stages["retriever"].spec.options["members"]))
+    members = list(pipeline.retriever.options.get("members", stages["retriever"].spec.defaults["members"]))
     for token in option_tokens:
         if token not in own and _prefix(token) not in members:
             raise UserError(f"-o {token}: '{_prefix(token)}' is neither a selected component nor a member")
@@ -179,7 +181,7 @@ def _stages(registry: Registry, plugin_tokens: list[str]) -> dict[str, Stage]:
 def _assemble(stages: dict[str, Stage], option_tokens: list[str], top_k: int, device: str | None,
               optional_device: bool = False) -> Pipeline:
     if device is not None:
-        on_device = [s for s in stages.values() if "device" in s.spec.options]
+        on_device = [s for s in stages.values() if "device" in s.spec.option_fields()]
         if not on_device and not optional_device:
             raise UserError(f"--device {device}: no selected component runs on a device")
         option_tokens = [f"{s.spec.name}.device={device}" for s in on_device] + option_tokens
@@ -202,13 +204,13 @@ def _route_options(stages: dict[str, Stage], option_tokens: list[str]) -> None:
                 raise UserError(f"-o {token}: '{prefix}' is not a selected component "
                                 f"(selected: {', '.join(s.spec.name for s in targets)})")
             targets, key = named, bare
-        accepting = [s for s in targets if key in s.spec.options]
+        accepting = [s for s in targets if key in s.spec.option_fields()]
         if not accepting:
-            accepted = "; ".join(f"{s.spec.name} accepts {', '.join(sorted(s.spec.options)) or 'no options'}"
+            accepted = "; ".join(f"{s.spec.name} accepts {', '.join(sorted(s.spec.option_fields())) or 'no options'}"
                                  for s in targets)
             raise UserError(f"-o {token}: no selected component accepts '{key}' ({accepted})")
         for stage in accepting:
-            stage.options[key] = parse_option(stage.spec.options[key], raw, where=f"-o {stage.spec.name}.{key}")
+            stage.options[key] = stage.spec.parse(key, raw)
 
 
 def instantiate(pipeline: Pipeline) -> None:
@@ -216,15 +218,47 @@ def instantiate(pipeline: Pipeline) -> None:
     for member in pipeline.members:
         instantiate(member)
     for stage in pipeline.ordered():
-        if stage.instance is not None:  # shared with a member pipeline, already created
-            continue
+        if stage.instance is None:  # else shared with a member pipeline, already created
+            _create(stage)
+
+
+def _create(stage: Stage) -> None:
+    try:
+        stage.instance = stage.spec.create(stage.options)
+    except UserError:
+        raise
+    except Exception as e:
+        raise PluginError(f"{stage.label} could not be created: {type(e).__name__}: {e}") from e
+    check_interface(stage.instance, stage.spec.kind, stage.label)
+
+
+METHODS = {"retriever": ("index", "search"), "rewriter": ("rewrite",), "reranker": ("rerank",)}
+
+
+def check_interface(instance: Any, kind: str, label: str) -> None:
+    """The component implements its kind's protocol, every method taking ``context=`` (checked
+    once, here, so a plugin written for an older r2med fails with one line, not mid-run)."""
+    protocol = PROTOCOLS[kind]
+    if not isinstance(instance, protocol):
+        raise PluginError(f"{label}: its factory returned {type(instance).__name__}, "
+                          f"which lacks the {protocol.__name__} methods ({', '.join(METHODS[kind])})")
+    for name in METHODS[kind]:
         try:
-            stage.instance = stage.spec.create(stage.options)
-        except UserError:
-            raise
-        except Exception as e:
-            raise PluginError(f"{stage.label} could not be created: {type(e).__name__}: {e}") from e
-        protocol = PROTOCOLS[stage.spec.kind]
-        if not isinstance(stage.instance, protocol):
-            raise PluginError(f"{stage.label}: its factory returned {type(stage.instance).__name__}, "
-                              f"which lacks the {protocol.__name__} methods")
+            params = inspect.signature(getattr(instance, name)).parameters.values()
+        except (TypeError, ValueError):  # a builtin or C method: nothing to check
+            continue
+        if not any(p.name == "context" or p.kind is p.VAR_KEYWORD for p in params):
+            raise PluginError(f"{label}: its {name}() takes no context= argument; every component method "
+                              "receives a Context (see docs/plugins.md)")
+
+
+def base_context(registry: Registry, *, cache_dir: Path, log=lambda line: None) -> Context:
+    """What every component call of a run gets before the runner adds the task's parts: the cache
+    folder, a line to the user, and LLM clients and retrievers from the registered plugins."""
+
+    def retriever(name: str, **options: Any):
+        stage = Stage(registry.component(f"retriever:{name}"), dict(options))
+        _create(stage)
+        return stage.instance
+
+    return Context(cache_dir=cache_dir, log=log, llm=registry.llm, retriever=retriever)

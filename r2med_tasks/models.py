@@ -1,5 +1,6 @@
-"""Model options (``-o model=...``) name a local folder or a hub repository; anything else is
-refused when the component is created, in one line, before any data is loaded or computed."""
+"""Model references, for plugin authors: model options (``-o model=...``) name a local folder or a
+hub repository; anything else is refused when the component is created, in one line, before any
+data is loaded or computed. A model's name and revision identify its results and caches."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from r2med_tasks.errors import UserError
+from .errors import UserError
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")  # "bert-base-uncased", "BAAI/bge-reranker-v2-m3"
 

@@ -1,0 +1,145 @@
+"""``st``: any sentence-transformers model, cosine similarity, exact top-k, cached corpus embeddings,
+through the dense retriever (registered by this package's ``register_retrievers``).
+
+Torch and the model load on the first ``index`` call, never at registration.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+
+from r2med_tasks.components import RetrieverSpec
+from r2med_tasks.errors import UserError
+from r2med_tasks.models import local_model_identity
+from r2med_tasks.options import options_model
+
+ST_OPTIONS = options_model(
+    "SentenceTransformerOptions",
+    model=(str, Field("sentence-transformers/all-MiniLM-L6-v2",
+                      description="hub name or local folder of a sentence-transformers model")),
+    revision=(str | None, Field(None, description="hub commit to load (default: the newest); for a local folder, "
+                                                  "a label")),
+    name=(str | None, Field(None, description="org/name to file results under (default: the hub name, or "
+                                              "local/<folder>)")),
+    query_prompt=(str, Field("", description="text put before every query")),
+    doc_prompt=(str, Field("", description="text put before every document")),
+    max_length=(int | None, Field(None, ge=1, description="max tokens per text (default: the model's own limit)")),
+    drop_identical_ids=(bool, Field(False, description="drop a document whose id equals the query id (R2MED's "
+                                                       "evaluator did)")),
+    batch_size=(int, Field(32, ge=1, description="texts per encoding batch")),
+    device=(str, Field("", description="cpu, cuda, cuda:N, or cuda:0,cuda:1 for several GPUs (default: best "
+                                       "available)")),
+    cache=(bool, Field(True, description="keep corpus embeddings on disk (under --cache-dir) and reuse them")),
+    chunk_size=(int, Field(8192, ge=1, description="documents per cached chunk (a killed run resumes from the "
+                                                   "last chunk)")),
+)
+
+
+def register_st(register):
+    register(RetrieverSpec(
+        name="st",
+        factory="r2med_plugins.dense.st:sentence_transformer_retriever",
+        aliases=("sentence-transformers",),
+        description="Any sentence-transformers model (hub name or local folder); cosine similarity, exact top-k.",
+        options=ST_OPTIONS,
+        runtime_options=("batch_size", "device", "cache", "chunk_size"),
+        model_options=("model", "revision", "name"),
+        reference="https://www.sbert.net",
+    ))
+
+
+def sentence_transformer_retriever(model, revision, name, query_prompt, doc_prompt, max_length,
+                                   drop_identical_ids, batch_size, device, cache, chunk_size):
+    from r2med_tasks.models import check_model_ref
+
+    from .retriever import DenseRetriever
+
+    if isinstance(model, str):  # else a model object handed to r2med_tasks.evaluate
+        check_model_ref(model, option="st.model")
+    # max_length None (the model's own limit) is 0 to the model, as in its embeddings' cache identity
+    st = SentenceTransformerModel(model, revision, name, query_prompt, doc_prompt, max_length or 0, batch_size,
+                                  device)
+    return DenseRetriever(st, cache=cache, chunk_size=chunk_size, drop_identical_ids=drop_identical_ids)
+
+
+class SentenceTransformerModel:
+    """A sentence-transformers model with optional query and document prompts."""
+
+    def __init__(self, model: str, revision: str | None, name: str | None, query_prompt: str, doc_prompt: str,
+                 max_length: int, batch_size: int, device: str) -> None:
+        self.model_ref, self.revision, self.name = model, revision, name
+        self.query_prompt, self.doc_prompt = query_prompt, doc_prompt
+        self.max_length, self.batch_size, self.device = max_length, batch_size, device
+        self._meta: dict | None = None
+        self._encoder = None
+
+    def _resolve(self) -> tuple[Path | None, str, str]:
+        """Local folder, name and revision of the model; downloads a hub model if needed. A model
+        object (from ``r2med_tasks.evaluate``) has no folder; a fingerprint of its weights is its
+        revision, so a changed model never reuses another's results."""
+        if not isinstance(self.model_ref, str):
+            card = getattr(self.model_ref, "model_card_data", None)
+            name = self.name or getattr(card, "base_model", None) or f"python/{type(self.model_ref).__name__}"
+            return None, name if "/" in name else f"python/{name}", self.revision or weights_fingerprint(self.model_ref)
+        path = Path(self.model_ref).expanduser()
+        if path.is_dir():
+            name, revision = local_model_identity(path)
+            return path, self.name or name, self.revision or revision
+        from huggingface_hub import snapshot_download
+
+        try:
+            folder = Path(snapshot_download(self.model_ref, revision=self.revision))
+        except Exception as e:
+            raise UserError(f"st: cannot get model {self.model_ref} from the hub or its cache "
+                            f"({type(e).__name__}); pass -o model=PATH to a local copy") from None
+        return folder, self.name or self.model_ref, folder.name
+
+    def model_meta(self) -> dict:
+        if self._meta is None:
+            path, name, revision = self._resolve()
+            self._meta = {"name": name, "revision": revision, "path": str(path) if path else None,
+                          "framework": ["Sentence Transformers", "PyTorch"], "similarity_fn_name": "cosine",
+                          "use_instructions": bool(self.query_prompt or self.doc_prompt), "open_weights": True}
+        return self._meta
+
+    def encoder(self):
+        if self._encoder is None:
+            from r2med_tasks.encoders import SentenceTransformerEncoder, parse_devices
+
+            if isinstance(self.model_ref, str):
+                self._encoder = SentenceTransformerEncoder(self.model_meta()["path"], devices=parse_devices(self.device),
+                                                           batch_size=self.batch_size, max_length=self.max_length)
+            else:
+                self._encoder = SentenceTransformerEncoder.of_model(self.model_ref, batch_size=self.batch_size,
+                                                                    max_length=self.max_length)
+        return self._encoder
+
+    def document_identity(self, task) -> dict:
+        meta = self.model_meta()
+        return {"model": meta["name"], "revision": meta["revision"], "doc_prompt": self.doc_prompt,
+                "max_length": self.max_length, "normalize": True}
+
+    def encode_queries(self, texts: list[str], task):
+        return self.encoder().encode(texts, self.query_prompt)
+
+    def encode_documents(self, texts: list[str], task):
+        return self.encoder().encode(texts, self.doc_prompt)
+
+    def encode_generated(self, texts: list[str], task):
+        return self.encoder().encode(texts, "")  # as most published wrappers: no instruction
+
+
+def weights_fingerprint(model) -> str:
+    """sha256 over a torch module's parameters and buffers (names, shapes, dtypes, bytes)."""
+    import hashlib
+
+    import torch
+
+    h = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        t = tensor.detach().cpu().contiguous()
+        h.update(f"{name}:{tuple(t.shape)}:{t.dtype}\n".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return "weights-" + h.hexdigest()[:16]

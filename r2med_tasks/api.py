@@ -1,0 +1,294 @@
+"""The Python API: evaluate a retriever or a pipeline on R2MED as ``mteb.evaluate`` evaluates a model.
+
+    import r2med_tasks as r2med
+    res = r2med.evaluate("bm25", tasks="qa-reference", data_dir="~/r2med-data")
+    res = r2med.evaluate(SentenceTransformer("BAAI/bge-large-en-v1.5"), tasks=["Biology"])
+    res = r2med.evaluate(r2med.pipeline("hyde", "bm25", llm="openai:gpt-4o"), tasks="r2med")
+    res["R2MEDBiologyRetrieval"].ndcg_at_10
+
+``evaluate`` is what ``r2med-run`` runs: the same results folders, run identities, resume, caches
+and errors (a :class:`~r2med_tasks.errors.UserError` says what to fix), quiet unless asked for
+progress. ``as_mteb_model`` turns an r2med retriever or pipeline into an mteb search model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import UserError
+
+if TYPE_CHECKING:
+    from .pipelines import Pipeline
+    from .registry import Registry
+    from .results import ResultFolder
+    from .runner import TaskOutcome
+    from .tasks import TaskSpec
+
+
+def registry() -> Registry:
+    """The components and tasks of the installed plugins."""
+    from .plugins import get_plugins
+    from .registry import build_registry
+
+    reg = build_registry(get_plugins())
+    reg.check()
+    return reg
+
+
+def pipeline(*components: str, top_k: int = 100, device: str | None = None,
+             options: Mapping[str, Any] | None = None, **shared: Any) -> Pipeline:
+    """A pipeline ``[rewriter] -> retriever -> [reranker]`` from component names, as ``--plugin``
+    names them. Keyword options go to every selected component that accepts them (``-o key=value``);
+    ``options={"bm25.k1": 1.2}`` addresses one component (``-o name.key=value``)."""
+    from .pipelines import build_pipeline, instantiate
+
+    tokens = [f"{key}={_as_text(value)}" for key, value in {**shared, **(options or {})}.items()]
+    built = build_pipeline(registry(), list(components), tokens, top_k=top_k, device=device)
+    instantiate(built)
+    return built
+
+
+def _as_text(value: Any) -> str:
+    """An option value as the command line writes it (the one parser turns it back)."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(_as_text(v) for v in value)
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+@dataclass(frozen=True)
+class TaskScore:
+    """One task's outcome: its main score, queries scored, whether it was computed now or reused,
+    and whether its data is R2MED's official data."""
+
+    task: str
+    ndcg_at_10: float
+    n_queries: int
+    status: str
+    official_data: bool
+
+
+class Results(Mapping[str, TaskScore]):
+    """task name -> :class:`TaskScore`, plus where the results are and mteb's TaskResults."""
+
+    def __init__(self, folder: ResultFolder, outcomes: list[TaskOutcome]) -> None:
+        self.folder = folder
+        self.path: Path = folder.path
+        self.name: str = folder.label
+        self.outcomes = outcomes
+        self._scores = {o.task.name: TaskScore(o.task.name, o.ndcg_at_10, o.n_queries, o.status, o.official)
+                        for o in outcomes}
+
+    def __getitem__(self, task: str) -> TaskScore:
+        return self._scores[task]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._scores)
+
+    def __len__(self) -> int:
+        return len(self._scores)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}: {v.ndcg_at_10:.4f}" for k, v in self._scores.items())
+        return f"Results({self.name!r}, {{{shown}}})"
+
+    def task_results(self) -> dict:
+        """mteb's TaskResult of each task, as mteb reads it from disk."""
+        from .mteb_adapter import read_task_result
+
+        return {task: read_task_result(self.folder.task_json(task)) for task in self._scores}
+
+
+def evaluate(model: Any, tasks: str | Sequence[str] = "r2med", *, data_dir: str | Path | None = None,
+             output: str | Path = "results", cache_dir: str | Path | None = None, overwrite: bool = False,
+             top_k: int = 100, device: str | None = None, progress: bool = False) -> Results:
+    """Evaluate ``model`` on ``tasks`` and return the scores; results are written under ``output``.
+
+    ``model``: a component name (``"bm25"``), a :func:`pipeline`, a sentence-transformers model
+    object, or any object with the retriever protocol's ``index`` and ``search``. ``tasks``: names,
+    aliases, groups or ``"r2med"``, as ``--tasks`` takes them.
+    """
+    from rich.console import Console
+
+    from .context import default_cache_dir
+    from .pipelines import base_context
+    from .runner import run_pipeline
+
+    reg = registry()
+    built = _as_pipeline(model, reg, top_k=top_k, device=device)
+    data = Path(data_dir).expanduser() if data_dir is not None else None
+    chosen = reg.tasks([tasks] if isinstance(tasks, str) else list(tasks))
+    console = Console(stderr=True, quiet=not progress, highlight=False)
+    context = base_context(reg, cache_dir=Path(cache_dir).expanduser() if cache_dir else default_cache_dir(),
+                           log=lambda line: console.print(line, markup=False))
+    folder, outcomes = run_pipeline(built, chosen, output=Path(output).expanduser(), data_dir=data,
+                                    overwrite=overwrite, context=context, console=console)
+    return Results(folder, outcomes)
+
+
+def _as_pipeline(model: Any, reg: Registry, *, top_k: int, device: str | None) -> Pipeline:
+    from .components import Retriever
+    from .pipelines import Pipeline, build_pipeline, check_interface, instantiate
+
+    if isinstance(model, Pipeline):
+        if top_k != 100 and model.top_k != top_k:
+            raise UserError("evaluate(top_k=...) with a pipeline: set top_k in pipeline(...) instead")
+        return model
+    if isinstance(model, str):
+        return pipeline(model, top_k=top_k, device=device)
+    if _is_sentence_transformer(model):  # the st retriever encodes with the object itself
+        built = build_pipeline(reg, ["st"], [], top_k=top_k, device=device)
+        built.retriever.options["model"] = model
+        instantiate(built)
+        return built
+    if isinstance(model, Retriever):
+        check_interface(model, "retriever", f"retriever {type(model).__name__}")
+        built = build_pipeline(_with_object(reg, model), ["retriever:python-object"], [], top_k=top_k)
+        instantiate(built)
+        return built
+    raise UserError(f"evaluate(): {type(model).__name__} is not a component name, a pipeline, a "
+                    "sentence-transformers model or a retriever (index/search with context=)")
+
+
+def _is_sentence_transformer(model: Any) -> bool:
+    return any(c.__module__.startswith("sentence_transformers") and c.__name__ == "SentenceTransformer"
+               for c in type(model).__mro__)
+
+
+def _with_object(reg: Registry, retriever: Any) -> Registry:
+    """A registry that also holds ``retriever`` as the component ``python-object``."""
+    from dataclasses import replace
+
+    from .components import RetrieverSpec
+    from .plugins import PluginInfo
+    from .registry import Registered
+
+    module = type(retriever).__module__.split(".")[0]
+    spec = RetrieverSpec(name="python-object", factory=lambda: retriever,
+                         description=f"{type(retriever).__name__} passed to evaluate()")
+    entries = {k: list(v) for k, v in reg.entries.items()}
+    entries["retriever"].append(Registered(spec, PluginInfo(module, _version(module), module)))
+    return replace(reg, entries=entries)
+
+
+def _version(module: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(module)
+    except PackageNotFoundError:
+        return None
+
+
+def as_mteb_model(model: Any, *, cache_dir: Path | None = None) -> Any:
+    """An mteb search model (``index``/``search``) running an r2med retriever or pipeline, so
+    ``mteb.evaluate(r2med.as_mteb_model("bm25"), tasks)`` runs it inside mteb."""
+    from .context import default_cache_dir
+    from .mteb_model import SearchModel
+    from .pipelines import base_context
+
+    reg = registry()
+    built = _as_pipeline(model, reg, top_k=100, device=None)
+    return SearchModel(built, base_context(reg, cache_dir=cache_dir or default_cache_dir()), task_spec)
+
+
+def task_spec(name: str) -> TaskSpec:
+    """The r2med task of an mteb task name, or a plain spec for a task r2med does not know."""
+    from .tasks import TaskSpec
+
+    for entry in registry().entries["task"]:
+        if entry.spec.name == name:
+            return entry.spec
+    return TaskSpec(name=name, short_name=name, description="")
+
+
+def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, task_name: str | None = None,
+              data_dir: str | Path | None = None, output: str | Path = "results", fusion: str = "rrf",
+              weights: Sequence[float] | None = None, rrf_k: int = 60, depth: int = 100, top_k: int = 100,
+              on_wait=lambda message: None) -> tuple[ResultFolder, list[TaskOutcome]]:
+    """Fuse runs made anywhere into a new results folder (what ``r2med fuse`` does): ``inputs`` are
+    TREC run files of one task (with ``qrels``) or results folders (every task they all have)."""
+    from .data import read_qrels
+    from .evaluation import score
+    from .fusion import fuse
+    from .plugins import get_plugins
+    from .registry import build_registry
+    from .results import ResultFolder, RunSpec, code_versions, digest, locked, run_name, slug
+    from .runner import TaskOutcome
+    from .runs import read_trec
+
+    if len(inputs) < 2:
+        raise UserError("r2med fuse: give at least two runs")
+    weight_list = list(weights) if weights else None
+    reg = build_registry(get_plugins())
+    inputs = [Path(p) for p in inputs]
+    folders = [p for p in inputs if p.is_dir()]
+    if folders and len(folders) != len(inputs):
+        raise UserError("r2med fuse: give either TREC files or results folders, not both")
+    if folders:
+        common = set.intersection(*({f.name.removesuffix(".trec") for f in d.glob("*.trec")} for d in folders))
+        if not common:
+            raise UserError("r2med fuse: the folders have no task in common (no shared <Task>.trec)")
+        jobs = [(reg.tasks([name])[0], [d / f"{name}.trec" for d in folders]) for name in sorted(common)]
+    else:
+        if qrels is None:
+            raise UserError("r2med fuse: TREC-file inputs need --qrels FILE")
+        jobs = [(reg.tasks([task_name or "sample"])[0], list(inputs))]
+    for _, paths in jobs:
+        for path in paths:
+            if not path.is_file():
+                raise UserError(f"{path}: no such run file")
+    names = [run_name(p) for p in inputs]
+    display = " ⊕ ".join(names) + f" ({fusion.upper()})"
+    inputs_id = [{"name": name, "runs": _content_digest(paths)}
+                 for name, paths in zip(names, zip(*(p for _, p in jobs)))]
+    config = {"fusion": fusion, "weights": weight_list, "rrf_k": rrf_k, "depth": depth, "top_k": top_k,
+              "inputs": inputs_id}
+    defaults = {"weights": None, "rrf_k": 60, "depth": 100, "top_k": 100}
+    spec = RunSpec(display_name=display, model={"name": f"r2med/{slug(display)}", "revision": digest(inputs_id)},
+                   config=config, models={}, code=code_versions({}), composite=False,
+                   variant={k: config[k] for k, v in defaults.items() if config[k] != v})
+    folder = ResultFolder(Path(output), spec)
+    folder.check_claim()
+    outcomes = []
+    with locked([folder], on_wait):
+        folder.claim()
+        for task, paths in jobs:
+            try:
+                fused = fuse([read_trec(p) for p in paths], method=fusion, weights=weight_list, rrf_k=rrf_k,
+                             depth=depth, top_k=top_k)
+            except ValueError as e:
+                raise UserError(f"r2med fuse: {e}") from None
+            if qrels is not None:
+                judgments = read_qrels(Path(qrels))
+                data_id = {"source": "qrels-file", "revision": _content_digest([qrels]), "official": False}
+            else:
+                judgments, data_id = _task_qrels(task, Path(data_dir) if data_dir is not None else None)
+            fused = {q: docs for q, docs in fused.items() if q in judgments}
+            scores, per_query = score(fused, judgments)
+            folder.write(task.mteb_metadata(data_id["revision"]), spec.task_identity(task.name, data_id),
+                         scores, fused, per_query, evaluation_time=0.0, phases=[])
+            outcomes.append(TaskOutcome(task, scores["main_score"], len(per_query), "computed",
+                                        data_id["official"]))
+    return folder, outcomes
+
+
+def _task_qrels(task, data_dir: Path | None) -> tuple[dict, dict]:
+    data = task.load(data_dir)
+    return data.qrels, task.data_identity(data_dir, revision=data.revision)
+
+
+def _content_digest(paths) -> str:
+    h = hashlib.sha256()
+    for path in paths:
+        h.update(Path(path).read_bytes())
+    return h.hexdigest()[:16]

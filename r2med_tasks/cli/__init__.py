@@ -1,0 +1,34 @@
+"""Command line: ``r2med run|plugins|list|leaderboard|compare|fuse|export-mteb`` and ``r2med-run``
+(= ``r2med run``), one module per command group, each a thin shell over the library.
+
+Start-up stays light: these modules import click, rich and the plugin registry only; torch, mteb
+and models load when a command needs them.
+"""
+
+from __future__ import annotations
+
+import click
+
+from .fuse import fuse_command
+from .leaderboard import compare_command, export_mteb_command, leaderboard_command
+from .listing import list_command, plugins_command
+from .run import run_command
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="r2med")
+def cli():
+    """R2MED evaluation harness: MTEB-compatible tasks, pluggable retrievers, rewriters, rerankers."""
+
+
+for command in (run_command, plugins_command, list_command, leaderboard_command, compare_command, fuse_command,
+                export_mteb_command):
+    cli.add_command(command)
+
+
+def main() -> None:
+    cli(prog_name="r2med")
+
+
+def run_main() -> None:
+    run_command(prog_name="r2med-run")

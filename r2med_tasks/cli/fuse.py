@@ -1,0 +1,48 @@
+"""``r2med fuse``: runs from anywhere fused into a new results folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from ..errors import UserError
+from .common import err, user_errors
+from .run import print_summary
+
+
+@click.command("fuse")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--qrels", type=click.Path(path_type=Path), metavar="FILE",
+              help="Judgments for TREC-file inputs: R2MED's qrels.jsonl or a TREC qrels file.")
+@click.option("--task", "task_name", metavar="TASK", help="The task TREC-file inputs are runs of (default: sample).")
+@click.option("--data-dir", type=click.Path(path_type=Path), metavar="DIR",
+              help="Judgments for results-folder inputs, from DIR/<Name>/qrels.jsonl (default: the hub).")
+@click.option("--output", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
+@click.option("--fusion", type=click.Choice(["rrf", "zscore", "minmax", "linear"]), default="rrf", show_default=True)
+@click.option("--weights", help="Comma-separated, one per input (default: equal).")
+@click.option("--rrf-k", type=click.IntRange(0), default=60, show_default=True)
+@click.option("--depth", type=click.IntRange(1), default=100, show_default=True)
+@click.option("--top-k", type=click.IntRange(1), default=100, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def fuse_command(inputs, qrels, task_name, data_dir, output, fusion, weights, rrf_k, depth, top_k, as_json):
+    """Fuse runs from anywhere into a new results folder the leaderboard reads.
+
+    INPUTS are TREC run files (one task: give --qrels) or results folders of r2med-run (every task
+    they all have). Default: RRF with k=60 over each input's top 100 (Cormack et al., 2009).
+    """
+    from ..api import fuse_runs
+
+    with user_errors():
+        weight_list = None
+        if weights:
+            try:
+                weight_list = [float(w) for w in weights.split(",")]
+            except ValueError:
+                raise UserError(f"--weights {weights}: comma-separated numbers") from None
+        folder, outcomes = fuse_runs(inputs, qrels=qrels, task_name=task_name, data_dir=data_dir, output=output,
+                                     fusion=fusion, weights=weight_list, rrf_k=rrf_k, depth=depth, top_k=top_k,
+                                     on_wait=lambda message: err.print(f"[yellow]waiting:[/] {escape(message)}"))
+    print_summary(folder, outcomes, as_json)
+

@@ -1,0 +1,71 @@
+"""What the harness hands a component with every call: the explicit channel for everything a
+component may need beyond its options and its inputs.
+
+No environment variables, no global plugin manager, no signature inspection: a component reads
+its cache folder, reports progress, asks for an LLM client or another registered retriever, and
+finds the task's local folder here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .data import Corpus
+
+
+class Progress(Protocol):
+    """``progress(description, total)`` shows a bar for work of ``total`` units and returns
+    ``advance(n)``; the bar goes when the call that asked for it returns."""
+
+    def __call__(self, description: str, total: int) -> Callable[[int], None]: ...
+
+
+def no_progress(description: str, total: int) -> Callable[[int], None]:
+    return lambda n: None
+
+
+@dataclass(frozen=True)
+class Context:
+    """One call's context.
+
+    ``cache_dir``: where this component keeps what is expensive to rebuild (indexes, embeddings,
+    generations; subfolders are the component's to choose). ``progress``: see :class:`Progress`.
+    ``log``: one line to the user (a warning or a summary). ``corpus``: the task's corpus, for a
+    rewriter that needs documents (LameR). ``data_folder``: the task's local folder, when it came
+    from one (published generations are read beside it). ``llm(spec, **sampling)``: a chat client
+    of a registered LLM backend (``r2med list llms``). ``retriever(name, **options)``: a new
+    instance of a registered retriever, for components built on another (LameR on BM25).
+    """
+
+    cache_dir: Path
+    progress: Progress = no_progress
+    log: Callable[[str], None] = lambda line: None
+    corpus: Corpus | None = None
+    data_folder: Path | None = None
+    llm: Callable[..., Any] = field(default=lambda spec, **sampling: _none("an LLM backend"))
+    retriever: Callable[..., Any] = field(default=lambda name, **options: _none("a retriever"))
+
+    def cache(self, *parts: str) -> Path:
+        """A path under the cache folder."""
+        return self.cache_dir.joinpath(*parts)
+
+    def with_(self, **changes: Any) -> Context:
+        return replace(self, **changes)
+
+
+def _none(what: str):
+    from .errors import UserError
+
+    raise UserError(f"no {what} is available in this context")
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/r2med``, else ``~/.cache/r2med`` (the XDG base directory convention)."""
+    import os
+
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache") / "r2med"

@@ -1,0 +1,881 @@
+"""The LLM chat client, the generation cache, and the OpenAI-SDK plumbing every API client shares.
+
+- ``ChatClient(model, base_url=...)``: chat completions through the official ``openai`` SDK
+  (``openai.OpenAI(...).chat.completions.create``), one request per messages list, from a small
+  thread pool, answers in input order (``generate``). Works with OpenAI, vLLM, Ollama or anything
+  speaking that API.
+- ``parse_llm_spec("openai:gpt-4o" | "vllm:NAME" | "ollama:NAME" | "http://host:port/v1#NAME")``:
+  the ``ChatClient`` keyword arguments for a command-line spec; ``llm_model_name(spec)``.
+- ``GenerationCache(path)``: a JSONL journal, one line per answer, appended (and fsynced) as each
+  answer arrives, so a killed run keeps everything already paid for; ``key_for`` its keys.
+- ``generate_cached(client, cache, requests)``: sends only what the cache lacks.
+- ``Usage`` and ``cost(model, usage)``: requests sent, cache hits, tokens, and dollars for known models.
+- Shared with the embedding clients (``r2med_plugins.dense.api``): ``openai_client`` (the one place
+  an ``openai.OpenAI`` is built: base URL, key, timeout, no SDK retries, no redirects),
+  ``APICaller`` (the retry loop: ``RetryPolicy``, ``Retry-After``, one-line ``UserError``s),
+  ``api_key``, ``scrub``, ``map_concurrently``.
+
+Keys come from an environment variable, read on every call and never stored (not on the client,
+not in the cache); they and anything shaped like one (``sk-...``, a password or ``?api-key=`` in a
+URL, a ``Bearer`` token) are scrubbed from every message this module raises or logs, and from the
+log lines of the SDK and its HTTP library. Importing this module imports no ``openai``/``httpx``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import hashlib
+import json
+import logging
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+from .errors import UserError
+from .journal import Journal
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+# --------------------------------------------------------------------------------------------
+# Keys: from the environment, never shown.
+# --------------------------------------------------------------------------------------------
+KEY_LIKE = re.compile(r"\b(?:sk|pa)-[A-Za-z0-9_*.\-]{3,}")
+_URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^/@\s:]*:)[^/@\s]+@", re.I)
+_QUERY_SECRET = re.compile(r"([?&;][^=&\s#\"']*(?:key|token|secret|password|auth|sig)[^=&\s#\"']*=)[^&\s#\"']+", re.I)
+_AUTH_VALUE = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9_*.\-+/=~]{8,}")
+
+
+def scrub(text: str, key: str | Sequence[str] | None = None, limit: int | None = 300) -> str:
+    """One line without ``key`` (or any of several) nor anything shaped like a secret: ``sk-``/``pa-``
+    keys (OpenAI echoes a masked one on 401), a URL's password, a ``?api-key=``-like query value, a
+    ``Bearer``/``Basic`` token. Cut to ``limit`` characters (None: no cut)."""
+    text = " ".join(redact(text, key).split())
+    return text if limit is None or len(text) <= limit else text[:limit - 3] + "..."
+
+
+def redact(text: str, key: str | Sequence[str] | None = None) -> str:
+    """``text`` with ``key`` (or each of several) and anything shaped like a secret as ``***``."""
+    keys = [key] if isinstance(key, str) else list(key or ())
+    for k in keys:
+        if k:
+            text = text.replace(k, "***")
+    text = _AUTH_VALUE.sub(r"\1 ***", text)
+    text = _URL_PASSWORD.sub(r"\1***@", text)
+    text = _QUERY_SECRET.sub(r"\1***", text)
+    return KEY_LIKE.sub("***", text)
+
+
+def url_secrets(url: str) -> list[str]:
+    """The secrets a URL carries: its password and the values of key-like query parameters."""
+    parts = urlsplit(url)
+    found = [parts.password] if parts.password else []
+    found += [v for k, v in parse_qsl(parts.query) if v and re.search(r"key|token|secret|password|auth|sig", k, re.I)]
+    return found
+
+
+def api_key(env: str, *, required: bool, who: str) -> str | None:
+    """The stripped value of ``$env``; ``None`` when unset or blank, unless ``required`` (UserError)."""
+    key = os.environ.get(env, "").strip()
+    if key:
+        return key
+    if required:
+        raise UserError(f"{who} needs an API key: set the environment variable {env} (it is read from there only)")
+    return None
+
+
+class _ScrubLogs(logging.Filter):
+    """Rewrites a log record's text through ``scrub`` (no cut): the SDK and its HTTP library log
+    full URLs, which may hold a key (``http://user:KEY@host``, ``?api-key=KEY``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            text = record.getMessage()
+        except Exception:  # a broken record is the logging module's to report
+            return True
+        clean = redact(text)
+        if clean != text:
+            record.msg, record.args = clean, ()
+        return True
+
+
+_SCRUBBED_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "openai", "openai._base_client")
+_scrub_installed = False
+
+
+def _install_log_scrubbing() -> None:
+    """Once per process: a ``_ScrubLogs`` filter on the loggers that may print a URL or a header."""
+    global _scrub_installed
+    if not _scrub_installed:
+        for name in _SCRUBBED_LOGGERS:
+            logging.getLogger(name).addFilter(_ScrubLogs())
+        _scrub_installed = True
+
+
+# --------------------------------------------------------------------------------------------
+# The OpenAI SDK, built in one place.
+# --------------------------------------------------------------------------------------------
+_NO_KEY = "no-key"  # the SDK insists on a key; this placeholder is never sent (see ``no_auth_header``)
+
+
+def check_base_url(base_url: str | None, who: str, example: str) -> str:
+    """``base_url`` without a trailing ``/``; a ``UserError`` unless it is an http(s) URL with a host."""
+    url = (base_url or "").strip().rstrip("/")
+    if not url.lower().startswith(("http://", "https://")) or not urlsplit(url).hostname:
+        raise UserError(f"{who}: base_url must be an http(s) URL such as {example}, got {scrub(str(base_url))!r}")
+    return url
+
+
+def show_url(url: str) -> str:
+    """``url`` as it may appear in a message or a repr: password and key-like query values as ``***``."""
+    return scrub(url, url_secrets(url), limit=None)
+
+
+def openai_client(base_url: str, *, key: str | None, timeout: float):
+    """An ``openai.OpenAI`` for ``base_url`` that leaves retrying to ``APICaller``.
+
+    - ``max_retries=0``: the SDK's own retries (0.5 s doubling to 8 s, ``Retry-After`` up to 120 s
+      and never retried beyond) cannot be aborted, recorded or shortened by tests; ``APICaller``
+      does the same job with those knobs;
+    - the HTTP client does not follow redirects (httpx would follow one to another origin, with
+      the key's header): a 3xx comes back as an error naming where it points; it holds no key and
+      is shared by every client with the same timeout (building one costs ~0.1 s of TLS setup),
+      so do not ``close()`` what this returns;
+    - ``key`` None sends no ``Authorization`` header at all (pass ``no_auth_header`` as each
+      request's ``extra_headers``): the SDK needs some key, so it gets a placeholder;
+    - a query string in ``base_url`` (``?api-key=...``) goes to ``default_query``, so it is kept on
+      every request instead of being glued to the path.
+    """
+    import openai  # heavy: imported on first use only
+
+    _install_log_scrubbing()
+    parts = urlsplit(base_url)
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    root = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+    return openai.OpenAI(api_key=key or _NO_KEY, base_url=root, timeout=timeout, max_retries=0,
+                         default_query=query or None, http_client=_http_client(timeout))
+
+
+_http_clients: dict[float, Any] = {}
+_http_lock = threading.Lock()
+
+
+def _http_client(timeout: float):
+    """The process's redirect-refusing HTTP client for ``timeout`` (the SDK's httpx flavour)."""
+    import openai
+
+    with _http_lock:
+        if timeout not in _http_clients:
+            _http_clients[timeout] = openai.DefaultHttpxClient(follow_redirects=False, timeout=timeout)
+        return _http_clients[timeout]
+
+
+def no_auth_header(key: str | None) -> dict | None:
+    """``extra_headers`` for a request: removes the ``Authorization`` header when there is no key."""
+    if key:
+        return None
+    import openai
+
+    return {"Authorization": openai.Omit()}
+
+
+# --------------------------------------------------------------------------------------------
+# Retrying.
+# --------------------------------------------------------------------------------------------
+class BadResponse(Exception):
+    """Raised by a ``parse`` callback: the reply is unusable, so the request is retried.
+
+    ``advice`` (optional) replaces the caller's ``malformed_advice`` in the final error.
+    """
+
+    def __init__(self, detail: str, advice: str | None = None) -> None:
+        super().__init__(detail)
+        self.advice = advice
+
+
+class Aborted(Exception):
+    """A request gave up because ``abort`` was set (another request of the same call failed)."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How ``APICaller`` retries: at most ``max_retries`` retries; retry ``n`` waits
+    ``min(backoff_max, backoff * 2**(n-1))`` seconds times a random 0.5..1 (jitter), or the
+    server's ``Retry-After``/``retry-after-ms`` capped at ``retry_after_max``. ``sleep`` (tests)
+    is called with each wait instead of waiting; tests may also set tiny ``backoff`` values."""
+
+    max_retries: int = 6
+    backoff: float = 1.0
+    backoff_max: float = 30.0
+    retry_after_max: float = 60.0
+    sleep: Callable[[float], None] | None = field(default=None, compare=False)
+
+    def check(self, who: str) -> None:
+        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) or self.max_retries < 0:
+            raise UserError(f"{who}: max_retries must be an integer >= 0, got {self.max_retries!r}")
+        for name in ("backoff", "backoff_max", "retry_after_max"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise UserError(f"{who}: {name} must be positive seconds, got {value!r}")
+
+    def delay(self, attempt: int) -> float:
+        """The wait after failed attempt ``attempt`` (1-based) when the server names none."""
+        return min(self.backoff_max, self.backoff * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+
+
+DEFAULT_RETRY = RetryPolicy()
+"""What clients use for the retry options they are not given (read when a client is built; tests
+swap in tiny delays with ``monkeypatch.setattr("r2med_tasks.llm.DEFAULT_RETRY", RetryPolicy(...))``)."""
+
+
+def retry_policy(retry: RetryPolicy | None = None, **options: Any) -> RetryPolicy:
+    """``retry`` (default ``DEFAULT_RETRY``) with each of ``options`` (``RetryPolicy`` fields) not None."""
+    base = retry if retry is not None else DEFAULT_RETRY
+    return replace(base, **{name: value for name, value in options.items() if value is not None})
+
+
+def server_message(payload: bytes) -> str:
+    """The human part of an error body: ``error.message``/``detail``, else the start of the body."""
+    try:
+        obj = json.loads(payload)
+    except (ValueError, UnicodeDecodeError):
+        return payload[:500].decode("utf-8", "replace")
+    if isinstance(obj, dict):
+        err = obj.get("error", obj)
+        if isinstance(err, dict):
+            for name in ("message", "detail"):
+                if isinstance(err.get(name), str):
+                    return err[name]
+        if isinstance(err, str):
+            return err
+        if isinstance(obj.get("detail"), str):
+            return obj["detail"]
+    return json.dumps(obj)[:500]
+
+
+def retry_after(headers, cap: float) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date), capped."""
+    if headers is None:
+        return None
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            return min(cap, max(0.0, float(value) / 1000))
+        except ValueError:
+            pass
+    value = headers.get("Retry-After")
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+    return min(cap, max(0.0, seconds))
+
+
+def default_fix(status: int, *, api_key_env: str, model: str, base_url: str, key_sent: bool,
+                location: str | None = None) -> str:
+    """What to tell the user about a refused request (a 3xx or a 4xx other than 408/429)."""
+    if status == 401:
+        return f"check {api_key_env}" if key_sent else f"the server wants a key: set {api_key_env}"
+    if status == 403:
+        return f"check that the key in {api_key_env} may use {model}"
+    if status == 404:
+        return f"check base_url ({base_url}) and the model name {model!r}"
+    if 300 <= status < 400:
+        where = f" to {location}" if location else ""
+        return f"the server redirects{where}; set base_url to where it points (redirects are not followed)"
+    return "the request was refused; see the message"
+
+
+class APICaller:
+    """Calls ``send()`` (one SDK request, returning the reply's body bytes) until ``parse`` accepts
+    a reply, following a ``RetryPolicy``; holds no key (it is passed to each ``call``, for scrubbing).
+
+    - retried: HTTP 408/429/5xx (waiting the server's ``Retry-After`` when it names one), timeouts,
+      connection errors, and replies ``parse`` rejects with ``BadResponse``; once retries are
+      spent, ``UserError("<url> failed <n> time(s) for <model>, the last with <failure>; <advice>")``;
+    - not retried: a 3xx (redirects are not followed) or another 4xx: ``client_error(status,
+      message)`` (optional, given the scrubbed server message) may raise its own exception or
+      return the advice, else ``default_fix``; then ``UserError("<url> refused the request
+      (HTTP <status> ...); <advice>")``;
+    - every text shown is scrubbed of the key, of the secrets in ``url`` and of anything key-like;
+      the exceptions leave with no chained SDK exception (whose text would be unscrubbed);
+    - a wait ends early, raising ``Aborted``, when ``abort`` is set (another request failed).
+    """
+
+    def __init__(self, url: str, *, model: str, api_key_env: str, base_url: str | None = None,
+                 timeout: float = 60.0, retry: RetryPolicy = RetryPolicy(),
+                 malformed_advice: str = "check that base_url serves an OpenAI-compatible API",
+                 client_error: Callable[[int, str], str | None] | None = None,
+                 logger: logging.Logger | None = None) -> None:
+        self._secrets = url_secrets(url)
+        self.url = show_url(url)
+        self.model = model
+        self.api_key_env = api_key_env
+        self.base_url = show_url(base_url if base_url is not None else url.rsplit("/", 1)[0])
+        self.timeout = timeout
+        self.retry = retry
+        self.malformed_advice = malformed_advice
+        self._client_error = client_error
+        self._log = logger or log
+
+    def __repr__(self) -> str:
+        return f"APICaller({self.url!r}, model={self.model!r}, api_key_env={self.api_key_env!r})"
+
+    def scrub(self, text: str, key: str | None, limit: int = 200) -> str:
+        return scrub(text, [key or "", *self._secrets], limit)
+
+    def call(self, send: Callable[[], bytes], parse: Callable[[bytes], T], *, key: str | None,
+             abort: threading.Event | None = None) -> T:
+        """``parse(send())`` for the first reply ``parse`` accepts; see the class for the rest."""
+        import openai
+
+        abort = abort if abort is not None else threading.Event()
+        attempts = self.retry.max_retries + 1
+        failure, advice = "", ""
+        for attempt in range(1, attempts + 1):
+            if abort.is_set():
+                raise Aborted()
+            wait_s = None
+            try:
+                payload = send()
+            except openai.APITimeoutError:
+                failure, advice = f"no answer within {self.timeout:g} s", "check the network, or raise timeout"
+            except openai.APIConnectionError as e:
+                cause = e.__cause__ or e.__context__
+                detail = self.scrub(str(cause), key, 120) if cause is not None and str(cause) else type(e).__name__
+                failure, advice = f"connection failed ({detail})", "check the network and base_url"
+            except openai.APIStatusError as e:
+                status, headers = e.status_code, e.response.headers
+                message = self.scrub(server_message(e.response.content), key)
+                if status in (408, 429) or status >= 500:
+                    wait_s = retry_after(headers, self.retry.retry_after_max)
+                    failure = f"HTTP {status} {_reason(e.response)}".rstrip() + (f": {message}" if message else "")
+                    advice = ("the API is rate-limiting: wait and rerun, lower concurrency, or raise max_retries"
+                              if status == 429 else "the service is failing: try again later")
+                else:
+                    raise self._refused(status, _reason(e.response), message, key, headers) from None
+            else:
+                try:
+                    return parse(payload)
+                except BadResponse as e:
+                    failure = f"a malformed response ({self.scrub(str(e), key)})"
+                    advice = e.advice or self.malformed_advice
+            if attempt == attempts:
+                break
+            delay = wait_s if wait_s is not None else self.retry.delay(attempt)
+            self._log.warning("%s: %s; retry %d of %d in %.1f s", self.url, failure, attempt, self.retry.max_retries,
+                              delay)
+            if self.retry.sleep is not None:
+                self.retry.sleep(delay)
+            elif abort.wait(delay):
+                raise Aborted()
+        raise UserError(f"{self.url} failed {attempts} time(s) for {self.model}, the last with {failure}; {advice}")
+
+    def _refused(self, status: int, reason: str, message: str, key: str | None, headers) -> UserError:
+        fix = self._client_error(status, message) if self._client_error is not None else None
+        if fix is None:
+            location = headers.get("Location") if headers is not None and 300 <= status < 400 else None
+            fix = default_fix(status, api_key_env=self.api_key_env, model=self.model, base_url=self.base_url,
+                              key_sent=key is not None, location=self.scrub(location, key) if location else None)
+        detail = f"HTTP {status} {reason}".rstrip() + (f": {message}" if message else "")
+        return UserError(f"{self.url} refused the request ({detail}); {fix}")
+
+
+def _reason(response) -> str:
+    return getattr(response, "reason_phrase", "") or ""
+
+
+def map_concurrently(fn: Callable[[T, threading.Event], R], items: Sequence[T], concurrency: int,
+                     name: str = "r2med-api", *, finish_running: bool = False) -> list[R]:
+    """``[fn(item, abort) for item in items]`` from ``concurrency`` threads, in input order.
+
+    The first exception is re-raised once it happens: ``abort`` is set (so ``APICaller.call`` in
+    the other calls stops at its next attempt or wait) and queued items never start. With
+    ``finish_running``, calls already running are waited for first (a request in flight finishes,
+    so what it returns is not lost and nothing runs on after the raise); never on
+    ``KeyboardInterrupt``.
+    """
+    abort = threading.Event()
+    if len(items) <= 1 or concurrency == 1:
+        return [fn(item, abort) for item in items]
+    pool = ThreadPoolExecutor(max_workers=min(concurrency, len(items)), thread_name_prefix=name)
+    try:
+        futures = [pool.submit(fn, item, abort) for item in items]
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        for f in futures:
+            if f in done and f.exception() is not None:
+                raise f.exception()
+        results = [f.result() for f in futures]
+    except BaseException as e:
+        abort.set()
+        pool.shutdown(wait=finish_running and isinstance(e, Exception), cancel_futures=True)
+        raise
+    pool.shutdown()
+    return results
+
+
+# --------------------------------------------------------------------------------------------
+# Generations, usage, prices.
+# --------------------------------------------------------------------------------------------
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+OLLAMA_BASE_URL = "http://127.0.0.1:11434/v1"
+VLLM_BASE_URL = "http://127.0.0.1:8000/v1"
+
+SAMPLING_PARAMS = ("temperature", "top_p", "max_tokens", "seed")
+
+# OpenAI's reasoning models (o1, o3-mini, o4-mini, gpt-5...) reject "max_tokens" and take
+# "max_completion_tokens" (which counts their hidden reasoning tokens too).
+_COMPLETION_TOKENS_MODELS = re.compile(r"^(?:openai/)?(?:o\d|gpt-5)", re.I)
+_CONTEXT_ERROR = re.compile(r"maximum (?:context|input) length|context_length_exceeded|context window", re.I)
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One chat completion: the first choice's text, the tokens billed, and the model that answered."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str | None
+    model: str
+
+
+@dataclass
+class Usage:
+    """A tally: ``sent`` requests answered by the API (tokens are theirs: what was billed) and
+    ``cached`` answers taken from the cache instead."""
+
+    sent: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def describe(self, model: str) -> str:
+        """One line for the end of a run: requests, cache hits, tokens and, when known, the cost."""
+        dollars = cost(model, self)
+        price = f", about ${dollars:.2f}" if dollars is not None else ""
+        return (f"{model}: {self.sent} requests sent, {self.cached} answered from the cache, "
+                f"{self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion tokens{price}")
+
+    def add(self, generation: Generation) -> None:
+        self.sent += 1
+        self.prompt_tokens += generation.prompt_tokens
+        self.completion_tokens += generation.completion_tokens
+
+
+# US dollars per million tokens (input, output): OpenAI list prices, standard tier, without the
+# cached-input and Batch API discounts (so an upper bound). Checked 2025; update as prices change.
+PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-2024-11-20": (2.50, 10.00),
+    "gpt-4o-2024-08-06": (2.50, 10.00),
+    "gpt-4o-2024-05-13": (5.00, 15.00),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o-mini-2024-07-18": (0.15, 0.60),
+    "o3-mini": (1.10, 4.40),
+    "o3-mini-2025-01-31": (1.10, 4.40),
+}
+
+
+def cost(model: str, usage: Usage, prices: dict[str, tuple[float, float]] | None = None) -> float | None:
+    """Dollars for ``usage``'s tokens at ``model``'s price (``PRICES`` unless given); None if unknown."""
+    price = (PRICES if prices is None else prices).get(model)
+    if price is None:
+        return None
+    return (usage.prompt_tokens * price[0] + usage.completion_tokens * price[1]) / 1_000_000
+
+
+# --------------------------------------------------------------------------------------------
+# Specs.
+# --------------------------------------------------------------------------------------------
+SPEC_FORMS = ("openai:MODEL (api.openai.com, key in OPENAI_API_KEY)",
+              "vllm:MODEL (http://127.0.0.1:8000/v1)",
+              "ollama:MODEL (http://127.0.0.1:11434/v1)",
+              "http(s)://HOST[:PORT]/PATH#MODEL (any OpenAI-compatible server)")
+
+
+def llm_model_name(spec: str) -> str:
+    """The model an LLM spec names, for display: after the last ``#`` of a URL spec, else after
+    ``backend:`` ("openai:gpt-4o" -> "gpt-4o")."""
+    return spec.rpartition("#")[2] if "#" in spec else spec.partition(":")[2] or spec
+
+
+def parse_llm_spec(spec: str) -> dict:
+    """``{"model", "base_url", "api_key_env"}`` for ``ChatClient(**...)``.
+
+    - ``openai:gpt-4o``: the OpenAI API; ``OPENAI_API_KEY`` is required.
+    - ``vllm:NAME``: ``http://127.0.0.1:8000/v1``; a key is sent only if ``VLLM_API_KEY`` is set
+      (vLLM's ``--api-key``).
+    - ``ollama:NAME``: ``http://127.0.0.1:11434/v1``; a key only if ``OLLAMA_API_KEY`` is set.
+    - ``http://127.0.0.1:8000/v1#Qwen2.5-72B-Instruct``: that base URL (everything before the last
+      ``#``) and model; a key only if ``OPENAI_API_KEY`` is set (as the OpenAI SDK does).
+    """
+    forms = "; ".join(SPEC_FORMS)
+    if not isinstance(spec, str) or not spec.strip():
+        raise UserError(f"an LLM spec is needed; use one of: {forms}")
+    spec = spec.strip()
+    if spec.lower().startswith(("http://", "https://")):
+        base_url, sep, model = spec.rpartition("#")
+        base_url = base_url.rstrip("/")
+        if not sep or not model.strip() or not urlsplit(base_url).hostname:
+            raise UserError(f"bad LLM spec {spec!r}: a URL spec is BASE_URL#MODEL, e.g. "
+                            f"http://127.0.0.1:8000/v1#Qwen2.5-72B-Instruct; forms: {forms}")
+        return {"model": model.strip(), "base_url": base_url, "api_key_env": "OPENAI_API_KEY"}
+    provider, sep, model = spec.partition(":")
+    endpoints = {"openai": (OPENAI_BASE_URL, "OPENAI_API_KEY"), "vllm": (VLLM_BASE_URL, "VLLM_API_KEY"),
+                 "ollama": (OLLAMA_BASE_URL, "OLLAMA_API_KEY")}
+    provider = provider.strip().lower()
+    if not sep or provider not in endpoints or not model.strip():
+        raise UserError(f"bad LLM spec {spec!r}; use one of: {forms}")
+    base_url, env = endpoints[provider]
+    return {"model": model.strip(), "base_url": base_url, "api_key_env": env}
+
+
+# --------------------------------------------------------------------------------------------
+# The client.
+# --------------------------------------------------------------------------------------------
+def _normalize_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Sampling params without the ``None`` ones; temperature/top_p as floats, so 0 and 0.0 agree."""
+    out = {}
+    for name, value in params.items():
+        if value is None:
+            continue
+        if name in ("temperature", "top_p") and isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = float(value)
+        out[name] = value
+    return out
+
+
+def _check_messages(requests: Sequence, who: str) -> list[list[dict]]:
+    if isinstance(requests, (str, bytes, dict)) or not isinstance(requests, Sequence):
+        raise UserError(f"{who}: requests must be a list of message lists, got {type(requests).__name__}")
+    for i, messages in enumerate(requests):
+        if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence) or not messages:
+            raise UserError(f"{who}: request {i} must be a non-empty list of messages "
+                            '({"role": ..., "content": ...}), got ' + type(messages).__name__)
+        for j, message in enumerate(messages):
+            if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+                raise UserError(f"{who}: request {i}, message {j} must be a dict with a 'role' string")
+        try:
+            json.dumps(messages)
+        except (TypeError, ValueError) as e:
+            raise UserError(f"{who}: request {i} is not JSON-serializable ({e})") from None
+    return [list(m) for m in requests]
+
+
+def _text(content: Any) -> str | None:
+    """A message's content as text: a string, or the text parts of a list of parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        return "".join(parts) if parts else None
+    return None
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def parse_chat_completion(payload: bytes, requested_model: str) -> Generation:
+    """The first choice of a ``/chat/completions`` answer; ``BadResponse`` (retried) if unusable."""
+    try:
+        obj = json.loads(payload)
+    except (ValueError, UnicodeDecodeError):
+        raise BadResponse("the body is not JSON") from None
+    if not isinstance(obj, dict):
+        raise BadResponse("the body is not a JSON object")
+    choices = obj.get("choices")
+    if not isinstance(choices, list) or not choices:
+        error = f"; error: {server_message(payload)}" if "error" in obj else ""
+        raise BadResponse(f"no choices{error}")
+    choice = choices[0]
+    if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
+        raise BadResponse("the first choice has no message")
+    finish = choice.get("finish_reason")
+    finish = finish if isinstance(finish, str) else None
+    text = _text(choice["message"].get("content"))
+    if text is None or not text.strip():
+        advice = None
+        if finish == "length":
+            advice = ("the model used all max_tokens before answering (reasoning models count their hidden "
+                      "reasoning): raise max_tokens")
+        elif finish == "content_filter":
+            advice = "the provider's content filter withheld the answer: change the prompt or the model"
+        raise BadResponse(f"{'empty' if text is not None else 'no'} content (finish_reason {finish!r})", advice)
+    usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else {}
+    model = obj.get("model") if isinstance(obj.get("model"), str) and obj.get("model") else requested_model
+    return Generation(text=text, prompt_tokens=_count(usage.get("prompt_tokens")),
+                      completion_tokens=_count(usage.get("completion_tokens")), finish_reason=finish, model=model)
+
+
+class ChatClient:
+    """Chat completions from an OpenAI-compatible API (OpenAI, vLLM, Ollama, any ``base_url``),
+    through the ``openai`` SDK (``chat.completions.create``; built by ``openai_client``).
+
+    The request is ``model`` and ``messages`` plus each of ``temperature``, ``top_p``,
+    ``max_tokens``, ``seed`` that is not None (OpenAI's o-series and gpt-5 get ``max_tokens`` as
+    ``max_completion_tokens``, the only name they accept). ``Authorization: Bearer $api_key_env``
+    is sent when that variable is set, no header otherwise; on the OpenAI API (``api.openai.com``)
+    it must be set.
+
+    Retries (``APICaller`` with ``retry``: a ``RetryPolicy``, default ``DEFAULT_RETRY``, with each
+    of ``max_retries``, ``backoff``, ``backoff_max``, ``retry_after_max``, ``sleep`` that is given): HTTP
+    408/429/5xx, timeouts, connection errors and unusable answers (not JSON, no choices, empty or
+    null content) are retried up to ``max_retries`` times, waiting ``min(backoff_max, backoff *
+    2**(n-1))`` s times 0.5..1, or the server's ``Retry-After`` (at most ``retry_after_max``); then
+    a one-line ``UserError`` naming the endpoint, the model, the last failure and what to do.
+    Other 4xx and 3xx fail at once (401: "check $api_key_env"; redirects are never followed).
+    """
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
+                 temperature: float | None = None, top_p: float | None = None, max_tokens: int | None = None,
+                 seed: int | None = None, concurrency: int = 8, max_retries: int | None = None,
+                 timeout: float = 600.0, sleep: Callable[[float], None] | None = None, backoff: float | None = None,
+                 backoff_max: float | None = None, retry_after_max: float | None = None,
+                 retry: RetryPolicy | None = None) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise UserError(f"ChatClient: model must be a non-empty string, got {model!r}")
+        self.model = model.strip()
+        self.base_url = check_base_url(base_url or OPENAI_BASE_URL, "ChatClient", VLLM_BASE_URL)
+        self.url = f"{self.base_url}/chat/completions"
+        self.api_key_env = api_key_env
+        self.temperature, self.top_p, self.max_tokens, self.seed = temperature, top_p, max_tokens, seed
+        self.concurrency, self.timeout = concurrency, timeout
+        self.retry = retry_policy(retry, max_retries=max_retries, backoff=backoff, backoff_max=backoff_max,
+                                  retry_after_max=retry_after_max, sleep=sleep)
+        self._check_options()
+
+    def __repr__(self) -> str:
+        params = "".join(f", {k}={v!r}" for k, v in self.params.items())
+        return (f"ChatClient({self.model!r}, base_url={show_url(self.base_url)!r}, "
+                f"api_key_env={self.api_key_env!r}{params})")
+
+    @property
+    def max_retries(self) -> int:
+        return self.retry.max_retries
+
+    def _check_options(self) -> None:
+        def number(name: str, low: float, high: float) -> None:
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not low <= value <= high):
+                raise UserError(f"ChatClient: {name} must be a number in [{low:g}, {high:g}] or None, got {value!r}")
+
+        number("temperature", 0, 2)
+        number("top_p", 0, 1)
+        for name, low in (("max_tokens", 1), ("seed", None), ("concurrency", 1)):
+            value = getattr(self, name)
+            if name in ("max_tokens", "seed") and value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or (low is not None and value < low):
+                what = "an integer" if low is None else f"an integer >= {low}"
+                raise UserError(f"ChatClient: {name} must be {what}, got {value!r}")
+        if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or self.timeout <= 0:
+            raise UserError(f"ChatClient: timeout must be positive seconds, got {self.timeout!r}")
+        self.retry.check("ChatClient")
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The sampling parameters that are set (None ones left out), as sent and as cache-keyed."""
+        return _normalize_params({name: getattr(self, name) for name in SAMPLING_PARAMS})
+
+    @property
+    def needs_key(self) -> bool:
+        """True on the OpenAI API itself: there a missing key is an error rather than no header."""
+        return (urlsplit(self.base_url).hostname or "").lower() == "api.openai.com"
+
+    def body(self, messages: list[dict]) -> dict:
+        """The JSON body sent for one request."""
+        body: dict[str, Any] = {"model": self.model, "messages": messages}
+        for name, value in self.params.items():
+            if name == "max_tokens" and _COMPLETION_TOKENS_MODELS.match(self.model):
+                name = "max_completion_tokens"
+            body[name] = value
+        return body
+
+    def generate(self, requests: list[list[dict]], *, on_result: Callable[[int, Generation], None] | None = None,
+                 usage: Usage | None = None) -> list[Generation]:
+        """One completion per messages list, ``concurrency`` at a time; results in input order.
+
+        ``on_result(i, generation)`` is called (from a worker thread, one call at a time) as each
+        answer arrives; ``usage`` (if given) is tallied the same way. The first request that fails
+        for good raises its ``UserError`` once the requests in flight have ended (the others stop
+        at their next attempt; answers that arrive meanwhile still reach ``on_result``).
+        """
+        requests = _check_messages(requests, "ChatClient.generate")
+        if not requests:
+            return []
+        key = api_key(self.api_key_env, required=self.needs_key,
+                      who=f"ChatClient for {self.model} at {show_url(self.url)}")
+        caller = APICaller(self.url, model=self.model, api_key_env=self.api_key_env, base_url=self.base_url,
+                           timeout=self.timeout, retry=self.retry,
+                           malformed_advice="check that base_url serves an OpenAI-compatible chat completions API",
+                           client_error=self._client_error, logger=log)
+        client = openai_client(self.base_url, key=key, timeout=self.timeout)
+        headers = no_auth_header(key)
+        lock = threading.Lock()
+
+        def send(messages: list[dict]) -> bytes:
+            body = self.body(messages)
+            raw = client.chat.completions.with_raw_response.create(**body, extra_headers=headers)
+            return raw.http_response.content
+
+        def run(i: int, abort: threading.Event) -> Generation:
+            generation = caller.call(lambda: send(requests[i]),
+                                     lambda payload: parse_chat_completion(payload, self.model), key=key, abort=abort)
+            with lock:
+                if usage is not None:
+                    usage.add(generation)
+                if on_result is not None:
+                    on_result(i, generation)
+            return generation
+
+        return map_concurrently(run, range(len(requests)), self.concurrency, name="ChatClient", finish_running=True)
+
+    def _client_error(self, status: int, message: str) -> str | None:
+        """Advice for a refused request (not retried); None leaves it to ``default_fix``."""
+        if status in (400, 413, 422) and _CONTEXT_ERROR.search(message):
+            return f"the prompt plus max_tokens exceed {self.model}'s context: shorten the prompt or lower max_tokens"
+        if status in (400, 422):
+            for name in (*SAMPLING_PARAMS, "max_completion_tokens"):
+                if name in message and re.search(r"unsupported|not support", message, re.I):
+                    return f"{self.model} does not take {name} as set: change it or leave it unset"
+        return None
+
+
+# --------------------------------------------------------------------------------------------
+# The cache.
+# --------------------------------------------------------------------------------------------
+CACHE_VERSION = 1
+
+
+def key_for(model: str, messages: list[dict], params: dict[str, Any]) -> str:
+    """sha256 hex of the canonical JSON of ``{"v", "model", "messages", "params"}``.
+
+    ``params`` are the sampling parameters, None ones dropped (``temperature=0`` and ``0.0`` agree);
+    dict key order does not matter. The base URL is deliberately NOT part of the key: the same model
+    id served elsewhere (OpenAI vs. a proxy, vLLM on another host) reuses the answers. Use distinct
+    model ids (or cache files) for models that differ under one name (e.g. quantized builds).
+    """
+    blob = json.dumps({"v": CACHE_VERSION, "model": model, "messages": messages,
+                       "params": _normalize_params(dict(params))},
+                      sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+_FIELDS = {"text": str, "prompt_tokens": int, "completion_tokens": int, "model": str}
+
+
+def _entry(obj: dict) -> tuple[str, Generation] | None:
+    """A journal record as (key, Generation), None when a field is missing or mistyped."""
+    if not isinstance(obj.get("key"), str):
+        return None
+    for name, kind in _FIELDS.items():
+        if not isinstance(obj.get(name), kind) or isinstance(obj.get(name), bool):
+            return None
+    finish = obj.get("finish_reason")
+    if finish is not None and not isinstance(finish, str):
+        return None
+    return obj["key"], Generation(text=obj["text"], prompt_tokens=obj["prompt_tokens"],
+                                  completion_tokens=obj["completion_tokens"], finish_reason=finish,
+                                  model=obj["model"])
+
+
+class GenerationCache:
+    """Answers by request key, in an append-only journal (:class:`r2med_tasks.journal.Journal`).
+
+    Each line is ``{"key": <key_for(...)>, "text", "prompt_tokens", "completion_tokens",
+    "finish_reason", "model"}`` (the ``Generation`` fields; ``model`` is the model that answered) and
+    nothing else: no key, no prompt. ``put`` appends and fsyncs one line, so a killed run loses only
+    the answer being written; a line that does not parse (the last one, cut by a kill) is skipped.
+    When a key appears twice, the last line wins. The file is read once, at construction: lines
+    another process appends later are not seen by this object.
+    """
+
+    key_for = staticmethod(key_for)
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self._journal = Journal(self.path, "the generation cache")
+        self._entries: dict[str, Generation] = {}
+        records, self.skipped, cut = self._journal.read()  # skipped: lines that did not parse, a cut last one included
+        for record in records:
+            entry = _entry(record)
+            if entry is None:
+                self.skipped += 1
+            else:
+                self._entries[entry[0]] = entry[1]
+        if self.skipped - cut:
+            log.info("%s: skipped %d unreadable line(s) (left by interrupted writes); those requests are sent "
+                     "again", self.path, self.skipped - cut)
+
+    def __repr__(self) -> str:
+        return f"GenerationCache({str(self.path)!r}, {len(self._entries)} entries)"
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    def get(self, key: str) -> Generation | None:
+        return self._entries.get(key)
+
+    def put(self, key: str, generation: Generation) -> None:
+        """Append ``generation`` under ``key`` and fsync it before returning."""
+        self._journal.append([{"key": key, **asdict(generation)}])
+        self._entries[key] = generation
+
+
+def generate_cached(client: ChatClient, cache: GenerationCache, requests: list[list[dict]], *,
+                    usage: Usage | None = None) -> list[Generation]:
+    """``client.generate(requests)`` for what ``cache`` lacks, each answer stored as it arrives.
+
+    Requests are keyed by ``key_for(client.model, messages, client.params)``; identical requests in
+    one call are sent once. ``usage`` (if given) counts the requests sent (and their tokens) and the
+    cache hits. If the run fails, every answer received so far is already in the cache, so a rerun
+    sends only the rest.
+    """
+    requests = _check_messages(requests, "generate_cached")
+    params = client.params
+    keys = [cache.key_for(client.model, messages, params) for messages in requests]
+    out: list[Generation | None] = [cache.get(k) for k in keys]
+    to_send: list[int] = []
+    first: dict[str, int] = {}
+    for i, key in enumerate(keys):
+        if out[i] is None and key not in first:
+            first[key] = i
+            to_send.append(i)
+    hits = len(requests) - len(to_send)
+    if usage is not None:
+        usage.cached += hits
+    if to_send:
+        log.info("%s: %d answer(s) cached, %d request(s) to send to %s", client.model, hits, len(to_send),
+                 show_url(getattr(client, "url", "its endpoint")))
+
+    def store(j: int, generation: Generation) -> None:
+        i = to_send[j]
+        cache.put(keys[i], generation)
+        out[i] = generation
+
+    client.generate([requests[i] for i in to_send], on_result=store, usage=usage)
+    for i, key in enumerate(keys):
+        if out[i] is None:
+            out[i] = out[first[key]]
+    return out  # type: ignore[return-value]

@@ -1,0 +1,252 @@
+"""A component's options: a pydantic model, one field per ``-o key=value``.
+
+Each field has a type, a default (``None`` where "unset" means something: the model's limit, the
+server's default), bounds (``Field(ge=..., le=...)``) and a ``description`` (the help text)::
+
+    options=options_model("BM25Options",
+                          k1=(float, Field(0.9, ge=0, description="term-frequency saturation")),
+                          b=(float, Field(0.4, ge=0, le=1, description="length normalisation")))
+
+or an ordinary ``class BM25Options(Options)`` (any ``pydantic.BaseModel`` works). Command-line
+strings are parsed by the field's type: numbers, ``true/false`` (``1/0``, ``yes/no``, ``on/off``),
+comma-separated tuples, ``none``/``null``/empty for optional fields. The legacy form, a plain dict
+of defaults, still works: each type is inferred from its default (``legacy_options``).
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from .errors import UserError
+
+TRUE = ("true", "1", "yes", "on")
+FALSE = ("false", "0", "no", "off")
+NONE = ("none", "null", "")
+
+
+class Options(BaseModel):
+    """Base of a component's options: unknown keys refused, NaN and infinity refused."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+def options_model(name: str, /, **fields: Any) -> type[BaseModel]:
+    """An options model from ``key=(type, Field(default, ...))`` pairs (``pydantic.create_model``)."""
+    return create_model(name, __base__=Options, **fields)
+
+
+def legacy_options(defaults: Mapping[str, Any], name: str = "LegacyOptions") -> type[BaseModel]:
+    """The legacy ``options={key: default}``: each type inferred from its default (tuples and lists
+    of text, ``None`` optional text, anything else taken as given)."""
+    def typed(value: Any) -> Any:
+        if value is None:
+            return str | None
+        if isinstance(value, (list, tuple)):
+            return tuple[str, ...]
+        return type(value) if type(value) in (bool, int, float, str) else Any
+
+    return options_model(name, **{k: (typed(v), tuple(v) if isinstance(v, list) else v) for k, v in defaults.items()})
+
+
+def defaults(model: type[BaseModel]) -> dict[str, Any]:
+    """Every option that has a default, and that default."""
+    return {k: f.get_default(call_default_factory=True) for k, f in model.model_fields.items() if not f.is_required()}
+
+
+def check_defaults(model: type[BaseModel], where: str) -> None:
+    """A declared default must be a value its option accepts (a plugin bug, found at registration)."""
+    for key, value in defaults(model).items():
+        try:
+            _validate(model, key, value)
+        except ValidationError as e:
+            problem = _problem(model, key, e)
+            raise TypeError(f"{where}: option {key}'s default {value!r} is refused: {problem}") from None
+
+
+def parse(model: type[BaseModel], key: str, raw: str, *, where: str) -> Any:
+    """The typed value of ``-o key=raw``, or a one-line :class:`UserError` that starts with ``where``
+    (``-o bm25.k1=-3: must be >= 0``)."""
+    if key not in model.model_fields:
+        raise UserError(f"{where}={raw}: no option '{key}' (accepted: {', '.join(model.model_fields) or 'none'})")
+    annotation = model.model_fields[key].annotation
+    inner, optional = _unwrap(annotation)
+    text = raw.strip()
+    if optional and text.lower() in NONE:
+        value: Any = None
+    elif _is_sequence(inner):
+        value = tuple(part.strip() for part in raw.split(",") if part.strip())
+    elif inner is bool:
+        if text.lower() not in TRUE + FALSE:
+            raise UserError(f"{where}={raw}: expected {describe(model, key)}")
+        value = text.lower() in TRUE
+    elif inner in (int, float):
+        value = text
+    else:
+        value = raw
+    try:
+        return _validate(model, key, value)
+    except ValidationError as e:
+        raise UserError(f"{where}={raw}: {_problem(model, key, e)}") from None
+
+
+def describe(model: type[BaseModel], key: str) -> str:
+    """What an option accepts, in words: ``a number >= 0``, ``true or false``, ``an integer >= 1 or none``."""
+    field = model.model_fields[key]
+    inner, optional = _unwrap(field.annotation)
+    text = _describe_type(inner)
+    bounds = _bounds_text(_bounds(field.metadata))
+    if bounds:
+        text += " " + bounds
+    if _is_sequence(inner):
+        item = _item_type(inner)
+        item_bounds = _bounds_text(_bounds(_metadata(item)))
+        text = f"comma-separated {_plural(_base(item))}" + (f" (each {item_bounds})" if item_bounds else "")
+    return text + (" or none" if optional else "")
+
+
+def schema(model: type[BaseModel], *, runtime: tuple[str, ...] = (), model_choice: tuple[str, ...] = ()
+           ) -> dict[str, dict[str, Any]]:
+    """Each option as JSON-schema-like plain data, always the same keys: ``type``, ``items`` (an
+    array's element), ``enum``, ``nullable``, ``required``, ``default``, ``minimum``, ``maximum``,
+    ``exclusiveMinimum``, ``exclusiveMaximum``, ``description``, ``accepts`` (in words),
+    ``runtime`` (cannot change results) and ``model`` (chooses the model)."""
+    out = {}
+    for key, field in model.model_fields.items():
+        inner, optional = _unwrap(field.annotation)
+        required = field.is_required()
+        row: dict[str, Any] = {**_type_schema(inner, field.metadata), "nullable": optional, "required": required,
+                               "default": None if required else _jsonable(field.get_default(call_default_factory=True))}
+        row["items"] = _type_schema(_item_type(inner), _metadata(_item_type(inner))) if _is_sequence(inner) else None
+        row |= {"description": field.description or "", "accepts": describe(model, key),
+                "runtime": key in runtime, "model": key in model_choice}
+        out[key] = row
+    return out
+
+
+# -- internals -------------------------------------------------------------------------------------
+
+def _validate(model: type[BaseModel], key: str, value: Any) -> Any:
+    """One field validated as the model validates it (type, bounds, the model's field validators)."""
+    validated = model.__pydantic_validator__.validate_assignment(model.model_construct(), key, value)
+    instance = validated[0] if isinstance(validated, tuple) else validated
+    return getattr(instance, key)
+
+
+_PHRASES = {
+    "greater_than_equal": "must be >= {ge}", "greater_than": "must be > {gt}",
+    "less_than_equal": "must be <= {le}", "less_than": "must be < {lt}",
+    "too_short": "needs at least {min_length} item(s)", "too_long": "takes at most {max_length} item(s)",
+    "finite_number": "must be a finite number",
+}
+
+
+def _problem(model: type[BaseModel], key: str, error: ValidationError) -> str:
+    first = error.errors(include_url=False)[0]
+    ctx = first.get("ctx") or {}
+    where = "".join(f" item {p + 1}" for p in first["loc"][1:] if isinstance(p, int))
+    if first["type"] in _PHRASES:
+        phrase = _PHRASES[first["type"]].format(**{k: _number(v) for k, v in ctx.items()})
+    elif first["type"] == "literal_error":
+        inner, _ = _unwrap(model.model_fields[key].annotation)
+        return f"use one of {', '.join(map(str, typing.get_args(inner)))}"
+    elif first["type"] in ("value_error", "assertion_error"):
+        phrase = str(ctx.get("error", first["msg"]))
+    else:
+        return f"expected {describe(model, key)}"
+    return f"{where.strip()} {phrase}".strip() if where else phrase
+
+
+def _number(value: Any) -> Any:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _unwrap(annotation: Any) -> tuple[Any, bool]:
+    """(the type without ``None``, whether ``None`` is accepted)."""
+    annotation = _base(annotation)
+    if typing.get_origin(annotation) in (Union, types.UnionType):
+        args = typing.get_args(annotation)
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) < len(args):
+            return (_base(rest[0]) if len(rest) == 1 else Union[tuple(rest)]), True
+    return annotation, False
+
+
+def _base(annotation: Any) -> Any:
+    """``Annotated[T, ...]`` -> ``T``."""
+    return typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
+
+
+def _metadata(annotation: Any) -> list[Any]:
+    """The constraints inside ``Annotated[T, Field(ge=0)]``."""
+    if typing.get_origin(annotation) is not typing.Annotated:
+        return []
+    out = []
+    for extra in typing.get_args(annotation)[1:]:
+        out += getattr(extra, "metadata", None) or [extra]
+    return out
+
+
+def _is_sequence(annotation: Any) -> bool:
+    return typing.get_origin(annotation) in (tuple, list, frozenset, set) or annotation in (tuple, list)
+
+
+def _item_type(annotation: Any) -> Any:
+    args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
+    return args[0] if args else str
+
+
+_TYPE_NAMES = {bool: "boolean", int: "integer", float: "number", str: "string"}
+
+
+def _type_schema(annotation: Any, metadata: list[Any]) -> dict[str, Any]:
+    base = _base(annotation)
+    bounds = _bounds(metadata)
+    enum = list(typing.get_args(base)) if typing.get_origin(base) is Literal else None
+    if enum is not None:
+        kind = _TYPE_NAMES.get(type(enum[0]), "string") if enum else "string"
+    elif _is_sequence(base):
+        kind = "array"
+    else:
+        kind = _TYPE_NAMES.get(base, "string")
+    return {"type": kind, "enum": enum, "minimum": bounds.get("ge"), "maximum": bounds.get("le"),
+            "exclusiveMinimum": bounds.get("gt"), "exclusiveMaximum": bounds.get("lt")}
+
+
+def _bounds(metadata: list[Any]) -> dict[str, Any]:
+    out = {}
+    for item in metadata:
+        for name in ("ge", "gt", "le", "lt", "min_length", "max_length"):
+            value = getattr(item, name, None)
+            if value is not None:
+                out[name] = value
+    return out
+
+
+def _bounds_text(bounds: dict[str, Any]) -> str:
+    signs = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+    return ", ".join(f"{signs[k]} {_number(v)}" for k, v in bounds.items() if k in signs)
+
+
+def _describe_type(annotation: Any) -> str:
+    base = _base(annotation)
+    if typing.get_origin(base) is Literal:
+        return "one of " + ", ".join(map(str, typing.get_args(base)))
+    return {bool: "true or false (also 1/0, yes/no, on/off)", int: "an integer", float: "a number",
+            str: "text", Any: "a value"}.get(base, getattr(base, "__name__", str(base)))
+
+
+def _plural(annotation: Any) -> str:
+    return {int: "integers", float: "numbers", str: "names", bool: "booleans"}.get(annotation, "values")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)

@@ -1,0 +1,83 @@
+"""Runs: what components return, what is ranked, scored and stored, and TREC run files.
+
+The one place that defines these shapes and reads or writes TREC files (``qid Q0 docid rank score
+tag``, one document per line), for the runner, the results folders, fusion, ``r2med fuse`` and the
+``run-file`` retriever alike.
+
+``Run``
+    query id -> {document id: score}: what retrievers and rerankers return (order = the
+    component's own order, which breaks score ties).
+``Ranking``
+    query id -> [(document id, score)] in rank order, best first: a run cut to its top k, as
+    fused, scored and stored.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import atomic
+
+Run = dict[str, dict[str, float]]
+Ranking = dict[str, list[tuple[str, float]]]
+
+
+def rank(run: Run, k: int) -> Ranking:
+    """Each query's ``k`` best documents, by score; ties keep the order the component gave."""
+    return {qid: sorted(docs.items(), key=lambda kv: -kv[1])[:k] for qid, docs in run.items()}
+
+
+def read_trec(path: str | Path) -> Ranking:
+    """Read a TREC run, each query ordered by its rank column.
+
+    Blank lines are skipped and columns may be separated by any whitespace. A malformed line
+    (not 6 columns, a rank that is not an integer, a score that is not a number), a rank given twice
+    in a query or a document listed twice in a query raises ``ValueError`` in one line naming
+    ``file:line``."""
+    path = Path(path)
+    rows: dict[str, list[tuple[int, str, float, int]]] = {}
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            cols = line.split()
+            where = f"{path}:{lineno}"
+            if len(cols) != 6:
+                raise ValueError(f"{where}: expected 6 columns 'qid Q0 docid rank score tag', got {len(cols)}")
+            qid, _, doc_id, rank_s, score_s, _ = cols
+            try:
+                position = int(rank_s)
+            except ValueError:
+                raise ValueError(f"{where}: rank {rank_s!r} is not an integer") from None
+            try:
+                score = float(score_s)
+            except ValueError:
+                raise ValueError(f"{where}: score {score_s!r} is not a number") from None
+            rows.setdefault(qid, []).append((position, doc_id, score, lineno))
+    ranking: Ranking = {}
+    for qid, entries in rows.items():
+        entries.sort(key=lambda e: e[0])
+        for (r0, _, _, l0), (r1, _, _, l1) in zip(entries, entries[1:]):
+            if r0 == r1:
+                raise ValueError(f"{path}:{max(l0, l1)}: query {qid!r} has rank {r1} twice (also line {min(l0, l1)})")
+        docs_seen: dict[str, int] = {}
+        for _, d, _, ln in sorted(entries, key=lambda e: e[3]):
+            if d in docs_seen:
+                raise ValueError(f"{path}:{ln}: query {qid!r} lists document {d!r} twice (also line {docs_seen[d]})")
+            docs_seen[d] = ln
+        ranking[qid] = [(d, s) for _, d, s, _ in entries]
+    return ranking
+
+
+def write_trec(path: str | Path, ranking: Ranking, tag: str) -> None:
+    """Write ``ranking`` atomically as a TREC run: ranks from 1 in list order, scores as
+    ``repr(float)`` (full precision, so reading the file back gives the same floats)."""
+    def check(kind: str, value: str) -> str:
+        if not value or any(c.isspace() for c in value):
+            raise ValueError(f"{kind} {value!r} is empty or contains whitespace; it cannot go in a TREC file")
+        return value
+
+    check("tag", tag)
+    lines = [f"{check('query id', qid)} Q0 {check('document id', doc_id)} {position} {float(score)!r} {tag}"
+             for qid, docs in ranking.items() for position, (doc_id, score) in enumerate(docs, 1)]
+    atomic.write_lines(Path(path), lines)

@@ -1,0 +1,140 @@
+"""The Python API: ``evaluate`` as ``r2med-run`` runs it (same scores, folders, resume), any
+sentence-transformers object or retriever object, and r2med retrievers inside ``mteb.evaluate``."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLE, read_jsonl
+
+
+def cli_score(run_cli, *args) -> dict:
+    code, out, err = run_cli("run", *map(str, args), "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_evaluate_a_component_by_name_writes_and_resumes_as_the_cli(plugins, run_cli, tmp_path):
+    import r2med_tasks as r2med
+
+    res = r2med.evaluate("bm25", tasks="sample", output=tmp_path / "api", cache_dir=tmp_path / "c")
+    score = res["R2MEDSampleRetrieval"]
+    assert score.status == "computed" and score.n_queries == 10 and score.official_data is False
+    cli = cli_score(run_cli, "--plugin", "bm25", "--tasks", "sample", "--output", tmp_path / "cli",
+                    "--cache-dir", tmp_path / "c")
+    assert score.ndcg_at_10 == cli["tasks"][0]["ndcg_at_10"]
+    assert res.path.relative_to(tmp_path / "api") == Path(cli["results_dir"]).relative_to(tmp_path / "cli")
+    again = r2med.evaluate("bm25", tasks=["sample"], output=tmp_path / "api", cache_dir=tmp_path / "c")
+    assert again["R2MEDSampleRetrieval"].status == "cached" and list(again) == ["R2MEDSampleRetrieval"]
+    result = again.task_results()["R2MEDSampleRetrieval"]
+    assert result.scores["test"][0]["ndcg_at_10"] == score.ndcg_at_10  # mteb's TaskResult from disk
+
+
+def test_evaluate_a_pipeline_with_options(plugins, run_cli, tmp_path):
+    import r2med_tasks as r2med
+
+    res = r2med.evaluate(r2med.pipeline("bm25", k1=1.2, b=0.75), tasks="sample", output=tmp_path / "api",
+                         cache_dir=tmp_path / "c")
+    cli = cli_score(run_cli, "--plugin", "bm25", "-o", "k1=1.2", "-o", "b=0.75", "--tasks", "sample",
+                    "--output", tmp_path / "cli", "--cache-dir", tmp_path / "c")
+    assert res.name == cli["label"] == "BM25 (b=0.75, k1=1.2)"
+    assert res["R2MEDSampleRetrieval"].ndcg_at_10 == cli["tasks"][0]["ndcg_at_10"]
+
+
+def test_evaluate_mistakes_raise_user_errors(plugins, tmp_path):
+    import r2med_tasks as r2med
+
+    with pytest.raises(r2med.UserError, match="no-such"):
+        r2med.evaluate("no-such-retriever", tasks="sample", output=tmp_path)
+    with pytest.raises(r2med.UserError, match="k1"):
+        r2med.pipeline("bm25", options={"bm25.k1": "many"})
+    with pytest.raises(r2med.UserError, match="not a component name"):
+        r2med.evaluate(42, tasks="sample", output=tmp_path)
+
+
+def test_a_sentence_transformer_object_scores_exactly_as_the_cli(plugins, model_path, run_cli, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    import r2med_tasks as r2med
+
+    model = SentenceTransformer(str(model_path), device="cpu")
+    res = r2med.evaluate(model, tasks="sample", output=tmp_path / "api", cache_dir=tmp_path / "c")
+    cli = cli_score(run_cli, "--plugin", "st", "-o", f"model={model_path}", "--tasks", "sample",
+                    "--output", tmp_path / "cli", "--cache-dir", tmp_path / "c2")
+    assert res["R2MEDSampleRetrieval"].ndcg_at_10 == cli["tasks"][0]["ndcg_at_10"]
+    ours = (res.path / "R2MEDSampleRetrieval.trec").read_text().splitlines()
+    theirs = (Path(cli["results_dir"]) / "R2MEDSampleRetrieval.trec").read_text().splitlines()
+    assert [line.split()[:5] for line in ours] == [line.split()[:5] for line in theirs]  # the same run
+    # the object is identified by its weights: a changed model is another revision, never a reuse
+    with __import__("torch").no_grad():
+        next(model.parameters()).add_(0.01)
+    changed = r2med.evaluate(model, tasks="sample", output=tmp_path / "api", cache_dir=tmp_path / "c")
+    assert changed.path != res.path and changed["R2MEDSampleRetrieval"].status == "computed"
+
+
+class Recorder:
+    """A third-party retriever that knows nothing of rewriters: it reads ``Query.text`` only."""
+
+    def __init__(self):
+        self.seen = {}
+
+    def index(self, corpus, *, task, context):
+        self.ids = corpus.ids
+
+    def search(self, queries, *, task, top_k, context):
+        self.seen.update({q.id: q.text for q in queries})
+        return {q.id: {doc: 1.0 / (i + 1) for i, doc in enumerate(self.ids[:top_k])} for q in queries}
+
+
+def test_a_retriever_object_is_evaluated(plugins, tmp_path):
+    import r2med_tasks as r2med
+
+    recorder = Recorder()
+    res = r2med.evaluate(recorder, tasks="sample", output=tmp_path, cache_dir=tmp_path / "c")
+    assert set(recorder.seen) == {q["id"] for q in read_jsonl(SAMPLE / "query.jsonl")}
+    assert 0 <= res["R2MEDSampleRetrieval"].ndcg_at_10 <= 1
+
+
+def test_a_retriever_without_combination_gets_the_generated_documents_by_the_default_rule(register, tmp_path):
+    """hyde + a retriever that declares no combination of its own: it searches with what the
+    published BM25 runs searched with (for HyDE: the generated document alone), never the bare query."""
+    from test_gar import QUERIES, hy_doc, published_dir
+
+    from r2med_tasks.components import RetrieverSpec
+    from r2med_tasks.hookspecs import hookimpl
+
+    import r2med_tasks as r2med
+
+    recorder = Recorder()
+
+    class Plugin:
+        @hookimpl
+        def register_retrievers(self, register):
+            register(RetrieverSpec(name="recorder", factory=lambda: recorder))
+
+    register(Plugin(), "recorder-plugin")
+    data = published_dir(tmp_path, "hyde", "qwen-7b")
+    r2med.evaluate(r2med.pipeline("hyde", "recorder", source="qwen-7b"), tasks="Biology", data_dir=data,
+                   output=tmp_path / "out", cache_dir=tmp_path / "c")
+    assert recorder.seen == {q["id"]: hy_doc(q) for q in QUERIES}
+
+    data = published_dir(tmp_path / "q2d", "query2doc", "gpt4")
+    r2med.evaluate(r2med.pipeline("query2doc", "recorder", source="gpt4"), tasks="Biology", data_dir=data,
+                   output=tmp_path / "out", cache_dir=tmp_path / "c")
+    assert recorder.seen == {q["id"]: q["text"] * 2 + " " + hy_doc(q) for q in QUERIES}
+
+
+def test_mteb_evaluate_runs_an_r2med_retriever(plugins, tmp_path):
+    import mteb
+
+    import r2med_tasks as r2med
+    from r2med_tasks.tasks import SAMPLE_TASK
+
+    ours = r2med.evaluate("bm25", tasks="sample", output=tmp_path / "ours", cache_dir=tmp_path / "c")
+    result = mteb.evaluate(r2med.as_mteb_model("bm25"), SAMPLE_TASK.to_mteb_task(), cache=None, co2_tracker=False,
+                           show_progress_bar=False)
+    theirs = result.task_results[0].scores["test"][0]
+    assert theirs["ndcg_at_10"] == pytest.approx(ours["R2MEDSampleRetrieval"].ndcg_at_10, abs=1e-12)
+    saved = json.loads((ours.path / "R2MEDSampleRetrieval.json").read_text())["scores"]["test"][0]
+    assert theirs["recall_at_100"] == pytest.approx(saved["recall_at_100"], abs=1e-12)

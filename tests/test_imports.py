@@ -1,0 +1,247 @@
+"""Import boundaries, read from the source with ``ast`` (nothing is imported to check them).
+
+Every ``import`` / ``from ... import`` statement of every module of ``r2med_tasks`` and
+``r2med_plugins`` counts, at module level and inside functions alike (a lazy import is still a
+dependency), relative imports resolved against the importing module's package. Three rules:
+
+(a) A built-in plugin package (``r2med_plugins.X``: the entry-point modules ``datasets``, ``bm25``,
+    ``dense``, ``gar``, ``hybrid``, ``llm``, ``rerank``, ``run_file``) never imports another one:
+    code that several plugins share lives in the core (``r2med_tasks``), where third-party plugins can
+    use it too.
+(b) Plugins use only the core's public API: the modules in :data:`PUBLIC` (the plugin-author API,
+    listed in docs/writing-plugins.md) and, from those and from the ``r2med_tasks`` package itself,
+    only names that do not start with ``_``. A module whose name starts with ``_`` is never public.
+    The rest of the core (runner, pipeline, registry, cli, results layout, ...) may change freely.
+(c) No import cycles among ``r2med_tasks`` modules. Imports under ``if TYPE_CHECKING:`` never run
+    and are left out of this rule only.
+
+Known exceptions are listed in :data:`ALLOWED_CROSS_PLUGIN` with who removes them; an entry
+that no longer matches any import fails :func:`test_allowlist_has_no_stale_entries`, so the list
+only shrinks.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import r2med_plugins
+import r2med_tasks
+
+CORE = "r2med_tasks"
+PLUGINS = "r2med_plugins"
+
+# The core modules plugin authors may import (docs/writing-plugins.md, "The core API").
+PUBLIC = {
+    "r2med_tasks",  # the package: its __all__ (components, specs, data, errors, hookimpl, tasks)
+    "r2med_tasks.atomic",  # atomic file writes
+    "r2med_tasks.combine",  # query + generated documents, per retriever family
+    "r2med_tasks.components",  # specs and component protocols
+    "r2med_tasks.context",  # what a component method gets as context=
+    "r2med_tasks.data",  # Corpus, Query, reading JSONL
+    "r2med_tasks.encoders",  # devices, dtypes, batching, sentence-transformers
+    "r2med_tasks.errors",  # UserError, PluginError
+    "r2med_tasks.fusion",  # fusing rankings
+    "r2med_tasks.hookspecs",  # hookimpl
+    "r2med_tasks.journal",  # append-only caches
+    "r2med_tasks.llm",  # the LLM client
+    "r2med_tasks.models",  # model references and identities
+    "r2med_tasks.options",  # option models of component specs
+    "r2med_tasks.ranking",  # top-k of score arrays
+    "r2med_tasks.results",  # run names of results folders (run_name, slug)
+    "r2med_tasks.runs",  # Run, Ranking, rank, TREC files
+    "r2med_tasks.tasks",  # TaskSpec, R2MED_TASKS
+}
+
+# (importing plugin package, imported plugin package) -> who removes it. Keep it shrinking.
+# (gar -> bm25, LameR's first-stage BM25 in gar/rewriter.py, was the last one; the lead removed it.)
+ALLOWED_CROSS_PLUGIN: dict[tuple[str, str], str] = {}
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str  # module name
+    target: str  # module name (the deepest known module the statement names)
+    name: str | None  # the name imported from ``target`` (from-imports of a non-module name)
+    line: int
+    type_only: bool  # under ``if TYPE_CHECKING:``
+
+    def where(self) -> str:
+        return f"{self.importer}:{self.line}"
+
+
+def module_files() -> dict[str, Path]:
+    """Module name -> file, for every module of both packages."""
+    out = {}
+    for package, root in ((CORE, Path(r2med_tasks.__file__).parent), (PLUGINS, Path(r2med_plugins.__file__).parent)):
+        for path in sorted(root.rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join((package, *parts))] = path
+    return out
+
+
+MODULES = module_files()
+
+
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                for sub in ast.walk(child):
+                    if hasattr(sub, "lineno"):
+                        lines.add(sub.lineno)
+    return lines
+
+
+def _resolve(importer: str, level: int, module: str | None) -> str:
+    is_package = MODULES[importer].name == "__init__.py"
+    base = importer.split(".") if is_package else importer.split(".")[:-1]
+    if level > 1:
+        base = base[:len(base) - (level - 1)]
+    return ".".join([*base, *([module] if module else [])])
+
+
+def imports_of(importer: str) -> list[Import]:
+    tree = ast.parse(MODULES[importer].read_text(encoding="utf-8"))
+    type_only = _type_checking_lines(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                found.append(Import(importer, alias.name, None, node.lineno, node.lineno in type_only))
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(importer, node.level, node.module) if node.level else node.module
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                if sub in MODULES:  # ``from package import module``
+                    found.append(Import(importer, sub, None, node.lineno, node.lineno in type_only))
+                else:
+                    found.append(Import(importer, base, alias.name, node.lineno, node.lineno in type_only))
+    return found
+
+
+ALL_IMPORTS = [i for m in MODULES for i in imports_of(m)]
+
+
+def plugin_package(module: str) -> str | None:
+    """``bm25`` for ``r2med_plugins.bm25.index``; ``None`` outside ``r2med_plugins``."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == PLUGINS and len(parts) > 1 else None
+
+
+def cross_plugin_imports() -> list[tuple[tuple[str, str], Import]]:
+    out = []
+    for imp in ALL_IMPORTS:
+        src, dst = plugin_package(imp.importer), plugin_package(imp.target)
+        if src and dst and src != dst:
+            out.append(((src, dst), imp))
+    return out
+
+
+# ---------------------------------------------------------------- the walker itself
+
+
+def test_walker_sees_lazy_and_relative_imports():
+    """The rules are only as good as the walk: a function-level import and relative imports of
+    both kinds must be found and resolved."""
+    dense = imports_of("r2med_plugins.dense")
+    assert any(i.target == "r2med_plugins.dense.st" for i in dense)  # ``from .st import`` inside a hook
+    assert any(i.target == "r2med_plugins.dense.models" and not i.type_only for i in dense)  # module level
+    core = imports_of("r2med_tasks.results")
+    assert any(i.target == "r2med_tasks.atomic" and i.name is None for i in core)  # ``from . import atomic``
+    assert any(i.target == "r2med_tasks.mteb_adapter" for i in core)  # inside a method
+    tasks = imports_of("r2med_tasks.tasks")
+    assert any(i.target.startswith("mteb") and i.type_only for i in tasks)  # TYPE_CHECKING seen as such
+    assert {"r2med_plugins.bm25", "r2med_plugins.dense", "r2med_plugins.gar", "r2med_plugins.rerank",
+            "r2med_plugins.run_file", "r2med_plugins.hybrid", "r2med_plugins.datasets"} <= set(MODULES)
+
+
+# ---------------------------------------------------------------- (a) plugins never import each other
+
+
+def test_no_plugin_package_imports_another():
+    found = [f"{imp.where()} imports {imp.target} ({src} -> {dst}); shared code belongs in r2med_tasks"
+             for (src, dst), imp in cross_plugin_imports() if (src, dst) not in ALLOWED_CROSS_PLUGIN]
+    assert not found, "\n".join(found)
+
+
+def test_allowlist_has_no_stale_entries():
+    used = {pair for pair, _ in cross_plugin_imports()}
+    stale = [f"{pair}: {why}" for pair, why in ALLOWED_CROSS_PLUGIN.items() if pair not in used]
+    assert not stale, "no longer imported; remove from ALLOWED_CROSS_PLUGIN:\n" + "\n".join(stale)
+
+
+# ---------------------------------------------------------------- (b) only the public core
+
+
+def test_plugins_use_only_the_public_core():
+    exported = set(r2med_tasks.__all__)
+    bad = []
+    for imp in ALL_IMPORTS:
+        if not imp.importer.startswith(PLUGINS) or not (imp.target == CORE or imp.target.startswith(CORE + ".")):
+            continue
+        if imp.target not in PUBLIC or any(p.startswith("_") for p in imp.target.split(".")):
+            bad.append(f"{imp.where()} imports {imp.target}, which is not public core API")
+        elif imp.name is not None and imp.name.startswith("_"):
+            bad.append(f"{imp.where()} imports private name {imp.name} from {imp.target}")
+        elif imp.target == CORE and imp.name is not None and imp.name not in exported:
+            bad.append(f"{imp.where()} imports {imp.name} from r2med_tasks, which is not in r2med_tasks.__all__")
+    assert not bad, "\n".join(bad)
+
+
+def test_public_modules_exist():
+    missing = sorted(m for m in PUBLIC if m not in MODULES)
+    assert not missing, f"PUBLIC names modules that do not exist: {missing}"
+
+
+# ---------------------------------------------------------------- (c) no cycles in the core
+
+
+def core_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {m: set() for m in MODULES if m == CORE or m.startswith(CORE + ".")}
+    for imp in ALL_IMPORTS:
+        if imp.importer in graph and imp.target in graph and imp.target != imp.importer and not imp.type_only:
+            graph[imp.importer].add(imp.target)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` as a path that ends where it starts, or ``None``."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def test_cycle_finder_finds_cycles():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+    assert find_cycle({"a": {"a"}}) == ["a", "a"]
+
+
+def test_no_import_cycles_in_the_core():
+    cycle = find_cycle(core_graph())
+    assert cycle is None, "import cycle (lazy imports count): " + " -> ".join(cycle)
