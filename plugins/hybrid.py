@@ -1,7 +1,10 @@
 """``hybrid``: fuse several retrievers' rankings (RRF by default, Cormack et al. 2009).
 
-Each member runs as its own pipeline (with the selected rewriter), its results saved beside the
-fused ones and reused when they already exist, so fusing never recomputes a member.
+A composite retriever, as mteb's HybridSearch is a search model: each member runs as its own
+pipeline (with the selected rewriter) through ``context.saved_run``, its results saved beside the
+fused ones and reused when their identity matches, so fusing never recomputes a member. With
+``-o tune=FILE`` the weights are chosen per task group on the listed queries, which are then left
+out of scoring (``context.hold_out``).
 """
 
 from __future__ import annotations
@@ -38,36 +41,94 @@ def register_retrievers(register):
         description="fuse member retrievers' top-k runs: RRF (k=60) or z-score / min-max / linear score fusion",
         options=HYBRID_OPTIONS,
         model_options=("members",),  # the members' own configurations identify them
+        members_option="members",
         reference="https://doi.org/10.1145/1571941.1572114",
     ))
 
 
 class HybridRetriever:
-    def __init__(self, members: tuple[str, ...], fusion: str, weights: tuple[str, ...], rrf_k: int, depth: int,
-                 tune: str) -> None:
+    combines_generated = True  # each member combines the rewriter's documents by its own rule
+
+    def __init__(self, members: tuple[str, ...], fusion: str, weights: tuple[float, ...], rrf_k: int, depth: int,
+                 tune: str, *, member_options: dict[str, list[str]], context) -> None:
         if len(members) < 2:
             raise UserError("-o hybrid.members: name at least two retrievers, e.g. members=bm25,nvembed")
         if fusion not in FUSIONS:
             raise UserError(f"-o hybrid.fusion={fusion}: use one of {', '.join(FUSIONS)}")
-        try:
-            self.weights = [float(w) for w in weights] or None
-        except ValueError:
-            raise UserError(f"-o hybrid.weights={','.join(weights)}: weights are numbers") from None
+        self.weights = [float(w) for w in weights] or None
         if self.weights is not None and len(self.weights) != len(members):
             raise UserError(f"-o hybrid.weights: {len(self.weights)} weights for {len(members)} members")
         self.member_names, self.fusion, self.rrf_k, self.depth = list(members), fusion, rrf_k, depth
+        self.member_options = {m: tuple(member_options.get(m, ())) for m in members}
+        self.members = [context.retriever(m, *self.member_options[m]) for m in members]  # cheap: models load later
         self.tuning = _read_tuning(tune) if tune else None
         if self.tuning is not None and self.weights is not None:
             raise UserError("-o hybrid.tune and -o hybrid.weights exclude each other: tuning chooses the weights")
+        self._tuned: dict[str, list[float]] = {}
 
     def model_meta(self) -> dict:
-        return {"name": "r2med/hybrid", "revision": "1", "display_name": "hybrid"}
+        """"BM25 ⊕ NV-Embed-v2 (RRF)"; the members' models (names and revisions) make the revision."""
+        import hashlib
+        import json
+
+        from r2med_tasks.components import DescribesModel
+
+        metas = [dict(m.model_meta()) if isinstance(m, DescribesModel) else {} for m in self.members]
+        shown = [meta.get("display_name") or meta.get("name", f"r2med/{name}").split("/")[-1]
+                 for meta, name in zip(metas, self.member_names)]
+        models = [[name, meta.get("name"), str(meta.get("revision"))] for meta, name in zip(metas, self.member_names)]
+        revision = hashlib.sha256(json.dumps(models).encode()).hexdigest()[:12]
+        return {"name": "r2med/hybrid", "revision": revision,
+                "display_name": " ⊕ ".join(shown) + f" ({self.fusion.upper()})"}
+
+    def index(self, corpus, *, task, context) -> None:
+        """Nothing: each member indexes the corpus when its saved run is computed."""
+
+    def search(self, queries, *, task, top_k, context):
+        weights = self.weights
+        if self.tuning is not None:
+            weights = self.tuned_weights(task, context)
+            judged = context.tuning_judgments(task, self.tuning_queries(task))
+            left = context.hold_out(self.tuning_queries(task), r2med_tuned_weights=weights,
+                                    r2med_tuning_queries=len(judged))
+            _check_split(task, len(judged), left)
+        runs = [context.saved_run(m, self.member_options[m], queries=queries) for m in self.member_names]
+        fused = self.fuse(runs, top_k=top_k, weights=weights)
+        return {qid: dict(docs) for qid, docs in fused.items()}
 
     def fuse(self, runs, top_k: int, weights: list[float] | None = None):
         from r2med_tasks.fusion import fuse
 
         return fuse(runs, method=self.fusion, weights=weights or self.weights, rrf_k=self.rrf_k, depth=self.depth,
                     top_k=top_k)
+
+    def tuned_weights(self, task, context) -> list[float]:
+        """The weighting of ``task``'s group (a task outside R2MED's groups is its own group): the
+        one maximising the mean over the group's tasks of mean nDCG@10 on each task's tuning
+        queries, over :meth:`weight_grid`; ties keep the grid's order."""
+        from r2med_tasks.evaluation import score
+
+        group = task.group or task.name
+        if group not in self._tuned:
+            members = []
+            for t in (t for t in context.tasks if (t.group or t.name) == group):
+                judged = context.tuning_judgments(t, self.tuning_queries(t))
+                _check_split(t, len(judged), None)
+                runs = [context.saved_run(m, self.member_options[m], task=t) for m in self.member_names]
+                members.append((runs, judged))
+            best, best_value = None, -1.0
+            for weights in self.weight_grid():
+                values = []
+                for runs, judged in members:
+                    fused = self.fuse(runs, top_k=100, weights=weights)
+                    values.append(score({q: d for q, d in fused.items() if q in judged}, judged)[0]["ndcg_at_10"])
+                value = sum(values) / len(values)
+                if value > best_value:
+                    best, best_value = weights, value
+            self._tuned[group] = best
+            context.log(f"{group}: weights {best} tuned on {sum(len(j) for _, j in members)} queries of "
+                        f"{len(members)} task{'s' if len(members) != 1 else ''}")
+        return self._tuned[group]
 
     def tuning_queries(self, task) -> set[str]:
         """The queries to tune on for ``task`` (by mteb name or short name); none if not listed."""
@@ -89,11 +150,14 @@ class HybridRetriever:
 
         return [[u / units for u in combo] for combo in split(units, n)]
 
-    def index(self, corpus, *, task, context) -> None:  # the runner runs the members; these are never called
-        raise UserError("hybrid runs its members through r2med-run")
 
-    def search(self, queries, *, task, top_k, context):
-        raise UserError("hybrid runs its members through r2med-run")
+
+def _check_split(task, n_tuning: int, left: int | None) -> None:
+    """A split must leave judged queries both to tune on and to score."""
+    if not n_tuning or left == 0:
+        shown = "" if left is None else f", {left} left"
+        raise UserError(f"{task.name}: -o hybrid.tune needs judged queries both to tune on and to score "
+                        f"({n_tuning} to tune{shown})")
 
 
 def _read_tuning(path: str) -> dict[str, list[str]]:

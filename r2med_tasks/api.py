@@ -44,11 +44,13 @@ def pipeline(*components: str, top_k: int = 100, device: str | None = None,
     """A pipeline ``[rewriter] -> retriever -> [reranker]`` from component names, as ``--plugin``
     names them. Keyword options go to every selected component that accepts them (``-o key=value``);
     ``options={"bm25.k1": 1.2}`` addresses one component (``-o name.key=value``)."""
-    from .pipelines import build_pipeline, instantiate
+    from .context import default_cache_dir
+    from .pipelines import base_context, build_pipeline, instantiate
 
+    reg = registry()
     tokens = [f"{key}={_as_text(value)}" for key, value in {**shared, **(options or {})}.items()]
-    built = build_pipeline(registry(), list(components), tokens, top_k=top_k, device=device)
-    instantiate(built)
+    built = build_pipeline(reg, list(components), tokens, top_k=top_k, device=device)
+    instantiate(built, base_context(reg, cache_dir=default_cache_dir()))
     return built
 
 
@@ -131,13 +133,14 @@ def evaluate(model: Any, tasks: str | Sequence[str] = "r2med", *, data_dir: str 
     context = base_context(reg, cache_dir=Path(cache_dir).expanduser() if cache_dir else default_cache_dir(),
                            log=lambda line: console.print(line, markup=False))
     folder, outcomes = run_pipeline(built, chosen, output=Path(output).expanduser(), data_dir=data,
-                                    overwrite=overwrite, context=context, console=console)
+                                    overwrite=overwrite, context=context, console=console, registry=reg)
     return Results(folder, outcomes)
 
 
 def _as_pipeline(model: Any, reg: Registry, *, top_k: int, device: str | None) -> Pipeline:
     from .components import Retriever
-    from .pipelines import Pipeline, build_pipeline, check_interface, instantiate
+    from .context import default_cache_dir
+    from .pipelines import Pipeline, base_context, build_pipeline, check_interface, instantiate
 
     if isinstance(model, Pipeline):
         if top_k != 100 and model.top_k != top_k:
@@ -148,12 +151,13 @@ def _as_pipeline(model: Any, reg: Registry, *, top_k: int, device: str | None) -
     if _is_sentence_transformer(model):  # the st retriever encodes with the object itself
         built = build_pipeline(reg, ["st"], [], top_k=top_k, device=device)
         built.retriever.options["model"] = model
-        instantiate(built)
+        instantiate(built, base_context(reg, cache_dir=default_cache_dir()))
         return built
     if isinstance(model, Retriever):
         check_interface(model, "retriever", f"retriever {type(model).__name__}")
-        built = build_pipeline(_with_object(reg, model), ["retriever:python-object"], [], top_k=top_k)
-        instantiate(built)
+        with_object = _with_object(reg, model)
+        built = build_pipeline(with_object, ["retriever:python-object"], [], top_k=top_k)
+        instantiate(built, base_context(with_object, cache_dir=default_cache_dir()))
         return built
     raise UserError(f"evaluate(): {type(model).__name__} is not a component name, a pipeline, a "
                     "sentence-transformers model or a retriever (index/search with context=)")

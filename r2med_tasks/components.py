@@ -32,6 +32,11 @@ class ComponentSpec:
     form, becomes such a model with types inferred from the defaults). ``runtime_options`` never
     change results (batch size, device) and so stay out of the run's identity; ``model_options``
     choose the model, whose name and revision (``model_meta()``) already identify them.
+
+    A component built of other registered retrievers (``hybrid``) names the option that lists them
+    in ``members_option``: ``-o MEMBER.key=value`` for one of them then reaches the factory in
+    ``member_options`` ({member: ["key=value", ...]}), and the factory gets the creation
+    ``context`` (to create them with ``context.retriever``).
     """
 
     name: str
@@ -42,6 +47,7 @@ class ComponentSpec:
     runtime_options: tuple[str, ...] = ()
     model_options: tuple[str, ...] = ()
     reference: str | None = None
+    members_option: str | None = None
     kind: ClassVar[str] = "component"
 
     def __post_init__(self) -> None:
@@ -75,13 +81,16 @@ class ComponentSpec:
         module, _, attr = self.factory.partition(":")
         return getattr(importlib.import_module(module), attr)
 
-    def create(self, options: Mapping[str, Any]) -> Any:
+    def create(self, options: Mapping[str, Any], *, member_options: Mapping[str, list[str]] | None = None,
+               context: Any = None) -> Any:
         """The component: ``factory(**values)``, the defaults overridden by ``options`` (values
-        ``parse`` returned)."""
+        ``parse`` returned); a composite also gets ``member_options`` and ``context``."""
         values = {**self.defaults, **options}
         missing = [k for k in self.options.model_fields if k not in values]
         if missing:
             raise UserError(f"{self.kind} '{self.name}' needs " + ", ".join(f"-o {self.name}.{k}=..." for k in missing))
+        if self.members_option:
+            values |= {"member_options": dict(member_options or {}), "context": context}
         return self.resolve_factory()(**values)
 
 

@@ -38,7 +38,17 @@ class Context:
     rewriter that needs documents (LameR). ``data_folder``: the task's local folder, when it came
     from one (published generations are read beside it). ``llm(spec, **sampling)``: a chat client
     of a registered LLM backend (``r2med list llms``). ``retriever(name, **options)``: a new
-    instance of a registered retriever, for components built on another (LameR on BM25).
+    instance of a registered retriever, for components built on another (LameR on BM25);
+    ``options`` may also be ``-o``-style ``"key=value"`` strings.
+
+    For components composed of other retrievers (``hybrid``): ``tasks``, the run's tasks;
+    ``saved_run(retriever, options, task=, queries=)``, the top-k run of another registered
+    retriever on a task as its own pipeline (this run's rewriter, then that retriever), read from its
+    results folder when its identity matches, else computed and saved there; and, for a component
+    that tunes on a user-given split of queries, ``tuning_judgments(task, query_ids)`` (the
+    judgments of those queries only) and ``hold_out(query_ids, **scores)`` (leave those queries out
+    of this task's scoring and record ``scores`` beside it), so a tuned number is never measured
+    on the queries it was tuned on.
     """
 
     cache_dir: Path
@@ -47,7 +57,11 @@ class Context:
     corpus: Corpus | None = None
     data_folder: Path | None = None
     llm: Callable[..., Any] = field(default=lambda spec, **sampling: _none("an LLM backend"))
-    retriever: Callable[..., Any] = field(default=lambda name, **options: _none("a retriever"))
+    retriever: Callable[..., Any] = field(default=lambda name, *options, **kw: _none("a retriever"))
+    tasks: tuple[Any, ...] = ()
+    saved_run: Callable[..., Any] = field(default=lambda retriever, options=(), **kw: _none("saved run"))
+    tuning_judgments: Callable[..., Any] = field(default=lambda task, query_ids: _none("judgments"))
+    hold_out: Callable[..., Any] = field(default=lambda query_ids, **scores: _none("held-out scoring"))
 
     def cache(self, *parts: str) -> Path:
         """A path under the cache folder."""

@@ -4,6 +4,7 @@ names and ``-o`` options, and the identity that names its results."""
 from __future__ import annotations
 
 import inspect
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ STAGE_ORDER = ("rewriter", "retriever", "reranker")
 class Stage:
     entry: Registered
     options: dict[str, Any] = field(default_factory=dict)  # user-set options only
+    member_options: dict[str, list[str]] = field(default_factory=dict)  # a composite's -o MEMBER.key=value
     instance: Any = None
     _meta: dict[str, Any] | None = None
 
@@ -38,13 +40,20 @@ class Stage:
         options choosing a model are identified by the model's name and revision instead)."""
         merged = {**self.spec.defaults, **self.options}
         skip = set(self.spec.runtime_options) | set(self.spec.model_options)
-        return {"component": self.spec.name, "plugin": self.entry.plugin.name,
-                "options": {k: merged[k] for k in sorted(merged) if k not in skip}}
+        config = {"component": self.spec.name, "plugin": self.entry.plugin.name,
+                  "options": {k: merged[k] for k in sorted(merged) if k not in skip}}
+        if self.spec.members_option:  # a composite: its members and their options
+            config["members"] = list(merged[self.spec.members_option])
+            config["member_options"] = {m: sorted(t) for m, t in sorted(self.member_options.items())}
+        return config
 
     def changed_options(self) -> dict[str, Any]:
         """Options set away from their defaults that can change results and are not a model choice."""
         skip = set(self.spec.runtime_options) | set(self.spec.model_options)
-        return {k: v for k, v in sorted(self.options.items()) if k not in skip and v != self.spec.defaults.get(k)}
+        changed = {k: v for k, v in sorted(self.options.items()) if k not in skip and v != self.spec.defaults.get(k)}
+        for member, tokens in sorted(self.member_options.items()):
+            changed |= {f"{member}.{key}": value for key, _, value in (t.partition("=") for t in sorted(tokens))}
+        return changed
 
     def model(self) -> dict[str, str] | None:
         """Name and revision of the model this component scores with, when it says."""
@@ -75,7 +84,6 @@ class Stage:
 class Pipeline:
     stages: dict[str, Stage]
     top_k: int = 100
-    members: list[Pipeline] = field(default_factory=list)  # a fusing retriever's member pipelines
 
     @property
     def retriever(self) -> Stage:
@@ -86,25 +94,20 @@ class Pipeline:
 
     def first_stage(self) -> Pipeline:
         """This pipeline without its reranker: the run a reranker starts from."""
-        return Pipeline({k: s for k, s in self.stages.items() if k != "reranker"}, self.top_k, self.members)
+        return Pipeline({k: s for k, s in self.stages.items() if k != "reranker"}, self.top_k)
 
     def config(self) -> dict[str, Any]:
-        """What the user asked for, canonical: top-k, each stage's component and option values, and
-        a fusion's members. Needs no component instance, so a published command's configuration
-        can be computed without loading anything."""
-        config: dict[str, Any] = {"top_k": self.top_k, **{k: s.config() for k, s in self.stages.items()}}
-        if self.members:
-            config["members"] = [m.config() for m in self.members]
-        return config
+        """What the user asked for, canonical: top-k and each stage's component and option values.
+        Needs no component instance, so a published command's configuration can be computed
+        without loading anything."""
+        return {"top_k": self.top_k, **{k: s.config() for k, s in self.stages.items()}}
 
     def variant(self) -> dict[str, Any]:
         """Options away from their defaults, as mteb's ``experiment_kwargs``: ``k1`` for a bare
         retriever, ``bm25.k1`` where a pipeline has several components."""
-        qualify = len(self.stages) > 1 or bool(self.members)
+        qualify = len(self.stages) > 1
         out = {(f"{s.spec.name}.{k}" if qualify else k): v
                for s in self.ordered() for k, v in s.changed_options().items()}
-        for member in self.members:
-            out |= {f"{member.retriever.spec.name}.{k}": v for k, v in member.retriever.changed_options().items()}
         if self.top_k != 100:
             out["top_k"] = self.top_k
         return out
@@ -112,23 +115,16 @@ class Pipeline:
     def spec(self) -> RunSpec:
         """The pipeline as the results layout sees it (components must be created)."""
         models = {kind: m for kind, s in self.stages.items() if (m := s.model()) is not None}
-        if self.members:
-            models["members"] = [m.retriever.model() for m in self.members]
-        plugins = {s.entry.plugin.name: s.entry.plugin.version
-                   for p in (self, *self.members) for s in p.ordered()}
+        plugins = {s.entry.plugin.name: s.entry.plugin.version for s in self.ordered()}
         return RunSpec(display_name=self.display_name(), model=self.retriever.model_meta(), config=self.config(),
                        models=models, code=code_versions(plugins), variant=self.variant(),
-                       composite=len(self.stages) > 1 or bool(self.members))
+                       composite=len(self.stages) > 1)
 
     def display_name(self) -> str:
         """As the leaderboard names systems: "o3-mini + BM25" (a rewriter is named by its LLM, a
         reranker by its model when it says so: "E5-mistral-7b-instruct + ReasonRank(32B)")."""
         meta = self.retriever.model_meta()
         names = [meta.get("display_name") or meta["name"].split("/")[-1]]
-        if self.members:  # "BM25 ⊕ NV-Embed-v2 (RRF)"
-            shown = [m.retriever.model_meta() for m in self.members]
-            names = [" ⊕ ".join(m.get("display_name") or m["name"].split("/")[-1] for m in shown)
-                     + f" ({self.retriever.instance.fusion.upper()})"]
         if "rewriter" in self.stages:
             names.insert(0, self.stages["rewriter"].label_in_name())
         if "reranker" in self.stages:
@@ -138,26 +134,28 @@ class Pipeline:
 
 def build_pipeline(registry: Registry, plugin_tokens: list[str], option_tokens: list[str], *, top_k: int = 100,
                    device: str | None = None) -> Pipeline:
-    """The pipeline; a fusing retriever (``hybrid``) gets one member pipeline per member, each with
-    the selected rewriter and the options addressed to it (``-o MEMBER.key=value``)."""
+    """The pipeline from ``--plugin`` names and ``-o`` options (``--device`` as ``-o device=`` for
+    every selected component, and every member of a composite, that runs on a device)."""
     stages = _stages(registry, plugin_tokens)
-    fusing = "members" in stages["retriever"].spec.option_fields()
-    selected = {normalize(n) for st in stages.values() for n in (st.spec.name, *st.spec.aliases)}
-    own = [o for o in option_tokens if not fusing or _prefix(o) is None or normalize(_prefix(o)) in selected]
-    pipeline = _assemble(stages, own, top_k, device)
-    if not fusing:
-        return pipeline
-    members = list(pipeline.retriever.options.get("members", stages["retriever"].spec.defaults["members"]))
-    for token in option_tokens:
-        if token not in own and _prefix(token) not in members:
-            raise UserError(f"-o {token}: '{_prefix(token)}' is neither a selected component nor a member")
-    for name in members:  # each member shares the selected rewriter (same options, same instance)
-        member = _stages(registry, [name])
-        if "rewriter" in stages:
-            member = {"rewriter": stages["rewriter"], **member}
-        addressed = [o for o in option_tokens if _prefix(o) == name]
-        pipeline.members.append(_assemble(member, addressed, top_k, device, optional_device=True))
-    return pipeline
+    if device is not None:
+        on_device = [s for s in stages.values() if "device" in s.spec.option_fields()]
+        members = [m for s in stages.values() for m in _members(s) if "device" in _member_spec(registry, m).option_fields()]
+        if not on_device and not members:
+            raise UserError(f"--device {device}: no selected component runs on a device")
+        option_tokens = ([f"{s.spec.name}.device={device}" for s in on_device]
+                         + [f"{m}.device={device}" for m in members] + option_tokens)
+    _route_options(stages, option_tokens, registry)
+    return Pipeline(stages, top_k)
+
+
+def _members(stage: Stage) -> list[str]:
+    """The members a composite's options name (none for other components)."""
+    option = stage.spec.members_option
+    return list(stage.options.get(option, stage.spec.defaults[option])) if option else []
+
+
+def _member_spec(registry: Registry, name: str):
+    return registry.component(f"retriever:{name}").spec
 
 
 def _prefix(token: str) -> str | None:
@@ -178,19 +176,10 @@ def _stages(registry: Registry, plugin_tokens: list[str]) -> dict[str, Stage]:
     return stages
 
 
-def _assemble(stages: dict[str, Stage], option_tokens: list[str], top_k: int, device: str | None,
-              optional_device: bool = False) -> Pipeline:
-    if device is not None:
-        on_device = [s for s in stages.values() if "device" in s.spec.option_fields()]
-        if not on_device and not optional_device:
-            raise UserError(f"--device {device}: no selected component runs on a device")
-        option_tokens = [f"{s.spec.name}.device={device}" for s in on_device] + option_tokens
-    _route_options(stages, option_tokens)
-    return Pipeline(stages, top_k)
-
-
-def _route_options(stages: dict[str, Stage], option_tokens: list[str]) -> None:
-    """``-o key=value`` goes to every selected component accepting ``key``; ``-o name.key=value`` to one."""
+def _route_options(stages: dict[str, Stage], option_tokens: list[str], registry: Registry) -> None:
+    """``-o key=value`` goes to every selected component accepting ``key``; ``-o name.key=value`` to
+    one, or to the composite (``hybrid``) that names ``name`` among its members."""
+    prefixed = []
     for token in option_tokens:
         key, sep, raw = token.partition("=")
         key = key.strip()
@@ -201,8 +190,8 @@ def _route_options(stages: dict[str, Stage], option_tokens: list[str]) -> None:
         if dot:
             named = [s for s in targets if normalize(prefix) in {normalize(n) for n in (s.spec.name, *s.spec.aliases)}]
             if not named:
-                raise UserError(f"-o {token}: '{prefix}' is not a selected component "
-                                f"(selected: {', '.join(s.spec.name for s in targets)})")
+                prefixed.append((token, prefix, bare, raw))  # a member's, once the members are known
+                continue
             targets, key = named, bare
         accepting = [s for s in targets if key in s.spec.option_fields()]
         if not accepting:
@@ -211,20 +200,30 @@ def _route_options(stages: dict[str, Stage], option_tokens: list[str]) -> None:
             raise UserError(f"-o {token}: no selected component accepts '{key}' ({accepted})")
         for stage in accepting:
             stage.options[key] = stage.spec.parse(key, raw)
+    for token, prefix, key, raw in prefixed:
+        owners = [s for s in stages.values() if prefix in _members(s)]
+        if not owners:
+            raise UserError(f"-o {token}: '{prefix}' is neither a selected component nor a member "
+                            f"(selected: {', '.join(s.spec.name for s in stages.values())})")
+        spec = _member_spec(registry, prefix)
+        if key not in spec.option_fields():
+            raise UserError(f"-o {token}: {spec.name} accepts {', '.join(sorted(spec.option_fields())) or 'no options'}")
+        spec.parse(key, raw)  # checked now, applied when the composite creates its member
+        for owner in owners:
+            owner.member_options.setdefault(prefix, []).append(f"{key}={raw}")
 
 
-def instantiate(pipeline: Pipeline) -> None:
-    """Create each selected component (cheap: models load on first use) and check its interface."""
-    for member in pipeline.members:
-        instantiate(member)
+def instantiate(pipeline: Pipeline, context: Context) -> None:
+    """Create each selected component (cheap: models load on first use) and check its interface;
+    ``context`` is what a composite creates its members with."""
     for stage in pipeline.ordered():
-        if stage.instance is None:  # else shared with a member pipeline, already created
-            _create(stage)
+        if stage.instance is None:
+            _create(stage, context)
 
 
-def _create(stage: Stage) -> None:
+def _create(stage: Stage, context: Context) -> None:
     try:
-        stage.instance = stage.spec.create(stage.options)
+        stage.instance = stage.spec.create(stage.options, member_options=stage.member_options, context=context)
     except UserError:
         raise
     except Exception as e:
@@ -252,13 +251,21 @@ def check_interface(instance: Any, kind: str, label: str) -> None:
                               "receives a Context (see docs/plugins.md)")
 
 
+def retriever_stage(registry: Registry, name: str, tokens: Sequence[str], context: Context,
+                    options: dict[str, Any] | None = None) -> Stage:
+    """A created retriever ``name`` with ``-o``-style ``tokens`` ("k1=1.2") and typed ``options``."""
+    stage = Stage(registry.component(f"retriever:{name}"), dict(options or {}))
+    _route_options({"retriever": stage}, [f"{stage.spec.name}.{t}" for t in tokens], registry)
+    _create(stage, context)
+    return stage
+
+
 def base_context(registry: Registry, *, cache_dir: Path, log=lambda line: None) -> Context:
     """What every component call of a run gets before the runner adds the task's parts: the cache
     folder, a line to the user, and LLM clients and retrievers from the registered plugins."""
 
-    def retriever(name: str, **options: Any):
-        stage = Stage(registry.component(f"retriever:{name}"), dict(options))
-        _create(stage)
-        return stage.instance
+    def retriever(name: str, *tokens: str, **options: Any):
+        return retriever_stage(registry, name, tokens, context, options).instance
 
-    return Context(cache_dir=cache_dir, log=log, llm=registry.llm, retriever=retriever)
+    context = Context(cache_dir=cache_dir, log=log, llm=registry.llm, retriever=retriever)
+    return context

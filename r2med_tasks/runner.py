@@ -9,6 +9,7 @@ Each results folder is locked for the run, so two processes never interleave one
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,8 @@ from .context import Context
 from .data import Query, TaskData
 from .errors import PluginError, UserError
 from .evaluation import check_run, score, top_k
-from .pipelines import Pipeline, Stage
+from .pipelines import Pipeline, Stage, retriever_stage
+from .registry import Registry
 from .results import ResultFolder, Status, locked
 from .tasks import TaskSpec
 
@@ -85,22 +87,23 @@ def calling(stage: Stage, task: TaskSpec, what: str, context: Context):
             context.progress.clear()
 
 
-def result_folders(pipeline: Pipeline, output: Path) -> tuple[ResultFolder, ResultFolder | None, list[ResultFolder]]:
-    """Where a run writes: the pipeline's folder, its first stage's (when it reranks) and its members'."""
+def result_folders(pipeline: Pipeline, output: Path) -> tuple[ResultFolder, ResultFolder | None]:
+    """Where a run writes: the pipeline's folder, and its first stage's when it reranks."""
     first = ResultFolder(output, pipeline.first_stage().spec()) if "reranker" in pipeline.stages else None
-    return ResultFolder(output, pipeline.spec()), first, [ResultFolder(output, m.spec()) for m in pipeline.members]
+    return ResultFolder(output, pipeline.spec()), first
 
 
 def plan(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: Path | None,
          overwrite: bool) -> dict[str, Any]:
     """What a run would do, without loading data or models: stages, folders, and per task whether
     its stored results have this run's identity (reused) or not (computed, and why)."""
-    folder, first_folder, member_folders = result_folders(pipeline, output)
-    for claimed in (folder, first_folder, *member_folders):
+    folder, first_folder = result_folders(pipeline, output)
+    for claimed in (folder, first_folder):
         if claimed is not None:
             claimed.check_claim()
     stages = [{"kind": s.spec.kind, "component": s.spec.name, "plugin": s.entry.plugin.name,
-               "options": {k: s.options[k] for k in sorted(s.options)}} for s in pipeline.ordered()]
+               "options": {k: s.options[k] for k in sorted(s.options)},
+               **({"member_options": s.member_options} if s.member_options else {})} for s in pipeline.ordered()]
     planned = []
     for t in tasks:
         try:
@@ -117,120 +120,183 @@ def plan(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: P
         "revision": folder.revision, "experiment": folder.experiment, "experiment_kwargs": folder.spec.variant,
         "results_dir": str(folder.path), "top_k": pipeline.top_k, "stages": stages,
         "first_stage_dir": str(first_folder.path) if first_folder else None,
-        "member_dirs": [str(f.path) for f in member_folders],
         "tasks": planned,
     }
 
 
 def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: Path | None,
-                 overwrite: bool, context: Context, console: Console) -> tuple[ResultFolder, list[TaskOutcome]]:
+                 overwrite: bool, context: Context, console: Console,
+                 registry: Registry | None = None) -> tuple[ResultFolder, list[TaskOutcome]]:
     """Evaluate ``pipeline`` on ``tasks``; ``context`` is what every component call gets (the runner
-    adds the task's corpus, folder and progress bars)."""
-    folder, first_folder, member_folders = result_folders(pipeline, output)
-    folders = [f for f in (folder, first_folder, *member_folders) if f is not None]
+    adds the task's corpus, folder, progress bars and saved runs, whose retrievers come from
+    ``registry``)."""
+    folder, first_folder = result_folders(pipeline, output)
+    folders = [f for f in (folder, first_folder) if f is not None]
     for claimed in folders:
         claimed.check_claim()
-
-    def waiting(message: str) -> None:
-        console.print(f"[yellow]waiting:[/] {escape(message)}", soft_wrap=True)
-
-    with locked(folders, waiting):
+    run = _Run(pipeline, tasks, output=output, data_dir=data_dir, overwrite=overwrite, console=console,
+               registry=registry)
+    with locked(folders, run.waiting):
         for claimed in folders:
             claimed.claim()
             claimed.remove_stale_temp_files()
-        return folder, _run_tasks(pipeline, tasks, folder, first_folder, member_folders, data_dir=data_dir,
-                                  overwrite=overwrite, context=context, console=console)
+        return folder, run.tasks_in(folder, first_folder, context)
 
 
-def _run_tasks(pipeline: Pipeline, tasks: list[TaskSpec], folder: ResultFolder, first_folder: ResultFolder | None,
-               member_folders: list[ResultFolder], *, data_dir: Path | None, overwrite: bool,
-               context: Context, console: Console) -> list[TaskOutcome]:
-    outcomes = []
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
-        bar = progress.add_task("", total=len(tasks))
-        context = context.with_(progress=SubProgress(progress))
-        fuser = pipeline.retriever.instance
-        weights = None
-        if pipeline.members and getattr(fuser, "tuning", None) is not None:
-            weights = _tune_by_group(pipeline, tasks, member_folders, data_dir=data_dir, overwrite=overwrite,
-                                     context=context, console=console,
-                                     step=lambda text: progress.update(bar, description=f"tuning: {text}"))
-        for task in tasks:
-            data_id = task.data_identity(data_dir, only_task=len(tasks) == 1)
-            status = folder.status(task.name, folder.spec.task_identity(task.name, data_id))
-            if status.reuse and not overwrite:
-                ndcg, n = folder.load(task.name)
-                outcomes.append(TaskOutcome(task, ndcg, n, "cached", data_id["official"]))
-            else:
-                if status.reason and not overwrite:
-                    console.print(f"{escape(task.short_name)}: recomputing, {escape(status.reason)}", soft_wrap=True)
+@dataclass
+class _Current:
+    """The task being evaluated, as saved runs and held-out scoring see it."""
 
-                def step(text: str, _task=task) -> None:
-                    progress.update(bar, description=f"{_task.short_name}: {text}")
-                ndcg, n, official = _evaluate(
-                    pipeline, task, folder, data_dir=data_dir, only_task=len(tasks) == 1, step=step,
-                    console=console, context=context, first_folder=first_folder,
-                    member_folders=member_folders, overwrite=overwrite,
-                    tuned=weights.get(task.group or task.name) if weights else None)
-                outcomes.append(TaskOutcome(task, ndcg, n, "computed", official))
-            progress.advance(bar)
-    return outcomes
+    task: TaskSpec
+    data: TaskData
+    data_id: dict
+    held_out: set[str] | None = None
+    extra_scores: dict | None = None
 
 
-def _evaluate(pipeline: Pipeline, task: TaskSpec, folder: ResultFolder, *, data_dir: Path | None,
-              only_task: bool, step, console: Console, context: Context, first_folder: ResultFolder | None,
-              member_folders: list[ResultFolder], overwrite: bool,
-              tuned: list[float] | None = None) -> tuple[float, int, bool]:
-    """Compute and save one task; returns its nDCG@10, number of scored queries and whether its
-    data is R2MED's official data."""
-    started = time.time()
-    phase = Phases()
-    step("loading data")
-    with phase("Data loading"):
-        data: TaskData = task.load(data_dir, only_task=only_task)
-    data_id = task.data_identity(data_dir, only_task=only_task, revision=data.revision)
-    context = context.with_(corpus=data.corpus, data_folder=data.folder)
-    for warning in data.warnings:
-        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+class _Run:
+    """One ``run_pipeline`` call: its tasks, and the saved runs its components ask for."""
 
-    extra_scores: dict = {}
-    reused = first_folder is not None and not overwrite and _reusable(first_folder, task, data_id)
-    if reused:
-        step("first stage from its saved run")
-        ranked = first_folder.read_run(task.name)  # a reranker reuses the first stage, never recomputes it
-    elif pipeline.members:
-        runs = [_member_run(member, folder, task, data, data_id, phase, step, context, overwrite, started)
-                for member, folder in zip(pipeline.members, member_folders)]
-        step("fusing")
-        fuser = pipeline.retriever.instance
-        if tuned is not None:
-            data, n_tuned = _held_out(data, fuser.tuning_queries(task))
-            extra_scores = {"r2med_tuned_weights": tuned, "r2med_tuning_queries": n_tuned}
-            ranked = {q: d for q, d in fuser.fuse(runs, top_k=pipeline.top_k, weights=tuned).items() if q in data.qrels}
+    def __init__(self, pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: Path | None,
+                 overwrite: bool, console: Console, registry: Registry | None) -> None:
+        self.pipeline, self.tasks, self.output, self.data_dir = pipeline, tasks, output, data_dir
+        self.overwrite, self.console, self.registry = overwrite, console, registry
+        self.subpipelines: dict[tuple, Pipeline] = {}
+        self.fresh: set[tuple[Path, str]] = set()  # saved runs computed in this run (reused under --overwrite)
+
+    def waiting(self, message: str) -> None:
+        self.console.print(f"[yellow]waiting:[/] {escape(message)}", soft_wrap=True)
+
+    def tasks_in(self, folder: ResultFolder, first_folder: ResultFolder | None, context: Context) -> list[TaskOutcome]:
+        outcomes = []
+        columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn())
+        with Progress(*columns, console=self.console, transient=True) as progress:
+            bar = progress.add_task("", total=len(self.tasks))
+            context = context.with_(progress=SubProgress(progress), tasks=tuple(self.tasks))
+            for task in self.tasks:
+                data_id = task.data_identity(self.data_dir, only_task=self.only_task)
+                status = folder.status(task.name, folder.spec.task_identity(task.name, data_id))
+                if status.reuse and not self.overwrite:
+                    ndcg, n = folder.load(task.name)
+                    outcomes.append(TaskOutcome(task, ndcg, n, "cached", data_id["official"]))
+                else:
+                    if status.reason and not self.overwrite:
+                        self.console.print(f"{escape(task.short_name)}: recomputing, {escape(status.reason)}",
+                                           soft_wrap=True)
+
+                    def step(text: str, _task=task) -> None:
+                        progress.update(bar, description=f"{_task.short_name}: {text}")
+                    ndcg, n, official = self.evaluate(task, folder, first_folder, step=step, context=context)
+                    outcomes.append(TaskOutcome(task, ndcg, n, "computed", official))
+                progress.advance(bar)
+        return outcomes
+
+    @property
+    def only_task(self) -> bool:
+        return len(self.tasks) == 1
+
+    def evaluate(self, task: TaskSpec, folder: ResultFolder, first_folder: ResultFolder | None, *, step,
+                 context: Context) -> tuple[float, int, bool]:
+        """Compute and save one task; returns its nDCG@10, number of scored queries and whether its
+        data is R2MED's official data."""
+        pipeline = self.pipeline
+        started = time.time()
+        phase = Phases()
+        step("loading data")
+        with phase("Data loading"):
+            data: TaskData = task.load(self.data_dir, only_task=self.only_task)
+        data_id = task.data_identity(self.data_dir, only_task=self.only_task, revision=data.revision)
+        current = _Current(task, data, data_id)
+        context = self.task_context(context, current, phase, step)
+        for warning in data.warnings:
+            self.console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+
+        reused = first_folder is not None and not self.overwrite and _reusable(first_folder, task, data_id)
+        if reused:
+            step("first stage from its saved run")
+            ranked = first_folder.read_run(task.name)  # a reranker reuses the first stage, never recomputes it
         else:
-            ranked = fuser.fuse(runs, top_k=pipeline.top_k)
-    else:
-        ranked = _first_stage(pipeline, task, data, phase, step, context)
-    if first_folder is not None and not reused:
-        _save(first_folder, task, data, data_id, ranked, started, phase)  # for the leaderboard and rerankers
+            ranked = _first_stage(pipeline, task, data, phase, step, context)
+        if current.held_out is not None:  # a component tuned on these queries: never scored on them
+            data = _without(data, current.held_out)
+            ranked = {q: d for q, d in ranked.items() if q in data.qrels}
+        if first_folder is not None and not reused:
+            _save(first_folder, task, data, data_id, ranked, started, phase)  # for the leaderboard and rerankers
 
-    previous = None
-    if "reranker" in pipeline.stages:
-        ranked = _rerank(pipeline.stages["reranker"], task, data, ranked, phase, step, context, pipeline.top_k)
-        previous = {"model_name": first_folder.name, "revision": first_folder.revision}
+        extra_scores = dict(current.extra_scores or {})
+        if "reranker" in pipeline.stages:
+            ranked = _rerank(pipeline.stages["reranker"], task, data, ranked, phase, step, context, pipeline.top_k)
+            extra_scores["previous_results_model_meta"] = {"model_name": first_folder.name,  # as mteb records it
+                                                           "revision": first_folder.revision}
+        empty = [qid for qid, docs in ranked.items() if not docs]
+        if empty:
+            self.console.print(f"[yellow]warning:[/] {task.name}: {len(empty)} queries got no documents; "
+                               "pytrec_eval leaves them out of the averages")
+        step("scoring")
+        with phase("Scoring"):
+            ndcg, n = _save(folder, task, data, data_id, ranked, started, phase, extra_scores)
+        return ndcg, n, data_id["official"]
 
-    empty = [qid for qid, docs in ranked.items() if not docs]
-    if empty:
-        console.print(f"[yellow]warning:[/] {task.name}: {len(empty)} queries got no documents; "
-                      "pytrec_eval leaves them out of the averages")
-    step("scoring")
-    if previous:
-        extra_scores["previous_results_model_meta"] = previous  # as mteb records a reranking's first stage
-    with phase("Scoring"):
-        ndcg, n = _save(folder, task, data, data_id, ranked, started, phase, extra_scores)
-    return ndcg, n, data_id["official"]
+    def task_context(self, context: Context, current: _Current, phase: Phases, step) -> Context:
+        """The context of one task's component calls: its corpus and folder, and saved runs."""
+
+        def saved_run(retriever: str, options: Sequence[str] = (), *, task: TaskSpec | None = None,
+                      queries: Sequence[Query] | None = None):
+            return self.saved_run(retriever, tuple(options), task or current.task, queries, current, context,
+                                  phase, step)
+
+        def tuning_judgments(task: TaskSpec, query_ids) -> dict[str, dict[str, int]]:
+            qrels = current.data.qrels if task.name == current.task.name else \
+                task.load(self.data_dir, only_task=self.only_task).qrels
+            return {q: dict(qrels[q]) for q in query_ids if q in qrels}
+
+        def hold_out(query_ids, **scores) -> int:
+            current.held_out = set(query_ids)
+            current.extra_scores = scores
+            return sum(1 for q in current.data.qrels if q not in current.held_out)
+
+        return context.with_(corpus=current.data.corpus, data_folder=current.data.folder, saved_run=saved_run,
+                             tuning_judgments=tuning_judgments, hold_out=hold_out)
+
+    def saved_run(self, retriever: str, options: tuple[str, ...], task: TaskSpec, queries, current: _Current,
+                  context: Context, phase: Phases, step):
+        """The run of this run's rewriter + ``retriever`` on ``task``: from its own results folder
+        when its identity matches, else computed (with ``queries`` when given: already rewritten)
+        and saved there."""
+        sub = self.subpipeline(retriever, options, context)
+        folder = ResultFolder(self.output, sub.spec())
+        here = task.name == current.task.name
+        data_id = current.data_id if here else task.data_identity(self.data_dir, only_task=self.only_task)
+        with locked([folder], self.waiting):
+            folder.claim()
+            key = (folder.path, task.name)
+            if (key in self.fresh or not self.overwrite) and _reusable(folder, task, data_id):
+                return folder.read_run(task.name)
+            started = time.time()
+            data = current.data if here else task.load(self.data_dir, only_task=self.only_task)
+            if not here:
+                data_id = task.data_identity(self.data_dir, only_task=self.only_task, revision=data.revision)
+                context = context.with_(corpus=data.corpus, data_folder=data.folder)
+            if queries is None:
+                ranked = _first_stage(sub, task, data, phase, step, context)
+            else:
+                ranked = _search(sub, task, data, list(queries), phase, step, context)
+            _save(folder, task, data, data_id, ranked, started, phase)
+            self.fresh.add(key)
+            return ranked
+
+    def subpipeline(self, retriever: str, options: tuple[str, ...], context: Context) -> Pipeline:
+        """This run's rewriter (the same instance) + another retriever, created once per run."""
+        key = (retriever, options)
+        if key not in self.subpipelines:
+            if self.registry is None:
+                raise PluginError(f"saved run of '{retriever}': run_pipeline was given no registry")
+            stages = {"retriever": retriever_stage(self.registry, retriever, options, context)}
+            if "rewriter" in self.pipeline.stages:
+                stages = {"rewriter": self.pipeline.stages["rewriter"], **stages}
+            self.subpipelines[key] = Pipeline(stages, self.pipeline.top_k)
+        return self.subpipelines[key]
 
 
 def _reusable(folder: ResultFolder, task: TaskSpec, data_id: dict) -> bool:
@@ -248,60 +314,11 @@ def _save(folder: ResultFolder, task: TaskSpec, data: TaskData, data_id: dict, r
     return scores["main_score"], len(per_query)
 
 
-def _held_out(data: TaskData, tuning: set[str]) -> tuple[TaskData, int]:
-    """The task without its tuning queries (a tuned number is never measured on them)."""
-    held_out = {q: r for q, r in data.qrels.items() if q not in tuning}
-    n_tuned = len(data.qrels) - len(held_out)
-    if not n_tuned or not held_out:
-        raise UserError(f"{data.source}: -o hybrid.tune needs judged queries both to tune on and to score "
-                        f"({n_tuned} to tune, {len(held_out)} left)")
-    scored = TaskData(data.corpus, [q for q in data.queries if q.id in held_out], held_out, data.revision,
-                      data.source, data.warnings, data.folder)
-    return scored, n_tuned
-
-
-def _tune_by_group(pipeline: Pipeline, tasks: list[TaskSpec], member_folders, *, data_dir, overwrite, context,
-                   console: Console, step) -> dict[str, list[float]]:
-    """Per task group (a task outside R2MED's groups is its own group), the weights maximising the
-    mean over the group's tasks of mean nDCG@10 on each task's tuning queries. Members' runs are
-    computed (and saved) here, so the scoring pass reuses them."""
-    fuser = pipeline.retriever.instance
-    groups: dict[str, list[tuple[list, dict]]] = {}
-    for task in tasks:
-        step(f"{task.short_name}: members")
-        data = task.load(data_dir, only_task=len(tasks) == 1)
-        _held_out(data, fuser.tuning_queries(task))  # refuse a split that leaves nothing to tune or score
-        data_id = task.data_identity(data_dir, only_task=len(tasks) == 1, revision=data.revision)
-        task_context = context.with_(corpus=data.corpus, data_folder=data.folder)
-        runs = [_member_run(member, folder, task, data, data_id, Phases(), step, task_context, overwrite, time.time())
-                for member, folder in zip(pipeline.members, member_folders)]
-        tune_qrels = {q: r for q, r in data.qrels.items() if q in fuser.tuning_queries(task)}
-        groups.setdefault(task.group or task.name, []).append((runs, tune_qrels))
-    chosen = {}
-    for group, members in groups.items():
-        best, best_value = None, -1.0
-        for weights in fuser.weight_grid():
-            values = []
-            for runs, tune_qrels in members:
-                fused = fuser.fuse(runs, top_k=pipeline.top_k, weights=weights)
-                values.append(score({q: d for q, d in fused.items() if q in tune_qrels}, tune_qrels)[0]["ndcg_at_10"])
-            value = sum(values) / len(values)
-            if value > best_value:
-                best, best_value = weights, value
-        chosen[group] = best
-        console.print(f"{escape(group)}: weights {best} tuned on {sum(len(q) for _, q in members)} queries "
-                      f"of {len(members)} task{'s' if len(members) != 1 else ''}")
-    return chosen
-
-
-def _member_run(member: Pipeline, folder: ResultFolder, task: TaskSpec, data: TaskData, data_id: dict,
-                phase: Phases, step, context: Context, overwrite: bool, started: float):
-    """A fused member's run: from its saved results when they have its identity, else computed and saved."""
-    if not overwrite and _reusable(folder, task, data_id):
-        return folder.read_run(task.name)
-    ranked = _first_stage(member, task, data, phase, step, context)
-    _save(folder, task, data, data_id, ranked, started, phase)
-    return ranked
+def _without(data: TaskData, held_out: set[str]) -> TaskData:
+    """The task without the held-out queries."""
+    qrels = {q: r for q, r in data.qrels.items() if q not in held_out}
+    return TaskData(data.corpus, [q for q in data.queries if q.id in qrels], qrels, data.revision, data.source,
+                    data.warnings, data.folder)
 
 
 def _first_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, phase: Phases, step, context: Context):
@@ -314,7 +331,12 @@ def _first_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, phase: Phas
             queries = stage.instance.rewrite(queries, task=task, context=context)
         if sorted(q.id for q in queries) != sorted(q.id for q in data.queries):
             raise PluginError(f"{stage.label} must return one rewritten query per input query")
+    return _search(pipeline, task, data, queries, phase, step, context)
 
+
+def _search(pipeline: Pipeline, task: TaskSpec, data: TaskData, queries: list[Query], phase: Phases, step,
+            context: Context):
+    """The retriever over (rewritten) queries: each query's top-k documents."""
     retriever = pipeline.retriever
     if not isinstance(retriever.instance, CombinesGenerated):  # the documented default, never silence
         queries = [Query(q.id, default_query(q)) if q.generated else q for q in queries]

@@ -42,6 +42,7 @@ PUBLIC = {
     "r2med_tasks.data",  # Corpus, Query, reading JSONL
     "r2med_tasks.encoders",  # devices, dtypes, batching, sentence-transformers
     "r2med_tasks.errors",  # UserError, PluginError
+    "r2med_tasks.evaluation",  # scoring a run against judgments (tuning on a user's split)
     "r2med_tasks.fusion",  # fusing rankings
     "r2med_tasks.hookspecs",  # hookimpl
     "r2med_tasks.journal",  # append-only caches

@@ -231,11 +231,13 @@ def test_sentinels_are_none(reg):
     assert reg.component("llm-rerank").spec.defaults["max_tokens"] is None
 
 
-def test_llm_reranker_sampling_unset_is_the_servers_default(reg):
+def test_llm_reranker_sampling_unset_is_the_servers_default(reg, tmp_path):
+    from r2med_tasks.pipelines import base_context
+
     default = build_pipeline(reg, ["bm25", "llm-rerank"], ["llm=openai:gpt-4o"])
     unset = build_pipeline(reg, ["bm25", "llm-rerank"], ["llm=openai:gpt-4o", "temperature=none", "max_tokens=64"])
-    instantiate(default)
-    instantiate(unset)
+    instantiate(default, base_context(reg, cache_dir=tmp_path))
+    instantiate(unset, base_context(reg, cache_dir=tmp_path))
     assert default.stages["reranker"].instance.sampling["temperature"] == 0.0
     assert default.stages["reranker"].instance.sampling["max_tokens"] is None
     assert unset.stages["reranker"].instance.sampling["temperature"] is None
@@ -244,11 +246,13 @@ def test_llm_reranker_sampling_unset_is_the_servers_default(reg):
 
 # -- through the pipeline and the command line -----------------------------------------------------
 
-def test_weights_arrive_as_floats(reg):
+def test_weights_arrive_as_floats(reg, tmp_path):
+    from r2med_tasks.pipelines import base_context
+
     pipeline = build_pipeline(reg, ["hybrid"], ["members=bm25,bm25-okapi", "weights=0.2,0.8", "rrf_k=10"])
     assert pipeline.retriever.options["weights"] == (0.2, 0.8)
     assert pipeline.retriever.options["rrf_k"] == 10
-    instantiate(pipeline)
+    instantiate(pipeline, base_context(reg, cache_dir=tmp_path))
     assert pipeline.retriever.instance.weights == [0.2, 0.8]
     # the recorded configuration stays JSON-shaped: tuples are lists, numbers numbers
     options = canonical(pipeline.config())["retriever"]["options"]

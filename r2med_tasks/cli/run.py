@@ -68,17 +68,17 @@ def run_command(plugin_names, task_names, data_dir, output, options, top_k, devi
         reg.check()
         pipeline = build_pipeline(reg, list(plugin_names), list(options), top_k=top_k, device=device)
         tasks = choose_tasks(reg, list(task_names), data_dir)
-        if dry_run:
-            with hub_offline():
-                instantiate(pipeline)
-                print_plan(plan(pipeline, tasks, output=output, data_dir=data_dir, overwrite=overwrite), as_json)
-            return
-        instantiate(pipeline)
         context = base_context(reg, cache_dir=cache_dir or default_cache_dir(),
                                log=lambda line: err.print(escape(line), soft_wrap=True))
+        if dry_run:
+            with hub_offline():
+                instantiate(pipeline, context)
+                print_plan(plan(pipeline, tasks, output=output, data_dir=data_dir, overwrite=overwrite), as_json)
+            return
+        instantiate(pipeline, context)
         try:
             folder, outcomes = run_pipeline(pipeline, tasks, output=output, data_dir=data_dir,
-                                            overwrite=overwrite, context=context, console=err)
+                                            overwrite=overwrite, context=context, console=err, registry=reg)
         except KeyboardInterrupt:
             interrupted(pipeline, output)
             raise click.exceptions.Exit(130) from None
@@ -164,8 +164,6 @@ def print_plan(plan: dict, as_json: bool) -> None:
         out.print(f"  (mteb experiment {escape(plan['experiment'])} of {escape(plan['model_name'])})")
     if plan["first_stage_dir"]:
         out.print(f"First stage (saved and reused): {escape(plan['first_stage_dir'])}")
-    for member in plan["member_dirs"]:
-        out.print(f"Member run (saved and reused): {escape(member)}")
     table = Table(title_justify="left")
     for col in ("Task", "Group", "Data", "Would"):
         table.add_column(col)
