@@ -49,6 +49,7 @@ class ComponentSpec:
     reference: str | None = None
     members_option: str | None = None
     kind: ClassVar[str] = "component"
+    core_options: ClassVar[tuple[str, ...]] = ()  # the harness's, added to every spec of the kind; never the factory's
 
     def __post_init__(self) -> None:
         if isinstance(self.options, Mapping):  # legacy: {key: default}
@@ -85,8 +86,8 @@ class ComponentSpec:
                context: Any = None) -> Any:
         """The component: ``factory(**values)``, the defaults overridden by ``options`` (values
         ``parse`` returned); a composite also gets ``member_options`` and ``context``."""
-        values = {**self.defaults, **options}
-        missing = [k for k in self.options.model_fields if k not in values]
+        values = {k: v for k, v in {**self.defaults, **options}.items() if k not in self.core_options}
+        missing = [k for k in self.options.model_fields if k not in values and k not in self.core_options]
         if missing:
             raise UserError(f"{self.kind} '{self.name}' needs " + ", ".join(f"-o {self.name}.{k}=..." for k in missing))
         if self.members_option:
@@ -104,9 +105,34 @@ class RewriterSpec(ComponentSpec):
     kind: ClassVar[str] = "rewriter"
 
 
+KEEP_TAIL = "keep_tail"
+KEEP_TAIL_HELP = ("keep the first stage's documents below the reranked top rerank_k, in their order (default: "
+                  "only the reranked list is scored, as published)")
+_WITH_CORE_OPTIONS: set[type] = set()
+
+
 @dataclass(frozen=True)
 class RerankerSpec(ComponentSpec):
+    """A reranker. Every reranker also accepts the harness's ``-o keep_tail=true`` (handled by the
+    runner, never passed to the factory): the published runs score only the reranked top
+    ``rerank_k``; with it the first stage's remaining documents stay below them."""
+
     kind: ClassVar[str] = "reranker"
+    core_options: ClassVar[tuple[str, ...]] = (KEEP_TAIL,)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.options in _WITH_CORE_OPTIONS:
+            return
+        if KEEP_TAIL in self.options.model_fields:
+            raise TypeError(f"reranker '{self.name}': option '{KEEP_TAIL}' is the harness's (every reranker has "
+                            "it); give the plugin's option another name")
+        from pydantic import Field, create_model
+
+        extended = create_model(self.options.__name__, __base__=self.options,
+                                **{KEEP_TAIL: (bool, Field(False, description=KEEP_TAIL_HELP))})
+        _WITH_CORE_OPTIONS.add(extended)
+        object.__setattr__(self, "options", extended)
 
 
 @dataclass(frozen=True)

@@ -162,36 +162,51 @@ def build_task_data(corpus_rows: Rows, query_rows: Rows, qrels_rows: Rows, *, re
     if not queries:
         raise UserError(f"{source}: {query_rows.name} is empty; a task needs at least one query")
 
+    # Scored as the published evaluation scored (BEIR's EvaluateRetrieval over pytrec_eval with the
+    # full qrels): judgments naming documents the corpus lacks are kept (they count in recall and in
+    # nDCG's ideal ranking, never retrieved), queries whose judgments are all 0 are kept (scored 0),
+    # and only queries without any judgment, or judgments of unknown queries, are left out.
     doc_set, query_set = set(ids), set(query_ids)
     qrels: dict[str, dict[str, int]] = {}
-    unknown_q = unknown_d = 0
+    unknown_q = absent = absent_relevant = 0
     columns = [_column(qrels_rows, name, kind) for name, kind in (("q_id", str), ("p_id", str), ("score", int))]
     for qid, pid, score in zip(*columns):
         if qid not in query_set:
             unknown_q += 1
-        elif pid not in doc_set:
-            unknown_d += 1
-        else:
-            qrels.setdefault(qid, {})[pid] = score
+            continue
+        if pid not in doc_set:
+            absent += 1
+            absent_relevant += score > 0
+        qrels.setdefault(qid, {})[pid] = score
 
     warnings = []
-    if unknown_q or unknown_d:
+    if unknown_q:
+        warnings.append(f"{source}: ignored {unknown_q} {qrels_rows.name} rows naming unknown queries")
+    if absent:
         warnings.append(
-            f"{source}: ignored {unknown_q + unknown_d} {qrels_rows.name} rows naming "
-            f"{unknown_q} unknown queries and {unknown_d} unknown documents"
+            f"{source}: {absent} {qrels_rows.name} rows ({absent_relevant} relevant) name documents missing from "
+            "the corpus; kept, as in the published evaluation: they count in recall and nDCG but are never retrieved"
         )
-    judged = [q for q in queries if any(s > 0 for s in qrels.get(q.id, {}).values())]
+    judged = [q for q in queries if q.id in qrels]
     if len(judged) < len(queries):
         warnings.append(
-            f"{source}: {len(queries) - len(judged)} of {len(queries)} queries have no relevant "
-            "document and are not evaluated"
+            f"{source}: {len(queries) - len(judged)} of {len(queries)} queries have no judgment "
+            "and are not evaluated"
         )
-    if not judged and (unknown_q or unknown_d):
-        raise UserError(f"{qrels_rows.name}: no judged query left to evaluate: {unknown_d} rows name documents "
-                        f"missing from the corpus, {unknown_q} name unknown queries; are the task's files from "
-                        "one dataset and complete?")
-    if not judged:
+    unjudged = sum(1 for q in judged if not any(s > 0 for s in qrels[q.id].values()))
+    if unjudged and unjudged < len(judged):
+        warnings.append(
+            f"{source}: {unjudged} of {len(judged)} evaluated queries have no relevant document; they score 0 "
+            "and count in the averages, as in the published evaluation"
+        )
+    if unjudged == len(judged) and unknown_q:
+        raise UserError(f"{qrels_rows.name}: no judged query left to evaluate: {unknown_q} rows name unknown "
+                        "queries; are the task's files from one dataset and complete?")
+    if unjudged == len(judged):
         raise UserError(f"{source}: no query has a relevant document in {qrels_rows.name}; nothing to evaluate")
+    if not any(s > 0 and pid in doc_set for qid in qrels for pid, s in qrels[qid].items()):
+        raise UserError(f"{qrels_rows.name}: no relevant judgment names a document of the corpus ({absent} rows "
+                        "name documents missing from it); are the task's files from one dataset and complete?")
     qrels = {q.id: qrels[q.id] for q in judged}
     return TaskData(Corpus(ids, texts, corpus_checksum), judged, qrels, revision, source, warnings)
 
@@ -256,8 +271,8 @@ def load_hub(path: str, revision: str) -> TaskData:
 
 
 def read_qrels(path: Path) -> dict[str, dict[str, int]]:
-    """Judgments from R2MED's qrels.jsonl or a TREC qrels file (``qid 0 docid relevance``);
-    queries without a relevant document are left out, as everywhere else."""
+    """Judgments from R2MED's qrels.jsonl or a TREC qrels file (``qid 0 docid relevance``), all of
+    them: as everywhere else, a query whose judgments are all 0 is scored (0), as published."""
     table: dict[str, dict[str, int]] = {}
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
@@ -272,4 +287,4 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
         except (ValueError, KeyError, TypeError):
             raise UserError(f"{path}:{n}: expected a qrels.jsonl row or 'qid 0 docid relevance'") from None
         table.setdefault(qid, {})[pid] = rel
-    return {q: docs for q, docs in table.items() if any(v > 0 for v in docs.values())}
+    return table

@@ -15,6 +15,10 @@ from .runs import Ranking, Run, rank
 
 K_VALUES = (1, 3, 5, 10, 20, 100, 1000)
 MAIN_SCORE = "ndcg_at_10"
+# How a run is scored, part of every run's identity (results scored another way are recomputed): as
+# the published evaluation (BEIR's ``EvaluateRetrieval.evaluate``, pytrec_eval inside) with the full
+# judgments, absent documents included, averaged over every query holding a judgment, all-0 ones too.
+SCORING = "full-qrels/all-judged-queries"
 PER_QUERY = {"ndcg_at_10": "ndcg_cut_10", "recall_at_10": "recall_10", "recall_at_100": "recall_100",
              "map_at_10": "map_cut_10"}
 

@@ -1,5 +1,5 @@
 """Lay a run out as the public MTEB results repository expects, and say what stands in the way of
-a pull request being merged there (its CI and review rules, mteb-notes §3.5)."""
+a pull request being merged there (the CI and review rules of embeddings-benchmark/results)."""
 
 from __future__ import annotations
 

@@ -7,6 +7,11 @@ rounded half-up, the convention that reproduces every published average. A syste
 datasets (or, for published rows, a published average) ranks by that average, ties in the order
 listed; systems missing datasets come after, marked.
 
+The authors' repository (R2MED/R2MED) holds the published runs with every metric, including runs
+that are not leaderboard rows (``published.py``, shipped as ``data/published/``): ``published_rows``
+gives the leaderboard's rows (``which="leaderboard"``, the default) or those and the repository's
+other runs (``which="all"``); each row says which it is (``kind``) and where its figures come from.
+
 Rows are keyed by identity, never by display name: a result is one model at one revision in one
 configuration (mteb's experiment) on official or local data, so the same system written by mteb and
 by r2med-run is one row, and option variants are rows of their own, labelled by what differs. A
@@ -22,10 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .evaluation import leaderboard_average, leaderboard_value
+from .published import PUBLISHED_CSV, REPOSITORY
+from .published import provenance as run_provenance
+from .published import published_runs
 from .results import EXPERIMENTS, canonical, experiment_name, pipeline_record, slug
 from .tasks import R2MED_TASKS
 
-PUBLISHED_CSV = Path(__file__).parent / "data" / "leaderboard" / "r2med_leaderboard.csv"
 SHORT = {t.name: t.short_name for t in R2MED_TASKS}
 PINNED = {t.name: t.revision for t in R2MED_TASKS}
 
@@ -45,6 +52,8 @@ class Row:
     config: dict | None = None  # a run's configuration, as r2med-run recorded it
     display_name: str = ""  # a run's pipeline name without its variant (published rows match on it)
     local: bool = False  # scored on data other than R2MED's at mteb's pinned revisions
+    kind: str = "run"  # "leaderboard" (a leaderboard row), "repository" (a run of the authors' repository only), "run"
+    provenance: list[str] = field(default_factory=list)  # where a published row's figures come from
 
     @property
     def complete(self) -> bool:
@@ -60,22 +69,49 @@ class Row:
         return {"system": self.system, "rewriter": self.rewriter, "retriever": self.retriever,
                 "reranker": self.reranker, "average": self.average, "complete": self.complete,
                 **{SHORT[t.name]: self.scores.get(t.name) for t in R2MED_TASKS},
-                "source": self.source, "notes": self.notes, "local_data": self.local}
+                "source": self.source, "notes": self.notes, "local_data": self.local, "kind": self.kind,
+                "provenance": self.provenance}
 
 
-def published_rows(path: Path = PUBLISHED_CSV) -> list[Row]:
+PUBLISHED_CHOICES = ("leaderboard", "all", "none")
+
+
+def published_rows(path: Path = PUBLISHED_CSV, which: str = "leaderboard") -> list[Row]:
+    """The published rows: the leaderboard's (``which="leaderboard"``), those and the authors'
+    repository's other runs (``"all"``), or none."""
+    if which not in PUBLISHED_CHOICES:
+        raise ValueError(f"which={which!r}: one of {', '.join(PUBLISHED_CHOICES)}")
+    if which == "none":
+        return []
+    linked = {r["name"]: r for r in published_runs("leaderboard")}
     rows = []
     with path.open(encoding="utf-8", newline="") as f:
         for record in csv.DictReader(f):
             scores = {t.name: float(record[t.short_name]) for t in R2MED_TASKS if record[t.short_name].strip()}
+            run = linked.get(record["name"])
             row = Row(record["name"], record["rewriter"], record["retriever"], record["reranker"], scores,
                       source=f"published ({record['source'].split(' (')[0].split(';')[0]})",
-                      command=record.get("command") or "", key=("published", record["name"].lower()))
+                      command=record.get("command") or "", key=("published", record["name"].lower()),
+                      kind="leaderboard", provenance=[record["source"], *(run_provenance(run) if run else [])])
             if not row.complete:
                 row.published_average = float(record["avg"])
                 row.notes.append("average only: per-dataset values not published")
             rows.append(row)
+    if which == "all":
+        rows += [repository_row(run) for run in published_runs("repository")]
     return rows
+
+
+def repository_row(run: dict) -> Row:
+    """A run of the authors' repository that is not a leaderboard row, as a row (nDCG@10 ×100)."""
+    scores = {t.name: leaderboard_value(run["metrics"][t.short_name]["ndcg_at_10"]) for t in R2MED_TASKS}
+    commit = next(reversed(run["files"]))
+    row = Row(run["name"], run["rewriter"], run["retriever"], run["reranker"], scores,
+              source=f"published (R2MED/R2MED results @{commit})", command=run["command"],
+              key=("published", run["name"].lower()), kind="repository", provenance=run_provenance(run))
+    if run.get("note"):
+        row.notes.append(run["note"])
+    return row
 
 
 def published_row(system: str) -> Row | None:
@@ -136,7 +172,10 @@ def result_rows(folder: Path, warn) -> list[Row]:
             continue  # another benchmark's task
         run = path.parent
         identity = _identity(run, task)
-        if identity:
+        record = pipeline_record(run)
+        if isinstance(record.get("published"), dict):  # the shipped published results: the published data
+            official = True
+        elif identity:
             official = identity["data"].get("official") is True
         else:  # written by mteb, or before identities: official when at mteb's pinned revision
             official = data.get("dataset_revision") == PINNED[task]
@@ -186,24 +225,40 @@ def _run_row(run: Path, key: tuple, local: bool) -> Row:
     if not record and isinstance(kwargs, dict) and kwargs:  # an mteb experiment, named as mteb names it
         name = f"{name} ({', '.join(f'{k}={v}' for k, v in sorted(kwargs.items()))})"
     config = record.get("config") if isinstance(record.get("config"), dict) else None
+    published = record.get("published")
+    kind = str(published.get("kind", "leaderboard")) if isinstance(published, dict) else "run"
     return Row(str(name), source=("local data: " if local else "") + str(run), key=key, config=config,
-               display_name=str(record.get("name") or name), local=local)
+               display_name=str(record.get("name") or name), local=local, kind=kind, provenance=[str(run)])
+
+
+def keep_published(rows: list[Row], which: str) -> list[Row]:
+    """Rows from results folders without the shipped published rows of a kind not asked for (the
+    shipped ``results/`` holds every published run; ``--published`` chooses which are shown)."""
+    kinds = {"leaderboard": {"leaderboard"}, "all": {"leaderboard", "repository"}, "none": set()}[which]
+    return [r for r in rows if r.kind == "run" or r.kind in kinds]
 
 
 def merge(rows: list[Row]) -> list[Row]:
     """One row per identity; a later source with different numbers adds a note to the first. A run
-    joins a published row only when it is that row's configuration on official data."""
+    joins a published row only when it is that row's configuration on official data: the row of
+    the run's name, else a row named by it and a parenthesis ("NV-Embed-v2 + monoBERT
+    (rerank_k=100)", a repository run of another setting)."""
     merged: dict[tuple, Row] = {}
     commands: dict[str, dict | None] = {}
     for row in rows:
         key = row.key
         if row.config is not None and not row.local:
-            published = merged.get(("published", row.display_name.lower()))
-            if published is not None and published.command:
+            name = row.display_name.lower()
+            candidates = [merged[k] for k in merged if k[0] == "published" and k[1] == name]
+            candidates += [merged[k] for k in merged if k[0] == "published" and k[1].startswith(name + " (")]
+            for published in candidates:
+                if not published.command:
+                    continue
                 if published.command not in commands:
                     commands[published.command] = command_config(published.command)
                 if commands[published.command] == canonical(row.config):
                     key = published.key
+                    break
         if key not in merged:
             merged[key] = row
             continue
@@ -272,7 +327,8 @@ def render(rows, tasks: list[str], fmt: str, commands: bool = False):
         keys = ([h.lower() for h in header] if commands else
                 ["rank", "system", "rewriter", "retriever", "reranker", "average", *(SHORT[t] for t in tasks), "source"])
         keys = ["average" if k == "avg" else k for k in keys]
-        return json.dumps([{**dict(zip(keys, rec)), "local_data": r.local} for rec, r in zip(records, rows)],
+        extra = (lambda r: {}) if commands else (lambda r: {"kind": r.kind, "provenance": r.provenance})
+        return json.dumps([{**dict(zip(keys, rec)), "local_data": r.local, **extra(r)} for rec, r in zip(records, rows)],
                           indent=2) + "\n"
 
     def cell(v):
@@ -297,42 +353,111 @@ def render(rows, tasks: list[str], fmt: str, commands: bool = False):
     return table
 
 
-PUBLISHED_ORG = "r2med-leaderboard"
+PUBLISHED_ORG = "r2med-leaderboard"  # the leaderboard's rows
+REPOSITORY_ORG = "r2med-repository"  # the authors' repository's other runs
+# Medical-Sciences was updated on the hub (2025-06-05) after the published runs; mteb pins the
+# updated revision. The published results say so instead of claiming a revision they never saw.
+PRE_UPDATE = {"R2MEDMedicalSciencesRetrieval": "before-1b48911514c80bf9182222d99752ad75e23b4b47"}
+
+
+def published_revision(task_name: str) -> str:
+    """The dataset revision a published result records: mteb's pinned revision (the data the
+    published runs used), except where the hub data changed after them (a ``before-<revision>``
+    marker naming the pinned revision they predate)."""
+    return PRE_UPDATE.get(task_name, PINNED[task_name])
 
 
 def write_published(dest: Path) -> list[Path]:
-    """The published rows as mteb results (``dest/<org__system>/published/``): a TaskResult per
-    dataset (nDCG@10 only, the one metric published), ``model_meta.json`` and, in
-    ``r2med/pipeline.json``, the system's name and provenance. Generated from the shipped CSV, so
-    the files are computed, never hand-written."""
+    """Every published run as mteb results: the leaderboard's rows in
+    ``dest/r2med-leaderboard__<system>/published/``, the authors' repository's other runs in
+    ``dest/r2med-repository__<system>/published/``. Each holds a TaskResult per dataset (every
+    metric the authors report where their repository has the run, else nDCG@10, the one metric the
+    leaderboard shows), ``model_meta.json`` and, in ``r2med/pipeline.json``, the system's name,
+    kind and provenance. Generated from the shipped data, so the files are computed, never
+    hand-written."""
     from . import atomic
     from .tasks import R2MED_TASKS as TASKS
 
+    linked = {r["name"]: r for r in published_runs("leaderboard")}
+    repository = {r["name"]: r for r in published_runs("repository")}
     written = []
-    for row in published_rows():
+    for row in published_rows(which="all"):
+        run = linked.get(row.system) if row.kind == "leaderboard" else repository[row.system]
+        org = PUBLISHED_ORG if row.kind == "leaderboard" else REPOSITORY_ORG
         name = slug(row.system)
-        folder = dest / f"{PUBLISHED_ORG}__{name}" / "published"
+        folder = dest / f"{org}__{name}" / "published"
         for task in TASKS:
-            if task.name not in row.scores:
+            if run is not None:
+                metrics = dict(run["metrics"][task.short_name])
+            elif task.name in row.scores:
+                metrics = {"ndcg_at_10": round(row.scores[task.name] / 100, 6)}
+            else:
                 continue
-            value = round(row.scores[task.name] / 100, 6)
             atomic.write_json(folder / f"{task.name}.json", {
-                "dataset_revision": task.revision, "task_name": task.name, "mteb_version": None,
-                "scores": {"test": [{"ndcg_at_10": value, "main_score": value, "hf_subset": "default",
+                "dataset_revision": published_revision(task.name), "task_name": task.name, "mteb_version": None,
+                "scores": {"test": [{**metrics, "main_score": metrics["ndcg_at_10"], "hf_subset": "default",
                                      "languages": ["eng-Latn"]}]},
                 "evaluation_time": None, "kg_co2_emissions": None})
             written.append(folder / f"{task.name}.json")
-        atomic.write_json(folder / "model_meta.json", {"name": f"{PUBLISHED_ORG}/{name}", "revision": "published",
-                                                       "reference": "https://r2med.github.io/#leaderboard"})
+        reference = "https://r2med.github.io/#leaderboard" if row.kind == "leaderboard" else \
+            f"https://github.com/R2MED/R2MED/tree/{next(reversed(run['files']))}/results"
+        atomic.write_json(folder / "model_meta.json", {"name": f"{org}/{name}", "revision": "published",
+                                                       "reference": reference})
         atomic.write_json(folder / "r2med" / "pipeline.json", {
-            "name": row.system, "published": {"rewriter": row.rewriter, "retriever": row.retriever,
+            "name": row.system, "published": {"kind": row.kind, "rewriter": row.rewriter, "retriever": row.retriever,
                                               "reranker": row.reranker, "average": row.average,
-                                              "source": row.source, "notes": row.notes}})
+                                              "command": row.command, "source": row.source,
+                                              "provenance": row.provenance, "notes": row.notes}})
         written += [folder / "model_meta.json", folder / "r2med" / "pipeline.json"]
     return written
 
 
-if __name__ == "__main__":  # python -m r2med_tasks.leaderboard results  (regenerates the shipped files)
+# docs/reproducing.md's table of every published run sits between these lines (a test checks it
+# equals ``runs_table()``; regenerate with ``python -m r2med_tasks.leaderboard table``).
+TABLE_START = "<!-- published runs: generated by `python -m r2med_tasks.leaderboard table` -->"
+TABLE_END = "<!-- end of published runs -->"
+AS_THE_AUTHORS = "reproduced as the authors ran it (*)"
+
+
+def known_difference(row) -> str:
+    """What is still known to differ between a published row and its command (beyond the notes
+    that apply to every run: Medical-Sciences' hub update, float-level differences)."""
+    if row.kind == "leaderboard" and not row.command:
+        return "no command: an external submission, average only"
+    if row.reranker != "-" and "ReasonRank" in row.reranker:
+        return "ReasonRank's own runs; `llm-rerank` cuts passages by words, not tokens"
+    if row.system == "MedCPT":
+        return ("9.02 matches no known configuration; the command reproduces the repository's 7.87 "
+                "(MedCPT (repository))")
+    if row.system == "MedCPT (repository)":
+        return AS_THE_AUTHORS + " (Article encoder for queries)"
+    if row.reranker != "-":
+        return AS_THE_AUTHORS
+    if row.kind == "leaderboard" and "R2MED/R2MED@" not in " ".join(row.provenance):
+        return "not in the authors' repository: the leaderboard's nDCG@10 only"
+    return "–"
+
+
+def runs_table() -> str:
+    """Every published run (leaderboard rows first, in rank order, then the repository's other
+    runs) with its average, where its figures come from, its command and any known difference."""
+    lines = [TABLE_START, "", "| # | run | kind | avg | figures | command | known difference |",
+             "|---|---|---|---|---|---|---|"]
+    for i, row in enumerate(published_rows(which="all"), 1):
+        commits = [p.split("@")[1].split(":")[0] for p in row.provenance if p.startswith(f"{REPOSITORY}@")]
+        figures = ("repo " + ", ".join(commits)) if commits else "leaderboard"
+        if row.kind == "leaderboard" and commits:
+            figures = "leaderboard; repo " + ", ".join(commits)
+        average = f"{row.average:.2f}" if row.average is not None else ""
+        cells = [str(i), row.system, row.kind, average, figures, row.command or "–", known_difference(row)]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join([*lines, "", TABLE_END]) + "\n"
+
+
+if __name__ == "__main__":  # regenerates the shipped files: python -m r2med_tasks.leaderboard [results | table]
     import sys
 
-    write_published(Path(sys.argv[1] if len(sys.argv) > 1 else "results"))
+    if sys.argv[1:] == ["table"]:
+        print(runs_table(), end="")
+    else:
+        write_published(Path(sys.argv[1] if len(sys.argv) > 1 else "results"))

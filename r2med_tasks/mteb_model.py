@@ -54,7 +54,7 @@ class SearchModel:
                hf_subset: str = "default", top_k: int = 100, encode_kwargs: Any = None, top_ranked: Any = None,
                num_proc: int | None = None, **kwargs: Any) -> dict[str, dict[str, float]]:
         from .combine import default_query
-        from .components import CombinesGenerated, RerankDepth
+        from .components import KEEP_TAIL, CombinesGenerated, RerankDepth
         from .data import Query
 
         task = self.task_of(task_metadata.name)
@@ -74,4 +74,13 @@ class SearchModel:
         k = (reranker.rerank_k if isinstance(reranker, RerankDepth) else None) or top_k
         heads = {q: dict(sorted(docs.items(), key=lambda kv: -kv[1])[:k]) for q, docs in run.items()}
         scores = reranker.rerank(asked, self._corpus, heads, task=task, context=context)
-        return {q: scores.get(q, {}) for q in run}
+        stage = stages["reranker"]
+        if not {**stage.spec.defaults, **stage.options}.get(KEEP_TAIL, False):
+            return {q: scores.get(q, {}) for q in run}  # the reranked list only, as published
+        out = {}
+        for q, docs in run.items():
+            head = {d: float(s) for d, s in scores.get(q, {}).items()}
+            floor = min(head.values(), default=0.0)
+            tail = [d for d, _ in sorted(docs.items(), key=lambda kv: -kv[1])[k:]]
+            out[q] = {**head, **{d: floor - i - 1.0 for i, d in enumerate(tail)}}
+        return out

@@ -203,7 +203,9 @@ def _route_options(stages: dict[str, Stage], option_tokens: list[str], registry:
     for token, prefix, key, raw in prefixed:
         owners = [s for s in stages.values() if prefix in _members(s)]
         if not owners:
-            raise UserError(f"-o {token}: '{prefix}' is neither a selected component nor a member "
+            what = ("neither a selected component nor a member" if any(s.spec.members_option for s in stages.values())
+                    else "not a selected component")
+            raise UserError(f"-o {token}: '{prefix}' is {what} "
                             f"(selected: {', '.join(s.spec.name for s in stages.values())})")
         spec = _member_spec(registry, prefix)
         if key not in spec.option_fields():

@@ -33,7 +33,7 @@ from typing import Any
 
 from . import atomic
 from .errors import UserError
-from .evaluation import PER_QUERY
+from .evaluation import PER_QUERY, SCORING
 from .runs import Ranking, read_trec, write_trec
 
 FORMAT = 2  # of the identity files; results without one were written by r2med before run identities
@@ -122,7 +122,7 @@ class RunSpec:
         return f"{self.display_name} ({shown})"
 
     def task_identity(self, task: str, data: dict[str, Any]) -> dict[str, Any]:
-        return canonical({"format": FORMAT, "task": task, "data": data, "config": self.config,
+        return canonical({"format": FORMAT, "task": task, "data": data, "scoring": SCORING, "config": self.config,
                           "models": self.models, "code": self.code})
 
 

@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from .combine import default_query
-from .components import CombinesGenerated, RerankDepth
+from .components import KEEP_TAIL, CombinesGenerated, RerankDepth
 from .context import Context
 from .data import Query, TaskData
 from .errors import PluginError, UserError
@@ -232,7 +232,7 @@ class _Run:
         empty = [qid for qid, docs in ranked.items() if not docs]
         if empty:
             self.console.print(f"[yellow]warning:[/] {task.name}: {len(empty)} queries got no documents; "
-                               "pytrec_eval leaves them out of the averages")
+                               "they score 0 in the averages")
         step("scoring")
         with phase("Scoring"):
             ndcg, n = _save(folder, task, data, data_id, ranked, started, phase, extra_scores)
@@ -353,8 +353,10 @@ def _search(pipeline: Pipeline, task: TaskSpec, data: TaskData, queries: list[Qu
 def _rerank(stage: Stage, task: TaskSpec, data: TaskData, ranked, phase: Phases, step, context: Context,
             depth: int):
     """Re-score each query's first ``rerank_k`` documents (the original query text, as published);
-    the rest keep their first-stage order below them."""
+    only they are scored, as published, unless ``-o keep_tail=true`` keeps the rest below them in
+    their first-stage order."""
     k = (stage.instance.rerank_k if isinstance(stage.instance, RerankDepth) else None) or depth
+    keep_tail = bool({**stage.spec.defaults, **stage.options}.get(KEEP_TAIL, False))
     step(f"reranking the top {k} ({stage.spec.name})")
     candidates = {qid: dict(docs[:k]) for qid, docs in ranked.items()}
     with phase("Reranking"), calling(stage, task, "reranking", context):
@@ -366,5 +368,5 @@ def _rerank(stage: Stage, task: TaskSpec, data: TaskData, ranked, phase: Phases,
         head = [(d, float(scores[d])) for d, _ in docs[:k] if d in scores]
         head.sort(key=lambda item: -item[1])  # stable: ties keep the first stage's order
         floor = min((s for _, s in head), default=0.0)
-        out[qid] = head + [(d, floor - i - 1.0) for i, (d, _) in enumerate(docs[k:])]
+        out[qid] = head + [(d, floor - i - 1.0) for i, (d, _) in enumerate(docs[k:] if keep_tail else ())]
     return out

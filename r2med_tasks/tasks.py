@@ -147,7 +147,7 @@ def _r2med(name, short, group, key, revision, date, n_docs, n_queries) -> TaskSp
     )
 
 
-# Order, groups and counts follow the paper's table (r2med-spec.md §1.1); revisions and dates are mteb's.
+# Order, groups and counts follow the paper's table (and the authors' README); revisions and dates are mteb's.
 R2MED_TASKS: tuple[TaskSpec, ...] = (
     _r2med("Biology", "Biology", "qa-reference", "Stack-Biology",
            "8b9fec2db9eda4b5742d03732213fbaee8169556", ("2011-01-01", "2024-06-30"), 57359, 103),

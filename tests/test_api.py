@@ -53,11 +53,12 @@ def test_evaluate_mistakes_raise_user_errors(plugins, tmp_path):
         r2med.evaluate(42, tasks="sample", output=tmp_path)
 
 
-def test_a_sentence_transformer_object_scores_exactly_as_the_cli(plugins, model_path, run_cli, tmp_path):
+def test_a_sentence_transformer_object_scores_exactly_as_the_cli(plugins, small_model_path, run_cli, tmp_path):
     from sentence_transformers import SentenceTransformer
 
     import r2med_tasks as r2med
 
+    model_path = small_model_path
     model = SentenceTransformer(str(model_path), device="cpu")
     res = r2med.evaluate(model, tasks="sample", output=tmp_path / "api", cache_dir=tmp_path / "c")
     cli = cli_score(run_cli, "--plugin", "st", "-o", f"model={model_path}", "--tasks", "sample",

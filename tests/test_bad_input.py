@@ -81,7 +81,8 @@ def test_unknown_qrels_warn_and_go_on(overlap, run_cli, data_dir, tmp_path):
     write_jsonl(data_dir / "Biology" / "qrels.jsonl", rows)
     code, out, err = run_overlap(run_cli, data_dir, tmp_path, "--json")
     assert code == 0, err
-    assert "ignored 3" in err and "1 unknown queries and 2 unknown documents" in err
+    assert "ignored 1 " in err and "qrels.jsonl rows naming unknown queries" in err
+    assert "qrels.jsonl rows (2 relevant) name documents missing from the corpus; kept" in err  # as published
     assert json.loads(out)["tasks"][0]["n_queries"] == 10
 
 
@@ -90,15 +91,15 @@ def test_queries_without_judgments_are_reported(overlap, run_cli, data_dir, tmp_
     write_jsonl(data_dir / "Biology" / "qrels.jsonl", rows)
     code, out, err = run_overlap(run_cli, data_dir, tmp_path, "--json")
     assert code == 0
-    assert "1 of 10 queries have no relevant document" in err
+    assert "1 of 10 queries have no judgment" in err
     assert json.loads(out)["tasks"][0]["n_queries"] == 9
 
 
 @pytest.mark.parametrize("rewrite, fragments", [
     (lambda r: {**r, "score": 0}, ["no query has a relevant document in", "qrels.jsonl; nothing to evaluate"]),
     (lambda r: {**r, "p_id": "elsewhere/" + r["p_id"]},  # judged documents the corpus lacks (a cut-down corpus)
-     ["qrels.jsonl: no judged query left to evaluate: 25 rows name documents missing from the corpus, 0 name "
-      "unknown queries; are the task's files from one dataset and complete?"]),
+     ["qrels.jsonl: no relevant judgment names a document of the corpus (25 rows name documents missing from "
+      "it); are the task's files from one dataset and complete?"]),
 ])
 def test_nothing_left_to_evaluate_says_why(overlap, run_cli, data_dir, tmp_path, rewrite, fragments):
     rows = read_jsonl(SAMPLE / "qrels.jsonl")

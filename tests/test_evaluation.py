@@ -4,7 +4,7 @@ import pytest
 
 from r2med_tasks.evaluation import leaderboard_average, leaderboard_value
 
-# (per-dataset nDCG@10 ×100 as published, published average); r2med_published_ndcg10.csv
+# (per-dataset nDCG@10 ×100 as published, published average), as in r2med_tasks/data/leaderboard/r2med_leaderboard.csv
 PUBLISHED = [
     ([19.19, 21.55, 19.68, 0.66, 2.55, 23.69, 21.66, 12.02], 15.13),  # BM25: Python's round() gives 15.12
     ([57.34, 43.02, 41.22, 26.55, 49.60, 40.61, 32.80, 10.42], 37.70),  # GPT4o + BM25: the raw mean gives 37.69

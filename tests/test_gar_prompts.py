@@ -100,7 +100,6 @@ def test_query2doc_examples_go_through_two_format_passes():
 
 
 def test_query2doc_without_examples_raises(monkeypatch):
-    monkeypatch.delenv(prompts.QUERY2DOC_EXAMPLES_ENV, raising=False)
     monkeypatch.setattr(prompts, "QUERY2DOC_EXAMPLES", {})
     with pytest.raises(prompts.Query2DocExamplesUnavailable):
         build_messages("query2doc", "MedQA-Diag", "q")
@@ -386,7 +385,7 @@ def test_load_examples_from_python_with_names_and_concat(tmp_path):
     assert examples["PMC-Treat"] == "E1\n\nE2"
 
 
-def test_load_examples_json_missing_key_and_env(tmp_path, monkeypatch):
+def test_load_examples_json_missing_key(tmp_path, monkeypatch):
     partial = tmp_path / "partial.json"
     partial.write_text(json.dumps({"Stack-Biology": "x"}), encoding="utf-8")
     with pytest.raises(ValueError, match="missing"):
@@ -394,8 +393,7 @@ def test_load_examples_json_missing_key_and_env(tmp_path, monkeypatch):
 
     full = tmp_path / "examples.json"
     full.write_text(json.dumps(FAKE_EXAMPLES), encoding="utf-8")
-    monkeypatch.setattr(prompts, "QUERY2DOC_EXAMPLES", {})
-    monkeypatch.setenv(prompts.QUERY2DOC_EXAMPLES_ENV, str(full))
-    assert build_prompt("query2doc", "MedQA-Diag", "q") == build_prompt(
+    loaded = prompts.load_query2doc_examples(full)
+    assert build_prompt("query2doc", "MedQA-Diag", "q", examples=loaded) == build_prompt(
         "query2doc", "MedQA-Diag", "q", examples=FAKE_EXAMPLES
     )

@@ -121,11 +121,11 @@ def test_results_of_the_earlier_layout_are_recomputed(overlap, run_cli, tmp_path
     assert third["tasks"][0]["status"] == "cached"
 
 
-def test_escaping_revision_writes_nothing_outside_output(model_path, run_cli, tmp_path):
+def test_escaping_revision_writes_nothing_outside_output(small_model_path, run_cli, tmp_path):
     output = tmp_path / "a" / "b" / "out"
     before = {p for p in tmp_path.rglob("*")}
     for revision in ("../../x", "/etc/x", ".."):
-        result, _ = summary(run_cli, "--plugin", "st", "-o", f"model={model_path}", "-o", f"revision={revision}",
+        result, _ = summary(run_cli, "--plugin", "st", "-o", f"model={small_model_path}", "-o", f"revision={revision}",
                             "--tasks", "sample", "--output", output)
         assert Path(result["results_dir"]).resolve().is_relative_to(output.resolve())
     outside = {p for p in tmp_path.rglob("*") if not p.resolve().is_relative_to(output.resolve())} - before
@@ -152,9 +152,15 @@ def test_differences_name_what_changed():
     assert differences(old, old) == []
 
 
-def test_concurrent_runs_on_different_data_each_print_their_own_scores(tmp_path):
+def test_concurrent_runs_on_different_data_each_print_their_own_scores(run_cli, tmp_path, monkeypatch):
     """Two processes, one --output, different data: the second waits for the first (naming it),
-    then recomputes what the first stored for other data; both print their own correct scores."""
+    then recomputes what the first stored for other data; both print their own correct scores.
+    The first runs in a process of its own; the second in this one, with the plugin loaded as the
+    first loads it (R2MED_PLUGINS)."""
+    import mteb  # noqa: F401  (imported before the first run starts, so the second reaches the lock at once)
+
+    from r2med_tasks import plugins as plugins_module
+
     roots = {}
     for name, take in (("one", slice(0, 6)), ("two", slice(4, 10))):
         root = tmp_path / name
@@ -162,29 +168,31 @@ def test_concurrent_runs_on_different_data_each_print_their_own_scores(tmp_path)
             shutil.copytree(SAMPLE, root / task)
             write_jsonl(root / task / "query.jsonl", read_jsonl(SAMPLE / "query.jsonl")[take])
         roots[name] = root
-    env = {**os.environ, "R2MED_PLUGINS": "overlap_plugin", "R2MED_LOAD_PLUGINS": "",
-           "PYTHONPATH": str(TESTS / "plugins_for_tests"), "R2MED_TEST_LOG": str(tmp_path / "log"),
+    env = {"R2MED_PLUGINS": "overlap_plugin", "R2MED_LOAD_PLUGINS": "", "R2MED_TEST_LOG": str(tmp_path / "log"),
            "R2MED_TEST_BLOCK_SECONDS": "3"}
-    cmd = [sys.executable, "-m", "r2med_tasks.cli", "run", "--plugin", "overlap", "--output", str(tmp_path / "out"),
-           "--json"]
-    first = subprocess.Popen([*cmd, "--data-dir", str(roots["one"])], text=True, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, env={**env, "R2MED_TEST_BLOCK_ON": "R2MEDBiologyRetrieval"})
+    args = ["run", "--plugin", "overlap", "--output", str(tmp_path / "out"), "--json"]
+    first = subprocess.Popen([sys.executable, "-m", "r2med_tasks.cli", *args, "--data-dir", str(roots["one"])],
+                             text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env={**os.environ, **env, "PYTHONPATH": str(TESTS / "plugins_for_tests"),
+                                  "R2MED_TEST_BLOCK_ON": "R2MEDBiologyRetrieval"})
     deadline = time.time() + 60
     while not (tmp_path / "log.ready").exists() and time.time() < deadline and first.poll() is None:
         time.sleep(0.05)
-    second = subprocess.run([*cmd, "--data-dir", str(roots["two"])], text=True, capture_output=True, env=env,
-                            timeout=120)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(plugins_module, "_plugins", None)
+    code, second_out, second_err = run_cli(*args, "--data-dir", str(roots["two"]))
     out_one, err_one = first.communicate(timeout=120)
-    assert first.returncode == 0 and second.returncode == 0, err_one + second.stderr
-    assert f"is in use by pid {first.pid}" in second.stderr and "waiting until it is free" in second.stderr
-    for out, root in ((out_one, roots["one"]), (second.stdout, roots["two"])):
+    assert first.returncode == 0 and code == 0, err_one + second_err
+    assert f"is in use by pid {first.pid}" in second_err and "waiting until it is free" in second_err
+    for out, root in ((out_one, roots["one"]), (second_out, roots["two"])):
         tasks = json.loads(out)["tasks"]
         assert [t["status"] for t in tasks] == ["computed", "computed"]
         for t in tasks:
             assert t["ndcg_at_10"] == pytest.approx(overlap_ndcg(root / t["alias"]), abs=5e-6)
     # the folder is consistent: every task's files are the second run's
-    folder = Path(json.loads(second.stdout)["results_dir"])
-    for t in json.loads(second.stdout)["tasks"]:
+    folder = Path(json.loads(second_out)["results_dir"])
+    for t in json.loads(second_out)["tasks"]:
         identity = json.loads((folder / "r2med" / f"{t['task']}.identity.json").read_text())
         result = json.loads((folder / f"{t['task']}.json").read_text())
         assert identity["data"]["revision"] == result["dataset_revision"]
@@ -232,7 +240,7 @@ def test_option_variants_are_experiments_and_rows_of_their_own(official_hub, run
     assert "experiments" not in published["source"]  # neither variant joined it
 
 
-def test_mteb_and_r2med_results_of_one_model_and_revision_are_one_row(official_hub, model_path, run_cli, tmp_path):
+def test_mteb_and_r2med_results_of_one_model_and_revision_are_one_row(official_hub, small_model_path, run_cli, tmp_path):
     import mteb
     from mteb.results import TaskResult
 
@@ -243,7 +251,7 @@ def test_mteb_and_r2med_results_of_one_model_and_revision_are_one_row(official_h
         scores = {"ndcg_at_10": 0.2, "main_score": 0.2}
         cache.save_to_cache(TaskResult.from_task_results(mteb.get_task(task.name), {"test": {"default": scores}},
                                                          1.0), meta)
-    result, _ = summary(run_cli, "--plugin", "st", "-o", f"model={model_path}", "-o", f"name={name}",
+    result, _ = summary(run_cli, "--plugin", "st", "-o", f"model={small_model_path}", "-o", f"name={name}",
                         "-o", f"revision={meta.revision}", "--tasks", "qa-reference,clinical-evidence",
                         "--output", tmp_path / "ours")
     assert result["model_name"] == name and result["revision"] == meta.revision

@@ -190,10 +190,10 @@ def test_light_commands_import_no_heavy_library(args):
 def installed_plugins(tmp_path_factory):
     """Install the example and broken packages for real (pip, into a folder put on PYTHONPATH)."""
     target = tmp_path_factory.mktemp("site")
-    for package in ("example_plugin", "broken_plugin"):
-        source = shutil.copytree(TESTS / package, tmp_path_factory.mktemp("src") / package)  # builds stay out of tests/
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                        "--target", str(target), str(source)], check=True, capture_output=True)
+    sources = [str(shutil.copytree(TESTS / package, tmp_path_factory.mktemp("src") / package))  # builds stay out of tests/
+               for package in ("example_plugin", "broken_plugin")]
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                    "--target", str(target), *sources], check=True, capture_output=True)
     return {"PYTHONPATH": str(target), "R2MED_LOAD_PLUGINS": "r2med-example,r2med-broken"}
 
 

@@ -160,19 +160,25 @@ def test_rerun_skips_finished_tasks_and_overwrite_recomputes(overlap, run_cli, d
     assert log.read_text().count("index") == 6
 
 
-def test_killed_run_resumes_without_recomputing(data_dir, tmp_path):
-    """SIGKILL during the second of three tasks; the rerun computes only what was not finished."""
+def test_killed_run_resumes_without_recomputing(run_cli, data_dir, tmp_path, monkeypatch):
+    """SIGKILL during the second of three tasks; the rerun computes only what was not finished.
+    Only the killed run needs a process of its own; the reference and the rerun run in this one,
+    with the plugin loaded as the killed process loads it (R2MED_PLUGINS)."""
+    from r2med_tasks import plugins as plugins_module
+
     env = {**os.environ, "R2MED_PLUGINS": "overlap_plugin", "R2MED_LOAD_PLUGINS": "",
            "PYTHONPATH": str(TESTS / "plugins_for_tests")}
+    monkeypatch.setenv("R2MED_PLUGINS", "overlap_plugin")
+    monkeypatch.setattr(plugins_module, "_plugins", None)
     log = tmp_path / "calls.log"
-    cmd = [sys.executable, "-m", "r2med_tasks.cli", "run", "--plugin", "overlap", "--data-dir", str(data_dir)]
+    args = ["run", "--plugin", "overlap", "--data-dir", str(data_dir)]
 
-    reference = subprocess.run([*cmd, "--output", str(tmp_path / "reference")], env=env, capture_output=True, text=True)
-    assert reference.returncode == 0, reference.stderr
+    code, _, err = run_cli(*args, "--output", tmp_path / "reference")
+    assert code == 0, err
 
     killed_env = {**env, "R2MED_TEST_LOG": str(log), "R2MED_TEST_BLOCK_ON": "R2MEDBioinformaticsRetrieval"}
-    proc = subprocess.Popen([*cmd, "--output", str(tmp_path / "resumed")], env=killed_env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "-m", "r2med_tasks.cli", *args, "--output", str(tmp_path / "resumed")],
+                            env=killed_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ready = Path(str(log) + ".ready")
     deadline = time.time() + 60
     while not ready.exists() and time.time() < deadline and proc.poll() is None:
@@ -185,9 +191,9 @@ def test_killed_run_resumes_without_recomputing(data_dir, tmp_path):
     assert not (folder / "R2MEDBioinformaticsRetrieval.json").exists()
     finished = {p: p.stat().st_mtime_ns for p in folder.glob("R2MEDBiology*")}
 
-    resumed_env = {**env, "R2MED_TEST_LOG": str(log)}
-    rerun = subprocess.run([*cmd, "--output", str(tmp_path / "resumed")], env=resumed_env, capture_output=True, text=True)
-    assert rerun.returncode == 0, rerun.stderr
+    monkeypatch.setenv("R2MED_TEST_LOG", str(log))
+    code, _, err = run_cli(*args, "--output", tmp_path / "resumed")
+    assert code == 0, err
     assert log.read_text().splitlines() == [
         "index R2MEDBiologyRetrieval", "index R2MEDBioinformaticsRetrieval",  # the killed run
         "index R2MEDBioinformaticsRetrieval", "index R2MEDMedicalSciencesRetrieval",  # the rerun

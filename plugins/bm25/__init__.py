@@ -2,7 +2,7 @@
 
 ``bm25`` is pyserini's default Lucene English analyzer feeding gensim's ``LuceneBM25Model``
 (k1=0.9, b=0.4) with the query itself BM25-weighted, every document scored, top-100 kept
-(r2med-spec.md §2.1), rebuilt in numpy/scipy (``analyzer.py``, ``index.py``) with no Java and no
+(the authors' ``src/eval_BM25.py::retrieval_bm25``), rebuilt in numpy/scipy (``analyzer.py``, ``index.py``) with no Java and no
 gensim. The index is cached on disk, keyed by corpus checksum, analyzer and parameters.
 """
 

@@ -37,7 +37,9 @@ class DenseConfig:
     aliases: tuple[str, ...] = ()
     append_eos: bool = False                   # BMRetriever: truncate to max-1 tokens, then append EOS
     autocast: bool = False                     # fp32 weights, forward under torch autocast in ``dtype`` (GPU)
-    padding_side: str = "right"
+    padding_side: str = ""                     # "": the tokenizer's default side, as published (BMRetriever's
+                                               # recipe pads left when its tokenizer has no pad token);
+                                               # "left" / "right": force one
     doc_as_pair: bool = False                  # MedCPT: documents tokenized as the pair ("", text)
     instruct_generated_docs: bool = False      # GAR: generated documents get the query instruction too
     published: str = ""                        # the leaderboard row this reproduces

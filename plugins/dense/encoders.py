@@ -37,9 +37,7 @@ class TransformerEncoder:
 
             quiet_transformers()
             tokenizer = AutoTokenizer.from_pretrained(model_id, revision=self.config.revision)
-            if tokenizer.pad_token is None:  # decoder models: pad with EOS, as the published code did
-                tokenizer.pad_token = tokenizer.eos_token
-            tokenizer.padding_side = self.config.padding_side
+            prepare_tokenizer(tokenizer, self.config)
             replicas = []
             for device in self.devices:
                 weights = "fp32" if self.config.autocast else self.dtype
@@ -84,6 +82,20 @@ class TransformerEncoder:
 
     def encode_documents(self, texts: list[str]) -> np.ndarray:
         return self._embed(self.doc_model, texts, self.config.doc_max_length, as_pair=self.config.doc_as_pair)
+
+
+def prepare_tokenizer(tokenizer, config: DenseConfig) -> None:
+    """Padding as the published wrappers set it (``FlagDRESModel`` / ``HighScaleModel``): the
+    tokenizer keeps its own padding side, except that BMRetriever's recipe (``append_eos``) on a
+    tokenizer without a pad token pads with EOS on the left. A tokenizer without a pad token
+    outside that recipe pads with EOS too (the published code would have failed to pad), on its
+    default side. ``config.padding_side`` ("left"/"right"), when set, forces a side."""
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+        if config.append_eos:
+            tokenizer.padding_side = "left"
+    if config.padding_side:
+        tokenizer.padding_side = config.padding_side
 
 
 def pool(hidden, mask, how: str):

@@ -9,14 +9,14 @@ Sources (R2MED/R2MED on GitHub):
   padding, EOS, dtype, API truncation).
 * ``src/eval_bench.py`` @45cbac5: ``model_path_dict`` and the per-model constructor calls, looping
   over the internal dataset keys (the repo's ``results/`` at that commit are named by them); the
-  released ``src/eval_retrieval.py::init_model`` makes the same calls (r2med-spec.md §2.2; the only
+  released ``src/eval_retrieval.py::init_model`` makes the same calls (R2MED/R2MED @62b7074; the only
   copy in the search index is a fork, JianxinLin28/COMPSCI-646-group, with local edits such as e5
   batch 4 and nv 8/512, which were not followed). Both override the query (and, for Instructor,
   document) instruction from the tables before each task.
 
 The instruction tables are keyed by the upstream internal dataset keys (``TaskSpec.key``). The
 released ``eval_retrieval.py`` indexes them with the hub names ("Biology", "PMC-Treatment", ...),
-which raises KeyError (r2med-spec.md §2.2); ``eval_bench.py`` loops over the internal keys. These
+which raises KeyError (``src/eval_retrieval.py`` @62b7074); ``eval_bench.py`` loops over the internal keys. These
 tables reproduce that intended mapping.
 
 Everything here is plain data: importing this module loads no model library.
@@ -164,8 +164,10 @@ _CONFIGS = (
             "('', text) with truncation='longest_first'; no instructions. BUG in the original: "
             "init_model passes model_path_dict['medcpt'][1] (the Article encoder) as BOTH the query "
             "and the document encoder, and the repo's results/ files (avg 7.87) come from that; the "
-            "leaderboard's 9.02 differs on 7 of 8 datasets and plausibly used the Query encoder as "
-            "here (not verified). Cosine scoring although MedCPT's native score is the dot product. "
+            "retriever follows it by default (option article_queries=true), article_queries=false "
+            "encodes queries with the Query encoder (hf_model). The leaderboard's 9.02 differs on 7 "
+            "of 8 datasets; which encoder it used is not known. Cosine scoring although MedCPT's "
+            "native score is the dot product. "
             + _DP_NOTE
         ),
     ),
@@ -229,7 +231,6 @@ _CONFIGS = (
         doc_instructions={ALL_TASKS: BMR_D},
         append_eos=True,
         autocast=True,
-        padding_side="left",
         published="BMRETRIEVER-410M",
         reference="https://huggingface.co/BMRetriever/BMRetriever-410M",
         notes=(
@@ -255,7 +256,6 @@ _CONFIGS = (
         doc_instructions={ALL_TASKS: BMR_D},
         append_eos=True,
         autocast=True,
-        padding_side="left",
         published="BMRetriever-2B",
         reference="https://huggingface.co/BMRetriever/BMRetriever-2B",
         notes=(
@@ -279,7 +279,6 @@ _CONFIGS = (
         doc_instructions={ALL_TASKS: BMR_D},
         append_eos=True,
         autocast=True,
-        padding_side="left",
         published="BMRetriever-7B",
         reference="https://huggingface.co/BMRetriever/BMRetriever-7B",
         notes=(

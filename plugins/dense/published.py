@@ -95,4 +95,4 @@ class PublishedModel:
         return {"model": c.hf_doc_model or c.hf_model, "revision": c.revision, "backend": c.backend,
                 "doc_instruction": c.doc_instruction(task.key), "pooling": c.pooling, "normalize": c.normalize,
                 "max_length": c.doc_max_length, "dtype": self.effective_dtype(), "doc_as_pair": c.doc_as_pair,
-                "append_eos": c.append_eos}
+                "append_eos": c.append_eos, "padding_side": c.padding_side or "tokenizer default"}

@@ -41,8 +41,9 @@ LIVE_OPTIONS = {
     "max_tokens": (int | None, Field(None, ge=1, description="generation limit (default: 10240 except on OpenAI)")),
     "seed": (int | None, Field(None, ge=0, description="sampling seed (default: 42 except on OpenAI)")),
     "concurrency": (int, Field(8, ge=1, description="requests in flight")),
-    "examples": (str, Field("", description="Query2Doc few-shot examples: the original src/example.py or a JSON "
-                                            "{key: text}")),
+    "examples": (str, Field("", description="Query2Doc few-shot examples: a local copy of the original "
+                                            "src/example.py or a JSON {key: text} (default: that file, fetched "
+                                            "from GitHub at the pinned commit and cached)")),
 }
 
 

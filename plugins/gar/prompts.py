@@ -8,14 +8,15 @@ Data copied from R2MED/R2MED at the indexed commit ``45cbac534475a0f66fec190cba7
   the chat template, LameR's passage block, ``model_dict`` and the sampling parameters;
 * ``src/base.py`` -- ``r1_model_list`` (see :mod:`.reasoning`).
 
-**Query2Doc few-shot examples are NOT included.** ``src/instrcution.py`` builds every Query2Doc
-template as ``"...{EXAMPLE}...".format(EXAMPLE=Example[key], TEXT="{TEXT}")`` with ``Example``
-imported from ``src/example.py``, and that file is not available to this build (it is absent
-from the indexed copy of the repository and from every public fork found).  Rather than invent
-examples, this module keeps the exact outer template and takes the examples from the upstream
-file at run time: pass ``examples=`` to :func:`build_messages`, or point the environment
-variable ``R2MED_QUERY2DOC_EXAMPLES`` at a copy of upstream ``src/example.py`` (or at a JSON
-object ``{key: examples_text}``); see :func:`load_query2doc_examples`.
+**Query2Doc's few-shot examples are not part of this package** (they are the authors' prose).
+``src/instrcution.py`` builds every Query2Doc template as
+``"...{EXAMPLE}...".format(EXAMPLE=Example[key], TEXT="{TEXT}")`` with ``Example`` imported from
+``src/example.py``. This module keeps the exact outer template and takes the examples from that
+file at run time: :func:`fetch_query2doc_examples` downloads it from the authors' repository at
+the pinned commit (:data:`QUERY2DOC_EXAMPLES_URL`) and keeps it in a cache folder, and
+:func:`load_query2doc_examples` reads a local copy (or a JSON object ``{key: examples_text}``);
+either way the file is parsed as data (``ast``), never executed. Pass the result as ``examples=``
+to :func:`build_messages`.
 
 The prompt builders take the query *text* only: the ``doc_id`` (positive ids) and ``answer``
 (gold answer) fields of ``query.jsonl`` never reach a prompt.  The upstream code also only
@@ -45,7 +46,6 @@ __all__ = [
     "QUERY2DOC_OUTER_TEMPLATES",
     "LAMER_TEMPLATES",
     "QUERY2DOC_EXAMPLES",
-    "QUERY2DOC_EXAMPLES_ENV",
     "LAMER_TOP_K",
     "LAMER_MAX_WORDS",
     "SAMPLING",
@@ -55,6 +55,10 @@ __all__ = [
     "PublishedLLM",
     "PUBLISHED_LLMS",
     "Query2DocExamplesUnavailable",
+    "QUERY2DOC_EXAMPLES_COMMIT",
+    "QUERY2DOC_EXAMPLES_URL",
+    "fetch_query2doc_examples",
+    "parse_query2doc_examples",
     "resolve_key",
     "cut_text",
     "format_lamer_passages",
@@ -174,13 +178,19 @@ LAMER_TEMPLATES: dict[str, str] = {
     "IIYiPatients-EN": "Give a Clinical Case and its possible similar cases (most of these cases are non-similar). Please write a correct similar case that help diagnose the case.\nJust output the correct case, don't explanation.\n\nCase: {TEXT}\n\nPossible Similar Cases: {PASSAGE}",
 }
 
-# src/example.py: Example -- NOT AVAILABLE to this build (see the module docstring).  Left empty
-# on purpose; fill it only with the upstream text, e.g. QUERY2DOC_EXAMPLES.update(
+# src/example.py: Example -- not shipped (the authors' prose; see the module docstring).  Left
+# empty on purpose; fill it only with the upstream text, e.g. QUERY2DOC_EXAMPLES.update(
 # load_query2doc_examples("<R2MED checkout>/src/example.py")).
 QUERY2DOC_EXAMPLES: dict[str, str] = {}
 
-# Environment variable naming a copy of upstream src/example.py (or a JSON {key: text} file).
-QUERY2DOC_EXAMPLES_ENV = "R2MED_QUERY2DOC_EXAMPLES"
+# Where the examples are fetched from: src/example.py of R2MED/R2MED at the first commit, to which
+# the published runs trace (the file is the same at the later head, 62b7074).  A commit's raw URL
+# never changes.  Tests point QUERY2DOC_EXAMPLES_URL at a local server.
+QUERY2DOC_EXAMPLES_COMMIT = "45cbac534475a0f66fec190cba752b5dc452839d"
+QUERY2DOC_EXAMPLES_URL = (
+    f"https://raw.githubusercontent.com/R2MED/R2MED/{QUERY2DOC_EXAMPLES_COMMIT}/src/example.py"
+)
+QUERY2DOC_FETCH_TIMEOUT = 30.0  # seconds, for connecting and for each read
 
 # src/generate_hypothetical_doc.py: read_data -- e["topk_pid"][:10] from
 # ./topk_docs/BM25/{task}.jsonl (BM25 run, see spec §2.1 save_top_k), cut_text(threshold=512).
@@ -302,7 +312,12 @@ PUBLISHED_LLMS: dict[str, PublishedLLM] = {
 
 
 class Query2DocExamplesUnavailable(LookupError):
-    """Raised when a Query2Doc prompt is requested without the upstream few-shot examples."""
+    """Raised when a Query2Doc prompt is requested without the upstream few-shot examples, or when
+    :func:`fetch_query2doc_examples` cannot get them (``reason``: why, one line)."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 # ---------------------------------------------------------------------------------------------
@@ -418,6 +433,18 @@ def _examples_from_python(source: str, filename: str) -> Any:
     return env["Example"]
 
 
+def parse_query2doc_examples(text: str, name: str, *, as_json: bool = False) -> dict[str, str]:
+    """The examples in the text of upstream ``src/example.py`` (or of a JSON object); ``name``
+    labels errors.  See :func:`load_query2doc_examples`."""
+    data = json.loads(text) if as_json else _examples_from_python(text, name)
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{name}: Example must be a dict keyed by dataset, got {type(data).__name__}")
+    missing = [k for k in DATASET_KEYS if k not in data]
+    if missing:
+        raise ValueError(f"{name}: Query2Doc examples missing for {missing}")
+    return {str(k): v if isinstance(v, str) else str(v) for k, v in data.items()}
+
+
 def load_query2doc_examples(path: str | os.PathLike[str]) -> dict[str, str]:
     """Read the Query2Doc few-shot examples from upstream ``src/example.py`` or a JSON file.
 
@@ -428,35 +455,52 @@ def load_query2doc_examples(path: str | os.PathLike[str]) -> dict[str, str]:
     keys are kept.  Values are converted with ``str()``, as ``"{EXAMPLE}".format(...)`` does.
     """
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
-    if path.suffix.lower() == ".json":
-        data = json.loads(text)
-    else:
-        data = _examples_from_python(text, str(path))
-    if not isinstance(data, Mapping):
-        raise ValueError(f"{path}: Example must be a dict keyed by dataset, got {type(data).__name__}")
-    missing = [k for k in DATASET_KEYS if k not in data]
-    if missing:
-        raise ValueError(f"{path}: Query2Doc examples missing for {missing}")
-    return {str(k): v if isinstance(v, str) else str(v) for k, v in data.items()}
+    return parse_query2doc_examples(path.read_text(encoding="utf-8"), str(path),
+                                    as_json=path.suffix.lower() == ".json")
 
 
-_ENV_CACHE: dict[tuple[str, int], dict[str, str]] = {}
+def fetch_query2doc_examples(cache_dir: str | os.PathLike[str], *, url: str | None = None,
+                             timeout: float | None = None) -> dict[str, str]:
+    """The examples of upstream ``src/example.py`` at the pinned commit, downloaded once.
+
+    The file is fetched from ``url`` (default :data:`QUERY2DOC_EXAMPLES_URL`) with urllib and a
+    timeout, parsed as data (never executed), and only then kept under ``cache_dir`` (one file per
+    URL); later calls read that copy and make no request.  Raises
+    :class:`Query2DocExamplesUnavailable` (with a one-line ``reason``) when the file cannot be
+    downloaded or does not hold the examples.
+    """
+    import hashlib
+    import http.client
+    import urllib.request
+
+    from r2med_tasks.errors import reason
+
+    url = url or QUERY2DOC_EXAMPLES_URL
+    cached = Path(cache_dir) / f"example-{hashlib.sha256(url.encode()).hexdigest()[:16]}.py"
+    if cached.is_file():
+        try:
+            return load_query2doc_examples(cached)
+        except (OSError, ValueError, SyntaxError):
+            pass  # a damaged copy: fetch it again
+    try:
+        with urllib.request.urlopen(url, timeout=timeout or QUERY2DOC_FETCH_TIMEOUT) as response:
+            text = response.read().decode("utf-8")
+        examples = parse_query2doc_examples(text, url)
+    except (OSError, http.client.HTTPException, ValueError, SyntaxError) as e:
+        raise Query2DocExamplesUnavailable(f"cannot load {url} ({reason(e, 160)})", reason(e, 160)) from None
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    partial = cached.with_name(f"{cached.name}.{os.getpid()}.part")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, cached)  # whole or absent: a concurrent reader never sees half a file
+    return examples
 
 
 def _default_examples(key: str) -> str:
     if key in QUERY2DOC_EXAMPLES:
         return QUERY2DOC_EXAMPLES[key]
-    env_path = os.environ.get(QUERY2DOC_EXAMPLES_ENV)
-    if env_path:
-        stamp = (env_path, Path(env_path).stat().st_mtime_ns)
-        if stamp not in _ENV_CACHE:
-            _ENV_CACHE.clear()
-            _ENV_CACHE[stamp] = load_query2doc_examples(env_path)
-        return _ENV_CACHE[stamp][key]
     raise Query2DocExamplesUnavailable(
         "the Query2Doc few-shot examples (upstream R2MED src/example.py) are not bundled; pass "
-        f"examples=load_query2doc_examples('<R2MED>/src/example.py') or set ${QUERY2DOC_EXAMPLES_ENV}"
+        "examples=fetch_query2doc_examples(CACHE_DIR) or load_query2doc_examples('<R2MED>/src/example.py')"
     )
 
 

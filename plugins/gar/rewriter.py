@@ -99,7 +99,7 @@ class GARRewriter:
     def _live(self, queries, task, context) -> tuple[list[str], list[bool]]:
         from r2med_tasks.llm import GenerationCache, Usage, generate_cached
 
-        from .prompts import Query2DocExamplesUnavailable, build_messages, load_query2doc_examples
+        from .prompts import build_messages
 
         on_openai = self.llm.lower().startswith("openai:")
         # unset (None): as published: OpenAI models at temperature 0.8, top_p 0.8; local (vLLM) models at 0.7,
@@ -111,13 +111,9 @@ class GARRewriter:
         client = context.llm(self.llm, **params, concurrency=self.concurrency)
         self.model, self.usage = client.model, Usage()
         key = task.key or DEFAULT_KEY
-        examples = load_query2doc_examples(self.examples) if self.examples else None
+        examples = self._query2doc_examples(context) if self.method == "query2doc" else None
         passages = self._lamer_passages(queries, task, context) if self.method == "lamer" else {}
-        try:
-            requests = [build_messages(self.method, key, q.text, passages.get(q.id), examples=examples) for q in queries]
-        except Query2DocExamplesUnavailable:
-            raise UserError("query2doc needs the original few-shot examples: -o examples=PATH to R2MED's "
-                            "src/example.py (or a JSON {dataset key: examples}); or use -o source=LLM") from None
+        requests = [build_messages(self.method, key, q.text, passages.get(q.id), examples=examples) for q in queries]
         generations = generate_cached(client, GenerationCache(context.cache("generations", "chat.jsonl")), requests,
                                       usage=self.usage)
         texts, flags = [], []
@@ -126,6 +122,24 @@ class GARRewriter:
             texts.append(answer.strip() if sep else g.text)
             flags.append(bool(sep))
         return texts, flags
+
+    def _query2doc_examples(self, context) -> dict[str, str]:
+        """The authors' few-shot examples: -o examples=PATH, else their src/example.py at the pinned
+        commit, fetched once into the cache folder (parsed as data, never run)."""
+        from .prompts import (QUERY2DOC_EXAMPLES_COMMIT, Query2DocExamplesUnavailable, fetch_query2doc_examples,
+                              load_query2doc_examples)
+
+        if self.examples:
+            try:
+                return load_query2doc_examples(self.examples)
+            except (OSError, ValueError, SyntaxError) as e:
+                raise UserError(f"-o examples={self.examples}: {reason(e, 300)}") from None
+        try:
+            return fetch_query2doc_examples(context.cache("query2doc-examples"))
+        except Query2DocExamplesUnavailable as e:
+            raise UserError(f"cannot load Query2Doc's few-shot examples (R2MED/R2MED@{QUERY2DOC_EXAMPLES_COMMIT[:7]} "
+                            f"src/example.py) from GitHub ({e.reason}); without network access pass -o examples=PATH "
+                            "to a copy of that file (or a JSON {dataset key: examples}), or use -o source=LLM") from None
 
     def _lamer_passages(self, queries, task, context) -> dict[str, list[str]]:
         """BM25's top-10 documents per query (the published BM25, a registered retriever the context

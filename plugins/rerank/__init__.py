@@ -1,7 +1,8 @@
 """Rerankers: cross-encoders and LLM listwise reranking.
 
 Each re-scores the first stage's top ``rerank_k`` documents per query (the published runs reranked
-NV-Embed-v2's top 10); documents below keep their first-stage order.
+NV-Embed-v2's top 10); the run is that reranked list, as published (``-o keep_tail=true``, the
+harness's option of every reranker, keeps the first stage's other documents below it).
 """
 
 from __future__ import annotations
@@ -25,16 +26,21 @@ RANKLLAMA = {"model": "castorini/rankllama-v1-7b-lora-passage", "base": "meta-ll
 RERANK_K = "how many first-stage documents per query to rerank (published: 10)"
 
 
-def pair_options(name: str, *, batch_size: int, **models) -> type:
-    """The options of a pair-scoring reranker; ``models``: option -> (default, description)."""
+def pair_options(name: str, *, batch_size: int, max_length: int = 512, dtype: str = "fp32", **models) -> type:
+    """The options of a pair-scoring reranker; ``models``: option -> (default, description).
+
+    ``max_length`` and ``dtype`` default to what the published run used (45cbac5's
+    ``src/eval_reranker.py`` and ``src/utils.py::RerankerModel``): 512 tokens and fp32 (no dtype
+    given) for bge-reranker and monoBERT, 1024 tokens and fp16 for RankLLaMA."""
     return options_model(
         name,
         **{key: (str, Field(default, description=text)) for key, (default, text) in models.items()},
         rerank_k=(int, Field(10, ge=1, description=RERANK_K)),
-        max_length=(int, Field(512, ge=1, description="max tokens per (query, document) pair")),
+        max_length=(int, Field(max_length, ge=1, description="max tokens per (query, document) pair")),
         batch_size=(int, Field(batch_size, ge=1, description="pairs per batch")),
         device=(str, Field("", description="cpu, cuda, cuda:N or cuda:0,cuda:1 (default: best available)")),
-        dtype=(Literal["fp32", "fp16", "bf16"], Field("fp16", description="fp32, fp16 or bf16 on GPU")),
+        dtype=(Literal["fp32", "fp16", "bf16"], Field(dtype, description="fp32, fp16 or bf16 on GPU (default: as "
+                                                                        "published)")),
         cache=(bool, Field(True, description="keep pair scores on disk, so a killed or repeated run scores no "
                                              "pair twice")),
     )
@@ -73,7 +79,8 @@ def register_rerankers(register):
         name="rankllama",
         factory=make_rankllama,
         description="RankLLaMA-7B (LoRA merged into Llama-2-7B), 'query: ' / 'document: ' inputs, as published",
-        options=pair_options("RankLlamaOptions", batch_size=16, model=(RANKLLAMA["model"], "the LoRA adapter"),
+        options=pair_options("RankLlamaOptions", batch_size=16, max_length=1024, dtype="fp16",
+                             model=(RANKLLAMA["model"], "the LoRA adapter"),
                              base=(RANKLLAMA["base"], "the base model it was trained on")),
         runtime_options=("batch_size", "device", "cache"),
         reference="https://huggingface.co/castorini/rankllama-v1-7b-lora-passage",

@@ -1,8 +1,13 @@
 """RankLLaMA: a LoRA over Llama-2-7B scoring "query: q" / "document: d" pairs, as published.
 
 The published run merged castorini/rankllama-v1-7b-lora-passage into meta-llama/Llama-2-7b-hf,
-fp16, max 512 tokens (the released script meant 1024 for llama but its condition never matched),
-score = logits[0][0]. Needs ``pip install 'r2med[rankllama]'`` (peft) and access to Llama-2.
+fp16, max 1024 tokens (the default of ``-o max_length``), score = logits[0][0]. The published
+numbers come from the first commit's ``src/eval_reranker.py`` (45cbac5), whose reranker name
+"llama" selects 1024 tokens for RankLLaMA (512 for the other rerankers); only the later script
+(62b7074) names it "rankllama", so there the 1024 branch never matches, but that script did not
+produce the published numbers. The pair is cut to the limit longest segment first (transformers'
+default when only ``max_length`` is given, as there). Needs ``pip install 'r2med[rankllama]'``
+(peft) and access to Llama-2.
 """
 
 from __future__ import annotations

@@ -17,7 +17,11 @@ from .common import err, out, user_errors
 @click.argument("folders", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--mteb-results", type=click.Path(path_type=Path), metavar="DIR",
               help="A clone of the MTEB results repository (its results/ folder is read; R2MED tasks only).")
-@click.option("--no-published", is_flag=True, help="Leave out the published leaderboard rows.")
+@click.option("--published", "which", type=click.Choice(["leaderboard", "all", "none"]), default="leaderboard",
+              show_default=True,
+              help="Published rows: the leaderboard's 69, all published runs (also the authors' repository's "
+                   "runs that are not leaderboard rows), or none.")
+@click.option("--no-published", is_flag=True, help="Same as --published none.")
 @click.option("--include-local", is_flag=True,
               help="Also rank results on local data (not R2MED's at mteb's pinned revisions), marked as such.")
 @click.option("--tasks", "group", type=click.Choice(["qa-reference", "clinical-evidence", "clinical-case"]),
@@ -30,14 +34,22 @@ from .common import err, out, user_errors
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "json", "html"]), default="table",
               show_default=True)
 @click.option("--output", type=click.Path(path_type=Path), help="Write to FILE instead of the terminal.")
-def leaderboard_command(folders, mteb_results, no_published, include_local, group, rewriter, retriever, top, commands,
+def leaderboard_command(folders, mteb_results, which, no_published, include_local, group, rewriter, retriever, top, commands,
                         fmt, output):
     """Rank the published R2MED systems, your results folders and MTEB results in one table.
 
     FOLDERS are results folders in mteb's layout (default: ./results when it exists).
     """
     from .. import atomic
-    from ..leaderboard import merge, published_rows, ranked, render, result_rows, select
+    from ..leaderboard import (
+        keep_published,
+        merge,
+        published_rows,
+        ranked,
+        render,
+        result_rows,
+        select,
+    )
 
     def warn(message: str) -> None:
         err.print(f"[yellow]warning:[/] {escape(message)}", soft_wrap=True)
@@ -46,12 +58,17 @@ def leaderboard_command(folders, mteb_results, no_published, include_local, grou
         sources = list(folders) or ([Path("results")] if Path("results").is_dir() else [])
         if mteb_results is not None:
             sources.append(mteb_results / "results" if (mteb_results / "results").is_dir() else mteb_results)
-        rows = [] if no_published else published_rows()
+        if no_published:
+            if which not in ("leaderboard", "none"):
+                raise UserError(f"--no-published contradicts --published {which}")
+            which = "none"
+        rows = published_rows(which=which)
         for folder in sources:
             if not folder.is_dir():
                 raise UserError(f"{folder}: not a folder of results")
-            found = result_rows(folder, warn)
-            if not found:
+            every = result_rows(folder, warn)
+            found = keep_published(every, which)
+            if not every:
                 warn(f"{folder}: no results of R2MED tasks (runs on other tasks, such as sample, are not ranked)")
             rows += found
         chosen, tasks = select(ranked(merge(rows)), group=group, rewriter=rewriter, retriever=retriever, top=top,
