@@ -180,3 +180,31 @@ def official_hub(monkeypatch):
 
     monkeypatch.setattr(datasets, "load_dataset", load_dataset)
     return tables
+
+
+def dry_run_plan(command: str, output: Path) -> dict:
+    """The ``--dry-run --json`` plan of a documented or shipped ``r2med-run`` command."""
+    import shlex
+
+    from r2med_tasks.cli import run_command
+
+    words = shlex.split(command)
+    assert words[0] == "r2med-run"
+    result = CliRunner().invoke(run_command, [*words[1:], "--dry-run", "--json", "--output", str(output)],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.fixture
+def chat_server(monkeypatch):
+    """The local OpenAI-compatible chat server, with the real client retrying in milliseconds."""
+    from chat_server import ChatServer
+    from r2med_tasks.llm import RetryPolicy
+
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setattr("r2med_tasks.llm.DEFAULT_RETRY", RetryPolicy(backoff=0.001, backoff_max=0.004,
+                                                                      retry_after_max=0.01))
+    with ChatServer() as srv:
+        yield srv

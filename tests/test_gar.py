@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chat_server import ChatServer, fake_answer
+from chat_server import fake_answer
 from conftest import SAMPLE, read_jsonl, read_trec, write_jsonl
 
 QUERIES = read_jsonl(SAMPLE / "query.jsonl")
@@ -85,16 +85,9 @@ def test_published_generations_with_a_dense_retriever(run_cli, tmp_path, small_m
 
 
 @pytest.fixture
-def server(monkeypatch):
-    from r2med_tasks.llm import RetryPolicy
-
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    # the CLI's clients retry as in production, only with waits of milliseconds instead of up to 30 s
-    monkeypatch.setattr("r2med_tasks.llm.DEFAULT_RETRY", RetryPolicy(backoff=0.001, backoff_max=0.004,
-                                                                      retry_after_max=0.01))
-    with ChatServer() as srv:
-        yield srv
+def server(chat_server):
+    """The CLI's clients retry as in production, only with waits of milliseconds instead of up to 30 s."""
+    return chat_server
 
 
 def live(run_cli, tmp_path, server, method="hyde", *extra):

@@ -46,18 +46,9 @@ def test_every_published_row_but_the_external_one_has_a_command(run_cli, tmp_pat
 @pytest.mark.parametrize("record", PUBLISHED_WITH_COMMANDS, ids=[r["name"] for r in PUBLISHED_WITH_COMMANDS])
 def test_a_published_command_builds_the_row_it_names(record, plugins, tmp_path):
     """Dry-run the command: its pipeline carries the row's name, so its results merge with the row."""
-    import shlex
+    from conftest import dry_run_plan
 
-    from click.testing import CliRunner
-
-    from r2med_tasks.cli import run_command
-
-    words = shlex.split(record["command"])
-    assert words[0] == "r2med-run"
-    result = CliRunner().invoke(run_command, [*words[1:], "--dry-run", "--json", "--output", str(tmp_path)],
-                                catch_exceptions=False)
-    assert result.exit_code == 0, result.stderr
-    plan = json.loads(result.stdout)
+    plan = dry_run_plan(record["command"], tmp_path)
     assert plan["pipeline"] == record["name"] and len(plan["tasks"]) == 8
 
 

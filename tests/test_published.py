@@ -6,7 +6,6 @@ The authors' files (R2MED/R2MED at 45cbac5 and 62b7074) are optional test materi
 """
 
 import json
-import shlex
 from pathlib import Path
 
 import pytest
@@ -157,16 +156,9 @@ def test_the_shipped_record_and_csv_status_regenerate(plugins):
 
 @pytest.mark.parametrize("run", RUNS, ids=[r["id"] for r in RUNS])
 def test_every_shipped_command_dry_runs(run, plugins, tmp_path):
-    from click.testing import CliRunner
+    from conftest import dry_run_plan
 
-    from r2med_tasks.cli import run_command
-
-    words = shlex.split(run["command"])
-    assert words[0] == "r2med-run"
-    result = CliRunner().invoke(run_command, [*words[1:], "--dry-run", "--json", "--output", str(tmp_path)],
-                                catch_exceptions=False)
-    assert result.exit_code == 0, result.stderr
-    plan = json.loads(result.stdout)
+    plan = dry_run_plan(run["command"], tmp_path)
     assert len(plan["tasks"]) == 8
     if run["kind"] == "leaderboard":
         assert plan["pipeline"] == run["name"]

@@ -8,7 +8,6 @@ when it is absent."""
 from __future__ import annotations
 
 import ast
-import json
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from chat_server import ChatServer
 from conftest import SAMPLE, read_jsonl
 
 from r2med_plugins.gar import prompts
@@ -79,15 +77,8 @@ def closed_port_url() -> str:
 
 
 @pytest.fixture
-def chat(monkeypatch):
-    from r2med_tasks.llm import RetryPolicy
-
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.setattr("r2med_tasks.llm.DEFAULT_RETRY", RetryPolicy(backoff=0.001, backoff_max=0.004,
-                                                                      retry_after_max=0.01))
-    with ChatServer() as srv:
-        yield srv
+def chat(chat_server):
+    return chat_server
 
 
 def run_query2doc(run_cli, tmp_path, chat, *extra, output="out"):
