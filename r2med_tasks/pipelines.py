@@ -41,7 +41,7 @@ class Stage:
         merged = {**self.spec.defaults, **self.options}
         skip = set(self.spec.runtime_options) | set(self.spec.model_options)
         config = {"component": self.spec.name, "plugin": self.entry.plugin.name,
-                  "options": {k: merged[k] for k in sorted(merged) if k not in skip}}
+                  "options": {k: without_secrets(merged[k]) for k in sorted(merged) if k not in skip}}
         if self.spec.members_option:  # a composite: its members and their options
             config["members"] = list(merged[self.spec.members_option])
             config["member_options"] = {m: sorted(t) for m, t in sorted(self.member_options.items())}
@@ -50,9 +50,11 @@ class Stage:
     def changed_options(self) -> dict[str, Any]:
         """Options set away from their defaults that can change results and are not a model choice."""
         skip = set(self.spec.runtime_options) | set(self.spec.model_options)
-        changed = {k: v for k, v in sorted(self.options.items()) if k not in skip and v != self.spec.defaults.get(k)}
+        changed = {k: without_secrets(v) for k, v in sorted(self.options.items())
+                   if k not in skip and v != self.spec.defaults.get(k)}
         for member, tokens in sorted(self.member_options.items()):
-            changed |= {f"{member}.{key}": value for key, _, value in (t.partition("=") for t in sorted(tokens))}
+            changed |= {f"{member}.{key}": without_secrets(value)
+                        for key, _, value in (t.partition("=") for t in sorted(tokens))}
         return changed
 
     def model(self) -> dict[str, str] | None:
@@ -129,7 +131,15 @@ class Pipeline:
             names.insert(0, self.stages["rewriter"].label_in_name())
         if "reranker" in self.stages:
             names.append(self.stages["reranker"].label_in_name())
-        return " + ".join(names)
+        return without_secrets(" + ".join(names))
+
+
+def without_secrets(value: Any) -> Any:
+    """An option value as it may be stored or shown: a password or key in a URL (``-o llm=
+    http://user:KEY@host/v1``) becomes ``***``, so secrets never reach results, identities or plans."""
+    from .llm import redact
+
+    return redact(value) if isinstance(value, str) else value
 
 
 def build_pipeline(registry: Registry, plugin_tokens: list[str], option_tokens: list[str], *, top_k: int = 100,

@@ -25,7 +25,7 @@ from .context import Context
 from .data import Query, TaskData
 from .errors import PluginError, UserError
 from .evaluation import check_run, score, top_k
-from .pipelines import Pipeline, Stage, retriever_stage
+from .pipelines import Pipeline, Stage, retriever_stage, without_secrets
 from .registry import Registry
 from .results import ResultFolder, Status, locked
 from .tasks import TaskSpec
@@ -102,7 +102,7 @@ def plan(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: P
         if claimed is not None:
             claimed.check_claim()
     stages = [{"kind": s.spec.kind, "component": s.spec.name, "plugin": s.entry.plugin.name,
-               "options": {k: s.options[k] for k in sorted(s.options)},
+               "options": {k: without_secrets(s.options[k]) for k in sorted(s.options)},
                **({"member_options": s.member_options} if s.member_options else {})} for s in pipeline.ordered()]
     planned = []
     for t in tasks:

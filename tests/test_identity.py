@@ -294,3 +294,16 @@ def test_experiment_names_are_mtebs(kwargs):
 
     meta = ModelMeta.create_empty().model_copy(update={"experiment_kwargs": kwargs})
     assert experiment_name(kwargs) == safe_component(meta.experiment_name)
+
+
+def test_a_key_in_an_llm_url_never_reaches_plans_or_identities(plugins, run_cli, tmp_path):
+    from r2med_tasks.api import registry
+    from r2med_tasks.pipelines import build_pipeline
+
+    url = "http://user:s3cr3t-KEY@127.0.0.1:9/v1?api-key=s3cr3t-KEY#model"
+    code, out, err = run_cli("run", "--plugin", "hyde", "-o", f"llm={url}", "--plugin", "bm25", "--tasks", "sample",
+                             "--output", tmp_path, "--dry-run", "--json")
+    assert code == 0, err
+    assert "s3cr3t" not in out + err
+    config = build_pipeline(registry(), ["hyde", "bm25"], [f"llm={url}"]).config()
+    assert "s3cr3t" not in json.dumps(config) and "127.0.0.1:9" in json.dumps(config)
