@@ -4,7 +4,7 @@ run was (``models.py``): ``r2med-run --plugin nvembed`` reproduces the NV-Embed-
 
 from __future__ import annotations
 
-from functools import partial
+from functools import lru_cache, partial
 from typing import Literal
 
 from pydantic import Field, create_model
@@ -15,8 +15,12 @@ from r2med_tasks.options import Options
 
 from .models import DENSE_MODELS
 
-def _options(config) -> tuple[type, tuple[str, ...]]:
-    """The options model of one published model's retriever (which options depends on its backend)."""
+
+@lru_cache(maxsize=None)
+def _options(name: str) -> tuple[type, tuple[str, ...]]:
+    """The options model of one published model's retriever (which options depends on its backend);
+    built once per process (the registry is rebuilt for every command and test)."""
+    config = DENSE_MODELS[name]
     fields = {
         "drop_identical_ids": (bool, Field(True, description="drop a document whose id equals the query id, as "
                                                              "the published evaluator (BEIR) did")),
@@ -60,7 +64,7 @@ def _options(config) -> tuple[type, tuple[str, ...]]:
 @hookimpl
 def register_retrievers(register):
     for config in DENSE_MODELS.values():
-        options, runtime = _options(config)
+        options, runtime = _options(config.name)
         register(RetrieverSpec(
             name=config.name,
             factory=partial(published_retriever, config.name),
@@ -82,8 +86,8 @@ def published_retriever(name: str, *, drop_identical_ids: bool, cache: bool, chu
     from dataclasses import replace
 
     from r2med_tasks.errors import UserError
-
     from r2med_tasks.models import check_model_ref, model_identity
+
     from .published import PublishedModel
     from .retriever import DenseRetriever
 
