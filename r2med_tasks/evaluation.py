@@ -11,7 +11,7 @@ import math
 from decimal import ROUND_HALF_UP, Decimal
 
 from .errors import PluginError
-from .runs import Ranking, Run, rank
+from .runs import Ranking, Run
 
 K_VALUES = (1, 3, 5, 10, 20, 100, 1000)
 MAIN_SCORE = "ndcg_at_10"
@@ -37,8 +37,6 @@ def check_run(run: Run, qrels: dict, doc_ids: set[str], *, component: str) -> No
     if missing:
         raise PluginError(f"{component} returned no results for {len(missing)} queries (e.g. {missing[0]!r})")
 
-
-top_k = rank  # the runner's name for ``runs.rank``
 
 
 def score(ranked: Ranking, qrels: dict[str, dict[str, int]]) -> tuple[dict, dict]:

@@ -24,10 +24,11 @@ from .components import KEEP_TAIL, CombinesGenerated, RerankDepth
 from .context import Context
 from .data import Query, TaskData
 from .errors import PluginError, UserError
-from .evaluation import check_run, score, top_k
+from .evaluation import check_run, score
 from .pipelines import Pipeline, Stage, retriever_stage, without_secrets
 from .registry import Registry
 from .results import ResultFolder, Status, locked
+from .runs import rank
 from .tasks import TaskSpec
 
 
@@ -347,7 +348,7 @@ def _search(pipeline: Pipeline, task: TaskSpec, data: TaskData, queries: list[Qu
     with phase("Encoding queries"), calling(retriever, task, "searching", context):
         run = retriever.instance.search(queries, task=task, top_k=pipeline.top_k, context=context)
     check_run(run, data.qrels, set(data.corpus.ids), component=retriever.label)
-    return top_k(run, pipeline.top_k)
+    return rank(run, pipeline.top_k)
 
 
 def _rerank(stage: Stage, task: TaskSpec, data: TaskData, ranked, phase: Phases, step, context: Context,
