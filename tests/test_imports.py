@@ -48,6 +48,7 @@ PUBLIC = {
     "r2med_tasks.journal",  # append-only caches
     "r2med_tasks.llm",  # the LLM client
     "r2med_tasks.models",  # model references and identities
+    "r2med_tasks.terminal",  # names from files made safe to print
     "r2med_tasks.options",  # option models of component specs
     "r2med_tasks.ranking",  # top-k of score arrays
     "r2med_tasks.results",  # run names of results folders (run_name, slug)

@@ -1,0 +1,24 @@
+"""Text from files (names in results folders, run files, qrels) made safe to show on a terminal.
+
+A model name such as ``"\x1b]0;pwned\x07"`` read from a results folder would otherwise retitle, clear
+or recolour the user's terminal. Control characters are shown escaped instead, as Python's ``repr``
+writes them, so the name stays recognisable and nothing acts on the terminal.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+
+def printable(text: object) -> str:
+    """``text`` with every control or format character (C0, DEL, C1, bidi overrides) escaped."""
+    s = str(text)
+    if s.isprintable():
+        return s
+    return "".join(c if c.isprintable() else _escaped(c) for c in s)
+
+
+def _escaped(c: str) -> str:
+    if unicodedata.category(c) in ("Zs",):  # non-ASCII spaces are harmless; keep them
+        return c
+    return repr(c)[1:-1] if ord(c) < 0x100 else f"\\u{ord(c):04x}"
