@@ -93,8 +93,7 @@ class HybridRetriever:
                                     r2med_tuning_queries=len(judged))
             _check_split(task, len(judged), left)
         runs = [context.saved_run(m, self.member_options[m], queries=queries) for m in self.member_names]
-        fused = self.fuse(runs, top_k=top_k, weights=weights)
-        return {qid: dict(docs) for qid, docs in fused.items()}
+        return self.fuse(runs, top_k=top_k, weights=weights)
 
     def fuse(self, runs, top_k: int, weights: list[float] | None = None):
         from r2med_tasks.fusion import fuse

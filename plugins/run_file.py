@@ -82,7 +82,7 @@ class RunFileRetriever:
                             f"(e.g. {missing[0]!r}); a run must rank documents for every query")
         out = {}
         for q in queries:
-            for doc_id, _ in run[q.id]:
+            for doc_id in run[q.id]:
                 if doc_id not in self._doc_ids:
                     raise UserError(f"{file}: query {q.id!r} ranks document {doc_id!r}, which is not in the corpus "
                                     f"of {task.name}; is this the run of another task or corpus version?")

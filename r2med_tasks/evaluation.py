@@ -11,7 +11,7 @@ import math
 from decimal import ROUND_HALF_UP, Decimal
 
 from .errors import PluginError
-from .runs import Ranking, Run
+from .runs import Run
 
 K_VALUES = (1, 3, 5, 10, 20, 100, 1000)
 MAIN_SCORE = "ndcg_at_10"
@@ -38,12 +38,11 @@ def check_run(run: Run, qrels: dict, doc_ids: set[str], *, component: str) -> No
         raise PluginError(f"{component} returned no results for {len(missing)} queries (e.g. {missing[0]!r})")
 
 
-
-def score(ranked: Ranking, qrels: dict[str, dict[str, int]]) -> tuple[dict, dict]:
+def score(run: Run, qrels: dict[str, dict[str, int]]) -> tuple[dict, dict]:
     """mteb's score dict for a retrieval split, and per-query metrics."""
     from .mteb_adapter import retrieval_scores
 
-    run = {qid: {d: float(s) for d, s in docs} for qid, docs in ranked.items()}
+    run = {qid: {d: float(s) for d, s in docs.items()} for qid, docs in run.items()}
     scores, all_scores = retrieval_scores(run, qrels, K_VALUES)
     scores["main_score"] = scores[MAIN_SCORE]
     per_query = {qid: {name: m[key] for name, key in PER_QUERY.items()} for qid, m in all_scores.items()}

@@ -1,7 +1,7 @@
 """Fusing ranked runs (e.g. a BM25 run and a dense run) into one run.
 
-Each input is a ``Ranking`` (``runs.py``): ``dict[query_id, list[(doc_id, score)]]`` in rank order,
-best first, as read from a TREC file.
+Each input is a ``Run`` (``runs.py``): ``{query_id: {doc_id: score}}`` with each query's documents in
+rank order, best first, as read from a TREC file.
 Each member contributes only its top ``depth`` documents per query. Four methods:
 
 ``rrf``
@@ -36,13 +36,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from .runs import Ranking
+from .runs import Run
 
 METHODS = ("rrf", "zscore", "minmax", "linear")
 
 
-def fuse(runs: Sequence[Ranking], *, method: str = "rrf", weights: Sequence[float] | None = None,
-         rrf_k: int = 60, depth: int = 100, top_k: int = 100) -> Ranking:
+def fuse(runs: Sequence[Run], *, method: str = "rrf", weights: Sequence[float] | None = None,
+         rrf_k: int = 60, depth: int = 100, top_k: int = 100) -> Run:
     """Fuse ``runs`` query by query with ``method``; see the module docstring for the conventions."""
     runs = list(runs)
     if method not in METHODS:
@@ -72,24 +72,20 @@ def fuse(runs: Sequence[Ranking], *, method: str = "rrf", weights: Sequence[floa
                 seen.add(qid)
                 qids.append(qid)
 
-    fused: Ranking = {}
+    fused: Run = {}
     for qid in qids:
         members = []  # (weight, top-depth list) of the members that have this query
         for m, run in enumerate(runs):
-            docs = list(run.get(qid, ()))[:depth]
+            docs = list(run.get(qid, {}).items())[:depth]
             if not docs:
                 continue
-            ids = [d for d, _ in docs]
-            if len(set(ids)) != len(ids):
-                dup = next(d for i, d in enumerate(ids) if d in ids[:i])
-                raise ValueError(f"run {m}, query {qid!r}: document {dup!r} appears more than once")
             if method != "rrf":
                 for d, s in docs:
                     if not math.isfinite(float(s)):
                         raise ValueError(f"run {m}, query {qid!r}, document {d!r}: score {s!r} is not finite")
             members.append((weights[m], docs))
         if not members:
-            fused[qid] = []
+            fused[qid] = {}
             continue
 
         best_rank: dict[str, int] = {}
@@ -105,7 +101,7 @@ def fuse(runs: Sequence[Ranking], *, method: str = "rrf", weights: Sequence[floa
                 score[d] += w * values.get(d, missing)
 
         order = sorted(score, key=lambda d: (-score[d], best_rank[d], d))
-        fused[qid] = [(d, score[d]) for d in order[:top_k]]
+        fused[qid] = {d: score[d] for d in order[:top_k]}
     return fused
 
 

@@ -33,6 +33,8 @@ class SearchModel:
 
     def index(self, corpus: Any, *, task_metadata: TaskMetadata, hf_split: str = "test", hf_subset: str = "default",
               encode_kwargs: Any = None, num_proc: int | None = None, **kwargs: Any) -> None:
+        """Keep mteb's corpus; the retriever indexes it in :meth:`search`, where ``r2med-run``'s
+        stages run as they do in a run."""
         import hashlib
 
         from .data import Corpus
@@ -46,41 +48,22 @@ class SearchModel:
         for doc_id, text in zip(ids, texts):
             h.update(doc_id.encode() + b"\0" + text.encode() + b"\0")
         self._corpus = Corpus(ids, texts, h.hexdigest())
-        stage = self.pipeline.retriever
-        stage.instance.index(self._corpus, task=self.task_of(task_metadata.name),
-                             context=self.context.with_(corpus=self._corpus))
 
     def search(self, queries: Any, *, task_metadata: TaskMetadata, hf_split: str = "test",
                hf_subset: str = "default", top_k: int = 100, encode_kwargs: Any = None, top_ranked: Any = None,
                num_proc: int | None = None, **kwargs: Any) -> dict[str, dict[str, float]]:
-        from .combine import default_query
-        from .components import KEEP_TAIL, CombinesGenerated, RerankDepth
-        from .data import Query
+        """The pipeline's stages, run by the runner's own code (mteb scores the result)."""
+        from .data import Query, TaskData
+        from .pipelines import Pipeline
+        from .runner import Phases, first_stage, rerank_stage
 
         task = self.task_of(task_metadata.name)
         context = self.context.with_(corpus=self._corpus)
         asked = [Query(str(i), t) for i, t in zip(queries["id"], queries["text"])]
-        stages = self.pipeline.stages
-        searched = asked
-        if "rewriter" in stages:
-            searched = stages["rewriter"].instance.rewrite(asked, task=task, context=context)
-        retriever = stages["retriever"].instance
-        if not isinstance(retriever, CombinesGenerated):
-            searched = [Query(q.id, default_query(q)) if q.generated else q for q in searched]
-        run = retriever.search(searched, task=task, top_k=top_k, context=context)
-        if "reranker" not in stages:
-            return run
-        reranker = stages["reranker"].instance
-        k = (reranker.rerank_k if isinstance(reranker, RerankDepth) else None) or top_k
-        heads = {q: dict(sorted(docs.items(), key=lambda kv: -kv[1])[:k]) for q, docs in run.items()}
-        scores = reranker.rerank(asked, self._corpus, heads, task=task, context=context)
-        stage = stages["reranker"]
-        if not {**stage.spec.defaults, **stage.options}.get(KEEP_TAIL, False):
-            return {q: scores.get(q, {}) for q in run}  # the reranked list only, as published
-        out = {}
-        for q, docs in run.items():
-            head = {d: float(s) for d, s in scores.get(q, {}).items()}
-            floor = min(head.values(), default=0.0)
-            tail = [d for d, _ in sorted(docs.items(), key=lambda kv: -kv[1])[k:]]
-            out[q] = {**head, **{d: floor - i - 1.0 for i, d in enumerate(tail)}}
-        return out
+        data = TaskData(self._corpus, asked, {}, "", "mteb")  # scored by mteb, not here
+        pipeline = Pipeline(self.pipeline.stages, top_k)
+        phase, step = Phases(), lambda description: None
+        run = first_stage(pipeline, task, data, phase, step, context)
+        if "reranker" in pipeline.stages:
+            run = rerank_stage(pipeline.stages["reranker"], task, data, run, phase, step, context, top_k)
+        return run

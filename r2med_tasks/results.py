@@ -34,7 +34,7 @@ from typing import Any
 from . import atomic
 from .errors import UserError
 from .evaluation import PER_QUERY, SCORING
-from .runs import Ranking, read_trec, write_trec
+from .runs import Run, read_trec, write_trec
 
 FORMAT = 2  # of the identity files; results without one were written by r2med before run identities
 EXPERIMENTS = "experiments"  # mteb's folder for experiment variants
@@ -223,7 +223,7 @@ class ResultFolder:
             raise ValueError("empty run or per-query file")
         return main, n
 
-    def write(self, task_metadata, identity: dict[str, Any], scores: dict, ranked: dict, per_query: dict, *,
+    def write(self, task_metadata, identity: dict[str, Any], scores: dict, ranked: Run, per_query: dict, *,
               evaluation_time: float, phases: list[dict[str, Any]]) -> None:
         """Write a task's files; the TaskResult, which marks the task finished, goes last."""
         from .mteb_adapter import model_meta_dict, task_result, write_task_result
@@ -257,7 +257,7 @@ class ResultFolder:
         return model_meta(info, {"experiment_kwargs": canonical(self.spec.variant) or None},
                           registered=not self.spec.composite)
 
-    def read_run(self, task_name: str) -> Ranking:
+    def read_run(self, task_name: str) -> Run:
         """The saved top-k run of a finished task, in rank order."""
         return read_trec(self.trec(task_name))
 

@@ -218,7 +218,7 @@ class _Run:
             step("first stage from its saved run")
             ranked = first_folder.read_run(task.name)  # a reranker reuses the first stage, never recomputes it
         else:
-            ranked = _first_stage(pipeline, task, data, phase, step, context)
+            ranked = first_stage(pipeline, task, data, phase, step, context)
         if current.held_out is not None:  # a component tuned on these queries: never scored on them
             data = _without(data, current.held_out)
             ranked = {q: d for q, d in ranked.items() if q in data.qrels}
@@ -227,7 +227,7 @@ class _Run:
 
         extra_scores = dict(current.extra_scores or {})
         if "reranker" in pipeline.stages:
-            ranked = _rerank(pipeline.stages["reranker"], task, data, ranked, phase, step, context, pipeline.top_k)
+            ranked = rerank_stage(pipeline.stages["reranker"], task, data, ranked, phase, step, context, pipeline.top_k)
             extra_scores["previous_results_model_meta"] = {"model_name": first_folder.name,  # as mteb records it
                                                            "revision": first_folder.revision}
         empty = [qid for qid, docs in ranked.items() if not docs]
@@ -280,9 +280,9 @@ class _Run:
                 data_id = task.data_identity(self.data_dir, only_task=self.only_task, revision=data.revision)
                 context = context.with_(corpus=data.corpus, data_folder=data.folder)
             if queries is None:
-                ranked = _first_stage(sub, task, data, phase, step, context)
+                ranked = first_stage(sub, task, data, phase, step, context)
             else:
-                ranked = _search(sub, task, data, list(queries), phase, step, context)
+                ranked = search_stage(sub, task, data, list(queries), phase, step, context)
             _save(folder, task, data, data_id, ranked, started, phase)
             self.fresh.add(key)
             return ranked
@@ -322,7 +322,7 @@ def _without(data: TaskData, held_out: set[str]) -> TaskData:
                     data.warnings, data.folder)
 
 
-def _first_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, phase: Phases, step, context: Context):
+def first_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, phase: Phases, step, context: Context):
     """[rewriter] -> retriever: each query's top-k documents."""
     queries = data.queries
     if "rewriter" in pipeline.stages:
@@ -332,10 +332,10 @@ def _first_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, phase: Phas
             queries = stage.instance.rewrite(queries, task=task, context=context)
         if sorted(q.id for q in queries) != sorted(q.id for q in data.queries):
             raise PluginError(f"{stage.label} must return one rewritten query per input query")
-    return _search(pipeline, task, data, queries, phase, step, context)
+    return search_stage(pipeline, task, data, queries, phase, step, context)
 
 
-def _search(pipeline: Pipeline, task: TaskSpec, data: TaskData, queries: list[Query], phase: Phases, step,
+def search_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, queries: list[Query], phase: Phases, step,
             context: Context):
     """The retriever over (rewritten) queries: each query's top-k documents."""
     retriever = pipeline.retriever
@@ -351,7 +351,7 @@ def _search(pipeline: Pipeline, task: TaskSpec, data: TaskData, queries: list[Qu
     return rank(run, pipeline.top_k)
 
 
-def _rerank(stage: Stage, task: TaskSpec, data: TaskData, ranked, phase: Phases, step, context: Context,
+def rerank_stage(stage: Stage, task: TaskSpec, data: TaskData, ranked, phase: Phases, step, context: Context,
             depth: int):
     """Re-score each query's first ``rerank_k`` documents (the original query text, as published);
     only they are scored, as published, unless ``-o keep_tail=true`` keeps the rest below them in
@@ -359,15 +359,16 @@ def _rerank(stage: Stage, task: TaskSpec, data: TaskData, ranked, phase: Phases,
     k = (stage.instance.rerank_k if isinstance(stage.instance, RerankDepth) else None) or depth
     keep_tail = bool({**stage.spec.defaults, **stage.options}.get(KEEP_TAIL, False))
     step(f"reranking the top {k} ({stage.spec.name})")
-    candidates = {qid: dict(docs[:k]) for qid, docs in ranked.items()}
+    candidates = {qid: dict(list(docs.items())[:k]) for qid, docs in ranked.items()}
     with phase("Reranking"), calling(stage, task, "reranking", context):
         reranked = stage.instance.rerank(data.queries, data.corpus, candidates, task=task, context=context)
     check_run(reranked, data.qrels, set(data.corpus.ids), component=stage.label)
     out = {}
     for qid, docs in ranked.items():
-        scores = reranked.get(qid, {})
-        head = [(d, float(scores[d])) for d, _ in docs[:k] if d in scores]
+        scores, order = reranked.get(qid, {}), list(docs)
+        head = [(d, float(scores[d])) for d in order[:k] if d in scores]
         head.sort(key=lambda item: -item[1])  # stable: ties keep the first stage's order
         floor = min((s for _, s in head), default=0.0)
-        out[qid] = head + [(d, floor - i - 1.0) for i, (d, _) in enumerate(docs[k:] if keep_tail else ())]
+        tail = order[k:] if keep_tail else ()
+        out[qid] = dict(head) | {d: floor - i - 1.0 for i, d in enumerate(tail)}
     return out

@@ -1,15 +1,12 @@
-"""Runs: what components return, what is ranked, scored and stored, and TREC run files.
+"""Runs, the one shape of retrieval output, and TREC run files.
 
-The one place that defines these shapes and reads or writes TREC files (``qid Q0 docid rank score
-tag``, one document per line), for the runner, the results folders, fusion, ``r2med fuse`` and the
-``run-file`` retriever alike.
+``Run`` is ``query id -> {document id: score}``: what retrievers and rerankers return, what is
+fused, scored and stored. A dict keeps insertion order, and that order is the rank order: a
+component's own order breaks its score ties, :func:`rank` puts each query best first, and
+:func:`read_trec` and :func:`write_trec` keep the order of the rank column.
 
-``Run``
-    query id -> {document id: score}: what retrievers and rerankers return (order = the
-    component's own order, which breaks score ties).
-``Ranking``
-    query id -> [(document id, score)] in rank order, best first: a run cut to its top k, as
-    fused, scored and stored.
+The one place that reads or writes TREC files (``qid Q0 docid rank score tag``, one document per
+line), for the runner, the results folders, fusion, ``r2med fuse`` and the ``run-file`` retriever.
 """
 
 from __future__ import annotations
@@ -19,15 +16,14 @@ from pathlib import Path
 from . import atomic
 
 Run = dict[str, dict[str, float]]
-Ranking = dict[str, list[tuple[str, float]]]
 
 
-def rank(run: Run, k: int) -> Ranking:
-    """Each query's ``k`` best documents, by score; ties keep the order the component gave."""
-    return {qid: sorted(docs.items(), key=lambda kv: -kv[1])[:k] for qid, docs in run.items()}
+def rank(run: Run, k: int) -> Run:
+    """Each query's ``k`` best documents, best first; ties keep the order the component gave."""
+    return {qid: dict(sorted(docs.items(), key=lambda kv: -kv[1])[:k]) for qid, docs in run.items()}
 
 
-def read_trec(path: str | Path) -> Ranking:
+def read_trec(path: str | Path) -> Run:
     """Read a TREC run, each query ordered by its rank column.
 
     Blank lines are skipped and columns may be separated by any whitespace. A malformed line
@@ -54,7 +50,7 @@ def read_trec(path: str | Path) -> Ranking:
             except ValueError:
                 raise ValueError(f"{where}: score {score_s!r} is not a number") from None
             rows.setdefault(qid, []).append((position, doc_id, score, lineno))
-    ranking: Ranking = {}
+    run: Run = {}
     for qid, entries in rows.items():
         entries.sort(key=lambda e: e[0])
         for (r0, _, _, l0), (r1, _, _, l1) in zip(entries, entries[1:]):
@@ -65,12 +61,12 @@ def read_trec(path: str | Path) -> Ranking:
             if d in docs_seen:
                 raise ValueError(f"{path}:{ln}: query {qid!r} lists document {d!r} twice (also line {docs_seen[d]})")
             docs_seen[d] = ln
-        ranking[qid] = [(d, s) for _, d, s, _ in entries]
-    return ranking
+        run[qid] = {d: s for _, d, s, _ in entries}
+    return run
 
 
-def write_trec(path: str | Path, ranking: Ranking, tag: str) -> None:
-    """Write ``ranking`` atomically as a TREC run: ranks from 1 in list order, scores as
+def write_trec(path: str | Path, run: Run, tag: str) -> None:
+    """Write ``run`` atomically as a TREC run: ranks from 1 in each query's order, scores as
     ``repr(float)`` (full precision, so reading the file back gives the same floats)."""
     def check(kind: str, value: str) -> str:
         if not value or any(c.isspace() for c in value):
@@ -79,5 +75,5 @@ def write_trec(path: str | Path, ranking: Ranking, tag: str) -> None:
 
     check("tag", tag)
     lines = [f"{check('query id', qid)} Q0 {check('document id', doc_id)} {position} {float(score)!r} {tag}"
-             for qid, docs in ranking.items() for position, (doc_id, score) in enumerate(docs, 1)]
+             for qid, docs in run.items() for position, (doc_id, score) in enumerate(docs.items(), 1)]
     atomic.write_lines(Path(path), lines)

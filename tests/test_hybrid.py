@@ -17,7 +17,9 @@ def run(run_cli, tmp_path, *args, tasks="sample"):
 
 
 def member_run(tmp_path, folder_name):
-    return read_trec(next((tmp_path / "out" / folder_name).rglob("R2MEDSampleRetrieval.trec")))
+    """A member's saved run, read by the test's own parser, as the harness's ``Run`` shape."""
+    ranked = read_trec(next((tmp_path / "out" / folder_name).rglob("R2MEDSampleRetrieval.trec")))
+    return {qid: dict(docs) for qid, docs in ranked.items()}
 
 
 def test_rrf_equals_an_independent_computation(run_cli, tmp_path):
@@ -27,7 +29,7 @@ def test_rrf_equals_an_independent_computation(run_cli, tmp_path):
     for qid in fused:
         scores = {}
         for member in (a, b):
-            for rank, (doc, _) in enumerate(member[qid], 1):
+            for rank, doc in enumerate(member[qid], 1):
                 scores[doc] = scores.get(doc, 0.0) + 1.0 / (60 + rank)
         expected = sorted(scores.items(), key=lambda kv: -kv[1])[:20]
         assert [s for _, s in fused[qid]] == pytest.approx([s for _, s in expected], abs=1e-12)
@@ -169,7 +171,8 @@ def test_weights_are_tuned_per_task_group(run_cli, tmp_path, data_dir):
     assert len(recorded) == 3 and recorded[0] == recorded[1] == recorded[2]  # one weighting for the group
 
     def task_value(name, weights):
-        runs = [read_trec(next((tmp_path / "out" / m).glob("*")) / f"R2MED{name.replace('-', '')}Retrieval.trec")
+        runs = [{q: dict(d) for q, d in read_trec(next((tmp_path / "out" / m).glob("*"))
+                                                  / f"R2MED{name.replace('-', '')}Retrieval.trec").items()}
                 for m in ("r2med__bm25", "r2med__bm25-okapi")]
         qrels = {q: r for q, r in qrels_of(data_dir / name).items() if q in split[name]}
         fused = fuse(runs, method="minmax", weights=weights, top_k=100)

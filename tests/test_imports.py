@@ -52,7 +52,7 @@ PUBLIC = {
     "r2med_tasks.options",  # option models of component specs
     "r2med_tasks.ranking",  # top-k of score arrays
     "r2med_tasks.results",  # run names of results folders (run_name, slug)
-    "r2med_tasks.runs",  # Run, Ranking, rank, TREC files
+    "r2med_tasks.runs",  # Run, rank, TREC files
     "r2med_tasks.tasks",  # TaskSpec, R2MED_TASKS
 }
 

@@ -161,7 +161,7 @@ def test_fuse_scores_as_published(run_cli, task_dir, tmp_path):
     """r2med fuse with a qrels file: the judgments whole; fusing a run with itself keeps its order."""
     from r2med_tasks.runs import write_trec
 
-    ranked = {q: sorted(first_stage(q).items(), key=lambda kv: -kv[1]) for q in QUERIES}
+    ranked = {q: dict(sorted(first_stage(q).items(), key=lambda kv: -kv[1])) for q in QUERIES}
     a, b = tmp_path / "a.trec", tmp_path / "b.trec"
     write_trec(a, ranked, "a")
     write_trec(b, ranked, "b")
