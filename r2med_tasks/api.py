@@ -110,14 +110,15 @@ class Results(Mapping[str, TaskScore]):
         return {task: read_task_result(self.folder.task_json(task)) for task in self._scores}
 
 
-def evaluate(model: Any, tasks: str | Sequence[str] = "r2med", *, data_dir: str | Path | None = None,
+def evaluate(model: Any, tasks: str | Sequence[str] | None = None, *, data_dir: str | Path | None = None,
              output: str | Path = "results", cache_dir: str | Path | None = None, overwrite: bool = False,
              top_k: int = 100, device: str | None = None, progress: bool = False) -> Results:
     """Evaluate ``model`` on ``tasks`` and return the scores; results are written under ``output``.
 
     ``model``: a component name (``"bm25"``), a :func:`pipeline`, a sentence-transformers model
     object, or any object with the retriever protocol's ``index`` and ``search``. ``tasks``: names,
-    aliases, groups or ``"r2med"``, as ``--tasks`` takes them.
+    aliases, groups or ``"r2med"``, as ``--tasks`` takes them; by default the task folders found
+    in ``data_dir``, else all eight R2MED tasks.
     """
     from rich.console import Console
 
@@ -128,13 +129,35 @@ def evaluate(model: Any, tasks: str | Sequence[str] = "r2med", *, data_dir: str 
     reg = registry()
     built = _as_pipeline(model, reg, top_k=top_k, device=device)
     data = Path(data_dir).expanduser() if data_dir is not None else None
-    chosen = reg.tasks([tasks] if isinstance(tasks, str) else list(tasks))
+    chosen = choose_tasks(reg, [tasks] if isinstance(tasks, str) else tasks, data)
     console = Console(stderr=True, quiet=not progress, highlight=False)
     context = base_context(reg, cache_dir=Path(cache_dir).expanduser() if cache_dir else default_cache_dir(),
                            log=lambda line: console.print(line, markup=False))
     folder, outcomes = run_pipeline(built, chosen, output=Path(output).expanduser(), data_dir=data,
                                     overwrite=overwrite, context=context, console=console, registry=reg)
     return Results(folder, outcomes)
+
+
+def choose_tasks(reg: Registry, names: Sequence[str] | None, data_dir: Path | None) -> list[TaskSpec]:
+    """The tasks ``names`` picks; without names, the task folders found in ``data_dir``, else all
+    eight R2MED tasks."""
+    if names is not None:
+        return reg.tasks(list(names))
+    if data_dir is None:
+        return reg.tasks(["r2med"])
+    if not data_dir.is_dir():
+        raise UserError(f"--data-dir {data_dir}: not a folder")
+    found = []
+    for entry in reg.entries["task"]:
+        try:
+            entry.spec.find_folder(data_dir, only_task=False)
+            found.append(entry.spec)
+        except UserError:
+            pass
+    if not found:
+        raise UserError(f"--data-dir {data_dir}: no task folders found (expected e.g. {data_dir}/Biology/corpus.jsonl); "
+                        "name the task with --tasks for a flat folder")
+    return found
 
 
 def _as_pipeline(model: Any, reg: Registry, *, top_k: int, device: str | None) -> Pipeline:

@@ -112,6 +112,22 @@ def run_cli(plugins, tmp_path):
     return _run
 
 
+@pytest.fixture
+def evaluate(plugins, tmp_path):
+    """``r2med_tasks.evaluate`` with this test's plugin set: components and options as
+    ``r2med_tasks.pipeline`` takes them, results under ``tmp_path / output``, caches under
+    ``tmp_path / "cache"``. Tests of logic call this; a few end-to-end tests call the CLI."""
+    import r2med_tasks as r2med
+
+    def _evaluate(*components, tasks="sample", output="out", data_dir=None, top_k=100, overwrite=False,
+                  **options):
+        built = r2med.pipeline(*components, top_k=top_k, **options)
+        return r2med.evaluate(built, tasks=tasks, data_dir=data_dir, output=tmp_path / output,
+                              cache_dir=tmp_path / "cache", overwrite=overwrite)
+
+    return _evaluate
+
+
 def write_jsonl(path: Path, rows) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")

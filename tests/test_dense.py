@@ -90,39 +90,39 @@ def count_encoded(monkeypatch):
     return counts
 
 
-def st_args(model_path, tmp_path, *extra):
-    return ["run", "--plugin", "st", "-o", f"model={model_path}", "--tasks", "sample",
-            "--cache-dir", tmp_path / "cache", "--json", *extra]
+def saved_run(results, task="R2MEDSampleRetrieval"):
+    """A results folder's run, read by the tests' own TREC parser."""
+    return read_trec(results.path / f"{task}.trec")
 
 
-def test_second_run_encodes_only_queries(small_model_path, run_cli, tmp_path, count_encoded):
+def test_second_run_encodes_only_queries(small_model_path, evaluate, count_encoded):
     n_docs = len(read_jsonl(SAMPLE / "corpus.jsonl"))
-    first = json.loads(run_cli(*st_args(small_model_path, tmp_path, "--output", tmp_path / "a"))[1])
+    first = evaluate("st", model=str(small_model_path), output="a")
     assert count_encoded["texts"] == n_docs + 10
     count_encoded["texts"] = 0
-    second = json.loads(run_cli(*st_args(small_model_path, tmp_path, "--output", tmp_path / "b"))[1])
+    second = evaluate("st", model=str(small_model_path), output="b")
     assert count_encoded["texts"] == 10  # the queries only
-    assert first["tasks"][0]["ndcg_at_10"] == second["tasks"][0]["ndcg_at_10"]
-    no_cache = json.loads(run_cli(*st_args(small_model_path, tmp_path, "--output", tmp_path / "c", "-o", "cache=false"))[1])
-    for run in ("b", "c"):
-        assert read_trec(next((tmp_path / run).glob("*/*/*.trec"))) == read_trec(next((tmp_path / "a").glob("*/*/*.trec")))
-    assert no_cache["tasks"][0]["ndcg_at_10"] == first["tasks"][0]["ndcg_at_10"]
+    no_cache = evaluate("st", model=str(small_model_path), output="c", cache=False)
+    for run in (second, no_cache):
+        assert saved_run(run) == saved_run(first)
+        assert run["R2MEDSampleRetrieval"].ndcg_at_10 == first["R2MEDSampleRetrieval"].ndcg_at_10
 
 
-def test_killed_encoding_resumes_from_last_chunk(small_model_path, run_cli, tmp_path, count_encoded):
+def test_killed_encoding_resumes_from_last_chunk(small_model_path, evaluate, tmp_path, count_encoded):
+    from r2med_tasks.errors import PluginError
+
     n_docs = len(read_jsonl(SAMPLE / "corpus.jsonl"))
     count_encoded["fail_after"] = 2  # two 10-document chunks, then the run dies
-    code, _, err = run_cli(*st_args(small_model_path, tmp_path, "--output", tmp_path / "a", "-o", "chunk_size=10"))
-    assert code == 2 and "killed mid-corpus" in err
+    with pytest.raises(PluginError, match="killed mid-corpus"):
+        evaluate("st", model=str(small_model_path), chunk_size=10)
     chunks = list((tmp_path / "cache" / "embeddings").glob("*/chunk-*.npy"))
     assert len(chunks) == 2
     count_encoded.update(fail_after=None, texts=0)
-    code, out, _ = run_cli(*st_args(small_model_path, tmp_path, "--output", tmp_path / "a", "-o", "chunk_size=10"))
-    assert code == 0
+    evaluate("st", model=str(small_model_path), chunk_size=10)
     assert count_encoded["texts"] == (n_docs - 20) + 10  # the rest of the corpus, then the queries
 
 
-def test_identical_ids_dropped_only_when_asked(small_model_path, run_cli, tmp_path):
+def test_identical_ids_dropped_only_when_asked(small_model_path, evaluate, tmp_path):
     """IIYi-Clinical shares one id space for queries and documents; R2MED's evaluator dropped a
     document whose id equals the query id."""
     data = tmp_path / "data" / "IIYi-Clinical"
@@ -133,12 +133,13 @@ def test_identical_ids_dropped_only_when_asked(small_model_path, run_cli, tmp_pa
     write_jsonl(data / "corpus.jsonl", corpus)
     write_jsonl(data / "query.jsonl", queries)
     (data / "qrels.jsonl").write_text((SAMPLE / "qrels.jsonl").read_text())
-    base = ["run", "--plugin", "st", "-o", f"model={small_model_path}", "--data-dir", tmp_path / "data",
-            "--cache-dir", tmp_path / "cache", "--top-k", "5", "--json"]
-    kept = json.loads(run_cli(*base, "--output", tmp_path / "kept")[1])
-    dropped = json.loads(run_cli(*base, "--output", tmp_path / "dropped", "-o", "drop_identical_ids=true")[1])
-    kept_run = read_trec(Path(kept["results_dir"]) / "R2MEDIIYiClinicalRetrieval.trec")
-    dropped_run = read_trec(Path(dropped["results_dir"]) / "R2MEDIIYiClinicalRetrieval.trec")
+
+    def run(output, **options):
+        results = evaluate("st", model=str(small_model_path), top_k=5, tasks="IIYi-Clinical",
+                           data_dir=tmp_path / "data", output=output, **options)
+        return saved_run(results, "R2MEDIIYiClinicalRetrieval")
+
+    kept_run, dropped_run = run("kept"), run("dropped", drop_identical_ids=True)
     assert kept_run["q01"][0][0] == "q01"
     assert "q01" not in [d for d, _ in dropped_run["q01"]] and len(dropped_run["q01"]) == 5
     assert [d for d, _ in dropped_run["q01"]][:4] == [d for d, _ in kept_run["q01"] if d != "q01"]
@@ -321,18 +322,15 @@ def test_medcpt_uses_two_encoders_unless_reproducing_the_published_bug():
     assert bug.query_model == bug.doc_model == "ncbi/MedCPT-Article-Encoder"
 
 
-def test_published_retriever_runs_on_local_weights(small_model_path, run_cli, tmp_path):
+def test_published_retriever_runs_on_local_weights(small_model_path, evaluate):
     """`-o model=PATH` points a published configuration at local weights (here one layer of MiniLM
     under contriever's recipe: mean pooling, cosine), which also gives the run its own folder."""
-    code, out, err = run_cli("run", "--plugin", "contriever", "-o", f"model={small_model_path}", "--tasks", "sample",
-                             "--output", tmp_path / "out", "--cache-dir", tmp_path / "cache", "--json")
-    assert code == 0, err
-    summary = json.loads(out)
-    assert summary["model_name"] == "r2med/contriever" and summary["revision"].startswith("local-")
-    assert summary["experiment"] is None  # other weights are another revision, not an option variant
-    st = json.loads(run_cli("run", "--plugin", "st", "-o", f"model={small_model_path}", "--tasks", "sample",
-                            "--output", tmp_path / "st", "--cache-dir", tmp_path / "cache", "--json")[1])
-    assert summary["tasks"][0]["ndcg_at_10"] == pytest.approx(st["tasks"][0]["ndcg_at_10"], abs=1e-5)
+    contriever = evaluate("contriever", model=str(small_model_path))
+    assert contriever.folder.name == "r2med/contriever" and contriever.folder.revision.startswith("local-")
+    assert contriever.path.parent.name != "experiments"  # other weights: another revision, not an option variant
+    st = evaluate("st", model=str(small_model_path), output="st")
+    assert contriever["R2MEDSampleRetrieval"].ndcg_at_10 == pytest.approx(st["R2MEDSampleRetrieval"].ndcg_at_10,
+                                                                          abs=1e-5)
 
 
 def test_every_published_model_is_listed_with_its_reference(run_cli):

