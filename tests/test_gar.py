@@ -37,10 +37,10 @@ def rewritten_dir(tmp_path, texts) -> Path:
     return root
 
 
-def trec_of(run_cli, *args):
-    code, out, err = run_cli("run", *args, "--tasks", "Biology", "--json")
-    assert code == 0, err
-    return read_trec(next(Path(json.loads(out)["results_dir"]).glob("*.trec"))), json.loads(out)
+def trec_of(evaluate, *components, **kwargs):
+    """The run of a pipeline on Biology, through the Python API, and its results."""
+    results = evaluate(*components, tasks="Biology", **kwargs)
+    return read_trec(next(results.path.glob("*.trec"))), results
 
 
 @pytest.mark.parametrize("method, llm, rule, name", [
@@ -50,20 +50,18 @@ def trec_of(run_cli, *args):
     ("hyde", "qwq-32b", lambda q, g: g.split("</think>", 1)[1].strip(), "QwQ-32B + BM25"),  # reasoning: the answer only
     ("search-r1", "qwen-7b-ins", lambda q, g: g, "Search-R1 (Qwen2.5-7b-it-em-ppo) + BM25"),  # no <answer>: all of it
 ])
-def test_published_generations_with_bm25(run_cli, tmp_path, method, llm, rule, name):
+def test_published_generations_with_bm25(evaluate, tmp_path, method, llm, rule, name):
     reasoning = llm == "qwq-32b"
     data = published_dir(tmp_path, method, llm, reasoning)
-    ours, summary = trec_of(run_cli, "--plugin", method, "-o", f"source={llm}", "--plugin", "bm25",
-                            "--data-dir", data, "--output", tmp_path / "ours", "--cache-dir", tmp_path / "c")
+    ours, results = trec_of(evaluate, method, "bm25", source=llm, data_dir=data, output="ours")
     expected = rewritten_dir(tmp_path, {q["id"]: rule(q["text"], hy_doc(q, reasoning)) for q in QUERIES})
-    reference, _ = trec_of(run_cli, "--plugin", "bm25", "--data-dir", expected, "--output", tmp_path / "ref",
-                           "--cache-dir", tmp_path / "c")
+    reference, _ = trec_of(evaluate, "bm25", data_dir=expected, output="ref")
     assert ours == reference
-    assert summary["pipeline"] == name  # as the leaderboard names the row
+    assert results.folder.display_name == name  # as the leaderboard names the row
 
 
 @pytest.mark.parametrize("method", ["hyde", "query2doc"])
-def test_published_generations_with_a_dense_retriever(run_cli, tmp_path, small_model_path, method):
+def test_published_generations_with_a_dense_retriever(evaluate, tmp_path, small_model_path, method):
     """Dense: HyDE averages the query's and the document's embeddings; Query2Doc encodes
     query + "[SEP]" + document as one text."""
     from sentence_transformers import SentenceTransformer
@@ -71,8 +69,7 @@ def test_published_generations_with_a_dense_retriever(run_cli, tmp_path, small_m
     model_path = small_model_path
 
     data = published_dir(tmp_path, method, "gpt4")
-    ours, _ = trec_of(run_cli, "--plugin", method, "-o", "source=gpt4", "--plugin", "st", "-o", f"model={model_path}",
-                      "--data-dir", data, "--output", tmp_path / "ours", "--cache-dir", tmp_path / "c", "--top-k", "5")
+    ours, _ = trec_of(evaluate, method, "st", source="gpt4", model=str(model_path), data_dir=data, top_k=5)
     model = SentenceTransformer(str(model_path), device="cpu")
     docs = model.encode([d["text"] for d in CORPUS], normalize_embeddings=True)
     for q in QUERIES:
@@ -126,7 +123,7 @@ def test_live_generation_resumes_after_failure(run_cli, tmp_path, server):
     assert answered >= 5  # four answers, then the failing attempts
 
 
-def test_live_answers_reach_bm25(run_cli, tmp_path, server):
+def test_live_answers_reach_bm25(run_cli, evaluate, tmp_path, server):
     code, out, err = live(run_cli, tmp_path, server)
     ours = read_trec(Path(json.loads(out)["results_dir"]) / "R2MEDSampleRetrieval.trec")
     answers = {}
@@ -136,19 +133,16 @@ def test_live_answers_reach_bm25(run_cli, tmp_path, server):
         answers[qid] = fake_answer(request.body["messages"])
     expected = rewritten_dir(tmp_path, answers)
     shutil.move(str(expected / "Biology"), str(expected / "sample"))
-    code, out, _ = run_cli("run", "--plugin", "bm25", "--data-dir", expected / "sample", "--tasks", "sample",
-                           "--output", tmp_path / "ref", "--cache-dir", tmp_path / "cache", "--json")
-    assert ours == read_trec(Path(json.loads(out)["results_dir"]) / "R2MEDSampleRetrieval.trec")
+    reference = evaluate("bm25", data_dir=expected / "sample", output="ref")
+    assert ours == read_trec(reference.path / "R2MEDSampleRetrieval.trec")
 
 
-def test_lamer_prompts_carry_bm25_top10(run_cli, tmp_path, server):
+def test_lamer_prompts_carry_bm25_top10(run_cli, evaluate, tmp_path, server):
     from r2med_plugins.gar.prompts import cut_text
 
     code, _, err = live(run_cli, tmp_path, server, "lamer")
     assert code == 0, err
-    code, out, _ = run_cli("run", "--plugin", "bm25", "--tasks", "sample", "--output", tmp_path / "plain",
-                           "--cache-dir", tmp_path / "cache", "--json", "--top-k", "10")
-    top10 = read_trec(Path(json.loads(out)["results_dir"]) / "R2MEDSampleRetrieval.trec")
+    top10 = read_trec(evaluate("bm25", output="plain", top_k=10).path / "R2MEDSampleRetrieval.trec")
     text_of = {d["id"]: d["text"] for d in CORPUS}
     for request in server.requests:
         user = request.body["messages"][1]["content"]
@@ -239,16 +233,14 @@ def hub(monkeypatch):
     return calls, revision
 
 
-def test_published_generations_from_the_hub(run_cli, tmp_path, hub):
+def test_published_generations_from_the_hub(evaluate, tmp_path, hub):
     """`-o source=o3-mini` reads config 'hyde', split 'o3_mini' at the task's pinned revision."""
     calls, revision = hub
-    ours, summary = trec_of(run_cli, "--plugin", "hyde", "-o", "source=o3-mini", "--plugin", "bm25",
-                            "--output", tmp_path / "ours", "--cache-dir", tmp_path / "c")
+    ours, results = trec_of(evaluate, "hyde", "bm25", source="o3-mini", output="ours")
     assert ("R2MED/Biology", "hyde", "o3_mini", revision) in calls
     expected = rewritten_dir(tmp_path, {q["id"]: hy_doc(q) for q in QUERIES})
-    reference, _ = trec_of(run_cli, "--plugin", "bm25", "--data-dir", expected, "--output", tmp_path / "ref",
-                           "--cache-dir", tmp_path / "c")
-    assert ours == reference and summary["pipeline"] == "o3-mini + BM25"
+    reference, _ = trec_of(evaluate, "bm25", data_dir=expected, output="ref")
+    assert ours == reference and results.folder.display_name == "o3-mini + BM25"
 
 
 def test_unknown_hub_split_lists_the_ones_there(run_cli, tmp_path, hub):

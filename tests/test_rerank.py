@@ -3,7 +3,6 @@ weights) reorders only the top rerank_k, by its own pairwise scores; the first s
 reused from disk."""
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,25 +10,20 @@ import pytest
 from conftest import SAMPLE, read_jsonl, read_trec
 
 
-def run(run_cli, tmp_path, *args):
-    code, out, err = run_cli("run", "--plugin", "bm25", *args, "--tasks", "sample", "--output", tmp_path / "out",
-                             "--cache-dir", tmp_path / "cache", "--json")
-    assert code == 0, err
-    return json.loads(out)
+TASK = "R2MEDSampleRetrieval"
 
 
-def test_cross_encoder_reorders_only_the_top_k(run_cli, tmp_path, cross_encoder_path):
+def test_cross_encoder_reorders_only_the_top_k(evaluate, tmp_path, cross_encoder_path):
     import torch
     from mteb.results import TaskResult
     from sentence_transformers import CrossEncoder
 
-    summary = run(run_cli, tmp_path, "--plugin", "cross-encoder", "-o", f"model={cross_encoder_path}", "-o", "rerank_k=5")
-    folder = Path(summary["results_dir"])
-    reranked = read_trec(folder / "R2MEDSampleRetrieval.trec")
+    folder = evaluate("bm25", "cross-encoder", model=str(cross_encoder_path), rerank_k=5).path
+    reranked = read_trec(folder / f"{TASK}.trec")
     first_folder = next((tmp_path / "out" / "r2med__bm25").glob("*"))
-    first = read_trec(first_folder / "R2MEDSampleRetrieval.trec")
-    plain = run(run_cli, tmp_path / "plain", )  # bm25 alone: the saved first stage is that run
-    assert read_trec(Path(plain["results_dir"]) / "R2MEDSampleRetrieval.trec") == first
+    first = read_trec(first_folder / f"{TASK}.trec")
+    plain = evaluate("bm25", output="plain")  # bm25 alone: the saved first stage is that run
+    assert read_trec(plain.path / f"{TASK}.trec") == first
 
     model = CrossEncoder(str(cross_encoder_path), device="cpu", activation_fn=torch.nn.Identity())
     text = {d["id"]: d["text"] for d in read_jsonl(SAMPLE / "corpus.jsonl")}
@@ -47,18 +41,18 @@ def test_cross_encoder_reorders_only_the_top_k(run_cli, tmp_path, cross_encoder_
         "model_name": "r2med/bm25", "revision": first_folder.name}
 
 
-def test_first_stage_is_reused_from_disk(run_cli, tmp_path, cross_encoder_path, monkeypatch):
+def test_first_stage_is_reused_from_disk(evaluate, cross_encoder_path, monkeypatch):
     from r2med_plugins.bm25.retriever import BM25Retriever
 
-    run(run_cli, tmp_path, "--plugin", "cross-encoder", "-o", f"model={cross_encoder_path}", "-o", "rerank_k=3")
+    evaluate("bm25", "cross-encoder", model=str(cross_encoder_path), rerank_k=3)
 
     def no_search(*args, **kwargs):
         raise AssertionError("the first stage must come from its saved run")
 
     monkeypatch.setattr(BM25Retriever, "search", no_search)
     monkeypatch.setattr(BM25Retriever, "index", no_search)
-    again = run(run_cli, tmp_path, "--plugin", "cross-encoder", "-o", f"model={cross_encoder_path}", "-o", "rerank_k=7")
-    assert again["tasks"][0]["status"] == "computed" and again["pipeline"] == "BM25 + cross-encoder"
+    again = evaluate("bm25", "cross-encoder", model=str(cross_encoder_path), rerank_k=7)
+    assert again[TASK].status == "computed" and again.folder.display_name == "BM25 + cross-encoder"
 
 
 @pytest.fixture
@@ -78,29 +72,31 @@ def counted(monkeypatch):
     return state
 
 
-def test_pair_scores_survive_a_failed_run_and_serve_reruns(run_cli, tmp_path, cross_encoder_path, counted, monkeypatch):
+def test_pair_scores_survive_a_failed_run_and_serve_reruns(evaluate, tmp_path, cross_encoder_path, counted,
+                                                           monkeypatch):
     from r2med_plugins.rerank import scores
+    from r2med_tasks.errors import PluginError
 
-    rerank = ["--plugin", "cross-encoder", "-o", f"model={cross_encoder_path}", "-o", "rerank_k=7",
-              "-o", "batch_size=8"]
+    def rerank(output="out", **options):
+        return evaluate("bm25", "cross-encoder", model=str(cross_encoder_path), rerank_k=7, batch_size=8,
+                        output=output, **options)
+
     monkeypatch.setattr(scores, "CHUNK", 16)
-    reference = run(run_cli, tmp_path / "reference", *rerank, "-o", "cache=false")  # uninterrupted, no cache
+    reference = rerank("reference", cache=False)  # uninterrupted, no cache
     assert counted["pairs"] == 70
 
     counted.update(pairs=0, fail_after=40)  # the third chunk fails: two chunks (32 pairs) were journaled
-    code, _, err = run_cli("run", "--plugin", "bm25", *rerank, "--tasks", "sample", "--output", tmp_path / "out",
-                           "--cache-dir", tmp_path / "cache")
-    assert code == 2 and "RuntimeError: killed" in err
+    with pytest.raises(PluginError, match="RuntimeError: killed"):
+        rerank()
     counted.update(pairs=0, fail_after=None)
-    resumed = run(run_cli, tmp_path, *rerank)
+    resumed = rerank()
     assert counted["pairs"] == 70 - 32  # only the pairs not journaled
-    trec = "R2MEDSampleRetrieval.trec"
-    assert read_trec(Path(resumed["results_dir"]) / trec) == read_trec(Path(reference["results_dir"]) / trec)
+    assert read_trec(resumed.path / f"{TASK}.trec") == read_trec(reference.path / f"{TASK}.trec")
 
     counted["pairs"] = 0
-    again = run(run_cli, tmp_path, *rerank, "--overwrite")
-    assert counted["pairs"] == 0 and again["tasks"][0]["ndcg_at_10"] == resumed["tasks"][0]["ndcg_at_10"]
-    run(run_cli, tmp_path, *rerank, "-o", "max_length=256")  # another identity: its own scores
+    again = evaluate("bm25", "cross-encoder", model=str(cross_encoder_path), rerank_k=7, batch_size=8, overwrite=True)
+    assert counted["pairs"] == 0 and again[TASK].ndcg_at_10 == resumed[TASK].ndcg_at_10
+    rerank(max_length=256)  # another identity: its own scores
     assert counted["pairs"] == 70
     journals = list((tmp_path / "cache" / "rerank-scores").glob("*.jsonl"))
     assert len(journals) == 2
@@ -127,7 +123,7 @@ def test_rankllama_without_peft_is_one_clear_line(run_cli, tmp_path):
     assert code == 2 and "needs peft: pip install 'r2med[rankllama]'" in err and "Traceback" not in err
 
 
-def test_llm_reranker_end_to_end(run_cli, tmp_path, monkeypatch):
+def test_llm_reranker_end_to_end(evaluate, tmp_path, monkeypatch):
     """llm-rerank over the local chat server: the permutation the answers imply becomes the run,
     and a rerun answers from the cache."""
     import re
@@ -143,15 +139,14 @@ def test_llm_reranker_end_to_end(run_cli, tmp_path, monkeypatch):
     monkeypatch.setattr("chat_server.fake_answer", reverse_answer)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     with server:
-        args = ["--plugin", "llm-rerank", "-o", f"llm={server.url}#ranker", "-o", "rerank_k=5", "-o", "window=5",
-                "-o", "step=5"]
-        summary = run(run_cli, tmp_path, *args)
-        first = read_trec(next((tmp_path / "out" / "r2med__bm25").glob("*")) / "R2MEDSampleRetrieval.trec")
-        reranked = read_trec(Path(summary["results_dir"]) / "R2MEDSampleRetrieval.trec")
+        options = {"llm": f"{server.url}#ranker", "rerank_k": 5, "window": 5, "step": 5}
+        results = evaluate("bm25", "llm-rerank", **options)
+        first = read_trec(next((tmp_path / "out" / "r2med__bm25").glob("*")) / f"{TASK}.trec")
+        reranked = read_trec(results.path / f"{TASK}.trec")
         for qid, docs in first.items():
             assert [d for d, _ in reranked[qid][:5]] == [d for d, _ in docs[:5]][::-1]
             assert len(reranked[qid]) == 5  # the reranked list only, as published
         sent = server.count
         assert sent == 10
-        run(run_cli, tmp_path, *args, "--overwrite")
+        evaluate("bm25", "llm-rerank", **options, overwrite=True)
         assert server.count == sent
