@@ -3,7 +3,6 @@ sharing), identical-id dropping, and the transformers encoder's poolings, on a r
 
 import json
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
