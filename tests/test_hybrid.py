@@ -9,11 +9,7 @@ import pytest
 from conftest import read_trec
 
 
-def run(run_cli, tmp_path, *args, tasks="sample"):
-    code, out, err = run_cli("run", "--plugin", "hybrid", *args, "--tasks", tasks, "--output", tmp_path / "out",
-                             "--cache-dir", tmp_path / "cache", "--json")
-    assert code == 0, err
-    return json.loads(out)
+TASK = "R2MEDSampleRetrieval"
 
 
 def member_run(tmp_path, folder_name):
@@ -22,9 +18,9 @@ def member_run(tmp_path, folder_name):
     return {qid: dict(docs) for qid, docs in ranked.items()}
 
 
-def test_rrf_equals_an_independent_computation(run_cli, tmp_path):
-    summary = run(run_cli, tmp_path, "-o", "members=bm25,bm25-okapi", "--top-k", "20")
-    fused = read_trec(Path(summary["results_dir"]) / "R2MEDSampleRetrieval.trec")
+def test_rrf_equals_an_independent_computation(evaluate, tmp_path):
+    results = evaluate("hybrid", members="bm25,bm25-okapi", top_k=20)
+    fused = read_trec(results.path / f"{TASK}.trec")
     a, b = member_run(tmp_path, "r2med__bm25"), member_run(tmp_path, "r2med__bm25-okapi")
     for qid in fused:
         scores = {}
@@ -34,13 +30,13 @@ def test_rrf_equals_an_independent_computation(run_cli, tmp_path):
         expected = sorted(scores.items(), key=lambda kv: -kv[1])[:20]
         assert [s for _, s in fused[qid]] == pytest.approx([s for _, s in expected], abs=1e-12)
         assert {d for d, _ in fused[qid]} <= set(scores)
-    assert summary["pipeline"] == "BM25 ⊕ bm25-okapi (RRF)"
+    assert results.folder.display_name == "BM25 ⊕ bm25-okapi (RRF)"
 
 
-def test_members_are_reused_and_take_their_own_options(run_cli, tmp_path, monkeypatch):
+def test_members_are_reused_and_take_their_own_options(evaluate, tmp_path, monkeypatch):
     from r2med_plugins.bm25.retriever import BM25Retriever, OkapiRetriever
 
-    run(run_cli, tmp_path, "-o", "members=bm25,bm25-okapi", "-o", "bm25.k1=1.2")
+    evaluate("hybrid", members="bm25,bm25-okapi", options={"bm25.k1": 1.2})
     assert len(list((tmp_path / "out" / "r2med__bm25").iterdir())) == 1  # the member with k1=1.2
 
     def no_call(*args, **kwargs):
@@ -49,8 +45,8 @@ def test_members_are_reused_and_take_their_own_options(run_cli, tmp_path, monkey
     for cls in (BM25Retriever, OkapiRetriever):
         monkeypatch.setattr(cls, "index", no_call)
         monkeypatch.setattr(cls, "search", no_call)
-    again = run(run_cli, tmp_path, "-o", "members=bm25,bm25-okapi", "-o", "bm25.k1=1.2", "-o", "fusion=zscore")
-    assert again["tasks"][0]["status"] == "computed" and again["pipeline"].endswith("(ZSCORE)")
+    again = evaluate("hybrid", members="bm25,bm25-okapi", fusion="zscore", options={"bm25.k1": 1.2})
+    assert again[TASK].status == "computed" and again.folder.display_name.endswith("(ZSCORE)")
 
 
 def test_hybrid_results_in_the_leaderboard(run_cli, tmp_path, data_dir):
@@ -90,29 +86,29 @@ def test_members_share_the_rewriter(run_cli, tmp_path):
     assert {"QwQ-32B + BM25", "QwQ-32B + bm25-okapi"} <= names
 
 
-def test_fuse_command_matches_the_hybrid_retriever(run_cli, tmp_path):
+def test_fuse_command_matches_the_hybrid_retriever(run_cli, evaluate, tmp_path):
     """`r2med fuse` over the members' saved folders, or their TREC files with --qrels, gives the same
     run as the hybrid retriever; the result is a results folder the leaderboard reads."""
     from conftest import SAMPLE
 
-    hybrid = run(run_cli, tmp_path, "-o", "members=bm25,bm25-okapi")
+    hybrid = evaluate("hybrid", members="bm25,bm25-okapi")
     members = [next((tmp_path / "out" / name).glob("*")) for name in ("r2med__bm25", "r2med__bm25-okapi")]
     code, out, err = run_cli("fuse", *map(str, members), "--output", tmp_path / "fused", "--json")
     assert code == 0, err
     fused = json.loads(out)
-    expected = read_trec(Path(hybrid["results_dir"]) / "R2MEDSampleRetrieval.trec")
+    expected = read_trec(hybrid.path / f"{TASK}.trec")
     assert read_trec(Path(fused["results_dir"]) / "R2MEDSampleRetrieval.trec") == expected
-    assert fused["tasks"][0]["ndcg_at_10"] == hybrid["tasks"][0]["ndcg_at_10"]
+    assert fused["tasks"][0]["ndcg_at_10"] == hybrid[TASK].ndcg_at_10
 
     trecs = [str(m / "R2MEDSampleRetrieval.trec") for m in members]
     code, out, err = run_cli("fuse", *trecs, "--qrels", str(SAMPLE / "qrels.jsonl"), "--output", tmp_path / "f2", "--json")
     assert code == 0, err
-    assert json.loads(out)["tasks"][0]["ndcg_at_10"] == hybrid["tasks"][0]["ndcg_at_10"]
+    assert json.loads(out)["tasks"][0]["ndcg_at_10"] == hybrid[TASK].ndcg_at_10
     code, _, err = run_cli("fuse", *trecs, "--output", tmp_path / "f3")
     assert code == 2 and "need --qrels FILE" in err
 
 
-def test_tuned_weights_are_never_scored_on_their_tuning_queries(run_cli, tmp_path):
+def test_tuned_weights_are_never_scored_on_their_tuning_queries(evaluate, tmp_path):
     """-o tune: weights chosen on the listed queries (best mean nDCG@10 over a 0.1 grid, checked
     here by brute force), the reported score over the other queries only."""
     import pytrec_eval
@@ -122,9 +118,9 @@ def test_tuned_weights_are_never_scored_on_their_tuning_queries(run_cli, tmp_pat
 
     tune = tmp_path / "tune.json"
     tune.write_text(json.dumps({"sample": ["q01", "q02", "q03", "q04"]}))
-    summary = run(run_cli, tmp_path, "-o", "members=bm25,bm25-okapi", "-o", "fusion=zscore", "-o", f"tune={tune}")
-    result = json.loads((Path(summary["results_dir"]) / "R2MEDSampleRetrieval.json").read_text())["scores"]["test"][0]
-    assert result["r2med_tuning_queries"] == 4 and summary["tasks"][0]["n_queries"] == 6
+    results = evaluate("hybrid", members="bm25,bm25-okapi", fusion="zscore", tune=str(tune))
+    result = json.loads((results.path / f"{TASK}.json").read_text())["scores"]["test"][0]
+    assert result["r2med_tuning_queries"] == 4 and results[TASK].n_queries == 6
 
     runs = [member_run(tmp_path, "r2med__bm25"), member_run(tmp_path, "r2med__bm25-okapi")]
     qrels = qrels_of(SAMPLE)
