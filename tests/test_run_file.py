@@ -33,20 +33,16 @@ def random_run(seed: int, depth: int = 30) -> list[str]:
     return lines
 
 
-def run(run_cli, tmp_path, *args):
-    code, out, err = run_cli("run", *args, "--tasks", "sample", "--output", tmp_path / "out",
-                             "--cache-dir", tmp_path / "cache", "--json")
-    assert code == 0, err
-    return json.loads(out)
+TREC = "R2MEDSampleRetrieval.trec"
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_scores_equal_pytrec_eval_on_the_file(run_cli, tmp_path, seed):
+def test_scores_equal_pytrec_eval_on_the_file(evaluate, tmp_path, seed):
     from mteb.results import TaskResult
 
     path = write_run(tmp_path / "system.trec", random_run(seed))
-    summary = run(run_cli, tmp_path, "--plugin", "run-file", "-o", f"path={path}")
-    assert summary["pipeline"] == "system"
+    results = evaluate("run-file", path=str(path))
+    assert results.folder.display_name == "system"
     runs = {}
     for line in path.read_text().splitlines():
         qid, _, doc, _, score, _ = line.split()
@@ -54,30 +50,28 @@ def test_scores_equal_pytrec_eval_on_the_file(run_cli, tmp_path, seed):
     metrics = {"ndcg_cut.10", "recall.100", "map_cut.10"}
     per_query = pytrec_eval.RelevanceEvaluator(qrels_of(SAMPLE), metrics).evaluate(runs)
     expected = {m: np.mean([v[m] for v in per_query.values()]) for m in ("ndcg_cut_10", "recall_100", "map_cut_10")}
-    scores = TaskResult.from_disk(Path(summary["results_dir"]) / "R2MEDSampleRetrieval.json").scores["test"][0]
+    scores = TaskResult.from_disk(results.path / "R2MEDSampleRetrieval.json").scores["test"][0]
     assert scores["ndcg_at_10"] == pytest.approx(expected["ndcg_cut_10"], abs=1e-5)
     assert scores["recall_at_100"] == pytest.approx(expected["recall_100"], abs=1e-5)
     assert scores["map_at_10"] == pytest.approx(expected["map_cut_10"], abs=1e-5)
 
 
-def test_reading_back_a_results_folder_reproduces_its_scores(run_cli, tmp_path):
-    bm25 = run(run_cli, tmp_path, "--plugin", "bm25")
-    again = run(run_cli, tmp_path, "--plugin", "trec", "-o", f"path={bm25['results_dir']}")
-    assert again["pipeline"] == "BM25"  # the name the folder records
-    assert again["results_dir"] != bm25["results_dir"]
-    assert again["tasks"][0]["ndcg_at_10"] == bm25["tasks"][0]["ndcg_at_10"]
-    trec = "R2MEDSampleRetrieval.trec"
-    assert read_trec(Path(again["results_dir"]) / trec) == read_trec(Path(bm25["results_dir"]) / trec)
+def test_reading_back_a_results_folder_reproduces_its_scores(evaluate):
+    bm25 = evaluate("bm25")
+    again = evaluate("trec", path=str(bm25.path))
+    assert again.folder.display_name == "BM25"  # the name the folder records
+    assert again.path != bm25.path
+    assert again["R2MEDSampleRetrieval"].ndcg_at_10 == bm25["R2MEDSampleRetrieval"].ndcg_at_10
+    assert read_trec(again.path / TREC) == read_trec(bm25.path / TREC)
 
 
-def test_a_run_file_feeds_a_reranker_as_its_retriever_would(run_cli, tmp_path, cross_encoder_path):
-    rerank = ["--plugin", "cross-encoder", "-o", f"model={cross_encoder_path}", "-o", "rerank_k=5"]
-    direct = run(run_cli, tmp_path / "direct", "--plugin", "bm25", *rerank)
-    saved = run(run_cli, tmp_path / "saved", "--plugin", "bm25")["results_dir"]
-    via_file = run(run_cli, tmp_path / "file", "--plugin", "run-file", "-o", f"path={saved}", *rerank)
-    trec = "R2MEDSampleRetrieval.trec"
-    assert read_trec(Path(via_file["results_dir"]) / trec) == read_trec(Path(direct["results_dir"]) / trec)
-    assert via_file["pipeline"] == "BM25 + cross-encoder"
+def test_a_run_file_feeds_a_reranker_as_its_retriever_would(evaluate, cross_encoder_path):
+    rerank = {"model": str(cross_encoder_path), "rerank_k": 5}
+    direct = evaluate("bm25", "cross-encoder", output="direct", **rerank)
+    saved = evaluate("bm25", output="saved").path
+    via_file = evaluate("run-file", "cross-encoder", output="file", path=str(saved), **rerank)
+    assert read_trec(via_file.path / TREC) == read_trec(direct.path / TREC)
+    assert via_file.folder.display_name == "BM25 + cross-encoder"
 
 
 def test_folder_of_task_files_by_alias(run_cli, tmp_path, data_dir):
