@@ -4,6 +4,9 @@ On the same data (e.g. ``synthetic_corpus.py``'s full-scale corpora), one run ti
 
 - ``r2med``       the real command ``r2med-run --plugin bm25`` over all tasks, cold (empty index cache)
 - ``r2med-warm``  the same command again with the index cache warm (``--overwrite``)
+
+and prints the targets of issue #18 (cold at most half of bm25s-mteb's time, warm under 4 s, peak
+memory under 1 GB) as met or not met, with the ratios.
 - ``bm25s``       bm25s with its default tokenizer, top-100 per query
 - ``bm25s-mteb``  bm25s configured as mteb's baseline (English stop words + PyStemmer)
 - ``gensim``      the reference pipeline of R2MED's eval_BM25.py (our analyzer in place of pyserini's,
@@ -100,8 +103,9 @@ def worker(contender: str, folder: Path, subset_docs: int, pyserini: bool) -> di
     return {}
 
 
-def measure(cmd: list[str], env: dict | None = None) -> tuple[float, float, str]:
-    """Wall seconds, peak RSS (MB) and stdout of one child process (reaped with wait4 for its rusage)."""
+def measure(cmd: list[str], env: dict | None = None) -> tuple[float, float, str, float]:
+    """Wall seconds, peak RSS (MB), stdout and CPU seconds (user + system, with the processes it
+    waited for) of one child process (reaped with wait4 for its rusage)."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env)
@@ -112,7 +116,7 @@ def measure(cmd: list[str], env: dict | None = None) -> tuple[float, float, str]
         err.seek(0)
         if proc.returncode:
             raise SystemExit(f"{' '.join(cmd)} failed:\n{err.read()[-2000:]}")
-        return seconds, usage.ru_maxrss / 1024, out.read()
+        return seconds, usage.ru_maxrss / 1024, out.read(), usage.ru_utime + usage.ru_stime
 
 
 def search_seconds(output: Path) -> float:
@@ -123,6 +127,40 @@ def search_seconds(output: Path) -> float:
             if phase["name"] == "Encoding queries":
                 total += phase["end"] - phase["start"]
     return total
+
+
+# The targets of issue #18: cold at most half of bm25s-mteb's time in the same run, warm under 4 s,
+# peak memory under 1 GB (the r2med process; its analysis helper is smaller, see docs/performance.md).
+COLD_VS_BM25S_MTEB = 0.5
+WARM_SECONDS = 4.0
+PEAK_MB = 1000.0
+
+
+def targets(results: dict[str, dict]) -> None:
+    """Print each target of the BM25 issue as met or not met, with its ratio."""
+    lines = []
+    if "r2med" in results and "bm25s-mteb" in results:
+        ratio = results["r2med"]["seconds"] / results["bm25s-mteb"]["seconds"]
+        lines.append(f"cold <= {COLD_VS_BM25S_MTEB}x bm25s-mteb: {_met(ratio <= COLD_VS_BM25S_MTEB)} "
+                     f"({results['r2med']['seconds']:.1f} s / {results['bm25s-mteb']['seconds']:.1f} s = "
+                     f"{ratio:.2f}x; bm25s-mteb is {1 / ratio:.2f}x slower)")
+    if "r2med-warm" in results:
+        warm = results["r2med-warm"]["seconds"]
+        lines.append(f"warm < {WARM_SECONDS:.0f} s: {_met(warm < WARM_SECONDS)} ({warm:.1f} s = "
+                     f"{warm / WARM_SECONDS:.2f}x the target)")
+    peaks = {name: results[name]["peak_mb"] for name in ("r2med", "r2med-warm") if name in results}
+    if peaks:
+        name, peak = max(peaks.items(), key=lambda item: item[1])
+        lines.append(f"peak memory < {PEAK_MB:.0f} MB: {_met(peak < PEAK_MB)} ({peak:.0f} MB, {name}; "
+                     f"{peak / PEAK_MB:.2f}x the target)")
+    if lines:
+        print("\ntargets (issue #18):")
+        for line in lines:
+            print(f"  {line}")
+
+
+def _met(ok: bool) -> str:
+    return "met" if ok else "NOT met"
 
 
 def main() -> None:
@@ -148,25 +186,28 @@ def main() -> None:
             if contender in ("r2med", "r2med-warm"):
                 if contender == "r2med-warm" and "r2med" not in results:
                     measure(r2med_run)  # fill the cache first
-                seconds, peak, _ = measure(r2med_run)
-                results[contender] = {"seconds": seconds, "peak_mb": peak, "query_seconds": search_seconds(Path(tmp) / "out")}
-                print(f"{contender:11s} {seconds:9.1f} s  peak {peak:7.0f} MB  "
+                seconds, peak, _, cpu = measure(r2med_run)
+                results[contender] = {"seconds": seconds, "peak_mb": peak, "cpu_seconds": cpu,
+                                      "query_seconds": search_seconds(Path(tmp) / "out")}
+                print(f"{contender:11s} {seconds:9.1f} s  peak {peak:7.0f} MB  cpu {cpu:7.1f} s  "
                       f"(searching: {results[contender]['query_seconds']:.1f} s)", flush=True)
                 continue
-            total, peak, extra = 0.0, 0.0, {}
+            total, peak, cpu, extra = 0.0, 0.0, 0.0, {}
             for task in tasks:
-                seconds, task_peak, out = measure([sys.executable, __file__, "--worker", contender, str(task),
+                seconds, task_peak, out, task_cpu = measure([sys.executable, __file__, "--worker", contender, str(task),
                                                    "--subset-docs", str(args.subset_docs)]
                                                   + (["--pyserini"] if args.pyserini else []))
                 info = json.loads(out.strip().splitlines()[-1])
                 total += info.get("extrapolated_seconds", seconds)
                 extra["query_seconds"] = extra.get("query_seconds", 0.0) + info.get("query_seconds", 0.0)
                 peak = max(peak, task_peak)
-            results[contender] = {"seconds": total, "peak_mb": peak, **({"query_seconds": extra["query_seconds"]}
+                cpu += task_cpu
+            results[contender] = {"seconds": total, "peak_mb": peak, "cpu_seconds": cpu, **({"query_seconds": extra["query_seconds"]}
                                                                         if contender == "rank-bm25" else {})}
             label = " (extrapolated)" if contender == "rank-bm25" else ""
-            print(f"{contender:11s} {total:9.1f} s  peak {peak:7.0f} MB{label}", flush=True)
+            print(f"{contender:11s} {total:9.1f} s  peak {peak:7.0f} MB  cpu {cpu:7.1f} s{label}", flush=True)
 
+    targets(results)
     if "r2med" in results:
         base = results["r2med"]["seconds"]
         print("\nratios (contender time / r2med cold time):")

@@ -11,9 +11,12 @@ with the tokens that make analyzers work: numbers, decimals, hyphenated terms, p
 from __future__ import annotations
 
 import argparse
+import fnmatch
+import os
 import json
 import re
 import sysconfig
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -35,11 +38,38 @@ SPECIAL = ["7.2", "3,000mg", "IL-6", "COVID-19", "HbA1c", "beta-blocker", "patie
 
 def vocabulary(limit: int = 60000) -> list[str]:
     """Distinct words from the standard library's sources, most frequent first."""
-    counts: dict[str, int] = {}
-    for path in sorted(Path(sysconfig.get_paths()["stdlib"]).rglob("*.py"))[:3000]:
-        for word in re.findall(r"[A-Za-z][a-z]{1,14}", path.read_text(errors="ignore")):
-            counts[word] = counts.get(word, 0) + 1
+    counts: Counter[str] = Counter()  # insertion-ordered: ties keep first-seen order
+    word = re.compile(r"[A-Za-z][a-z]{1,14}")
+    for path in _first_sources(Path(sysconfig.get_paths()["stdlib"]), 3000):
+        counts.update(word.findall(path.read_text(errors="ignore")))
     return sorted(counts, key=lambda w: -counts[w])[:limit]
+
+
+def _first_sources(root: Path, n: int) -> list[Path]:
+    """``sorted(root.rglob("*.py"))[:n]`` without walking the whole tree (site-packages can be
+    huge): a depth-first walk with each folder's entries in name order yields paths in sorted
+    order, and symlinked folders are not entered, as with ``rglob``."""
+    found: list[Path] = []
+
+    def walk(folder: Path) -> None:
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            return
+        for entry in entries:
+            if len(found) >= n:
+                return
+            if fnmatch.fnmatchcase(entry.name, "*.py"):
+                found.append(folder / entry.name)
+            try:
+                is_dir = entry.is_dir() and not entry.is_symlink()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                walk(folder / entry.name)
+
+    walk(root)
+    return found
 
 
 def texts(rng: np.random.Generator, words: np.ndarray, n: int, mean_len: float) -> list[str]:

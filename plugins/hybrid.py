@@ -58,6 +58,9 @@ class HybridRetriever:
         self.weights = [float(w) for w in weights] or None
         if self.weights is not None and len(self.weights) != len(members):
             raise UserError(f"-o hybrid.weights: {len(self.weights)} weights for {len(members)} members")
+        if self.weights is not None and not any(self.weights):
+            raise UserError("-o hybrid.weights: every weight is 0, so every fused score would be 0; give at least "
+                            "one member a weight > 0")
         self.member_names, self.fusion, self.rrf_k, self.depth = list(members), fusion, rrf_k, depth
         self.member_options = {m: tuple(member_options.get(m, ())) for m in members}
         self.members = [context.retriever(m, *self.member_options[m]) for m in members]  # cheap: models load later

@@ -15,7 +15,7 @@ from r2med_tasks.llm import ChatClient, parse_llm_spec
 
 @hookimpl
 def register_llms(register):
-    for name, what in (("openai", "the OpenAI API (key in OPENAI_API_KEY)"),
+    for name, what in (("openai", "the OpenAI API, or $OPENAI_BASE_URL when set (key in OPENAI_API_KEY)"),
                        ("vllm", "a vLLM server on http://127.0.0.1:8000/v1"),
                        ("ollama", "an Ollama server on http://127.0.0.1:11434/v1"),
                        ("http", "any OpenAI-compatible server: http://HOST:PORT/v1#MODEL")):

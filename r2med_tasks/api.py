@@ -34,9 +34,7 @@ def registry() -> Registry:
     from .plugins import get_plugins
     from .registry import build_registry
 
-    reg = build_registry(get_plugins())
-    reg.check()
-    return reg
+    return build_registry(get_plugins())
 
 
 def pipeline(*components: str, top_k: int = 100, device: str | None = None,
@@ -48,20 +46,20 @@ def pipeline(*components: str, top_k: int = 100, device: str | None = None,
     from .pipelines import base_context, build_pipeline, instantiate
 
     reg = registry()
-    tokens = [f"{key}={_as_text(value)}" for key, value in {**shared, **(options or {})}.items()]
+    tokens = [f"{key}={option_text(value)}" for key, value in {**shared, **(options or {})}.items()]
     built = build_pipeline(reg, list(components), tokens, top_k=top_k, device=device)
     instantiate(built, base_context(reg, cache_dir=default_cache_dir()))
     return built
 
 
-def _as_text(value: Any) -> str:
+def option_text(value: Any) -> str:
     """An option value as the command line writes it (the one parser turns it back)."""
     if value is None:
         return "none"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, tuple)):
-        return ",".join(_as_text(v) for v in value)
+        return ",".join(option_text(v) for v in value)
     if isinstance(value, float):
         return repr(value)
     return str(value)
@@ -142,7 +140,11 @@ def choose_tasks(reg: Registry, names: Sequence[str] | None, data_dir: Path | No
     """The tasks ``names`` picks; without names, the task folders found in ``data_dir``, else all
     eight R2MED tasks."""
     if names is not None:
-        return reg.tasks(list(names))
+        chosen = reg.tasks(list(names))
+        if not chosen:
+            raise UserError(f"--tasks {','.join(names)!r}: names no task; give task names, aliases, groups or r2med "
+                            "(see `r2med list tasks`)")
+        return chosen
     if data_dir is None:
         return reg.tasks(["r2med"])
     if not data_dir.is_dir():
@@ -284,23 +286,30 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
     spec = RunSpec(display_name=display, model={"name": f"r2med/{slug(display)}", "revision": digest(inputs_id)},
                    config=config, models={}, code=code_versions({}), composite=False,
                    variant={k: config[k] for k, v in defaults.items() if config[k] != v})
+    fused_runs = []  # everything read and checked before the results folder is touched
+    for task, paths in jobs:
+        try:
+            fused = fuse([read_trec(p) for p in paths], method=fusion, weights=weight_list, rrf_k=rrf_k,
+                         depth=depth, top_k=top_k)
+        except ValueError as e:
+            raise UserError(f"r2med fuse: {e}") from None
+        if qrels is not None:
+            judgments = read_qrels(Path(qrels))
+            data_id = {"source": "qrels-file", "revision": _content_digest([qrels]), "official": False}
+        else:
+            judgments, data_id = _task_qrels(task, Path(data_dir) if data_dir is not None else None)
+        judged = {q: docs for q, docs in fused.items() if q in judgments}
+        if not judged:
+            where = qrels if qrels is not None else f"the judgments of {task.name}"
+            raise UserError(f"r2med fuse: {where} judge none of the {len(fused)} queries the runs rank; are the "
+                            "runs and the judgments of the same task?")
+        fused_runs.append((task, judged, judgments, data_id))
     folder = ResultFolder(Path(output), spec)
     folder.check_claim()
     outcomes = []
     with locked([folder], on_wait):
         folder.claim()
-        for task, paths in jobs:
-            try:
-                fused = fuse([read_trec(p) for p in paths], method=fusion, weights=weight_list, rrf_k=rrf_k,
-                             depth=depth, top_k=top_k)
-            except ValueError as e:
-                raise UserError(f"r2med fuse: {e}") from None
-            if qrels is not None:
-                judgments = read_qrels(Path(qrels))
-                data_id = {"source": "qrels-file", "revision": _content_digest([qrels]), "official": False}
-            else:
-                judgments, data_id = _task_qrels(task, Path(data_dir) if data_dir is not None else None)
-            fused = {q: docs for q, docs in fused.items() if q in judgments}
+        for task, fused, judgments, data_id in fused_runs:
             scores, per_query = score(fused, judgments)
             folder.write(task.mteb_metadata(data_id["revision"]), spec.task_identity(task.name, data_id),
                          scores, fused, per_query, evaluation_time=0.0, phases=[])

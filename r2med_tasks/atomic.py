@@ -1,24 +1,46 @@
 """Atomic file writes: a temp file in the target folder, then ``os.replace``.
 
 A run killed at any moment therefore leaves either the old file or the new one, never half of one.
+A new file gets the mode a plain ``open()`` gives (``0666`` less the umask: ``0644`` under umask
+022), so results can be shared; a replaced file keeps its mode. (``tempfile.mkstemp`` would make
+every file ``0600``, whatever the umask.)
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
+import stat
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 
+def _temp_file(path: Path) -> tuple[int, Path]:
+    """A new empty ``.<name>.<random>.tmp`` beside ``path``, open for writing, with the mode a
+    plain ``open(path, "w")`` would leave ``path`` with."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = None
+    while True:
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+        except FileExistsError:
+            continue
+        if mode is not None:
+            os.fchmod(fd, mode)
+        return fd, tmp
+
+
 @contextmanager
 def replacing(path: Path) -> Iterator[IO[bytes]]:
     """A binary file that becomes ``path`` when the block ends without error."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _temp_file(path)
     try:
         with os.fdopen(fd, "wb") as f:
             yield f
@@ -26,8 +48,23 @@ def replacing(path: Path) -> Iterator[IO[bytes]]:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def replacing_path(path: Path) -> Iterator[Path]:
+    """An empty temp file's path, for a writer that opens files itself (mteb's ``to_disk``); it
+    becomes ``path`` when the block ends without error."""
+    fd, tmp = _temp_file(path)
+    os.close(fd)
+    try:
+        yield tmp
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def write_bytes(path: Path, data: bytes) -> None:

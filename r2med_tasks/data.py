@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,12 +79,13 @@ def read_jsonl(path: Path) -> tuple[Rows, str]:
     One ``json.loads`` parses the whole file; only when that fails is it parsed line by line, to
     name the bad line.
     """
+    fast = _read_jsonl_fast(path)
+    if fast is not None:
+        return Rows(fast[0], str(path), lambda i: f"{path}:{i + 1}"), fast[1]
     try:
         data = path.read_bytes()
-    except FileNotFoundError:
-        raise UserError(
-            f"{path}: file not found (R2MED's layout needs {', '.join(FILES)} in one folder)"
-        ) from None
+    except OSError as e:
+        raise _unreadable(path, e) from None
     digest = hashlib.sha256(data).hexdigest()
     try:
         text = data.decode("utf-8").rstrip()
@@ -107,6 +110,46 @@ def read_jsonl(path: Path) -> tuple[Rows, str]:
     return Rows(values, str(path), lambda i: f"{path}:{linenos[i]}"), digest
 
 
+def _read_jsonl_fast(path: Path) -> tuple[list[Any], str] | None:
+    """orjson (compiled), a line at a time while the file streams in, for the usual well-formed file:
+    the rows and the file's sha256, or ``None`` for anything else.
+
+    The rows are exactly what the ``json`` path of ``read_jsonl`` returns; ``None`` leaves the file
+    to that path (which names a bad line): a missing file, blank lines, invalid JSON or UTF-8, NaN
+    and lone surrogates (orjson rejects them), and rows holding floats or nested values (orjson
+    reads integers beyond 64 bits as floats, ``json`` as integers).
+    """
+    try:
+        import orjson
+    except ImportError:
+        return None
+    digest, values, tail, blank = hashlib.sha256(), [], b"", False
+    loads, append = orjson.loads, values.append
+    try:
+        with path.open("rb") as f:
+            while block := f.read(1 << 24):
+                digest.update(block)
+                lines = (tail + block).split(b"\n")
+                tail = lines.pop()
+                for line in lines:
+                    if blank or not line.strip():  # only trailing blank lines are allowed
+                        blank = True
+                        if line.strip():
+                            return None
+                        continue
+                    append(loads(line))
+        if tail.strip():
+            if blank:
+                return None
+            append(loads(tail))
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if any(type(row) is not dict or not all(type(v) in (str, int, bool) or v is None for v in row.values())
+           for row in values):
+        return None
+    return values, digest.hexdigest()
+
+
 def _field(rows: Rows, i: int, name: str, kind: type) -> Any:
     row = rows.values[i]
     if not isinstance(row, dict):
@@ -117,10 +160,10 @@ def _field(rows: Rows, i: int, name: str, kind: type) -> Any:
     if kind is str and isinstance(value, int) and not isinstance(value, bool):
         return str(value)  # numeric ids are ids all the same
     if kind is int:
-        try:
-            return int(value)
-        except (TypeError, ValueError):
-            raise UserError(f"{rows.where(i)}: field '{name}' must be an integer, got {value!r}") from None
+        number = _integer(value)
+        if number is None:
+            raise UserError(f"{rows.where(i)}: field '{name}' must be an integer, got {value!r}")
+        return number
     if not isinstance(value, kind):
         raise UserError(f"{rows.where(i)}: field '{name}' must be a {kind.__name__}, got {type(value).__name__}")
     return value
@@ -137,6 +180,43 @@ def _column(rows: Rows, name: str, kind: type) -> list[Any]:
     return [_field(rows, i, name, kind) for i in range(len(rows.values))]
 
 
+def _integer(value: Any) -> int | None:
+    """An integer written as one (``2``, ``2.0``, ``"2"``); None for anything else (``1.5``, ``true``)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _trec_ids(rows: Rows, ids: list[str], what: str) -> None:
+    """Ids go into TREC run files, whose columns are whitespace-separated: refuse any a run could
+    not be written, read back or fused with (empty, or holding a space, tab or newline)."""
+    if all(ids) and not _WHITESPACE.search("".join(ids)):
+        return
+    i = next(i for i, x in enumerate(ids) if not x or _WHITESPACE.search(x))
+    raise UserError(f"{rows.where(i)}: {what} id {ids[i]!r} is empty or contains whitespace, which TREC run files "
+                    "cannot hold; give the row an id without spaces, tabs or newlines")
+
+
+def _relevance(rows: Rows, scores: list[int]) -> None:
+    """Relevance grades are integers >= 0, as pytrec_eval reads them."""
+    if not scores or min(scores) >= 0:
+        return
+    i = next(i for i, s in enumerate(scores) if s < 0)
+    raise UserError(f"{rows.where(i)}: field 'score' is {scores[i]}; relevance must be an integer >= 0")
+
+
+_WHITESPACE = re.compile(r"\s")
+
+
 def _unique(rows: Rows, ids: list[str], what: str) -> None:
     if len(set(ids)) == len(ids):
         return
@@ -151,12 +231,14 @@ def build_task_data(corpus_rows: Rows, query_rows: Rows, qrels_rows: Rows, *, re
                     corpus_checksum: str, source: str) -> TaskData:
     """Validate rows into TaskData."""
     ids = _column(corpus_rows, "id", str)
+    _trec_ids(corpus_rows, ids, "document")
     _unique(corpus_rows, ids, "document")
     texts = _column(corpus_rows, "text", str)
     if not ids:
         raise UserError(f"{source}: {corpus_rows.name} is empty; a task needs at least one document")
 
     query_ids = _column(query_rows, "id", str)
+    _trec_ids(query_rows, query_ids, "query")
     _unique(query_rows, query_ids, "query")
     queries = [Query(qid, text) for qid, text in zip(query_ids, _column(query_rows, "text", str))]
     if not queries:
@@ -170,6 +252,7 @@ def build_task_data(corpus_rows: Rows, query_rows: Rows, qrels_rows: Rows, *, re
     qrels: dict[str, dict[str, int]] = {}
     unknown_q = absent = absent_relevant = 0
     columns = [_column(qrels_rows, name, kind) for name, kind in (("q_id", str), ("p_id", str), ("score", int))]
+    _relevance(qrels_rows, columns[2])
     for qid, pid, score in zip(*columns):
         if qid not in query_set:
             unknown_q += 1
@@ -220,11 +303,16 @@ def local_revision(folder: Path) -> str:
             with (folder / name).open("rb") as f:
                 while block := f.read(1 << 20):
                     h.update(block)
-        except FileNotFoundError:
-            raise UserError(f"{folder / name}: file not found (R2MED's layout needs {', '.join(FILES)} "
-                            "in one folder)") from None
+        except OSError as e:
+            raise _unreadable(folder / name, e) from None
         digests.append(h.hexdigest())
     return _revision(digests)
+
+
+def _unreadable(path: Path, e: OSError) -> UserError:
+    what = ("file not found" if isinstance(e, FileNotFoundError) else
+            "a folder, not a file" if isinstance(e, IsADirectoryError) else f"cannot read it ({e.strerror or e})")
+    return UserError(f"{path}: {what} (R2MED's layout needs the files {', '.join(FILES)} in one folder)")
 
 
 def _revision(digests: list[str]) -> str:
@@ -248,10 +336,11 @@ def load_hub(path: str, revision: str) -> TaskData:
     try:
         import datasets
 
-        tables = {
-            config: datasets.load_dataset(path, name=config, split=config, revision=revision)
-            for config in HUB_CONFIGS
-        }
+        with _quiet_hub():
+            tables = {
+                config: datasets.load_dataset(path, name=config, split=config, revision=revision)
+                for config in HUB_CONFIGS
+            }
     except Exception as e:  # the hub client raises many types for "unreachable" or "missing"
         raise UserError(
             f"cannot load {label} from the Hugging Face hub ({reason(e, 160)}); "
@@ -270,6 +359,23 @@ def load_hub(path: str, revision: str) -> TaskData:
     )
 
 
+@contextmanager
+def _quiet_hub():
+    """No hub client warnings (a line per connection retry) while loading: a failure ends in one
+    error line that says what to do."""
+    import logging
+
+    loggers = [logging.getLogger(name) for name in ("huggingface_hub", "datasets")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
 def read_qrels(path: Path) -> dict[str, dict[str, int]]:
     """Judgments from R2MED's qrels.jsonl or a TREC qrels file (``qid 0 docid relevance``), all of
     them: as everywhere else, a query whose judgments are all 0 is scored (0), as published."""
@@ -280,11 +386,13 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
         try:
             if line.lstrip().startswith("{"):
                 row = json.loads(line)
-                qid, pid, rel = str(row["q_id"]), str(row["p_id"]), int(row["score"])
+                qid, pid, rel = str(row["q_id"]), str(row["p_id"]), _integer(row["score"])
             else:
                 qid, _, pid, rel = line.split()[:4]
-                rel = int(rel)
+                rel = _integer(rel)
         except (ValueError, KeyError, TypeError):
             raise UserError(f"{path}:{n}: expected a qrels.jsonl row or 'qid 0 docid relevance'") from None
+        if rel is None or rel < 0:
+            raise UserError(f"{path}:{n}: relevance must be an integer >= 0")
         table.setdefault(qid, {})[pid] = rel
     return table

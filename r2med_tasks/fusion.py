@@ -57,6 +57,8 @@ def fuse(runs: Sequence[Run], *, method: str = "rrf", weights: Sequence[float] |
     for i, w in enumerate(weights):
         if not math.isfinite(w) or w < 0:
             raise ValueError(f"weight {i} is {w!r}; weights must be finite and non-negative")
+    if not any(weights):
+        raise ValueError("every weight is 0, so every fused score would be 0; give at least one run a weight > 0")
     if rrf_k < 0:
         raise ValueError(f"rrf_k must be >= 0, got {rrf_k}")
     if depth < 1:

@@ -3,19 +3,36 @@ finishes, so a killed run loses at most the records being written and a rerun re
 
 Each ``append`` writes its lines with one ``os.write`` on an ``O_APPEND`` descriptor and fsyncs, so
 appends from several threads or processes never mix. A line that does not parse as a JSON object
-(the last one, cut by a kill) is skipped on reading; an append first ends such a cut line (leaving
-a blank line at worst, when another writer was mid-line), so later lines stay readable.
+(the last one, cut by a kill; or damage) is skipped on reading, with one warning, and dropped from
+the file (under an exclusive ``flock``, which appends wait for, so no append is lost), so the
+warning is not repeated on every later read and the work it held is simply done again. An append
+first ends a cut line (leaving a blank line at worst, when another writer was mid-line), so later
+lines stay readable.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import logging
 import os
 import threading
 from pathlib import Path
 from typing import Any
 
+from . import atomic
 from .errors import UserError
+
+log = logging.getLogger(__name__)
+
+
+def _record(line: bytes) -> dict[str, Any] | None:
+    """The JSON object a line holds; None for anything else (garbage, a cut line, a bare value)."""
+    try:
+        record = json.loads(line)
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: "[[[[..." garbage
+        return None
+    return record if isinstance(record, dict) else None
 
 
 class Journal:
@@ -25,7 +42,8 @@ class Journal:
         self._lock = threading.Lock()
 
     def read(self) -> tuple[list[dict[str, Any]], int, bool]:
-        """The records, in file order; how many lines did not parse; whether the last one was cut."""
+        """The records, in file order; how many lines did not parse; whether the last one was cut.
+        Unreadable lines are dropped from the file, with one warning."""
         try:
             raw = self.path.read_bytes()
         except FileNotFoundError:
@@ -38,15 +56,17 @@ class Journal:
         for line, is_last in [(line, False) for line in lines] + [(last, True)]:
             if not line.strip():
                 continue
-            try:
-                record = json.loads(line)
-            except (ValueError, UnicodeDecodeError):
-                record = None
-            if isinstance(record, dict):
+            record = _record(line)
+            if record is not None:
                 records.append(record)
             else:
                 skipped += 1
                 cut = cut or is_last
+        if skipped:
+            dropped = self._drop_unreadable()  # 0 when the "cut" line was one being written
+            if dropped:
+                log.warning("%s %s: skipped %d unreadable line(s) (an interrupted write, or damage); what they "
+                            "held is computed again", self.what, self.path, dropped)
         return records, skipped, cut
 
     def append(self, records: list[dict[str, Any]]) -> None:
@@ -55,15 +75,11 @@ class Journal:
             return
         data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
         with self._lock:
-            created = not self.path.exists()
-            if created:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            elif not self._ends_with_newline():
-                data = b"\n" + data
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
             try:
-                fd = os.open(self.path, flags, 0o644)
+                fd, created = self._open_for_append()
                 try:
+                    if not created and not self._ends_with_newline(fd):
+                        data = b"\n" + data
                     written = os.write(fd, data)
                     while written < len(data):  # only when the disk is (nearly) full
                         written += os.write(fd, data[written:])
@@ -75,16 +91,55 @@ class Journal:
             except OSError as e:
                 raise UserError(f"cannot append to {self.what} {self.path}: {e.strerror or e}") from None
 
-    def _ends_with_newline(self) -> bool:
+    def _open_for_append(self) -> tuple[int, bool]:
+        """An ``O_APPEND`` descriptor on the journal as it is now, holding a shared lock (so it is
+        not the file a concurrent ``_drop_unreadable`` is replacing), and whether it was created."""
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
+        while True:
+            created = not self.path.exists()
+            if created:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, flags, 0o666)  # the umask decides, as for any file
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            if self._is_current(fd):
+                return fd, created
+            os.close(fd)  # replaced meanwhile: append to the new file
+
+    def _is_current(self, fd: int) -> bool:
         try:
-            with open(self.path, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                if f.tell() == 0:
-                    return True
-                f.seek(-1, os.SEEK_END)
-                return f.read(1) == b"\n"
+            now = os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        held = os.fstat(fd)
+        return (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)
+
+    def _drop_unreadable(self) -> int:
+        """How many unreadable lines the journal holds once no append is under way (the exclusive
+        lock), rewritten without them; best effort: a read-only journal keeps them."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
         except OSError:
-            return True
+            return 0
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if not self._is_current(fd):
+                return 0  # another reader dropped them already
+            with open(fd, "rb", closefd=False) as f:
+                lines = [line for line in f.read().split(b"\n") if line.strip()]
+            kept = [line for line in lines if _record(line) is not None]
+            if len(kept) < len(lines):
+                try:
+                    atomic.write_bytes(self.path, b"".join(line + b"\n" for line in kept))
+                except OSError as e:
+                    log.debug("%s: unreadable lines kept (%s)", self.path, e)
+            return len(lines) - len(kept)
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _ends_with_newline(fd: int) -> bool:
+        size = os.fstat(fd).st_size
+        return size == 0 or os.pread(fd, 1, size - 1) == b"\n"
 
     def _fsync_dir(self) -> None:
         try:

@@ -21,20 +21,22 @@ run joins a published row only when it ran that row's command on R2MED's officia
 from __future__ import annotations
 
 import csv
+import html
+import io
 import json
+import math
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .evaluation import leaderboard_average, leaderboard_value
-from .published import PUBLISHED_CSV, REPOSITORY
+from .published import PUBLISHED_CSV, REPOSITORY, published_runs
 from .published import provenance as run_provenance
-from .published import published_runs
 from .results import EXPERIMENTS, canonical, experiment_name, pipeline_record, slug
-from .tasks import R2MED_TASKS
+from .tasks import PINNED_REVISIONS, R2MED_TASKS
+from .terminal import printable
 
 SHORT = {t.name: t.short_name for t in R2MED_TASKS}
-PINNED = {t.name: t.revision for t in R2MED_TASKS}
 
 
 @dataclass
@@ -54,6 +56,16 @@ class Row:
     local: bool = False  # scored on data other than R2MED's at mteb's pinned revisions
     kind: str = "run"  # "leaderboard" (a leaderboard row), "repository" (a run of the authors' repository only), "run"
     provenance: list[str] = field(default_factory=list)  # where a published row's figures come from
+    mteb: bool = False  # read from the MTEB results repository (--mteb-results), not from your runs
+    metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # task name -> every metric shipped (0-1)
+    joined: list[Row] = field(default_factory=list)  # your runs of this published row's configuration
+
+    @property
+    def origin(self) -> str:
+        """Where the row comes from, as the HTML page filters: leaderboard, repository, mteb, run, local."""
+        if self.local:
+            return "local"
+        return self.kind if self.kind in ("leaderboard", "repository") else "mteb" if self.mteb else "run"
 
     @property
     def complete(self) -> bool:
@@ -64,6 +76,12 @@ class Row:
         if self.complete:
             return leaderboard_average([self.scores[t.name] for t in R2MED_TASKS])
         return self.published_average
+
+    def average_over(self, tasks: list[str]) -> float | None:
+        """The leaderboard's average over these datasets (all eight: the published one if need be)."""
+        if all(t in self.scores for t in tasks):
+            return leaderboard_average([self.scores[t] for t in tasks])
+        return self.average if len(tasks) == len(R2MED_TASKS) else None
 
     def as_dict(self) -> dict:
         return {"system": self.system, "rewriter": self.rewriter, "retriever": self.retriever,
@@ -92,7 +110,9 @@ def published_rows(path: Path = PUBLISHED_CSV, which: str = "leaderboard") -> li
             row = Row(record["name"], record["rewriter"], record["retriever"], record["reranker"], scores,
                       source=f"published ({record['source'].split(' (')[0].split(';')[0]})",
                       command=record.get("command") or "", key=("published", record["name"].lower()),
-                      kind="leaderboard", provenance=[record["source"], *(run_provenance(run) if run else [])])
+                      kind="leaderboard", provenance=[record["source"], *(run_provenance(run) if run else [])],
+                      metrics=_run_metrics(run) if run else
+                      {t: {"ndcg_at_10": round(v / 100, 6)} for t, v in scores.items()})
             if not row.complete:
                 row.published_average = float(record["avg"])
                 row.notes.append("average only: per-dataset values not published")
@@ -108,10 +128,16 @@ def repository_row(run: dict) -> Row:
     commit = next(reversed(run["files"]))
     row = Row(run["name"], run["rewriter"], run["retriever"], run["reranker"], scores,
               source=f"published (R2MED/R2MED results @{commit})", command=run["command"],
-              key=("published", run["name"].lower()), kind="repository", provenance=run_provenance(run))
+              key=("published", run["name"].lower()), kind="repository", provenance=run_provenance(run),
+              metrics=_run_metrics(run))
     if run.get("note"):
         row.notes.append(run["note"])
     return row
+
+
+def _run_metrics(run: dict) -> dict[str, dict[str, float]]:
+    """A published run's metrics keyed by mteb task name, as the authors report them."""
+    return {t.name: dict(run["metrics"][t.short_name]) for t in R2MED_TASKS if t.short_name in run["metrics"]}
 
 
 def published_row(system: str) -> Row | None:
@@ -150,11 +176,13 @@ def command_config(command: str) -> dict | None:
         return None
 
 
-def result_rows(folder: Path, warn) -> list[Row]:
+def result_rows(folder: Path, warn, *, mteb: bool = False) -> list[Row]:
     """Rows from a results folder in mteb's layout (r2med-run's or mteb's own ResultCache), one per
-    model, revision, experiment and kind of data (official or local).
+    model, revision, experiment and kind of data (official or local); ``mteb``: the folder is the
+    MTEB results repository's.
 
-    A file that is not a readable mteb TaskResult is skipped with a warning naming it.
+    A file that is not a readable mteb TaskResult, or whose nDCG@10 is not a score (NaN, infinite,
+    below 0 or above 1), is skipped with a warning naming it: a ranking must not show it silently.
     """
     systems: dict[tuple, Row] = {}
     paths = [*folder.glob("*/*/*.json"), *folder.glob(f"*/*/{EXPERIMENTS}/*/*.json")]
@@ -163,13 +191,16 @@ def result_rows(folder: Path, warn) -> list[Row]:
             continue
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            task, main = data["task_name"], data["scores"]["test"][0]["main_score"]
-            value = leaderboard_value(float(main))
+            task, test = data["task_name"], data["scores"]["test"][0]
+            main = float(test["main_score"])
         except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
             warn(f"{path}: not an mteb TaskResult with a test score ({type(e).__name__}); skipped")
             continue
         if task not in SHORT:
             continue  # another benchmark's task
+        if not (math.isfinite(main) and 0.0 <= main <= 1.0):
+            warn(f"{path}: nDCG@10 {main!r} is not a score between 0 and 1; skipped")
+            continue
         run = path.parent
         identity = _identity(run, task)
         record = pipeline_record(run)
@@ -178,11 +209,15 @@ def result_rows(folder: Path, warn) -> list[Row]:
         elif identity:
             official = identity["data"].get("official") is True
         else:  # written by mteb, or before identities: official when at mteb's pinned revision
-            official = data.get("dataset_revision") == PINNED[task]
+            official = data.get("dataset_revision") == PINNED_REVISIONS[task]
         key = _run_key(run, not official)
         if key not in systems:
             systems[key] = _run_row(run, key, local=not official)
-        systems[key].scores[task] = value
+            systems[key].mteb = mteb
+        systems[key].scores[task] = leaderboard_value(main)
+        systems[key].metrics[task] = {k: float(v) for k, v in test.items() if k != "main_score"
+                                      and isinstance(v, (int, float)) and not isinstance(v, bool)
+                                      and math.isfinite(v)}
     return list(systems.values())
 
 
@@ -228,7 +263,29 @@ def _run_row(run: Path, key: tuple, local: bool) -> Row:
     published = record.get("published")
     kind = str(published.get("kind", "leaderboard")) if isinstance(published, dict) else "run"
     return Row(str(name), source=("local data: " if local else "") + str(run), key=key, config=config,
-               display_name=str(record.get("name") or name), local=local, kind=kind, provenance=[str(run)])
+               display_name=str(record.get("name") or name), local=local, kind=kind, provenance=[str(run)],
+               command=run_command(record))
+
+
+def run_command(record: dict) -> str:
+    """The ``r2med-run`` command of a run's recorded pipeline: its components in order and the
+    options it set away from their defaults (its mteb experiment). Empty for results r2med-run did
+    not write. A model chosen by option is the configuration's (``models``), not repeated here."""
+    config = record.get("config")
+    if not isinstance(config, dict) or "published" in record:
+        return ""
+    words = ["r2med-run"]
+    for stage in ("rewriter", "retriever", "reranker"):
+        if isinstance(config.get(stage), dict) and config[stage].get("component"):
+            words += ["--plugin", str(config[stage]["component"])]
+    kwargs = record.get("experiment_kwargs")
+    for key, value in sorted((kwargs if isinstance(kwargs, dict) else {}).items()):
+        if isinstance(value, bool):
+            value = str(value).lower()
+        elif isinstance(value, list):
+            value = ",".join(map(str, value))
+        words += ["--top-k", str(value)] if key == "top_k" else ["-o", f"{key}={value}"]
+    return shlex.join(words)
 
 
 def keep_published(rows: list[Row], which: str) -> list[Row]:
@@ -263,6 +320,8 @@ def merge(rows: list[Row]) -> list[Row]:
             merged[key] = row
             continue
         first = merged[key]
+        if key != row.key:  # a run of a published row's configuration: pages show it beside the row
+            first.joined.append(row)
         differing = [SHORT[t] for t in row.scores if t in first.scores and abs(first.scores[t] - row.scores[t]) > 1e-9]
         if differing:
             first.notes.append(f"{row.source} differs on {', '.join(differing)}")
@@ -280,49 +339,66 @@ def ranked(rows: list[Row]) -> list[Row]:
     return with_average + without
 
 
-def select(rows: list[Row], *, group: str | None = None, rewriter: str | None = None,
-           retriever: str | None = None, top: int | None = None,
+def select(rows: list[Row], *, tasks: list[str] | None = None, rewriter: str | None = None,
+           retriever: str | None = None, reranker: str | None = None, top: int | None = None,
            include_local: bool = False) -> tuple[list[Row], list[str]]:
-    """Filters; a task group narrows the columns (and the average) to that group's datasets. Runs on
-    local data are left out unless ``include_local``."""
-    tasks = [t.name for t in R2MED_TASKS if group is None or t.group == group]
-    out = [r for r in rows if (include_local or not r.local) and (rewriter is None or rewriter.lower() in r.rewriter.lower())
-           and (retriever is None or retriever.lower() in r.retriever.lower() or retriever.lower() in r.system.lower())]
-    if group is not None:  # rank by the group's own average (stable: ties keep the overall order)
-        out.sort(key=lambda r: (group_average(r, tasks) is None, -(group_average(r, tasks) or 0.0)))
+    """Filters; ``tasks`` (mteb task names) narrows the columns and the average to those datasets,
+    and ranks by their average. Runs on local data are left out unless ``include_local``."""
+    tasks = [t.name for t in R2MED_TASKS if tasks is None or t.name in tasks]
+
+    def has(text: str | None, *values: str) -> bool:
+        return text is None or any(text.lower() in v.lower() for v in values)
+
+    out = [r for r in rows if (include_local or not r.local) and has(rewriter, r.rewriter)
+           and has(retriever, r.retriever, r.system) and has(reranker, r.reranker)]
+    if len(tasks) < len(R2MED_TASKS):  # rank by these datasets' own average (stable: ties keep the overall order)
+        out.sort(key=lambda r: (r.average_over(tasks) is None, -(r.average_over(tasks) or 0.0)))
     return (out[:top] if top else out), tasks
 
 
-def group_average(row: Row, tasks: list[str]) -> float | None:
-    if all(t in row.scores for t in tasks):
-        return leaderboard_average([row.scores[t] for t in tasks])
-    return row.average if len(tasks) == len(R2MED_TASKS) else None
+# Dataset headers of the terminal table, short enough for 120 columns (explained in its caption).
+ABBREVIATIONS = {"Biology": "Bio", "Bioinformatics": "Binf", "Medical-Sciences": "MedSc", "MedXpertQA-Exam": "MedXQ",
+                 "MedQA-Diag": "MedQA", "PMC-Treatment": "PMC-T", "PMC-Clinical": "PMC-C", "IIYi-Clinical": "IIYi"}
+ORIGINS = {"leaderboard": "board", "repository": "repo", "mteb": "mteb", "run": "run", "local": "local"}
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
-def render(rows, tasks: list[str], fmt: str, commands: bool = False):
-    """The leaderboard in one format: a rich Table, or markdown / csv / json / html text;
-    ``commands``: rank, system, average and the command reproducing each published row."""
-    import io
+def csv_cell(text: str) -> str:
+    """A text cell that a spreadsheet will not run: one starting like a formula gets a leading
+    apostrophe (OWASP's advice against CSV injection), control characters are shown escaped."""
+    return printable("'" + text if text.startswith(FORMULA_START) else text)
 
-    from rich.markup import escape
-    from rich.table import Table
 
+def markdown_cell(text: str) -> str:
+    """A text cell for a markdown table: HTML and pipes escaped, so a name cannot add markup,
+    scripts or cells; control characters shown escaped."""
+    return html.escape(printable(text), quote=False).replace("|", "\\|")
+
+
+def records_of(rows: list[Row], tasks: list[str], commands: bool = False) -> tuple[list[str], list[list]]:
+    """Header and one record per row, in rank order, as the text formats show them."""
     if commands:
-        header = ["Rank", "System", "Avg", "Command"]
-        records = [[i, r.system, group_average(r, tasks), r.command or None] for i, r in enumerate(rows, 1)]
-    else:
-        header = ["Rank", "System", "Rewriter", "Retriever", "Reranker", "Avg", *(SHORT[t] for t in tasks), "Source"]
-        records = []
-        for i, r in enumerate(rows, 1):
-            avg = group_average(r, tasks)
-            marks = ("" if avg is not None else " (incomplete)") + \
-                    ("; " + "; ".join(r.notes) if r.notes else "")
-            records.append([i, r.system, r.rewriter, r.retriever, r.reranker, avg, *(r.scores.get(t) for t in tasks),
-                            r.source + marks])
+        return ["Rank", "System", "Avg", "Command"], [[i, r.system, r.average_over(tasks), r.command or None]
+                                                      for i, r in enumerate(rows, 1)]
+    header = ["Rank", "System", "Rewriter", "Retriever", "Reranker", "Avg", *(SHORT[t] for t in tasks), "Source"]
+    records = []
+    for i, r in enumerate(rows, 1):
+        avg = r.average_over(tasks)
+        marks = ("" if avg is not None else " (incomplete)") + ("; " + "; ".join(r.notes) if r.notes else "")
+        records.append([i, r.system, r.rewriter, r.retriever, r.reranker, avg, *(r.scores.get(t) for t in tasks),
+                        r.source + marks])
+    return header, records
+
+
+def render(rows, tasks: list[str], fmt: str, commands: bool = False, wide: bool = False, width: int = 120) -> str:
+    """The leaderboard as text in one format (table, markdown, csv, json, html); ``commands``: rank,
+    system, average and the command reproducing each published row; ``wide``: the terminal table
+    with every column (else one that fits 120 columns)."""
+    header, records = records_of(rows, tasks, commands)
     if fmt == "html":
         from .html import render_html
 
-        return render_html(header, records, [] if commands else [SHORT[t] for t in tasks])
+        return render_html(rows, tasks)
     if fmt == "json":
         keys = ([h.lower() for h in header] if commands else
                 ["rank", "system", "rewriter", "retriever", "reranker", "average", *(SHORT[t] for t in tasks), "source"])
@@ -338,19 +414,48 @@ def render(rows, tasks: list[str], fmt: str, commands: bool = False):
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(header)
-        writer.writerows([[cell(v) for v in rec] for rec in records])
+        writer.writerows([[csv_cell(v) if isinstance(v, str) else cell(v) for v in rec] for rec in records])
         return buffer.getvalue()
     if fmt == "markdown":
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        lines += ["| " + " | ".join(cell(v).replace("|", "\\|") for v in rec) + " |" for rec in records]
+        lines += ["| " + " | ".join(markdown_cell(cell(v)) for v in rec) + " |" for rec in records]
         return "\n".join(lines) + "\n"
-    table = Table(title="R2MED leaderboard: nDCG@10 ×100", title_justify="left")
+    return terminal_table(rows, tasks, header, records, commands=commands, wide=wide, width=width)
+
+
+def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, width: int = 120) -> str:
+    """The rich table as text. By default it fits ``width`` (≤ 120) columns: rank, system, source, average and the
+    datasets under short headers; ``wide`` (or ``--format json``) has rewriter, retriever, reranker
+    and the source's path and notes."""
+    from rich import box
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    def cell(v):
+        return "" if v is None else f"{v:.2f}" if isinstance(v, float) else printable(v)
+
+    if not (wide or commands):
+        header = ["#", "System", "Src", "Avg", *(ABBREVIATIONS[SHORT[t]] for t in tasks)]
+        records = [[i, r.system, ORIGINS[r.origin], r.average_over(tasks), *(r.scores.get(t) for t in tasks)]
+                   for i, r in enumerate(rows, 1)]
+    table = Table(title="R2MED leaderboard: nDCG@10 ×100", title_justify="left", box=box.SIMPLE_HEAD,
+                  caption_justify="left")
+    numeric = {"Rank", "#", "Avg", *SHORT.values(), *ABBREVIATIONS.values()}
     for col in header:
-        table.add_column(col, justify="right" if col in ("Rank", "Avg") or col in SHORT.values() else "left",
-                         overflow="fold" if col == "Command" else "ellipsis")
+        table.add_column(col, justify="right" if col in numeric else "left", no_wrap=col in numeric,
+                         overflow="fold" if col == "Command" or wide else "ellipsis",
+                         max_width=None if wide or col != "System" else 40)
     for rec in records:
         table.add_row(*(escape(cell(v)) for v in rec))
-    return table
+    if not (wide or commands):
+        table.caption = ("  ".join(f"{ABBREVIATIONS[SHORT[t]]}={SHORT[t]}" for t in tasks) +
+                         "\nSrc: board = leaderboard, repo = authors' repository, run = your run, mteb = MTEB "
+                         "results, local = local data. No Avg: incomplete. --wide: every column.")
+    console = Console(file=io.StringIO(), width=1000 if wide else width, highlight=False, color_system=None,
+                      force_terminal=False)
+    console.print(table, crop=False)
+    return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines()) + "\n"
 
 
 PUBLISHED_ORG = "r2med-leaderboard"  # the leaderboard's rows
@@ -364,7 +469,7 @@ def published_revision(task_name: str) -> str:
     """The dataset revision a published result records: mteb's pinned revision (the data the
     published runs used), except where the hub data changed after them (a ``before-<revision>``
     marker naming the pinned revision they predate)."""
-    return PRE_UPDATE.get(task_name, PINNED[task_name])
+    return PRE_UPDATE.get(task_name, PINNED_REVISIONS[task_name])
 
 
 def write_published(dest: Path) -> list[Path]:

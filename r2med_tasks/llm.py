@@ -12,13 +12,15 @@
 - ``Usage`` and ``cost(model, usage)``: requests sent, cache hits, tokens, and dollars for known models.
 - Shared with the embedding clients (``r2med_plugins.dense.api``): ``openai_client`` (the one place
   an ``openai.OpenAI`` is built: base URL, key, timeout, no SDK retries, no redirects),
-  ``APICaller`` (the retry loop: ``RetryPolicy``, ``Retry-After``, one-line ``UserError``s),
-  ``api_key``, ``scrub``, ``map_concurrently``.
+  ``APICaller`` (the retry loop: ``RetryPolicy``, ``Retry-After``, one-line ``UserError``s; its
+  retries are one status line, ``retry_status``), ``api_key``, ``scrub``, ``map_concurrently``.
+- ``openai_base_url()``: where ``openai:`` goes, ``$OPENAI_BASE_URL`` as the SDK reads it.
 
 Keys come from an environment variable, read on every call and never stored (not on the client,
-not in the cache); they and anything shaped like one (``sk-...``, a password or ``?api-key=`` in a
-URL, a ``Bearer`` token) are scrubbed from every message this module raises or logs, and from the
-log lines of the SDK and its HTTP library. Importing this module imports no ``openai``/``httpx``.
+not in the cache); they and anything shaped like one (``sk-...``, a password, lone user or
+``?api-key=`` in a URL, a ``Bearer`` token) are scrubbed from every message this module raises,
+logs or shows, and from the log lines of the SDK and its HTTP library. Importing this module
+imports no ``openai``/``httpx``.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ import random
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -52,13 +55,14 @@ R = TypeVar("R")
 # --------------------------------------------------------------------------------------------
 KEY_LIKE = re.compile(r"\b(?:sk|pa)-[A-Za-z0-9_*.\-]{3,}")
 _URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^/@\s:]*:)[^/@\s]+@", re.I)
+_URL_USER = re.compile(r"(\b[a-z][a-z0-9+.\-]*://)[^/@\s:]+@", re.I)  # a user alone is often a token
 _QUERY_SECRET = re.compile(r"([?&;][^=&\s#\"']*(?:key|token|secret|password|auth|sig)[^=&\s#\"']*=)[^&\s#\"']+", re.I)
 _AUTH_VALUE = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9_*.\-+/=~]{8,}")
 
 
 def scrub(text: str, key: str | Sequence[str] | None = None, limit: int | None = 300) -> str:
     """One line without ``key`` (or any of several) nor anything shaped like a secret: ``sk-``/``pa-``
-    keys (OpenAI echoes a masked one on 401), a URL's password, a ``?api-key=``-like query value, a
+    keys (OpenAI echoes a masked one on 401), a URL's password (or lone user), a ``?api-key=``-like value, a
     ``Bearer``/``Basic`` token. Cut to ``limit`` characters (None: no cut)."""
     text = " ".join(redact(text, key).split())
     return text if limit is None or len(text) <= limit else text[:limit - 3] + "..."
@@ -72,12 +76,15 @@ def redact(text: str, key: str | Sequence[str] | None = None) -> str:
             text = text.replace(k, "***")
     text = _AUTH_VALUE.sub(r"\1 ***", text)
     text = _URL_PASSWORD.sub(r"\1***@", text)
+    text = _URL_USER.sub(r"\1***@", text)
     text = _QUERY_SECRET.sub(r"\1***", text)
     return KEY_LIKE.sub("***", text)
 
 
 def url_secrets(url: str) -> list[str]:
-    """The secrets a URL carries: its password and the values of key-like query parameters."""
+    """The secrets a URL carries: its password and the values of key-like query parameters (a
+    user alone, often a token, is left to ``redact``'s pattern: a short name replaced everywhere
+    would garble messages)."""
     parts = urlsplit(url)
     found = [parts.password] if parts.password else []
     found += [v for k, v in parse_qsl(parts.query) if v and re.search(r"key|token|secret|password|auth|sig", k, re.I)]
@@ -244,6 +251,47 @@ def retry_policy(retry: RetryPolicy | None = None, **options: Any) -> RetryPolic
     return replace(base, **{name: value for name, value in options.items() if value is not None})
 
 
+class _RetryStatus:
+    """The requests waiting to retry, shown as one status line that each change replaces."""
+
+    def __init__(self) -> None:
+        self.show: Callable[[str | None], None] | None = None
+        self.waiting: dict[int, str] = {}  # thread of a waiting call -> its latest retry line
+        self.lock = threading.Lock()
+
+    def update(self, call: int, line: str | None) -> None:
+        """``line``: what ``call`` waits for; None: it no longer waits (answered, or gave up)."""
+        with self.lock:
+            if line is None and self.waiting.pop(call, None) is None:
+                return
+            if line is not None:
+                self.waiting[call] = line
+            if self.show is not None:
+                others = len(self.waiting) - 1
+                text = line or (list(self.waiting.values())[-1] if self.waiting else None)
+                self.show(f"{text} (and {others} other request(s) waiting to retry)" if text and others > 0
+                          else text)
+
+
+_retry_status = _RetryStatus()
+
+
+@contextmanager
+def retry_status(show: Callable[[str | None], None]) -> Iterator[None]:
+    """While the block runs, API retries (``APICaller``, from any thread) are one status line:
+    ``show(line)`` with the latest retry (``retry 2 of 6 in 2.0 s: <failure> (<url>)``, and how
+    many other requests wait), ``show(None)`` once no request waits. The runner shows it as a row
+    of its progress display. Outside such a block a retry is only a DEBUG log record: no line per
+    retry, only the final error once retries are spent."""
+    with _retry_status.lock:
+        previous, _retry_status.show = _retry_status.show, show
+    try:
+        yield
+    finally:
+        with _retry_status.lock:
+            _retry_status.show = previous
+
+
 def server_message(payload: bytes) -> str:
     """The human part of an error body: ``error.message``/``detail``, else the start of the body."""
     try:
@@ -314,7 +362,9 @@ class APICaller:
       (HTTP <status> ...); <advice>")``;
     - every text shown is scrubbed of the key, of the secrets in ``url`` and of anything key-like;
       the exceptions leave with no chained SDK exception (whose text would be unscrubbed);
-    - a wait ends early, raising ``Aborted``, when ``abort`` is set (another request failed).
+    - a wait ends early, raising ``Aborted``, when ``abort`` is set (another request failed);
+    - each retry is a DEBUG record on ``logger`` and the line ``retry_status`` shows, never a
+      printed line (eight concurrent requests to a dead server would print 48).
     """
 
     def __init__(self, url: str, *, model: str, api_key_env: str, base_url: str | None = None,
@@ -341,10 +391,17 @@ class APICaller:
 
     def call(self, send: Callable[[], bytes], parse: Callable[[bytes], T], *, key: str | None,
              abort: threading.Event | None = None) -> T:
-        """``parse(send())`` for the first reply ``parse`` accepts; see the class for the rest."""
+        """``parse(send())`` for the first reply ``parse`` accepts; see the class for the rest. Its
+        retries show on ``retry_status``'s line until it returns."""
+        try:
+            return self._call(send, parse, key=key, abort=abort if abort is not None else threading.Event())
+        finally:
+            _retry_status.update(threading.get_ident(), None)
+
+    def _call(self, send: Callable[[], bytes], parse: Callable[[bytes], T], *, key: str | None,
+              abort: threading.Event) -> T:
         import openai
 
-        abort = abort if abort is not None else threading.Event()
         attempts = self.retry.max_retries + 1
         failure, advice = "", ""
         for attempt in range(1, attempts + 1):
@@ -378,8 +435,9 @@ class APICaller:
             if attempt == attempts:
                 break
             delay = wait_s if wait_s is not None else self.retry.delay(attempt)
-            self._log.warning("%s: %s; retry %d of %d in %.1f s", self.url, failure, attempt, self.retry.max_retries,
-                              delay)
+            line = f"retry {attempt} of {self.retry.max_retries} in {delay:.1f} s: {failure} ({self.url})"
+            self._log.debug("%s", line)
+            _retry_status.update(threading.get_ident(), line)
             if self.retry.sleep is not None:
                 self.retry.sleep(delay)
             elif abort.wait(delay):
@@ -503,10 +561,18 @@ def cost(model: str, usage: Usage, prices: dict[str, tuple[float, float]] | None
 # --------------------------------------------------------------------------------------------
 # Specs.
 # --------------------------------------------------------------------------------------------
-SPEC_FORMS = ("openai:MODEL (api.openai.com, key in OPENAI_API_KEY)",
+SPEC_FORMS = ("openai:MODEL ($OPENAI_BASE_URL, else api.openai.com; key in OPENAI_API_KEY)",
               "vllm:MODEL (http://127.0.0.1:8000/v1)",
               "ollama:MODEL (http://127.0.0.1:11434/v1)",
               "http(s)://HOST[:PORT]/PATH#MODEL (any OpenAI-compatible server)")
+
+
+def openai_base_url() -> str:
+    """``$OPENAI_BASE_URL`` (read as the openai SDK reads it, when no URL is given; blank counts as
+    unset), else the OpenAI API: so a user who points the SDK at a local server points ``openai:``
+    there too."""
+    url = os.environ.get("OPENAI_BASE_URL", "").strip()
+    return check_base_url(url, "$OPENAI_BASE_URL", VLLM_BASE_URL) if url else OPENAI_BASE_URL
 
 
 def llm_model_name(spec: str) -> str:
@@ -518,7 +584,8 @@ def llm_model_name(spec: str) -> str:
 def parse_llm_spec(spec: str) -> dict:
     """``{"model", "base_url", "api_key_env"}`` for ``ChatClient(**...)``.
 
-    - ``openai:gpt-4o``: the OpenAI API; ``OPENAI_API_KEY`` is required.
+    - ``openai:gpt-4o``: the OpenAI API (or ``$OPENAI_BASE_URL``, see ``openai_base_url``);
+      ``OPENAI_API_KEY`` is required there (elsewhere it is sent when set).
     - ``vllm:NAME``: ``http://127.0.0.1:8000/v1``; a key is sent only if ``VLLM_API_KEY`` is set
       (vLLM's ``--api-key``).
     - ``ollama:NAME``: ``http://127.0.0.1:11434/v1``; a key only if ``OLLAMA_API_KEY`` is set.
@@ -533,17 +600,17 @@ def parse_llm_spec(spec: str) -> dict:
         base_url, sep, model = spec.rpartition("#")
         base_url = base_url.rstrip("/")
         if not sep or not model.strip() or not urlsplit(base_url).hostname:
-            raise UserError(f"bad LLM spec {spec!r}: a URL spec is BASE_URL#MODEL, e.g. "
+            raise UserError(f"bad LLM spec {show_url(spec)!r}: a URL spec is BASE_URL#MODEL, e.g. "
                             f"http://127.0.0.1:8000/v1#Qwen2.5-72B-Instruct; forms: {forms}")
         return {"model": model.strip(), "base_url": base_url, "api_key_env": "OPENAI_API_KEY"}
     provider, sep, model = spec.partition(":")
-    endpoints = {"openai": (OPENAI_BASE_URL, "OPENAI_API_KEY"), "vllm": (VLLM_BASE_URL, "VLLM_API_KEY"),
+    endpoints = {"openai": (None, "OPENAI_API_KEY"), "vllm": (VLLM_BASE_URL, "VLLM_API_KEY"),
                  "ollama": (OLLAMA_BASE_URL, "OLLAMA_API_KEY")}
     provider = provider.strip().lower()
     if not sep or provider not in endpoints or not model.strip():
-        raise UserError(f"bad LLM spec {spec!r}; use one of: {forms}")
+        raise UserError(f"bad LLM spec {show_url(spec)!r}; use one of: {forms}")
     base_url, env = endpoints[provider]
-    return {"model": model.strip(), "base_url": base_url, "api_key_env": env}
+    return {"model": model.strip(), "base_url": base_url or openai_base_url(), "api_key_env": env}
 
 
 # --------------------------------------------------------------------------------------------
@@ -630,9 +697,9 @@ class ChatClient:
 
     The request is ``model`` and ``messages`` plus each of ``temperature``, ``top_p``,
     ``max_tokens``, ``seed`` that is not None (OpenAI's o-series and gpt-5 get ``max_tokens`` as
-    ``max_completion_tokens``, the only name they accept). ``Authorization: Bearer $api_key_env``
-    is sent when that variable is set, no header otherwise; on the OpenAI API (``api.openai.com``)
-    it must be set.
+    ``max_completion_tokens``, the only name they accept). ``base_url`` defaults to
+    ``openai_base_url()``. ``Authorization: Bearer $api_key_env`` is sent when that variable is
+    set, no header otherwise; on the OpenAI API (``api.openai.com``) it must be set.
 
     Retries (``APICaller`` with ``retry``: a ``RetryPolicy``, default ``DEFAULT_RETRY``, with each
     of ``max_retries``, ``backoff``, ``backoff_max``, ``retry_after_max``, ``sleep`` that is given): HTTP
@@ -652,7 +719,7 @@ class ChatClient:
         if not isinstance(model, str) or not model.strip():
             raise UserError(f"ChatClient: model must be a non-empty string, got {model!r}")
         self.model = model.strip()
-        self.base_url = check_base_url(base_url or OPENAI_BASE_URL, "ChatClient", VLLM_BASE_URL)
+        self.base_url = check_base_url(base_url or openai_base_url(), "ChatClient", VLLM_BASE_URL)
         self.url = f"{self.base_url}/chat/completions"
         self.api_key_env = api_key_env
         self.temperature, self.top_p, self.max_tokens, self.seed = temperature, top_p, max_tokens, seed
@@ -803,7 +870,8 @@ class GenerationCache:
     Each line is ``{"key": <key_for(...)>, "text", "prompt_tokens", "completion_tokens",
     "finish_reason", "model"}`` (the ``Generation`` fields; ``model`` is the model that answered) and
     nothing else: no key, no prompt. ``put`` appends and fsyncs one line, so a killed run loses only
-    the answer being written; a line that does not parse (the last one, cut by a kill) is skipped.
+    the answer being written; a line that does not parse (the last one, cut by a kill; or garbage)
+    is skipped with one warning and dropped from the file, and its request is sent again.
     When a key appears twice, the last line wins. The file is read once, at construction: lines
     another process appends later are not seen by this object.
     """
@@ -814,16 +882,13 @@ class GenerationCache:
         self.path = Path(path)
         self._journal = Journal(self.path, "the generation cache")
         self._entries: dict[str, Generation] = {}
-        records, self.skipped, cut = self._journal.read()  # skipped: lines that did not parse, a cut last one included
+        records, self.skipped, _ = self._journal.read()  # skipped: lines that did not parse (the journal warns)
         for record in records:
             entry = _entry(record)
             if entry is None:
                 self.skipped += 1
             else:
                 self._entries[entry[0]] = entry[1]
-        if self.skipped - cut:
-            log.info("%s: skipped %d unreadable line(s) (left by interrupted writes); those requests are sent "
-                     "again", self.path, self.skipped - cut)
 
     def __repr__(self) -> str:
         return f"GenerationCache({str(self.path)!r}, {len(self._entries)} entries)"

@@ -233,11 +233,18 @@ def _bounds_text(bounds: dict[str, Any]) -> str:
 
 
 def _describe_type(annotation: Any) -> str:
+    """A type in words, with its article: ``an integer``, ``a number or text``, ``an Item``."""
     base = _base(annotation)
     if typing.get_origin(base) is Literal:
         return "one of " + ", ".join(map(str, typing.get_args(base)))
-    return {bool: "true or false (also 1/0, yes/no, on/off)", int: "an integer", float: "a number",
-            str: "text", Any: "a value"}.get(base, getattr(base, "__name__", str(base)))
+    if typing.get_origin(base) in (Union, types.UnionType):
+        return " or ".join(_describe_type(member) for member in typing.get_args(base))
+    known = {bool: "true or false (also 1/0, yes/no, on/off)", int: "an integer", float: "a number",
+             str: "text", Any: "a value"}.get(base)
+    if known is not None:
+        return known
+    name = getattr(base, "__name__", str(base))
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def _plural(annotation: Any) -> str:

@@ -194,7 +194,7 @@ def _route_options(stages: dict[str, Stage], option_tokens: list[str], registry:
         key, sep, raw = token.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise UserError(f"-o {token}: expected key=value (or component.key=value)")
+            raise UserError(f"-o {without_secrets(token)}: expected key=value (or component.key=value)")
         targets = list(stages.values())
         prefix, dot, bare = key.partition(".")
         if dot:
@@ -207,7 +207,7 @@ def _route_options(stages: dict[str, Stage], option_tokens: list[str], registry:
         if not accepting:
             accepted = "; ".join(f"{s.spec.name} accepts {', '.join(sorted(s.spec.option_fields())) or 'no options'}"
                                  for s in targets)
-            raise UserError(f"-o {token}: no selected component accepts '{key}' ({accepted})")
+            raise UserError(f"-o {without_secrets(token)}: no selected component accepts '{key}' ({accepted})")
         for stage in accepting:
             stage.options[key] = stage.spec.parse(key, raw)
     for token, prefix, key, raw in prefixed:
@@ -215,11 +215,11 @@ def _route_options(stages: dict[str, Stage], option_tokens: list[str], registry:
         if not owners:
             what = ("neither a selected component nor a member" if any(s.spec.members_option for s in stages.values())
                     else "not a selected component")
-            raise UserError(f"-o {token}: '{prefix}' is {what} "
+            raise UserError(f"-o {without_secrets(token)}: '{prefix}' is {what} "
                             f"(selected: {', '.join(s.spec.name for s in stages.values())})")
         spec = _member_spec(registry, prefix)
         if key not in spec.option_fields():
-            raise UserError(f"-o {token}: {spec.name} accepts {', '.join(sorted(spec.option_fields())) or 'no options'}")
+            raise UserError(f"-o {without_secrets(token)}: {spec.name} accepts {', '.join(sorted(spec.option_fields())) or 'no options'}")
         spec.parse(key, raw)  # checked now, applied when the composite creates its member
         for owner in owners:
             owner.member_options.setdefault(prefix, []).append(f"{key}={raw}")

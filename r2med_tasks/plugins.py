@@ -1,8 +1,9 @@
 """Plugin discovery: entry points of the ``r2med`` group, plus modules named in ``R2MED_PLUGINS``.
 
 Built-in components live in the ``r2med`` distribution's own entry points, so they load exactly as
-a third-party package does. A package that fails to import or register is recorded in
-``broken`` (name, version, error) and everything else keeps working.
+a third-party package does, and load first. A package that fails to import or register is
+recorded in ``broken`` (name, version, error) and everything else keeps working. A module found
+twice (an installed entry point also named in ``R2MED_PLUGINS``) is registered once.
 
 Environment:
 - ``R2MED_LOAD_PLUGINS=a,b`` loads only those distributions' entry points (built-ins always load);
@@ -23,6 +24,7 @@ from . import hookspecs
 
 GROUP = "r2med"
 OWN_DISTRIBUTION = "r2med"
+EMPTY = '""'  # an empty setting, as a shell line writes it
 
 
 @dataclass(frozen=True)
@@ -50,9 +52,14 @@ class Plugins:
         self.pm.add_hookspecs(hookspecs)
         self.info: dict[str, PluginInfo] = {}  # pluggy plugin name -> provenance
         self.broken: list[BrokenPlugin] = []
+        self.distributions: set[str] = set()  # third-party packages loaded through entry points
+        self.env_modules: list[str] = []  # the modules R2MED_PLUGINS names
 
     def register(self, plugin: object, info: PluginInfo) -> None:
-        """Register one plugin object; a plugin with invalid hooks is recorded as broken."""
+        """Register one plugin object (once: again is a no-op); a plugin with invalid hooks is
+        recorded as broken."""
+        if self.pm.is_registered(plugin):
+            return
         name = info.module if info.module not in self.info else f"{info.name}:{info.module}"
         try:
             self.pm.register(plugin, name=name)
@@ -61,8 +68,11 @@ class Plugins:
             except pluggy.PluginValidationError:
                 self.pm.unregister(name=name)
                 raise
-        except (pluggy.PluginValidationError, ValueError) as e:
+        except pluggy.PluginValidationError as e:
             self.mark_broken(info, f"{type(e).__name__}: {e}")
+            return
+        except ValueError as e:  # a name taken: pluggy's message goes on to dump every plugin
+            self.mark_broken(info, f"ValueError: {str(e).splitlines()[0]}")
             return
         self.info[name] = info
 
@@ -76,7 +86,11 @@ class Plugins:
     def load_entry_points(self) -> None:
         allowed = os.environ.get("R2MED_LOAD_PLUGINS")
         allowed_set = None if allowed is None else {a.strip() for a in allowed.split(",") if a.strip()}
-        for ep in sorted(entry_points(group=GROUP), key=lambda e: (e.dist.name if e.dist else "", e.name)):
+        def order(ep) -> tuple:  # the built-ins first: on a name clash, theirs is the one listed
+            dist = ep.dist.name if ep.dist else ""
+            return dist != OWN_DISTRIBUTION, dist, ep.name
+
+        for ep in sorted(entry_points(group=GROUP), key=order):
             dist = ep.dist.name if ep.dist else "?"
             version = ep.dist.version if ep.dist else None
             if allowed_set is not None and dist != OWN_DISTRIBUTION and dist not in allowed_set:
@@ -88,8 +102,11 @@ class Plugins:
                 self.mark_broken(info, f"{type(e).__name__}: {e}")
                 continue
             self.register(module, info)
+            if dist != OWN_DISTRIBUTION and self.pm.is_registered(module):
+                self.distributions.add(dist)
 
     def load_modules(self, names: list[str]) -> None:
+        self.env_modules += names
         for name in names:
             info = PluginInfo(name, None, name)
             try:
@@ -98,6 +115,19 @@ class Plugins:
                 self.mark_broken(info, f"{type(e).__name__}: {e}")
                 continue
             self.register(module, info)
+
+    def settings_without(self, info: PluginInfo) -> list[str]:
+        """The environment settings that leave ``info``'s package out of a run (none for the
+        built-ins, which always load)."""
+        settings = []
+        if info.name in self.distributions:
+            rest = ",".join(sorted(self.distributions - {info.name}))
+            settings.append(f"R2MED_LOAD_PLUGINS={rest or EMPTY}")
+        module = info.module.partition(":")[0]
+        if module in self.env_modules:
+            rest = ",".join(m for m in self.env_modules if m != module)
+            settings.append(f"R2MED_PLUGINS={rest or EMPTY}")
+        return settings
 
     def plugin_of(self, impl) -> PluginInfo:
         return self.info.get(impl.plugin_name) or PluginInfo(impl.plugin_name, None, impl.plugin_name)

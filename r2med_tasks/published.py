@@ -275,8 +275,6 @@ def main(argv: list[str]) -> int:
     record, csv_text = build(Path(argv[1]), PUBLISHED_CSV.read_text(encoding="utf-8"))
     atomic.write_text(DATA, dumps(record))
     atomic.write_text(PUBLISHED_CSV, csv_text)
-    for path in (DATA, PUBLISHED_CSV):
-        path.chmod(0o644)
     print(f"{DATA}: {len(record['runs'])} runs "
           f"({sum(r['kind'] == 'leaderboard' for r in record['runs'])} leaderboard rows); {PUBLISHED_CSV} status column")
     return 0

@@ -1,7 +1,10 @@
 """Components and tasks collected from the plugins' ``register_*`` hooks, and lookup by name.
 
 Each hook implementation is called on its own so every spec knows which package registered it;
-an exception in one plugin's hook marks that plugin broken and leaves the rest usable.
+an exception in one plugin's hook marks that plugin broken and leaves the rest usable. Two specs
+of one kind with the same name (or alias) are a clash: the first registered (the built-ins load
+first) stays listed, the other is set aside, and only a lookup of a clashing name fails, saying
+how to choose (``R2MED_LOAD_PLUGINS``); runs that never use the name are unaffected.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ class Registered:
 class Registry:
     entries: dict[str, list[Registered]] = field(default_factory=lambda: {k: [] for k in HOOKS})
     conflicts: list[str] = field(default_factory=list)
+    clashes: dict[str, dict[str, str]] = field(default_factory=lambda: {k: {} for k in HOOKS})
+    """Per kind: normalized name -> the clash's message (the lookup of that name raises it)."""
 
     def names(self, kind: str) -> dict[str, Registered]:
         """Normalized name and alias -> entry, for one kind."""
@@ -43,21 +48,21 @@ class Registry:
                 out.setdefault(normalize(name), entry)
         return out
 
-    def check(self) -> None:
-        if self.conflicts:
-            raise UserError(self.conflicts[0])
-
     def component(self, token: str) -> Registered:
         """Resolve ``name`` or ``kind:name`` (e.g. ``retriever:bm25``) to one component."""
         kind, _, name = token.rpartition(":")
         if kind and kind not in KINDS:
             raise UserError(f"--plugin {token}: unknown kind '{kind}'; use one of {', '.join(KINDS)}")
         kinds = [kind] if kind else list(KINDS)
-        matches = [self.names(k)[normalize(name)] for k in kinds if normalize(name) in self.names(k)]
-        if len(matches) == 1:
-            return matches[0]
-        if len(matches) > 1:
-            options = " or ".join(f"{m.kind}:{m.spec.name}" for m in matches)
+        key = normalize(name)
+        found = [k for k in kinds if key in self.names(k) or key in self.clashes[k]]
+        if len(found) == 1 and key in self.clashes[found[0]]:
+            raise UserError(f"--plugin {token}: {self.clashes[found[0]][key]}")
+        if len(found) == 1:
+            return self.names(found[0])[key]
+        if len(found) > 1:
+            options = " or ".join(f"{k}:{self.names(k)[key].spec.name if key in self.names(k) else name}"
+                                  for k in found)
             raise UserError(f"--plugin {token}: several components have that name; write {options}")
         known = sorted({e.spec.name for k in kinds for e in self.entries[k]})
         raise UserError(f"--plugin {token}: no such component{_suggest(name, known)}. "
@@ -65,11 +70,15 @@ class Registry:
 
     def llm(self, spec: str, **sampling) -> object:
         """A client for ``-o llm=PREFIX:MODEL`` (or ``BASE_URL#MODEL``) from the registered backends."""
+        from .llm import show_url  # a URL spec may hold a password or key
+
         prefix = spec.split(":", 1)[0].strip().lower() if ":" in spec else ""
         backends = self.names("llm")
+        if normalize(prefix) in self.clashes["llm"]:
+            raise UserError(f"-o llm={show_url(spec)}: {self.clashes['llm'][normalize(prefix)]}")
         if normalize(prefix) not in backends:
             known = ", ".join(sorted(e.spec.name for e in self.entries["llm"])) or "none"
-            raise UserError(f"-o llm={spec}: no LLM backend '{prefix or spec}'; write PREFIX:MODEL with a prefix "
+            raise UserError(f"-o llm={show_url(spec)}: no LLM backend '{prefix or show_url(spec)}'; write PREFIX:MODEL with a prefix "
                             f"among {known}, or BASE_URL#MODEL (see `r2med list llms`)")
         return backends[normalize(prefix)].spec.create(spec, **sampling)
 
@@ -85,6 +94,8 @@ class Registry:
                 found = [t for t in r2med if t.group == token.lower()]
             elif token.lower() in ("r2med", "all"):
                 found = r2med
+            elif normalize(token) in self.clashes["task"]:
+                raise UserError(f"--tasks {token}: {self.clashes['task'][normalize(token)]}")
             elif normalize(token) in by_name:
                 found = [by_name[normalize(token)].spec]
             else:
@@ -125,18 +136,37 @@ def build_registry(plugins: Plugins) -> Registry:
                 plugins.mark_broken(info, f"{hook_name} failed: {type(e).__name__}: {e}")
                 continue
             for entry in collected:
-                _add(registry, kind, entry)
+                _add(registry, plugins, kind, entry)
     return registry
 
 
-def _add(registry: Registry, kind: str, entry: Registered) -> None:
+def _add(registry: Registry, plugins: Plugins, kind: str, entry: Registered) -> None:
+    """Add ``entry``, unless one of its names is taken: then that name, and each of ``entry``'s,
+    fail when looked up, with a message saying how to choose."""
     taken = registry.names(kind)
-    for name in _names_of(entry.spec):
-        other = taken.get(normalize(name))
-        if other is not None:
-            registry.conflicts.append(
-                f"two {kind}s are named '{name}': one from {other.plugin.name} ({other.plugin.module}), "
-                f"one from {entry.plugin.name} ({entry.plugin.module}); uninstall one of the packages"
-            )
-            return
-    registry.entries[kind].append(entry)
+    clashing = [name for name in _names_of(entry.spec) if normalize(name) in taken]
+    if not clashing:
+        registry.entries[kind].append(entry)
+        return
+    name = clashing[0]
+    other = taken[normalize(name)]
+    message = _clash_message(plugins, kind, name, other.plugin, entry.plugin)
+    registry.conflicts.append(message)
+    for clashed in _names_of(entry.spec):
+        registry.clashes[kind].setdefault(normalize(clashed), message)
+
+
+def _clash_message(plugins: Plugins, kind: str, name: str, first: PluginInfo, second: PluginInfo) -> str:
+    both = (f"two {kind}s are named '{name}': one from {first.name} ({first.module}), "
+            f"one from {second.name} ({second.module})")
+    if first.name == second.name:
+        return f"{both}; a bug in {first.name}: tell its authors"
+    choices = []
+    for keep, drop in ((first, second), (second, first)):
+        settings = plugins.settings_without(drop)
+        if settings:
+            choices.append(f"{' '.join(settings)} for {keep.name}'s")
+    if not choices:
+        return f"{both}; uninstall one of the packages"
+    return (f"{both}; to choose, run with {' or '.join(choices)} (R2MED_LOAD_PLUGINS names the third-party "
+            "packages to load; the built-ins always load), or uninstall one of the packages")

@@ -23,7 +23,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -189,7 +188,10 @@ class ResultFolder:
                             f"({stored.get('label', '?')}); pass another --output or delete that folder")
 
     def claim(self) -> None:
+        """Record the configuration as this folder's. Every writer claims holding the folder's lock,
+        so the temp files found now were left by a killed run, and go."""
         self.check_claim()
+        self.remove_stale_temp_files()
         atomic.write_json(self.pipeline_file, canonical({
             "format": FORMAT, "name": self.display_name, "label": self.label, "config": self.spec.config,
             "models": self.spec.models, "code": self.spec.code, "experiment_kwargs": self.spec.variant or None}))
@@ -239,13 +241,8 @@ class ResultFolder:
             *("\t".join([qid, *(repr(m[k]) for k in PER_QUERY)]) for qid, m in sorted(per_query.items()))])
         atomic.write_json(self.identity_file(name), identity)
         result = task_result(task_metadata, scores, evaluation_time, phases)
-        fd, tmp = tempfile.mkstemp(dir=self.path, prefix=f".{name}.", suffix=".tmp")
-        os.close(fd)
-        try:
-            write_task_result(result, Path(tmp))  # mteb's own serialisation, then an atomic rename
-            os.replace(tmp, self.task_json(name))
-        finally:
-            Path(tmp).unlink(missing_ok=True)
+        with atomic.replacing_path(self.task_json(name)) as tmp:
+            write_task_result(result, tmp)  # mteb's own serialisation, then an atomic rename
 
     def model_meta(self):
         """The mteb ModelMeta naming these results (mteb's own entry when it has one), with the

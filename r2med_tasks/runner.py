@@ -25,6 +25,7 @@ from .context import Context
 from .data import Query, TaskData
 from .errors import PluginError, UserError
 from .evaluation import check_run, score
+from .llm import retry_status
 from .pipelines import Pipeline, Stage, retriever_stage, without_secrets
 from .registry import Registry
 from .results import ResultFolder, Status, locked
@@ -70,6 +71,16 @@ class SubProgress:
         for bar in self.bars:
             self.progress.remove_task(bar)
         self.bars.clear()
+
+
+@contextmanager
+def retries_shown(progress: Progress):
+    """API retries (``llm.retry_status``) as one row of the progress display, replaced by each
+    retry and hidden while none waits: not a printed line per retry."""
+    row = progress.add_task("", total=None, visible=False)
+    with retry_status(lambda line: progress.update(row, description=f"  [yellow]{escape(line or '')}[/]",
+                                                   visible=line is not None)):
+        yield
 
 
 @contextmanager
@@ -140,7 +151,6 @@ def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, dat
     with locked(folders, run.waiting):
         for claimed in folders:
             claimed.claim()
-            claimed.remove_stale_temp_files()
         return folder, run.tasks_in(folder, first_folder, context)
 
 
@@ -172,7 +182,9 @@ class _Run:
         outcomes = []
         columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn())
-        with Progress(*columns, console=self.console, transient=True) as progress:
+        # Bars only on a terminal: elsewhere (a log file, a pipe) they would leave blank lines.
+        with Progress(*columns, console=self.console, transient=True, disable=not self.console.is_terminal) \
+                as progress, retries_shown(progress):
             bar = progress.add_task("", total=len(self.tasks))
             context = context.with_(progress=SubProgress(progress), tasks=tuple(self.tasks))
             for task in self.tasks:

@@ -11,6 +11,7 @@ line), for the runner, the results folders, fusion, ``r2med fuse`` and the ``run
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from . import atomic
@@ -27,29 +28,36 @@ def read_trec(path: str | Path) -> Run:
     """Read a TREC run, each query ordered by its rank column.
 
     Blank lines are skipped and columns may be separated by any whitespace. A malformed line
-    (not 6 columns, a rank that is not an integer, a score that is not a number), a rank given twice
-    in a query or a document listed twice in a query raises ``ValueError`` in one line naming
-    ``file:line``."""
+    (not 6 columns, a rank that is not an integer, a score that is not a finite number), a rank given
+    twice in a query, a document listed twice in a query, a file that is not UTF-8 or holds no line
+    raises ``ValueError`` in one line naming ``file:line`` or the file."""
     path = Path(path)
     rows: dict[str, list[tuple[int, str, float, int]]] = {}
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            cols = line.split()
-            where = f"{path}:{lineno}"
-            if len(cols) != 6:
-                raise ValueError(f"{where}: expected 6 columns 'qid Q0 docid rank score tag', got {len(cols)}")
-            qid, _, doc_id, rank_s, score_s, _ = cols
-            try:
-                position = int(rank_s)
-            except ValueError:
-                raise ValueError(f"{where}: rank {rank_s!r} is not an integer") from None
-            try:
-                score = float(score_s)
-            except ValueError:
-                raise ValueError(f"{where}: score {score_s!r} is not a number") from None
-            rows.setdefault(qid, []).append((position, doc_id, score, lineno))
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); a TREC run file is text") from None
+    if not any(line.strip() for line in lines):
+        raise ValueError(f"{path}: empty; a TREC run file has a line 'qid Q0 docid rank score tag' per document")
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        cols = line.split()
+        where = f"{path}:{lineno}"
+        if len(cols) != 6:
+            raise ValueError(f"{where}: expected 6 columns 'qid Q0 docid rank score tag', got {len(cols)}")
+        qid, _, doc_id, rank_s, score_s, _ = cols
+        try:
+            position = int(rank_s)
+        except ValueError:
+            raise ValueError(f"{where}: rank {rank_s!r} is not an integer") from None
+        try:
+            score = float(score_s)
+        except ValueError:
+            raise ValueError(f"{where}: score {score_s!r} is not a number") from None
+        if not math.isfinite(score):
+            raise ValueError(f"{where}: score {score_s!r} is not a finite number")
+        rows.setdefault(qid, []).append((position, doc_id, score, lineno))
     run: Run = {}
     for qid, entries in rows.items():
         entries.sort(key=lambda e: e[0])

@@ -22,7 +22,7 @@ the tests are independent, and it is uniformly more powerful than plain Bonferro
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -126,6 +126,7 @@ def compare(
     test: str = "randomization",
     trials: int = 10000,
     seed: int = 0,
+    average_over: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """Compare system B against system A, per task and on average over tasks.
 
@@ -138,9 +139,11 @@ def compare(
 
     ``average`` is the unweighted mean over the compared tasks of the per-task means (as the R2MED
     leaderboard averages tasks, each task counting once whatever its size) for A and B, and their
-    difference. It deliberately carries **no p-value**: a test over a handful of task means has
-    little power, and pooling queries across tasks would weight tasks by their size, unlike the
-    average reported. Use the per-task (Holm-adjusted) p-values for significance.
+    difference; ``average_over`` limits it to those tasks (R2MED's eight, so that a run's ``sample``
+    never dilutes it), the others being listed in ``tasks_outside_average``; ``average`` is None
+    when no compared task counts. It deliberately carries **no p-value**: a test over a handful of
+    task means has little power, and pooling queries across tasks would weight tasks by their
+    size, unlike the average reported. Use the per-task (Holm-adjusted) p-values for significance.
 
     Tasks present in only one system are listed in ``tasks_only_in_a`` / ``tasks_only_in_b``.
     Everything returned is plain dicts, lists, ints, floats and strings (JSON-serialisable).
@@ -186,14 +189,19 @@ def compare(
         }
     for task, p_adj in holm({task: r["p_value"] for task, r in tasks.items()}).items():
         tasks[task]["p_holm"] = float(p_adj)
-    avg_a = sum(r["mean_a"] for r in tasks.values()) / len(tasks)
-    avg_b = sum(r["mean_b"] for r in tasks.values()) / len(tasks)
+    counted = [r for task, r in tasks.items() if average_over is None or task in average_over]
+    average = None
+    if counted:
+        avg_a = sum(r["mean_a"] for r in counted) / len(counted)
+        avg_b = sum(r["mean_b"] for r in counted) / len(counted)
+        average = {"n_tasks": len(counted), "mean_a": avg_a, "mean_b": avg_b, "difference": avg_b - avg_a}
     result: dict[str, Any] = {"test": test}
     if test == "randomization":
         result.update(trials=int(trials), seed=int(seed))
     result.update(
         tasks=tasks,
-        average={"n_tasks": len(tasks), "mean_a": avg_a, "mean_b": avg_b, "difference": avg_b - avg_a},
+        average=average,
+        tasks_outside_average=[task for task in tasks if average_over is not None and task not in average_over],
         tasks_only_in_a=[task for task in per_query_a if task not in per_query_b],
         tasks_only_in_b=[task for task in per_query_b if task not in per_query_a],
     )

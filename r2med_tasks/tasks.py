@@ -167,6 +167,9 @@ R2MED_TASKS: tuple[TaskSpec, ...] = (
            "974abbc9bc281c3169180a6aa5d7586cfd2f5877", ("2002-07-01", "2025-05-31"), 10449, 129),
 )
 
+# mteb name -> the hub revision mteb pins; results on another revision are not on the official data.
+PINNED_REVISIONS = {t.name: t.revision for t in R2MED_TASKS}
+
 SAMPLE_TASK = TaskSpec(
     name="R2MEDSampleRetrieval",
     short_name="sample",

@@ -112,6 +112,17 @@ def run_cli(plugins, tmp_path):
     return _run
 
 
+@pytest.fixture(scope="session")
+def ray_instance():
+    """One local Ray (two CPUs) for the session, its workers finding the test plugins. The tests
+    that use it are in the xdist group "ray", so one pytest worker runs them all and starts it once."""
+    ray = pytest.importorskip("ray")
+    path = os.pathsep.join(p for p in (str(TESTS / "plugins_for_tests"), os.environ.get("PYTHONPATH")) if p)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": path}})
+    yield ray
+    ray.shutdown()
+
+
 @pytest.fixture
 def evaluate(plugins, tmp_path):
     """``r2med_tasks.evaluate`` with this test's plugin set: components and options as
@@ -141,7 +152,11 @@ def read_jsonl(path: Path) -> list[dict]:
 @pytest.fixture
 def data_dir(tmp_path) -> Path:
     """A folder in R2MED's layout holding three tasks, built from the sample data."""
-    root = tmp_path / "data"
+    return make_data_dir(tmp_path / "data")
+
+
+def make_data_dir(root: Path) -> Path:
+    """Three tasks in R2MED's layout under ``root``, copies of the sample that differ in queries."""
     for name in ("Biology", "Bioinformatics", "Medical-Sciences"):
         shutil.copytree(SAMPLE, root / name)
     # make the copies differ so their results differ

@@ -1,6 +1,7 @@
 """Every user mistake gets one line naming where and what to do, exit status 2, no traceback."""
 
 import json
+import shutil
 
 import pytest
 
@@ -27,50 +28,17 @@ def assert_user_error(code, err, *fragments):
         assert fragment in err, err
 
 
-def test_malformed_json_line(overlap, run_cli, data_dir, tmp_path):
-    path = data_dir / "Biology" / "corpus.jsonl"
-    lines = path.read_text().splitlines()
-    lines[6] = '{"id": "broken", "text": '
-    path.write_text("\n".join(lines) + "\n")
-    code, _, err = run_overlap(run_cli, data_dir, tmp_path)
-    assert_user_error(code, err, f"{path}:7: not valid JSON", "fix or remove that line")
+def register_retriever(register, name, factory):
+    """Register ``factory`` as the retriever ``name`` of a plugin "<name>-plugin"."""
+    from r2med_tasks.components import RetrieverSpec
+    from r2med_tasks.hookspecs import hookimpl
 
+    class Plugin:
+        @hookimpl
+        def register_retrievers(self, register):
+            register(RetrieverSpec(name=name, factory=factory))
 
-def test_missing_file(overlap, run_cli, data_dir, tmp_path):
-    (data_dir / "Biology" / "qrels.jsonl").unlink()
-    code, _, err = run_overlap(run_cli, data_dir, tmp_path)
-    assert_user_error(code, err, "Biology/qrels.jsonl: file not found", "corpus.jsonl, query.jsonl, qrels.jsonl")
-
-
-def test_missing_field(overlap, run_cli, data_dir, tmp_path):
-    rows = read_jsonl(SAMPLE / "query.jsonl")
-    del rows[2]["text"]
-    write_jsonl(data_dir / "Biology" / "query.jsonl", rows)
-    code, _, err = run_overlap(run_cli, data_dir, tmp_path)
-    assert_user_error(code, err, "Biology/query.jsonl:3: missing field 'text'")
-
-
-def test_wrong_field_type(overlap, run_cli, data_dir, tmp_path):
-    rows = read_jsonl(SAMPLE / "qrels.jsonl")
-    rows[0]["score"] = "relevant"
-    write_jsonl(data_dir / "Biology" / "qrels.jsonl", rows)
-    code, _, err = run_overlap(run_cli, data_dir, tmp_path)
-    assert_user_error(code, err, "Biology/qrels.jsonl:1: field 'score' must be an integer")
-
-
-def test_empty_corpus(overlap, run_cli, data_dir, tmp_path):
-    (data_dir / "Biology" / "corpus.jsonl").write_text("")
-    code, _, err = run_overlap(run_cli, data_dir, tmp_path)
-    assert_user_error(code, err, "corpus.jsonl is empty")
-
-
-def test_duplicate_ids(overlap, run_cli, data_dir, tmp_path):
-    rows = read_jsonl(SAMPLE / "corpus.jsonl")
-    rows.append({"id": rows[3]["id"], "text": "again"})
-    write_jsonl(data_dir / "Biology" / "corpus.jsonl", rows)
-    code, _, err = run_overlap(run_cli, data_dir, tmp_path)
-    assert_user_error(code, err, f"Biology/corpus.jsonl:{len(rows)}: duplicate document id {rows[3]['id']!r}",
-                      "first at", "corpus.jsonl:4")
+    register(Plugin(), f"{name}-plugin")
 
 
 def test_unknown_qrels_warn_and_go_on(overlap, run_cli, data_dir, tmp_path):
@@ -190,9 +158,6 @@ def test_plugin_bad_output(register, run_cli, tmp_path, bad, message):
 
 
 def test_plugin_crash_names_plugin_and_task(register, run_cli, tmp_path):
-    from r2med_tasks.components import RetrieverSpec
-    from r2med_tasks.hookspecs import hookimpl
-
     class Crashing:
         def index(self, corpus, *, task, context):
             raise RuntimeError("out of cheese")
@@ -200,12 +165,7 @@ def test_plugin_crash_names_plugin_and_task(register, run_cli, tmp_path):
         def search(self, queries, *, task, top_k, context):
             return {}
 
-    class CrashPlugin:
-        @hookimpl
-        def register_retrievers(self, register):
-            register(RetrieverSpec(name="crash", factory=Crashing))
-
-    register(CrashPlugin(), "crash-plugin")
+    register_retriever(register, "crash", Crashing)
     code, _, err = run_cli("run", "--plugin", "crash", "--tasks", "sample", "--output", tmp_path / "out")
     assert_user_error(code, err, "retriever 'crash' (from crash-plugin) failed while indexing R2MEDSampleRetrieval",
                       "RuntimeError: out of cheese", "--debug")
@@ -248,3 +208,425 @@ def test_hub_ids_pass_the_model_check(ref):
     from r2med_tasks.models import check_model_ref
 
     check_model_ref(ref, option="st.model")  # the hub decides whether they exist, when the model loads
+
+
+# -- The table: every bad input gets one line naming where and what to do, exit status 2, no
+# traceback, and leaves the results computed earlier as they were. ------------------------------
+
+TASK = "R2MEDSampleRetrieval"
+
+
+@pytest.fixture(scope="module")
+def earlier(tmp_path_factory):
+    """A finished bm25 run on sample: the results no bad input may alter."""
+    from click.testing import CliRunner
+
+    from r2med_tasks import plugins as plugins_module
+    from r2med_tasks.cli import cli
+
+    out = tmp_path_factory.mktemp("earlier") / "results"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("R2MED_LOAD_PLUGINS", "")
+        mp.delenv("R2MED_PLUGINS", raising=False)
+        mp.setattr(plugins_module, "_plugins", None)
+        result = CliRunner().invoke(cli, ["run", "--plugin", "bm25", "--tasks", "sample", "--output", str(out)],
+                                    catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    return out, next(out.glob(f"*/*/{TASK}.json")).parent
+
+
+def snapshot(folder):
+    """Every file's bytes and mtime, but the lock (rewritten by whoever holds it) and mtime of
+    pipeline.json (rewritten, with the same bytes, by every run that claims the folder)."""
+    files = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_file() and p.name != "lock":
+            files[p] = (p.read_bytes(), None if p.name == "pipeline.json" else p.stat().st_mtime_ns)
+    return files
+
+
+class Env:
+    def __init__(self, out, run, tmp, mp):
+        self.out, self.run, self.tmp, self.mp = out, run, tmp, mp
+        self.trec = run / f"{TASK}.trec"
+
+    def file(self, name, content="x"):
+        path = self.tmp / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+        return path
+
+    def run_copy(self):
+        copy = self.tmp / "copy" / self.run.name
+        shutil.copytree(self.run, copy)
+        return copy
+
+
+def data(change):
+    """r2med-run on a copy of the sample data as Biology (a task the earlier run lacks, so the bad
+    file is the only news) after ``change(folder)``."""
+    def prepare(env):
+        folder = env.tmp / "data" / "Biology"
+        shutil.copytree(SAMPLE, folder)
+        change(folder)
+        return ["run", "--plugin", "bm25", "--data-dir", folder.parent, "--tasks", "Biology", "--output", env.out]
+    return prepare
+
+
+def rows(name, change):
+    """``data`` with the rows of one file edited by ``change(rows)``."""
+    def edit(folder):
+        table = read_jsonl(folder / name)
+        change(table)
+        write_jsonl(folder / name, table)
+    return data(edit)
+
+
+def run(*args):
+    return lambda env: ["run", "--plugin", "bm25", "--tasks", "sample", "--output", env.out, *args]
+
+
+def fuse(*args, second=None, qrels=SAMPLE / "qrels.jsonl"):
+    """r2med fuse of the earlier run with ``second(env)`` (default: the earlier run again)."""
+    def prepare(env):
+        other = second(env) if second else env.trec
+        return ["fuse", *(["--qrels", qrels(env) if callable(qrels) else qrels] if qrels else []),
+                env.trec, other, "--output", env.out, *args]
+    return prepare
+
+
+def trec_lines(edit):
+    """A copy of the earlier run's TREC file with ``edit(lines)`` applied."""
+    def second(env):
+        lines = env.trec.read_text().splitlines()
+        return env.file("second.trec", "\n".join(edit(lines)) + "\n")
+    return second
+
+
+def denied(env, under):
+    """Writing under ``under`` fails with EACCES, as on a folder without write permission (root
+    ignores permissions, so the tests cannot just chmod)."""
+    import errno
+    import os
+
+    real = os.open
+
+    def guarded(path, *args, **kwargs):
+        if str(path).startswith(str(under)):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real(path, *args, **kwargs)
+
+    env.mp.setattr(os, "open", guarded)
+
+
+def disk_full(env):
+    import errno
+    import os
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    env.mp.setattr(os, "fsync", full)
+
+
+def read_only(env):
+    import os
+
+    real = os.access
+    env.mp.setattr(os, "access", lambda path, mode, **kw: not mode & os.W_OK and real(path, mode, **kw))
+
+
+def tasks(value):
+    return lambda env: ["run", "--plugin", "bm25", "--tasks", value, "--output", env.out]
+
+
+def hybrid(option):
+    return lambda env: ["run", "--plugin", "hybrid", "-o", "members=bm25,bm25-okapi", "-o", option, "--tasks", "sample",
+                        "--output", env.out]
+
+
+def then(setup, prepare):
+    def both(env):
+        setup(env)
+        return prepare(env)
+    return both
+
+
+def leaderboard_to(target):
+    def prepare(env):
+        env.mp.chdir(env.tmp)  # no ./results: only the published rows
+        return ["leaderboard", "--output", target(env)]
+    return prepare
+
+
+def corrupt(env, name, content):
+    """A copy of the earlier run's folder with file ``name`` replaced by ``content``."""
+    copy = env.run_copy()
+    (copy / name).write_bytes(content)
+    return copy
+
+
+def mkdir(path):
+    path.mkdir(parents=True)
+    return path
+
+
+def set_field(index, **fields):
+    return lambda table: table[index].update(fields)
+
+
+CASES = {
+    # data files
+    "corpus is a folder": (data(lambda d: (d / "corpus.jsonl").unlink() or (d / "corpus.jsonl").mkdir()),
+                           "corpus.jsonl: a folder, not a file"),
+    "corpus not UTF-8": (data(lambda d: (d / "corpus.jsonl").write_bytes(b'{"id": "d1", "text": "caf\xe9"}\n')),
+                         "corpus.jsonl:1: not UTF-8 text; re-encode the file as UTF-8"),
+    "query line not JSON": (data(lambda d: (d / "query.jsonl").open("a").write('{"id": \n')),
+                            "query.jsonl:11: not valid JSON (Expecting value); fix or remove that line"),
+    "qrels missing": (data(lambda d: (d / "qrels.jsonl").unlink()),
+                      ("qrels.jsonl: file not found (R2MED's layout needs the files corpus.jsonl, query.jsonl, "
+                       "qrels.jsonl in one folder)")),
+    "row not an object": (data(lambda d: (d / "corpus.jsonl").open("a").write("[1, 2]\n")),
+                          "corpus.jsonl:49: expected a JSON object, got list"),
+    "query without text": (rows("query.jsonl", lambda t: t[2].pop("text")), "query.jsonl:3: missing field 'text'"),
+    "relevance a word": (rows("qrels.jsonl", set_field(0, score="relevant")),
+                         "qrels.jsonl:1: field 'score' must be an integer, got 'relevant'"),
+    "relevance 1.5": (rows("qrels.jsonl", set_field(0, score=1.5)), "qrels.jsonl:1: field 'score' must be an integer"),
+    "relevance true": (rows("qrels.jsonl", set_field(0, score=True)),
+                       "qrels.jsonl:1: field 'score' must be an integer"),
+    "relevance -1": (rows("qrels.jsonl", set_field(3, score=-1)),
+                     "qrels.jsonl:4: field 'score' is -1; relevance must be an integer >= 0"),
+    "document id empty": (rows("corpus.jsonl", set_field(3, id="")),
+                          "corpus.jsonl:4: document id '' is empty or contains whitespace"),
+    "document id with a space": (rows("corpus.jsonl", set_field(3, id="a b")), "corpus.jsonl:4: document id 'a b'"),
+    "document id with a tab": (rows("corpus.jsonl", set_field(3, id="a\tb")), "document id 'a\\tb'"),
+    "document id with a newline": (rows("corpus.jsonl", set_field(0, id="a\nb")), "corpus.jsonl:1: document id"),
+    "document id with escapes": (rows("corpus.jsonl", set_field(0, id="\x1b]0;pwned\x07 x")),
+                                 "corpus.jsonl:1: document id '\\x1b]0;pwned\\x07 x'"),
+    "query id with a space": (rows("query.jsonl", set_field(0, id="q 1")), "query.jsonl:1: query id 'q 1'"),
+    "document id twice": (rows("corpus.jsonl", lambda t: t.append(dict(t[3]))),
+                          ("corpus.jsonl:49: duplicate document id", "(first at ", "corpus.jsonl:4)")),
+    "corpus empty": (data(lambda d: (d / "corpus.jsonl").write_text("")), "corpus.jsonl is empty"),
+    "data dir missing": (lambda env: ["run", "--plugin", "bm25", "--data-dir", env.tmp / "nope", "--output", env.out],
+                         "nope: not a folder"),
+    # options
+    "tasks empty": (tasks(""), "--tasks '': names no task"),
+    "tasks only commas": (tasks(",,"), "--tasks ',,': names no task"),
+    "task unknown": (tasks("nope"), "--tasks nope: no such task"),
+    "k1 negative": (run("-o", "k1=-3"), "-o bm25.k1=-3: must be >= 0"),
+    "b above 1": (run("-o", "b=5"), "-o bm25.b=5: must be <= 1"),
+    "k1 infinite": (run("-o", "k1=inf"), "-o bm25.k1=inf: must be a finite number"),
+    "hybrid weight negative": (hybrid("weights=-1,2"), "-o hybrid.weights=-1,2: item 1 must be >= 0"),
+    "hybrid weights all 0": (hybrid("weights=0,0"), "-o hybrid.weights: every weight is 0"),
+    "top-k 0": (run("--top-k", "0"), "Invalid value for '--top-k'"),
+    "unknown flag": (run("--bogus"), "No such option '--bogus'"),
+    "unknown plugin": (lambda env: ["run", "--plugin", "nope", "--output", env.out],
+                       "--plugin nope: no such component"),
+    # the results folder
+    "output a file": (lambda env: run()(env)[:-1] + [env.file("afile")], "afile is a file, not a folder"),
+    "output under a file": (lambda env: run()(env)[:-1] + [env.file("afile") / "sub"], "afile is a file, not a folder"),
+    "output not writable": (then(read_only, run()),
+                            "is not writable; choose a folder you can write"),
+    "output under /proc": (lambda env: run()(env)[:-1] + ["/proc/r2med-test/results"], "--output /proc/r2med-test"),
+    "cache folder a file": (lambda env: [*run()(env), "--cache-dir", env.file("afile")],
+                            "afile is a file, not a folder; choose another --cache-dir"),
+    "disk full": (then(disk_full, run("-o", "k1=1.5")),
+                  "pipeline.json: no space left on the device; free space or write elsewhere (e.g. another --output)"),
+    # leaderboard, compare, export-mteb
+    "leaderboard output a folder": (leaderboard_to(lambda env: mkdir(env.tmp / "board")),
+                                    "board: is a folder where a file is expected"),
+    "leaderboard output under a file": (leaderboard_to(lambda env: env.file("afile") / "board.md"),
+                                        "afile is a file, not a folder"),
+    "leaderboard output not writable": (then(lambda env: denied(env, env.tmp / "ro"),
+                                             leaderboard_to(lambda env: mkdir(env.tmp / "ro") / "board.md")),
+                                        "ro/board.md: permission denied"),
+    "leaderboard tasks empty": (lambda env: ["leaderboard", "--tasks", ""], "--tasks '': names no task"),
+    "leaderboard tasks only commas": (lambda env: ["leaderboard", "--tasks", ",,"], "--tasks ',,': names no task"),
+    "leaderboard task not R2MED's": (lambda env: ["leaderboard", "--tasks", "sample"], "sample: not an R2MED dataset"),
+    "compare tasks empty": (lambda env: ["compare", env.run, env.run, "--tasks", ""], "--tasks '': names no task"),
+    "compare per-query file not UTF-8": (lambda env: ["compare", env.run, corrupt(env, f"{TASK}.per_query.tsv",
+                                                                                   b"query_id\tndcg_at_10\n\xff")],
+                                         f"{TASK}.per_query.tsv: not UTF-8 text"),
+    "compare a folder without runs": (lambda env: ["compare", env.run, mkdir(env.tmp / "empty")],
+                                      "empty: no <Task>.per_query.tsv files"),
+    "export onto a file": (lambda env: ["export-mteb", env.run, env.file("afile")], "afile is a file, not a folder"),
+    "export a corrupt TaskResult": (lambda env: ["export-mteb", corrupt(env, f"{TASK}.json", b'{"task_name": '),
+                                                 env.tmp / "export"], f"{TASK}.json: not a JSON file"),
+    "export a TaskResult not an object": (lambda env: ["export-mteb", corrupt(env, f"{TASK}.json", b"[1]"),
+                                                       env.tmp / "export"], f"{TASK}.json: expected a JSON object"),
+    "export a corrupt model_meta.json": (lambda env: ["export-mteb", corrupt(env, "model_meta.json", b"\xff{"),
+                                                      env.tmp / "export"], "model_meta.json: not a JSON file"),
+    # fuse
+    "fuse weights all 0": (fuse("--weights", "0,0"), "every weight is 0"),
+    "fuse weights not numbers": (fuse("--weights", "a,b"), "--weights a,b: comma-separated numbers"),
+    "fuse one weight for two runs": (fuse("--weights", "1"), "got 1 weights for 2 runs"),
+    "fuse NaN score": (fuse(second=trec_lines(lambda ls: [ls[0].rsplit(" ", 2)[0] + " nan x", *ls[1:]])),
+                       "second.trec:1: score 'nan' is not a finite number"),
+    "fuse five columns": (fuse(second=trec_lines(lambda ls: [*ls[:4], ls[4].rsplit(" ", 1)[0], *ls[5:]])),
+                          "second.trec:5: expected 6 columns"),
+    "fuse empty TREC file": (fuse(second=lambda env: env.file("second.trec", "")), "second.trec: empty"),
+    "fuse TREC not UTF-8": (fuse(second=lambda env: env.file("second.trec", b"q01 Q0 d\xff 1 1.0 x\n")),
+                            "second.trec: not UTF-8 text"),
+    "fuse another task's qrels": (fuse(qrels=lambda env: env.file("other.jsonl", '{"q_id": "z1", "p_id": "d", '
+                                                                                   '"score": 1}\n')),
+                                  "other.jsonl judge none of the 10 queries the runs rank"),
+    "fuse qrels relevance 1.5": (fuse(qrels=lambda env: env.file("q.jsonl", '{"q_id": "q01", "p_id": "d", '
+                                                                            '"score": 1.5}\n')),
+                                 "q.jsonl:1: relevance must be an integer >= 0"),
+    "fuse without qrels": (fuse(qrels=None), "TREC-file inputs need --qrels FILE"),
+    "fuse output a file": (lambda env: [*fuse()(env)[:-1], env.file("afile")], "afile is a file, not a folder"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_input_gets_one_line(case, earlier, run_cli, tmp_path, monkeypatch):
+    prepare, fragments = CASES[case]
+    out, run_folder = earlier
+    env = Env(out, run_folder, tmp_path, monkeypatch)
+    args = prepare(env)
+    before = snapshot(out)
+    code, _, err = run_cli(*args)
+    monkeypatch.undo()  # os.access, os.open, os.fsync: real again to take the snapshot
+    assert_user_error(code, err, *(fragments if isinstance(fragments, tuple) else [fragments]))
+    assert "\x1b" not in err and "\x07" not in err  # names from files never act on the terminal
+    assert snapshot(out) == before
+    assert not [p for p in out.rglob("*.tmp")]
+
+
+def test_ctrl_c_while_starting_exits_130_quietly(register, run_cli, tmp_path):
+    """Ctrl-C while plugins load (before any task starts) exits as it does later: 130, no traceback."""
+    from r2med_tasks.hookspecs import hookimpl
+
+    class Slow:
+        @hookimpl
+        def register_retrievers(self, register):
+            raise KeyboardInterrupt
+
+    register(Slow(), "slow-plugin")
+    code, _, err = run_cli("run", "--plugin", "bm25", "--tasks", "sample", "--output", tmp_path / "out")
+    assert code == 130
+    assert "Traceback" not in err and "Aborted" not in err and len(err.strip().splitlines()) <= 1
+
+
+def test_debug_keeps_the_traceback(plugins, earlier, tmp_path):
+    from click.testing import CliRunner
+
+    from r2med_tasks.cli import cli
+    from r2med_tasks.errors import UserError
+
+    args = ["run", "--plugin", "bm25", "--tasks", "", "--output", str(tmp_path / "out")]
+    with pytest.raises(UserError, match="names no task"):
+        CliRunner().invoke(cli, [*args, "--debug"], catch_exceptions=False)
+    disk = tmp_path / "file"
+    disk.write_text("x")
+    with pytest.raises(NotADirectoryError):  # not turned into a line either
+        CliRunner().invoke(cli, ["export-mteb", "--debug", str(earlier[1]), str(disk / "x")], catch_exceptions=False)
+
+
+def test_a_component_that_cannot_be_created_is_still_named(register, run_cli, tmp_path):
+    """The boundary turns the user's mistakes into one line; a plugin's own bug still names the plugin."""
+    class Buggy:
+        def __init__(self):
+            raise TypeError("unexpected keyword 'k3'")
+
+    register_retriever(register, "buggy", Buggy)
+    code, _, err = run_cli("run", "--plugin", "buggy", "--tasks", "sample", "--output", tmp_path / "out")
+    assert_user_error(code, err, "retriever 'buggy' (from buggy-plugin) could not be created",
+                      "TypeError: unexpected keyword 'k3'")
+
+
+def test_names_from_files_never_reach_the_terminal_raw(earlier, run_cli, tmp_path):
+    """A run file's name becomes the fused run's name, printed in the summary: shown escaped."""
+    _, run_folder = earlier
+    evil = tmp_path / "evil\x1b]0;pwned\x07.trec"
+    shutil.copy(run_folder / f"{TASK}.trec", evil)
+    code, out, err = run_cli("fuse", "--qrels", SAMPLE / "qrels.jsonl", run_folder / f"{TASK}.trec", evil,
+                             "--output", tmp_path / "out")
+    assert code == 0, err
+    assert "\x1b" not in out + err and "\x07" not in out + err
+    assert "evil\\x1b]0;pwned\\x07" in out
+
+
+def test_resume_removes_temp_files_a_killed_run_left(earlier, run_cli, tmp_path):
+    """Half-written hidden temp files (a kill between write and rename) go when the folder is next
+    claimed, by any writer: a run, a fused run, a hybrid member's saved run."""
+    _, run_folder = earlier
+    trec = run_folder / f"{TASK}.trec"
+    args = ("fuse", "--qrels", SAMPLE / "qrels.jsonl", trec, trec, "--output", tmp_path / "out")
+    code, _, err = run_cli(*args)
+    assert code == 0, err
+    fused = next((tmp_path / "out").glob(f"*/*/{TASK}.json")).parent
+    left = [fused / f".{TASK}.trec.1a2b3c4d.tmp", fused / "r2med" / f".{TASK}.identity.json.5e6f7a8b.tmp"]
+    for path in left:
+        path.write_text("half")
+    code, _, err = run_cli(*args)
+    assert code == 0, err
+    assert not [p for p in left if p.exists()]
+
+
+def test_boundary_messages_name_the_file_the_user_knows(tmp_path):
+    """Errors raised deep in a library name the user's file: the target of a rename (not the hidden
+    temp file), the file a reader was reading, the field a model refused."""
+    import errno
+
+    from pydantic import BaseModel
+
+    from r2med_tasks.cli.common import user_message
+
+    rename = IsADirectoryError(errno.EISDIR, "Is a directory", str(tmp_path / ".board.md.1a2b3c4d5e6f.tmp"),
+                               None, str(tmp_path / "board.md"))
+    assert user_message(rename) == f"{tmp_path / 'board.md'}: is a folder where a file is expected; name a file, " \
+                                   "or replace the folder with one"
+    assert user_message(PermissionError(errno.EACCES, "Permission denied", str(tmp_path / ".x.json.abcdef.tmp"))) \
+        .startswith(f"{tmp_path / 'x.json'}: permission denied")
+
+    class Meta(BaseModel):
+        name: str
+
+    def read(path):
+        return Meta.model_validate_json(path.read_text())
+
+    bad = tmp_path / "model_meta.json"
+    bad.write_text('{"name": 3}')
+    with pytest.raises(Exception) as info:
+        read(bad)
+    assert user_message(info.value).startswith("Meta field name: Input should be a valid string")  # no r2med frame
+    assert user_message(KeyError("x")) is None  # a bug keeps its traceback
+
+
+@pytest.mark.parametrize("emptied", [".trec", ".per_query.tsv"])
+def test_an_emptied_result_file_is_not_a_finished_task(earlier, run_cli, tmp_path, emptied):
+    """A TaskResult beside an empty run or per-query file (a disk that filled, a hand edit) is
+    recomputed, never reported as done with -1 queries."""
+    out = tmp_path / "results"
+    shutil.copytree(earlier[0], out)
+    folder = out / earlier[1].relative_to(earlier[0])
+    (folder / f"{TASK}{emptied}").write_text("")
+    code, stdout, err = run_cli("run", "--plugin", "bm25", "--tasks", "sample", "--output", out, "--json")
+    assert code == 0, err
+    assert "sample: recomputing, its stored result is unreadable or incomplete" in err
+    assert json.loads(stdout)["tasks"][0]["n_queries"] == 10
+    assert (folder / f"{TASK}{emptied}").stat().st_size
+
+
+def test_hub_retries_are_not_printed(run_cli, earlier, tmp_path, monkeypatch):
+    """Without --data-dir an R2MED task's judgments come from the hub; its client's retry warnings
+    (a line each) are silenced, and the failure is one line."""
+    import logging
+
+    import datasets
+
+    levels = []
+
+    def unreachable(*args, **kwargs):
+        levels.append(logging.getLogger("huggingface_hub.utils._http").getEffectiveLevel())
+        raise ConnectionError("Couldn't reach 'R2MED/Biology' on the Hub")
+
+    monkeypatch.setattr(datasets, "load_dataset", unreachable)
+    runs = [tmp_path / name for name in ("a", "b")]
+    for folder in runs:
+        folder.mkdir()
+        shutil.copy(earlier[1] / f"{TASK}.trec", folder / "R2MEDBiologyRetrieval.trec")
+    code, _, err = run_cli("fuse", *runs, "--output", tmp_path / "out")
+    assert_user_error(code, err, "cannot load R2MED/Biology@8b9fec2 from the Hugging Face hub", "--data-dir DIR")
+    assert levels and min(levels) >= logging.ERROR

@@ -116,7 +116,8 @@ def test_voyage_request_body_and_input_type(server, sleeps):
     np.testing.assert_array_equal(d, expected(['"doc \\u00e9"'], "voyage-3", "document"))
 
 
-def test_defaults_match_the_published_runs():
+def test_defaults_match_the_published_runs(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     o, v = OpenAIEncoder(), VoyageEncoder()
     assert (o.model, o.url, o.max_tokens, o.batch_size, o.api_key_env) == (
         "text-embedding-3-large", "https://api.openai.com/v1/embeddings", 6000, 64, "OPENAI_API_KEY")
@@ -125,6 +126,18 @@ def test_defaults_match_the_published_runs():
     assert o.model_meta()["name"] == "openai/text-embedding-3-large"
     assert o.model_meta()["framework"] == ["API"] and o.model_meta()["embed_dim"] == 3072
     assert v.model_meta()["name"] == "mongodb/voyage-3" and v.model_meta()["embed_dim"] == 1024
+
+
+def test_openai_base_url_points_openai_embeddings_at_that_server(server, sleeps, monkeypatch):
+    """As the openai SDK reads it: with no URL given, ``$OPENAI_BASE_URL`` is the server; an
+    explicit URL wins, and Voyage's endpoint is not OpenAI's."""
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    enc = OpenAIEncoder(tokenizer=SpaceTokenizer(), sleep=sleeps.append, timeout=5.0)
+    got = enc.encode(["one two"], kind="query")
+    assert len(server.requests) == 1
+    np.testing.assert_array_equal(got, expected(['"one two"'], "text-embedding-3-large"))
+    assert OpenAIEncoder(base_url="http://127.0.0.1:9/v1").url == "http://127.0.0.1:9/v1/embeddings"
+    assert VoyageEncoder().url == "https://api.voyageai.com/v1/embeddings"
 
 
 # -- batching and order --------------------------------------------------------------------------

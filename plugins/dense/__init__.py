@@ -14,6 +14,13 @@ from r2med_tasks.hookspecs import hookimpl
 from r2med_tasks.options import Options
 
 from .models import DENSE_MODELS
+from .st import RAY_ACTORS_OPTION, register_st
+
+# GPU memory of one run at the published dtype, batch size and length limit, in GB: the estimates of
+# docs/reproducing.md (from parameter count and activations; no GPU was there to measure). A
+# scheduler reserves this much per job (``r2med sweep --executor ray``).
+GPU_MEMORY_GB = {"contriever": 2, "medcpt": 2, "inst-l": 3, "inst-xl": 8, "bmr-410m": 4, "bmr-2b": 14, "bmr-7b": 36,
+                 "bge": 8, "e5": 40, "grit": 24, "sfr": 40, "nvembed": 30}
 
 
 @lru_cache(maxsize=None)
@@ -47,8 +54,9 @@ def _options(name: str) -> tuple[type, tuple[str, ...]]:
                                                       "computes in fp32)")),
             "batch_size": (int | None, Field(None, ge=1, description="texts per encoding batch (default: as "
                                                                      "published)")),
+            "ray_actors": RAY_ACTORS_OPTION,
         }
-        runtime += ["device"]
+        runtime += ["device", "ray_actors"]
     if config.hf_doc_model:
         fields |= {
             "doc_model": (str, Field(config.hf_doc_model, description="hub id or local folder of the document "
@@ -75,14 +83,12 @@ def register_retrievers(register):
             model_options=("model", "doc_model"),  # identified by the model's name and revision
             reference=config.reference or None,
         ))
-    from .st import register_st
-
     register_st(register)  # any sentence-transformers model, through the same dense retriever
 
 
 def published_retriever(name: str, *, drop_identical_ids: bool, cache: bool, chunk_size: int, batch_size: int | None,
                         model: str = "", doc_model: str = "", device: str = "", dtype: str = "fp32",
-                        article_queries: bool = True, base_url: str = "", concurrency: int = 4):
+                        article_queries: bool = True, base_url: str = "", concurrency: int = 4, ray_actors: int = 0):
     from dataclasses import replace
 
     from r2med_tasks.errors import UserError
@@ -105,4 +111,8 @@ def published_retriever(name: str, *, drop_identical_ids: bool, cache: bool, chu
     api = {"base_url": base_url or None, "concurrency": concurrency, **({"batch_size": batch_size} if batch_size else {})}
     adapter = PublishedModel(config, device=device, batch_size=batch_size, dtype=dtype, article_queries=article_queries,
                              weights_revision=revision, api_options=api if config.backend in ("openai", "voyage") else None)
-    return DenseRetriever(adapter, cache=cache, chunk_size=chunk_size, drop_identical_ids=drop_identical_ids)
+    memory = GPU_MEMORY_GB.get(name)
+    if memory and adapter.dtype != "fp32" and config.dtype == "fp32":  # fp32 as published; fp16/bf16 halves it
+        memory /= 2
+    return DenseRetriever(adapter, cache=cache, chunk_size=chunk_size, drop_identical_ids=drop_identical_ids,
+                          ray_actors=ray_actors, gpu_memory_gb=memory)

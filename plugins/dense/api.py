@@ -32,6 +32,7 @@ from r2med_tasks.llm import (
     api_key,
     map_concurrently,
     no_auth_header,
+    openai_base_url,
     openai_client,
     retry_policy,
     show_url,
@@ -230,6 +231,10 @@ class _APIEncoder:
     default_batch_tokens: int | None = None
     max_batch_size = 1
     org = ""
+
+    def endpoint(self) -> str:
+        """The server used when none is given."""
+        return self.default_base_url
     revisions: dict[str, str] = {}
     embed_dims: dict[str, int] = {}
     reference = ""
@@ -244,7 +249,7 @@ class _APIEncoder:
         """Unset ``model``, ``api_key_env``, ``max_tokens`` and ``batch_tokens`` take the provider's
         published defaults (the class's ``default_*``)."""
         self.model = model or self.default_model
-        self.base_url = (base_url or self.default_base_url).rstrip("/")
+        self.base_url = (base_url or self.endpoint()).rstrip("/")
         self.url = f"{self.base_url}/embeddings"
         self.api_key_env = api_key_env or self.default_key_env
         self.max_tokens = self.default_max_tokens if max_tokens is ... else max_tokens
@@ -439,6 +444,9 @@ class OpenAIEncoder(_APIEncoder):
     embed_dims = {"text-embedding-3-large": 3072, "text-embedding-3-small": 1536, "text-embedding-ada-002": 1536}
     reference = "https://openai.com/index/new-embedding-models-and-api-updates/"
 
+    def endpoint(self) -> str:
+        """``$OPENAI_BASE_URL`` as the openai SDK reads it, else the OpenAI API."""
+        return openai_base_url()
 
     def _load_tokenizer(self, name: str | None) -> Tokenizer:
         return load_tiktoken(name or "cl100k_base")

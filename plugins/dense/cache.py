@@ -39,18 +39,31 @@ class EmbeddingCache:
     def missing(self) -> list[int]:
         return [i for i in range(self.n_chunks) if not self.chunk_path(i).exists()]
 
-    def fill(self, encode: Callable[[int, int], np.ndarray], on_chunk: Callable[[int], None] = lambda n: None) -> int:
-        """Encode every missing chunk with ``encode(start, stop)``; returns how many were encoded."""
+    def bounds(self, i: int) -> tuple[int, int]:
+        """First and past-the-last document of chunk ``i`` (the last chunk may be shorter)."""
+        return i * self.chunk_size, min(self.n_docs, (i + 1) * self.chunk_size)
+
+    def open(self) -> list[int]:
+        """Record what the folder holds (so it can be told apart on disk) and return the chunks still to
+        encode."""
         atomic.write_json(self.folder / "identity.json", self.identity)
-        todo = self.missing()
+        return self.missing()
+
+    def put(self, i: int, embeddings: np.ndarray) -> None:
+        """Store chunk ``i`` atomically, as soon as it is encoded: a killed run (or a lost Ray node)
+        costs at most the chunks in flight."""
+        start, stop = self.bounds(i)
+        embeddings = np.ascontiguousarray(embeddings, dtype=np.float32)
+        if embeddings.shape[0] != stop - start:
+            raise ValueError(f"encoder returned {embeddings.shape[0]} embeddings for {stop - start} documents")
+        with atomic.replacing(self.chunk_path(i)) as f:
+            np.save(f, embeddings, allow_pickle=False)
+
+    def fill(self, encode: Callable[[int, int], np.ndarray]) -> int:
+        """Encode every missing chunk with ``encode(start, stop)``; returns how many were encoded."""
+        todo = self.open()
         for i in todo:
-            start, stop = i * self.chunk_size, min(self.n_docs, (i + 1) * self.chunk_size)
-            embeddings = np.ascontiguousarray(encode(start, stop), dtype=np.float32)
-            if embeddings.shape[0] != stop - start:
-                raise ValueError(f"encoder returned {embeddings.shape[0]} embeddings for {stop - start} documents")
-            with atomic.replacing(self.chunk_path(i)) as f:
-                np.save(f, embeddings, allow_pickle=False)
-            on_chunk(stop - start)
+            self.put(i, encode(*self.bounds(i)))
         return len(todo)
 
     def chunks(self) -> Iterator[tuple[int, np.ndarray]]:

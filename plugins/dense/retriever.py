@@ -4,13 +4,23 @@
 model, or a published configuration in ``published.py``); the adapter turns texts into embeddings,
 the retriever caches documents, searches and applies the published evaluator's rule of dropping a
 document whose id equals the query id.
+
+The corpus is encoded chunk by chunk into the embedding cache, in this process or, with
+``ray_actors=N``, by N Ray actors (one per GPU) that each hold the model: chunks go to whichever
+actor is free and each is stored as soon as it arrives, so a lost node costs only its chunk. Both
+ways batch a chunk exactly alike, so they store the same embeddings.
 """
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
+
+from r2med_tasks.encoders import length_sorted_batches
+from r2med_tasks.errors import UserError
 
 from .cache import EmbeddingCache
 from .search import cosine_top_k
@@ -33,14 +43,22 @@ class Model(Protocol):
 class DenseRetriever:
     combines_generated = True  # the published rule for dense retrievers (r2med_tasks.combine)
 
-    def __init__(self, model: Model, *, cache: bool, chunk_size: int, drop_identical_ids: bool) -> None:
+    def __init__(self, model: Model, *, cache: bool, chunk_size: int, drop_identical_ids: bool,
+                 ray_actors: int = 0, gpu_memory_gb: float | None = None) -> None:
         self.model, self.use_cache, self.chunk_size = model, cache, chunk_size
-        self.drop_identical_ids = drop_identical_ids
+        self.drop_identical_ids, self.ray_actors, self.gpu_memory_gb = drop_identical_ids, ray_actors, gpu_memory_gb
         self._ids: list[str] = []
         self._chunks: list[tuple[int, np.ndarray]] = []
 
     def model_meta(self) -> dict[str, Any]:
         return self.model.model_meta()
+
+    def resources(self) -> dict[str, Any]:
+        """What one run of this retriever needs, for a scheduler (``r2med sweep --executor ray``): a
+        GPU and its memory estimate in GB (``None``: not known) for a local model, nothing for an API."""
+        if getattr(getattr(self.model, "config", None), "backend", None) in ("openai", "voyage"):
+            return {}
+        return {"gpu": True, "gpu_memory_gb": self.gpu_memory_gb}
 
     def index(self, corpus, *, task, context) -> None:
         self._ids = corpus.ids
@@ -50,10 +68,14 @@ class DenseRetriever:
             return
         cache = EmbeddingCache({**self.model.document_identity(task), "corpus": corpus.checksum},
                                len(corpus), self.chunk_size, root=context.cache("embeddings"))
-        todo = len(cache.missing())
-        advance = context.progress(f"encoding {len(corpus):,} documents", todo * self.chunk_size) if todo else None
-        cache.fill(lambda start, stop: self.model.encode_documents(texts[start:stop], task),
-                   on_chunk=advance or (lambda n: None))
+        todo = sum(stop - start for start, stop in map(cache.bounds, cache.missing()))
+        if todo:
+            what = f"{todo:,} of {len(corpus):,}" if todo < len(corpus) else f"{len(corpus):,}"
+            advance = context.progress(f"encoding {what} documents", todo)
+            if self.ray_actors:
+                fill_on_ray(cache, texts, self.model, task, self.ray_actors, advance)
+            else:
+                cache.fill(lambda start, stop: encode_chunk(self.model, texts[start:stop], task, advance))
         self._chunks = list(cache.chunks())
 
     def query_embeddings(self, queries, task) -> np.ndarray:
@@ -83,3 +105,104 @@ class DenseRetriever:
             docs = {self._ids[i]: s for i, s in row if not (self.drop_identical_ids and self._ids[i] == query.id)}
             out[query.id] = dict(list(docs.items())[:top_k])
         return out
+
+
+def encode_chunk(model: Model, texts: list[str], task, advance: Callable[[int], None] = lambda n: None) -> np.ndarray:
+    """A chunk's embeddings, reporting documents as they are encoded: the chunk goes to the model in
+    groups of one length-sorted batch per device, which is how one call over the whole chunk would
+    batch it (``run_batches`` deals length-sorted batches to the devices in turn), so the embeddings
+    are the same to the bit. A model whose batching is not known here (an API) gets the chunk whole."""
+    group = _group_size(model)
+    if group is None or group >= len(texts):
+        out = model.encode_documents(texts, task)
+        advance(len(texts))
+        return out
+    out = None
+    for indices in length_sorted_batches(texts, group):
+        part = model.encode_documents([texts[i] for i in indices], task)
+        if out is None:
+            out = np.empty((len(texts), part.shape[1]), dtype=np.float32)
+        out[indices] = part
+        advance(len(indices))
+    return out
+
+
+def _group_size(model: Model) -> int | None:
+    """Texts per batch times devices of a local model's encoder; ``None`` for any other."""
+    encoder = model.encoder() if callable(getattr(model, "encoder", None)) else None
+    batch, devices = getattr(encoder, "batch_size", None), getattr(encoder, "devices", None)
+    return batch * len(devices) if isinstance(batch, int) and isinstance(devices, list) and devices else None
+
+
+def fill_on_ray(cache: EmbeddingCache, texts: list[str], model: Model, task, actors: int,
+                advance: Callable[[int], None], in_flight: int = 2) -> None:
+    """Encode the cache's missing chunks on ``actors`` Ray actors, each holding the model on a GPU of
+    its own (on CPUs when the cluster has none), at most ``in_flight`` chunks queued per actor.
+    Connects to the cluster of ``RAY_ADDRESS`` (or the one this process joined), else starts a
+    local one. An actor that dies is restarted and its chunk sent again."""
+    try:
+        import ray
+    except ImportError:
+        raise UserError("-o ray_actors needs Ray: pip install 'r2med[ray]'") from None
+    if not isinstance(getattr(model, "model_ref", ""), str):
+        raise UserError("-o ray_actors: the model must be a hub name or a folder, not a Python object")
+    todo = cache.open()
+    if not todo:
+        return
+    if not ray.is_initialized():
+        ray.init()
+    gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
+    remote = ray.remote(num_gpus=gpus, num_cpus=1, max_restarts=3, max_task_retries=3)(ChunkEncoder)
+    expected = model.document_identity(task)
+    pool = [remote.remote(_portable(model), task, expected) for _ in range(min(actors, len(todo)))]
+    waiting, running = list(todo), {}
+
+    def send(actor) -> None:
+        if waiting:
+            i = waiting.pop(0)
+            running[actor.encode.remote(texts[slice(*cache.bounds(i))])] = (i, actor)
+
+    try:
+        for actor in pool * in_flight:
+            send(actor)
+        while running:
+            (ref,), _ = ray.wait(list(running), num_returns=1)
+            i, actor = running.pop(ref)
+            try:
+                cache.put(i, ray.get(ref))
+            except ray.exceptions.RayTaskError as e:
+                cause = e.cause if isinstance(e.cause, UserError) else None
+                raise cause or e from None
+            advance(len(range(*cache.bounds(i))))
+            send(actor)
+    finally:
+        for actor in pool:
+            ray.kill(actor)
+
+
+def _portable(model: Model) -> Model:
+    """A copy of the model adapter with nothing loaded, choosing its device where it lands: an actor
+    sees only its own GPU, so a device list set for this process (``cuda:0,cuda:1``) means nothing there."""
+    clone = copy.copy(model)
+    if str(getattr(clone, "device", "")).startswith("cuda"):
+        clone.device = ""
+    for loaded in ("_encoder", "_devices"):
+        if hasattr(clone, loaded):
+            setattr(clone, loaded, None)
+    return clone
+
+
+class ChunkEncoder:
+    """A Ray actor's state: the model, loaded on the first chunk and kept for the others."""
+
+    def __init__(self, model: Model, task, expected: dict[str, Any]) -> None:
+        self.model, self.task, self.expected = model, task, expected
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        found = self.model.document_identity(self.task)
+        if found != self.expected:  # e.g. fp16 on this actor's GPU where the caller, without one, keys fp32
+            changed = ", ".join(f"{k}: {self.expected.get(k)} -> {v}" for k, v in found.items()
+                                if self.expected.get(k) != v)
+            raise UserError(f"-o ray_actors: an actor would encode differently from the cache it fills ({changed}); "
+                            "start the run where the actors' device is available, or set -o dtype=fp32")
+        return encode_chunk(self.model, texts, self.task)

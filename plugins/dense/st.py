@@ -15,6 +15,11 @@ from r2med_tasks.errors import UserError
 from r2med_tasks.models import local_model_identity
 from r2med_tasks.options import options_model
 
+# Shared with the published models' retrievers (``__init__.py``).
+RAY_ACTORS_OPTION = (int, Field(0, ge=0, description="encode the corpus on N Ray actors, one per GPU (pip install "
+                                                     "'r2med[ray]'; the cluster of RAY_ADDRESS, else a local one); "
+                                                     "0: in this process"))
+
 ST_OPTIONS = options_model(
     "SentenceTransformerOptions",
     model=(str, Field("sentence-transformers/all-MiniLM-L6-v2",
@@ -34,6 +39,7 @@ ST_OPTIONS = options_model(
     cache=(bool, Field(True, description="keep corpus embeddings on disk (under --cache-dir) and reuse them")),
     chunk_size=(int, Field(8192, ge=1, description="documents per cached chunk (a killed run resumes from the "
                                                    "last chunk)")),
+    ray_actors=RAY_ACTORS_OPTION,
 )
 
 
@@ -44,14 +50,14 @@ def register_st(register):
         aliases=("sentence-transformers",),
         description="Any sentence-transformers model (hub name or local folder); cosine similarity, exact top-k.",
         options=ST_OPTIONS,
-        runtime_options=("batch_size", "device", "cache", "chunk_size"),
+        runtime_options=("batch_size", "device", "cache", "chunk_size", "ray_actors"),
         model_options=("model", "revision", "name"),
         reference="https://www.sbert.net",
     ))
 
 
 def sentence_transformer_retriever(model, revision, name, query_prompt, doc_prompt, max_length,
-                                   drop_identical_ids, batch_size, device, cache, chunk_size):
+                                   drop_identical_ids, batch_size, device, cache, chunk_size, ray_actors):
     from r2med_tasks.models import check_model_ref
 
     from .retriever import DenseRetriever
@@ -61,7 +67,8 @@ def sentence_transformer_retriever(model, revision, name, query_prompt, doc_prom
     # max_length None (the model's own limit) is 0 to the model, as in its embeddings' cache identity
     st = SentenceTransformerModel(model, revision, name, query_prompt, doc_prompt, max_length or 0, batch_size,
                                   device)
-    return DenseRetriever(st, cache=cache, chunk_size=chunk_size, drop_identical_ids=drop_identical_ids)
+    return DenseRetriever(st, cache=cache, chunk_size=chunk_size, drop_identical_ids=drop_identical_ids,
+                          ray_actors=ray_actors)
 
 
 class SentenceTransformerModel:

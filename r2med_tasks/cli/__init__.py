@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import click
 
+from .common import Group
 from .fuse import fuse_command
 from .leaderboard import compare_command, export_mteb_command, leaderboard_command
 from .listing import list_command, plugins_command
 from .run import run_command
+from .sweep import sweep_command
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="r2med")
 def cli():
     """R2MED evaluation harness: MTEB-compatible tasks, pluggable retrievers, rewriters, rerankers."""
@@ -24,6 +26,7 @@ def cli():
 for command in (run_command, plugins_command, list_command, leaderboard_command, compare_command, fuse_command,
                 export_mteb_command):
     cli.add_command(command)
+cli.add_command(sweep_command)
 
 
 def main() -> None:

@@ -8,7 +8,8 @@ import click
 from rich.markup import escape
 
 from ..errors import UserError
-from .common import err, user_errors
+from ..terminal import printable
+from .common import err, output_folder, user_errors
 from .run import print_summary
 
 
@@ -41,8 +42,10 @@ def fuse_command(inputs, qrels, task_name, data_dir, output, fusion, weights, rr
                 weight_list = [float(w) for w in weights.split(",")]
             except ValueError:
                 raise UserError(f"--weights {weights}: comma-separated numbers") from None
+        output_folder(output, create=False)
         folder, outcomes = fuse_runs(inputs, qrels=qrels, task_name=task_name, data_dir=data_dir, output=output,
                                      fusion=fusion, weights=weight_list, rrf_k=rrf_k, depth=depth, top_k=top_k,
-                                     on_wait=lambda message: err.print(f"[yellow]waiting:[/] {escape(message)}"))
+                                     on_wait=lambda message: err.print(
+                                         f"[yellow]waiting:[/] {escape(printable(message))}"))
     print_summary(folder, outcomes, as_json)
 

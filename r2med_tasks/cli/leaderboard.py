@@ -10,7 +10,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UserError
-from .common import err, out, user_errors
+from ..terminal import printable
+from .common import err, out, registry, user_errors
 
 
 @click.command("leaderboard")
@@ -24,18 +25,22 @@ from .common import err, out, user_errors
 @click.option("--no-published", is_flag=True, help="Same as --published none.")
 @click.option("--include-local", is_flag=True,
               help="Also rank results on local data (not R2MED's at mteb's pinned revisions), marked as such.")
-@click.option("--tasks", "group", type=click.Choice(["qa-reference", "clinical-evidence", "clinical-case"]),
-              help="Only this task group's datasets (and their average).")
+@click.option("--tasks", "task_names", multiple=True, metavar="TASKS",
+              help="Only these datasets (and their average, which ranks): R2MED dataset names, the paper's groups "
+                   "(qa-reference, clinical-evidence, clinical-case) or r2med; comma-separated or repeated.")
 @click.option("--rewriter", help="Only rows whose rewriter contains this text.")
 @click.option("--retriever", help="Only rows whose retriever contains this text.")
+@click.option("--reranker", help="Only rows whose reranker contains this text.")
 @click.option("--top", type=click.IntRange(1), help="Only the first N rows.")
 @click.option("--commands", is_flag=True,
               help="Show the r2med-run command that reproduces each published row instead of the scores.")
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "json", "html"]), default="table",
               show_default=True)
+@click.option("--wide", is_flag=True, help="The table with every column (rewriter, retriever, reranker, source "
+                                           "and notes); by default it fits 120 columns.")
 @click.option("--output", type=click.Path(path_type=Path), help="Write to FILE instead of the terminal.")
-def leaderboard_command(folders, mteb_results, which, no_published, include_local, group, rewriter, retriever, top, commands,
-                        fmt, output):
+def leaderboard_command(folders, mteb_results, which, no_published, include_local, task_names, rewriter, retriever,
+                        reranker, top, commands, fmt, wide, output):
     """Rank the published R2MED systems, your results folders and MTEB results in one table.
 
     FOLDERS are results folders in mteb's layout (default: ./results when it exists).
@@ -51,13 +56,13 @@ def leaderboard_command(folders, mteb_results, which, no_published, include_loca
         select,
     )
 
-    def warn(message: str) -> None:
-        err.print(f"[yellow]warning:[/] {escape(message)}", soft_wrap=True)
-
     with user_errors():
+        tasks = r2med_task_names(task_names)
         sources = list(folders) or ([Path("results")] if Path("results").is_dir() else [])
+        mteb_folder = None
         if mteb_results is not None:
-            sources.append(mteb_results / "results" if (mteb_results / "results").is_dir() else mteb_results)
+            mteb_folder = mteb_results / "results" if (mteb_results / "results").is_dir() else mteb_results
+            sources.append(mteb_folder)
         if no_published:
             if which not in ("leaderboard", "none"):
                 raise UserError(f"--no-published contradicts --published {which}")
@@ -66,62 +71,109 @@ def leaderboard_command(folders, mteb_results, which, no_published, include_loca
         for folder in sources:
             if not folder.is_dir():
                 raise UserError(f"{folder}: not a folder of results")
-            every = result_rows(folder, warn)
+            every = result_rows(folder, warn, mteb=folder == mteb_folder)
             found = keep_published(every, which)
             if not every:
                 warn(f"{folder}: no results of R2MED tasks (runs on other tasks, such as sample, are not ranked)")
             rows += found
-        chosen, tasks = select(ranked(merge(rows)), group=group, rewriter=rewriter, retriever=retriever, top=top,
-                               include_local=include_local)
-        text = render(chosen, tasks, fmt, commands=commands)
+        chosen, tasks = select(ranked(merge(rows)), tasks=tasks, rewriter=rewriter, retriever=retriever,
+                               reranker=reranker, top=top, include_local=include_local)
+        width = min(120, out.width) if output is None and out.is_terminal else 120
+        text = render(chosen, tasks, fmt, commands=commands, wide=wide, width=width)
     if output is None:
-        if fmt == "table":
-            out.print(text)
-        else:
-            click.echo(text, nl=False)
+        click.echo(text, nl=False)
     else:
-        atomic.write_text(output, text if isinstance(text, str) else str(text))
-        err.print(f"Wrote {escape(str(output))}")
+        atomic.write_text(output, text)
+        err.print(f"Wrote {escape(printable(output))}")
+
+
+def warn(message: str) -> None:
+    """One warning line; paths and names come from folders and are shown printable."""
+    err.print(f"[yellow]warning:[/] {escape(printable(message))}", soft_wrap=True)
+
+
+def r2med_task_names(tokens) -> list[str] | None:
+    """mteb names of the R2MED datasets ``--tasks`` names (datasets, groups, ``r2med``), as
+    ``r2med-run`` resolves them; None when not given. Other tasks (``sample``) are refused: the
+    leaderboard and its averages are R2MED's."""
+    if not tokens:
+        return None
+    from ..api import choose_tasks
+    from ..tasks import R2MED_TASKS
+
+    official = {t.name for t in R2MED_TASKS}
+    chosen = choose_tasks(registry()[1], list(tokens), None)
+    other = [t.short_name for t in chosen if t.name not in official]
+    if other:
+        raise UserError(f"--tasks {', '.join(other)}: not an R2MED dataset; the leaderboard ranks R2MED's "
+                        f"{len(official)} datasets (names, groups or r2med)")
+    return [t.name for t in chosen]
 
 
 @click.command("compare")
 @click.argument("run_a", type=click.Path(path_type=Path))
 @click.argument("run_b", type=click.Path(path_type=Path))
+@click.option("--tasks", "task_names", multiple=True, metavar="TASKS",
+              help="Only these tasks: names, the paper's groups or r2med (default: every task both runs have).")
 @click.option("--test", type=click.Choice(["randomization", "t"]), default="randomization", show_default=True,
               help="Paired test over queries: sign-flip randomization or paired t-test.")
 @click.option("--trials", type=click.IntRange(1), default=10000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def compare_command(run_a, run_b, test, trials, seed, as_json):
+def compare_command(run_a, run_b, task_names, test, trials, seed, as_json):
     """Per-dataset and average nDCG@10 difference of two runs (B - A), with a paired significance
-    test over queries per dataset and Holm's correction across datasets.
+    test over queries per dataset and Holm's correction across datasets. The average is over
+    R2MED's datasets only, as the leaderboard's; other tasks (sample) are shown apart.
 
     RUN_A and RUN_B are results folders of r2med-run (<output>/<model>/<revision>/).
     """
+    from ..api import choose_tasks
     from ..results import read_per_query_ndcg
     from ..significance import compare
+    from ..tasks import R2MED_TASKS
 
     with user_errors():
         per_query = [read_per_query_ndcg(folder) for folder in (run_a, run_b)]
+        if task_names:
+            wanted = {t.name for t in choose_tasks(registry()[1], list(task_names), None)}
+            per_query = [{t: q for t, q in runs.items() if t in wanted} for runs in per_query]
+        for folder, runs in zip((run_a, run_b), per_query):
+            for task, scores in runs.items():
+                bad = next((q for q, v in scores.items() if not 0.0 <= v <= 1.0), None)  # NaN fails too
+                if bad is not None:
+                    raise UserError(f"{printable(folder / (task + '.per_query.tsv'))}: query {printable(bad)}: "
+                                    f"nDCG@10 {scores[bad]!r} is not a score between 0 and 1")
         try:
-            result = compare(*per_query, test=test, trials=trials, seed=seed)
+            result = compare(*per_query, test=test, trials=trials, seed=seed,
+                             average_over={t.name for t in R2MED_TASKS})
         except ValueError as e:
             raise UserError(f"compare {run_a} {run_b}: {e}") from None
     if as_json:
         click.echo(json.dumps(result, indent=2))
         return
-    table = Table(title=f"nDCG@10 ×100: B ({escape(str(run_b))}) - A ({escape(str(run_a))})", title_justify="left")
+    table = Table(title=f"nDCG@10 ×100: B ({escape(printable(run_b))}) - A ({escape(printable(run_a))})",
+                  title_justify="left")
     for col in ("Task", "Queries", "A", "B", "B - A", "p", "p (Holm)"):
         table.add_column(col, justify="left" if col == "Task" else "right")
-    for name, t in result["tasks"].items():
-        table.add_row(escape(name), str(t["n_queries"]), f"{100 * t['mean_a']:.2f}", f"{100 * t['mean_b']:.2f}",
-                      f"{100 * t['difference']:+.2f}", f"{t['p_value']:.4f}", f"{t['p_holm']:.4f}")
-    avg = result["average"]
-    table.add_section()
-    table.add_row(f"Average of {avg['n_tasks']}", "", f"{100 * avg['mean_a']:.2f}", f"{100 * avg['mean_b']:.2f}",
-                  f"{100 * avg['difference']:+.2f}", "", "")
-    out.print(table)
 
+    def add(name: str, t: dict) -> None:
+        table.add_row(escape(printable(name)), str(t["n_queries"]), f"{100 * t['mean_a']:.2f}",
+                      f"{100 * t['mean_b']:.2f}", f"{100 * t['difference']:+.2f}", f"{t['p_value']:.4f}",
+                      f"{t['p_holm']:.4f}")
+
+    for name, t in result["tasks"].items():
+        if name not in result["tasks_outside_average"]:
+            add(name, t)
+    avg = result["average"]
+    if avg is not None:
+        table.add_section()
+        table.add_row(f"Average of {avg['n_tasks']} R2MED tasks", "", f"{100 * avg['mean_a']:.2f}",
+                      f"{100 * avg['mean_b']:.2f}", f"{100 * avg['difference']:+.2f}", "", "")
+    if result["tasks_outside_average"]:
+        table.add_section()
+        for name in result["tasks_outside_average"]:
+            add(f"{name} (not R2MED: not averaged)", result["tasks"][name])
+    out.print(table)
 
 
 @click.command("export-mteb")

@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UserError
+from ..terminal import printable
 from .common import err, out, registry, user_errors, warn_broken
 
 
@@ -45,10 +46,10 @@ def plugins_command(component, as_json):
     for r in data:
         comps = "; ".join(f"{k}: {', '.join(v)}" for k, v in r["components"].items())
         table.add_row(escape(r["name"]), r["version"] or "-", escape(comps),
-                      f"[red]broken: {escape(r['error'])}[/]" if "error" in r else "ok")
+                      f"[red]broken: {escape(printable(r['error']))}[/]" if "error" in r else "ok")
     out.print(table)
     for c in reg.conflicts:
-        err.print(f"[red]conflict:[/] {escape(c)}")
+        err.print(f"[red]conflict:[/] {escape(printable(c))}")
 
 
 @click.command("list")

@@ -12,8 +12,9 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from ..errors import UserError
-from .common import err, out, registry, user_errors, warn_broken
+from ..api import choose_tasks
+from ..terminal import printable
+from .common import Command, err, out, output_folder, registry, user_errors, warn_broken
 
 RUN_HELP = """Evaluate a pipeline [rewriter] -> retriever -> [reranker] on R2MED tasks.
 
@@ -25,7 +26,7 @@ Examples:
 """
 
 
-@click.command("run", help=RUN_HELP)
+@click.command("run", cls=Command, help=RUN_HELP)
 @click.version_option(package_name="r2med")
 @click.option("--plugin", "-p", "plugin_names", multiple=True, required=True, metavar="NAME",
               help="Component to use (retriever, rewriter or reranker); repeat for a pipeline. "
@@ -54,28 +55,30 @@ Examples:
               help="Check plugins, options and tasks, and show the results folder and which tasks would be "
                    "computed; loads no data and downloads nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary (or the --dry-run plan) as JSON.")
-@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
 def run_command(plugin_names, task_names, data_dir, output, options, top_k, device, cache_dir, overwrite, dry_run,
-                as_json, debug):
+                as_json):
     from ..components import Summarizes
     from ..context import default_cache_dir
     from ..pipelines import base_context, build_pipeline, instantiate
     from ..runner import plan, run_pipeline
 
-    with user_errors(debug):
+    with user_errors():
         plugins, reg = registry()
         warn_broken(plugins)
-        reg.check()
         pipeline = build_pipeline(reg, list(plugin_names), list(options), top_k=top_k, device=device)
-        tasks = choose_tasks(reg, list(task_names), data_dir)
-        context = base_context(reg, cache_dir=cache_dir or default_cache_dir(),
-                               log=lambda line: err.print(escape(line), soft_wrap=True))
+        tasks = choose_tasks(reg, list(task_names) or None, data_dir)
+        output_folder(output, create=False)
+        cache_dir = cache_dir or default_cache_dir()
+        output_folder(cache_dir, create=False, option="--cache-dir")
+        context = base_context(reg, cache_dir=cache_dir,
+                               log=lambda line: err.print(escape(printable(line)), soft_wrap=True))
         if dry_run:
             with hub_offline():
                 instantiate(pipeline, context)
                 print_plan(plan(pipeline, tasks, output=output, data_dir=data_dir, overwrite=overwrite), as_json)
             return
         instantiate(pipeline, context)
+        output_folder(output, create=True)
         try:
             folder, outcomes = run_pipeline(pipeline, tasks, output=output, data_dir=data_dir,
                                             overwrite=overwrite, context=context, console=err, registry=reg)
@@ -98,33 +101,13 @@ def interrupted(pipeline, output: Path) -> None:
     from ..results import ResultFolder
 
     where = ResultFolder(output, pipeline.spec()).path
-    err.print(f"[yellow]Interrupted.[/] Finished tasks are saved in {escape(str(where))} and finished work "
+    err.print(f"[yellow]Interrupted.[/] Finished tasks are saved in {escape(printable(where))} and finished work "
               "in the cache; run the same command again to resume.", soft_wrap=True)
     busy = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive() and not t.daemon]
     if busy:
         err.print(f"Finishing the {len(busy)} request(s) or batch(es) in flight so they are kept; "
                   "press Ctrl-C again to quit now.", soft_wrap=True)
         signal.signal(signal.SIGINT, lambda *_: os._exit(130))
-
-
-def choose_tasks(reg, task_names: list[str], data_dir: Path | None):
-    if task_names:
-        return reg.tasks(task_names)
-    if data_dir is None:
-        return reg.tasks(["r2med"])
-    if not data_dir.is_dir():
-        raise UserError(f"--data-dir {data_dir}: not a folder")
-    found = []
-    for entry in reg.entries["task"]:
-        try:
-            entry.spec.find_folder(data_dir, only_task=False)
-            found.append(entry.spec)
-        except UserError:
-            pass
-    if not found:
-        raise UserError(f"--data-dir {data_dir}: no task folders found (expected e.g. {data_dir}/Biology/corpus.jsonl); "
-                        "name the task with --tasks for a flat folder")
-    return found
 
 
 @contextmanager
@@ -153,17 +136,17 @@ def print_plan(plan: dict, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(plan, indent=2, default=str))
         return
-    out.print(f"[bold]Dry run:[/] {escape(plan['label'])} (top {plan['top_k']})")
+    out.print(f"[bold]Dry run:[/] {escape(printable(plan['label']))} (top {plan['top_k']})")
     for stage in plan["stages"]:
         options = " ".join(f"{k}={','.join(map(str, v)) if isinstance(v, (list, tuple)) else v}"
                            for k, v in stage["options"].items())
         out.print(f"  {stage['kind']:<9} {escape(stage['component'])} [dim](from {escape(stage['plugin'])})[/] "
-                  f"{escape(options)}")
-    out.print(f"Results: {escape(plan['results_dir'])}")
+                  f"{escape(printable(options))}")
+    out.print(f"Results: {escape(printable(plan['results_dir']))}")
     if plan["experiment"]:
         out.print(f"  (mteb experiment {escape(plan['experiment'])} of {escape(plan['model_name'])})")
     if plan["first_stage_dir"]:
-        out.print(f"First stage (saved and reused): {escape(plan['first_stage_dir'])}")
+        out.print(f"First stage (saved and reused): {escape(printable(plan['first_stage_dir']))}")
     table = Table(title_justify="left")
     for col in ("Task", "Group", "Data", "Would"):
         table.add_column(col)
@@ -203,7 +186,7 @@ def print_summary(folder, outcomes, as_json: bool) -> None:
             "published_average_x100": published_average,
         }, indent=2))
         return
-    table = Table(title=f"{escape(folder.label)}: nDCG@10 ×100", title_justify="left")
+    table = Table(title=f"{escape(printable(folder.label))}: nDCG@10 ×100", title_justify="left")
     compared = any(p is not None for p in published)
     cached = any(o.status == "cached" for o in outcomes)
     columns = ["Task", "Group", "Queries", "nDCG@10", *(["Published", "Δ"] if compared else [])]
@@ -229,6 +212,6 @@ def print_summary(folder, outcomes, as_json: bool) -> None:
         out.print(f"Published: the R2MED leaderboard's row {escape(row.system)!r}")
     elif not official and any(o.task.is_r2med for o in outcomes):
         out.print("Local data: not R2MED's data at mteb's pinned revisions, so no published comparison")
-    out.print(f"Results: {escape(str(folder.path))}")
+    out.print(f"Results: {escape(printable(folder.path))}")
 
 

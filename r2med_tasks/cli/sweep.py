@@ -1,0 +1,152 @@
+"""``r2med sweep``: many pipelines × tasks as independent jobs, here or on a Ray cluster."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from ..errors import UserError
+from .common import err, out, output_folder, user_errors
+
+SWEEP_HELP = """Run many pipelines × tasks as independent jobs into one results folder.
+
+FILE (or - for stdin) lists r2med-run argument lines, one pipeline each (the output of
+`r2med leaderboard --commands` works as is, in any --format), or is a TOML sweep of
+[[pipeline]] tables (plugins, options, a grid of option values, tasks). --output, --data-dir,
+--tasks and --cache-dir apply to every line that does not set its own. Finished tasks are reused
+by identity, as r2med-run reuses them, so a rerun computes only what is missing.
+
+\b
+Examples:
+  r2med leaderboard --commands --format csv --output all.csv && r2med sweep all.csv --executor ray
+  r2med sweep sweep.toml --tasks qa-reference --executor ray --address auto
+"""
+
+
+@click.command("sweep", help=SWEEP_HELP)
+@click.argument("file", metavar="FILE|-")
+@click.option("--output", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
+              help="Results folder shared by every job (on a cluster: storage every node mounts at this path).")
+@click.option("--data-dir", type=click.Path(path_type=Path), metavar="DIR",
+              help="Read tasks from DIR/<Name>/{corpus,query,qrels}.jsonl instead of the hub.")
+@click.option("--tasks", "-t", "task_names", multiple=True, metavar="TASKS",
+              help="Tasks of the lines that name none (names, aliases, groups or r2med; comma-separated or repeated).")
+@click.option("--cache-dir", type=click.Path(path_type=Path), metavar="DIR", envvar="R2MED_CACHE_DIR",
+              help="Cache folder of every job (on a cluster: shared storage, so embeddings are encoded once).")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="local: one job after another in this process; ray: one Ray task per pipeline and task.")
+@click.option("--address", metavar="ADDRESS",
+              help="Ray cluster to join: auto (the one on this machine) or ray://HOST:10001 (default: "
+                   "$RAY_ADDRESS, else a new local Ray using this machine's CPUs and GPUs).")
+@click.option("--gpu-memory", type=click.FloatRange(1), default=80.0, show_default=True, metavar="GB",
+              help="Memory of one of the cluster's GPUs: a job with a model estimated at X GB asks for X/GB of a GPU.")
+@click.option("--retries", type=click.IntRange(0), default=3, show_default=True,
+              help="Times a job whose worker died is run again (Ray).")
+@click.option("--dry-run", is_flag=True, help="Check every line and list the jobs and what each requests; run nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome (or the --dry-run jobs) as JSON.")
+def sweep_command(file, output, data_dir, task_names, cache_dir, executor, address, gpu_memory, retries, dry_run,
+                  as_json):
+    from ..sweep import Board, plan_sweep, run_local, run_on_ray, sweep_lines
+
+    with user_errors():
+        if address and executor != "ray":
+            raise UserError("--address: only with --executor ray")
+        if file == "-":
+            text, source = sys.stdin.read(), "<stdin>"
+        else:
+            try:
+                text, source = Path(file).read_text(encoding="utf-8"), file
+            except OSError as e:
+                raise UserError(f"{file}: cannot read ({e.strerror or e})") from None
+        jobs = plan_sweep(sweep_lines(text, source), output=output, data_dir=data_dir, tasks=task_names,
+                          cache_dir=cache_dir)
+        for folder in dict.fromkeys(Path(j.output) for j in jobs):  # an unwritable one stops it before any job
+            output_folder(folder, create=not dry_run)
+        if dry_run:
+            print_jobs(jobs, as_json)
+            return
+        from contextlib import redirect_stdout
+
+        from rich.live import Live
+
+        board = Board(jobs)
+        # stdout is the summary's (--json); what Ray prints there meanwhile (a worker's death) goes to stderr
+        with redirect_stdout(sys.stderr), Live(board.render(), console=err, transient=True,
+                                                refresh_per_second=4) as live:
+            def refresh() -> None:
+                live.update(board.render())
+
+            try:
+                if executor == "ray":
+                    outcomes = run_on_ray(jobs, board, address=address, retries=retries, gpu_memory_gb=gpu_memory,
+                                          refresh=refresh, note=lambda line: err.print(escape(line)))
+                else:
+                    outcomes = run_local(jobs, board, refresh)
+            except KeyboardInterrupt:
+                err.print(f"[yellow]Interrupted.[/] {board.counts()['done']} jobs finished; their results are in "
+                          f"{escape(str(output))} (and the lines' own --output); run the same sweep again to "
+                          "resume.", soft_wrap=True)
+                raise click.exceptions.Exit(130) from None
+    print_outcome(outcomes, as_json)
+    if any(o.error for o in outcomes):
+        raise click.exceptions.Exit(1)
+
+
+def print_jobs(jobs, as_json: bool) -> None:
+    rows = [{"job": j.index + 1, "line": j.line, "pipeline": j.pipeline, "tasks": list(j.tasks), "output": j.output,
+             "chain": j.chain, "gpu": j.gpu, "gpu_memory_gb": j.gpu_memory_gb, "args": list(j.args)} for j in jobs]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title=f"{len(jobs)} jobs ({len({j.chain for j in jobs})} chains run side by side)",
+                  title_justify="left")
+    for col in ("Job", "Pipeline", "Task", "Chain", "Needs"):
+        table.add_column(col)
+    for j in jobs:
+        need = ("GPU " + (f"{j.gpu_memory_gb:g} GB" if j.gpu_memory_gb else "(whole)")) if j.gpu else "CPU"
+        table.add_row(str(j.index + 1), escape(j.pipeline), escape(",".join(j.tasks)), str(j.chain), need)
+    out.print(table)
+
+
+def print_outcome(outcomes, as_json: bool) -> None:
+    """The merged leaderboard of what the sweep ran, then one line per failed job."""
+    from ..sweep import merged_board
+
+    rows, tasks = merged_board(outcomes)
+    failed = [o for o in outcomes if o.error]
+    if as_json:
+        click.echo(json.dumps({
+            "jobs": [{"pipeline": o.job.pipeline, "tasks": list(o.job.tasks), "attempts": o.attempts,
+                      "error": o.error, **({k: o.result[k] for k in ("label", "results_dir", "tasks")}
+                                           if o.result and not o.error else {})} for o in outcomes],
+            "leaderboard": [{"label": r.label, "results_dir": r.results_dir, "average_ndcg_at_10_x100": r.average(tasks),
+                             "ndcg_at_10_x100": r.scores, "status": r.statuses} for r in rows],
+            "failed": len(failed)}, indent=2))
+        return
+    for o in outcomes:
+        for line in filter(str.strip, (o.result or {}).get("log", "").splitlines()):
+            err.print(f"{escape(o.job.pipeline)} [{escape(','.join(o.job.tasks))}]: {escape(line)}", soft_wrap=True)
+    computed = sum(1 for o in outcomes if o.result and not o.error
+                   for t in o.result["tasks"] if t["status"] == "computed")
+    out.print(f"{len(outcomes)} jobs: {computed} tasks computed, the others' results reused; {len(failed)} failed")
+    table = Table(title="Sweep: nDCG@10 ×100", title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("System")
+    table.add_column("Avg", justify="right")
+    for t in tasks:
+        table.add_column(t, justify="right")
+    for i, r in enumerate(rows, 1):
+        avg = r.average(tasks)
+        table.add_row(str(i), escape(r.label), "" if avg is None else f"{avg:.2f}",
+                      *("" if t not in r.scores else f"{r.scores[t]:.2f}" for t in tasks))
+    out.print(table)
+    for r in rows:
+        out.print(f"Results: {escape(r.results_dir)}", soft_wrap=True)
+    for o in failed:
+        err.print(f"[red]failed:[/] {escape(o.job.pipeline)} [{escape(','.join(o.job.tasks))}] "
+                  f"(after {o.attempts} attempt{'s' if o.attempts != 1 else ''}): {escape(o.error)}", soft_wrap=True)

@@ -1,0 +1,261 @@
+"""``r2med sweep``: sweep files in every form they come in, jobs that give exactly the results of
+the same runs made one by one (here and on a local Ray instance), a worker lost mid-job, reruns
+that compute nothing, and a command line that never imports Ray until a sweep runs on it."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import TESTS
+
+ROOT = TESTS.parent
+TASKS = "Biology,Bioinformatics"
+
+
+def result_files(root: Path) -> dict[str, Path]:
+    """Every task result under a results root, by its path below the root."""
+    return {p.relative_to(root).as_posix(): p for p in sorted(root.rglob("*.trec"))}
+
+
+def assert_same_results(got: Path, expected: Path) -> None:
+    """Byte-identical runs and per-query scores, equal score dicts (timings aside), same folders."""
+    files = result_files(got)
+    assert files.keys() == result_files(expected).keys()
+    for rel, trec in files.items():
+        other = expected / rel
+        assert trec.read_bytes() == other.read_bytes(), rel
+        per_query = rel.removesuffix(".trec") + ".per_query.tsv"
+        assert (got / per_query).read_bytes() == (expected / per_query).read_bytes(), per_query
+        scores = [json.loads(p.with_suffix(".json").read_text())["scores"] for p in (trec, other)]
+        assert scores[0] == scores[1], rel
+
+
+def sweep_json(run_cli, *args) -> dict:
+    code, out, err = run_cli("sweep", *args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+# ------------------------------------------------------------------------------------------ reading
+
+
+def test_every_leaderboard_commands_format_is_a_sweep(run_cli, tmp_path):
+    """`r2med leaderboard --commands` in each format (the terminal table wraps long commands over
+    rows) reads as the same pipelines, each once (two rows share MedCPT's command)."""
+    from r2med_tasks.sweep import sweep_lines
+
+    code, out, _ = run_cli("leaderboard", "--commands", "--format", "json")
+    assert code == 0
+    commands = list(dict.fromkeys(r["command"] for r in json.loads(out) if r["command"]))
+    expected = [shlex.split(c)[1:] for c in commands]
+    assert len(expected) >= 60 and max(map(len, commands)) > 120  # the table wraps the longest ones
+    for fmt in ("table", "markdown", "csv", "json"):
+        code, out, _ = run_cli("leaderboard", "--commands", "--format", fmt)
+        assert [words for _, words in sweep_lines(out, "board")] == expected, fmt
+
+
+def test_argument_lines_toml_grids_and_sweep_defaults(run_cli, tmp_path, data_dir):
+    """Lines with or without `r2med-run`, comments; the sweep's --output/--data-dir/--tasks fill in
+    what a line leaves out; a TOML pipeline × its grid × tasks; duplicates run once."""
+    lines = tmp_path / "sweep.txt"
+    lines.write_text("# BM25 two ways\nr2med-run --plugin bm25\n--plugin bm25 -o k1=1.2 --tasks Biology  # one task\n"
+                     f"--plugin bm25 --output {tmp_path / 'own'}\nr2med-run --plugin bm25\n")
+    jobs = sweep_json(run_cli, lines, "--tasks", TASKS, "--data-dir", data_dir, "--output",
+                      tmp_path / "out", "--dry-run")
+    assert [(j["pipeline"], j["tasks"]) for j in jobs] == [
+        ("--plugin bm25", ["Biology"]), ("--plugin bm25", ["Bioinformatics"]),
+        ("--plugin bm25 -o k1=1.2 --tasks Biology", ["Biology"]),
+        (f"--plugin bm25 --output {tmp_path / 'own'}", ["Biology"]),
+        (f"--plugin bm25 --output {tmp_path / 'own'}", ["Bioinformatics"])]
+    outputs = [j["args"][j["args"].index("--output") + 1] for j in jobs]
+    assert outputs == [str(tmp_path / "out")] * 3 + [str(tmp_path / "own")] * 2
+    assert all(j["args"][j["args"].index("--data-dir") + 1] == str(data_dir) for j in jobs)
+    assert len({j["chain"] for j in jobs}) == 3  # one results folder each: their jobs run in turn
+
+    toml = tmp_path / "grid.toml"
+    toml.write_text('tasks = ["Biology"]\n[[pipeline]]\nplugins = ["bm25"]\ngrid = { k1 = [0.9, 1.2], b = [0.4, 0.75] }\n'
+                    '[[pipeline]]\nplugins = ["bm25"]\noptions = { query_weighting = "plain" }\n'
+                    'tasks = ["Biology", "Bioinformatics"]\n')
+    jobs = sweep_json(run_cli, toml, "--data-dir", data_dir, "--dry-run")
+    assert [j["pipeline"] for j in jobs][:4] == [
+        "--plugin bm25 --tasks Biology -o k1=0.9 -o b=0.4", "--plugin bm25 --tasks Biology -o k1=0.9 -o b=0.75",
+        "--plugin bm25 --tasks Biology -o k1=1.2 -o b=0.4", "--plugin bm25 --tasks Biology -o k1=1.2 -o b=0.75"]
+    assert [j["tasks"] for j in jobs][4:] == [["Biology"], ["Bioinformatics"]]
+
+
+@pytest.mark.parametrize("text,message", [
+    ("--plugin bm25\n--plugin nope\n", "sweep.txt:2: --plugin nope"),
+    ("--plugin bm25 -o k9=1\n", "sweep.txt:1: -o k9=1: no selected component accepts 'k9'"),
+    ("--plugin bm25 --top-k zero\n", "sweep.txt:1: Invalid value for '--top-k'"),
+    ("bm25\n", "sweep.txt:1: expected r2med-run arguments"),
+    ("--plugin bm25 --dry-run\n", "sweep.txt:1: --dry-run"),
+    ("# nothing\n", "no r2med-run lines"),
+])
+def test_bad_sweeps_stop_before_anything_runs(run_cli, tmp_path, text, message, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("sweep.txt").write_text(text)
+    code, _, err = run_cli("sweep", "sweep.txt", "--tasks", "sample")
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert not Path("results").exists()
+
+
+def test_bad_toml_sweep(run_cli, tmp_path):
+    sweep = tmp_path / "s.toml"
+    sweep.write_text('[[pipeline]]\nplugins = ["bm25"]\ngrid = { k1 = 1.2 }\n')
+    code, _, err = run_cli("sweep", sweep, "--dry-run")
+    assert code == 2 and "pipeline 1: each grid key takes a non-empty list" in err
+
+
+def test_jobs_request_what_their_components_declare(run_cli, tmp_path):
+    """GPU memory estimates of docs/reproducing.md as a share of one GPU (and host memory), a whole
+    GPU for a model component that declares none, a CPU for BM25, published generations and APIs;
+    on a cluster without GPUs, a CPU for all."""
+    from r2med_tasks.sweep import Job, ray_resources
+
+    sweep = tmp_path / "s.txt"
+    sweep.write_text("--plugin nvembed\n--plugin e5 -o dtype=fp16\n--plugin bm25 --plugin bge-reranker\n"
+                     "--plugin hyde -o source=o3-mini --plugin bm25\n--plugin openai\n")
+    jobs = sweep_json(run_cli, sweep, "--tasks", "Biology", "--output", tmp_path / "out", "--dry-run")
+    assert [(j["gpu"], j["gpu_memory_gb"]) for j in jobs] == [
+        (True, 30), (True, 20), (True, None), (False, None), (False, None)]
+    requests = [ray_resources(Job(0, "", "", (), (), "", 0, j["gpu"], j["gpu_memory_gb"]), cluster_gpus=8,
+                              gpu_memory_gb=80, node_memory=2**40) for j in jobs]
+    assert requests == [{"num_cpus": 1, "num_gpus": 0.38, "memory": 30 * 2**30},
+                        {"num_cpus": 1, "num_gpus": 0.25, "memory": 20 * 2**30},
+                        {"num_cpus": 1, "num_gpus": 1}, {"num_cpus": 1}, {"num_cpus": 1}]
+    assert ray_resources(Job(0, "", "", (), (), "", 0, True, 30), cluster_gpus=0, gpu_memory_gb=80,
+                         node_memory=2**40) == {"num_cpus": 1}
+
+
+def test_help_never_imports_ray():
+    code = ("import sys\nfrom click.testing import CliRunner\nfrom r2med_tasks.cli import cli, run_command\n"
+            "assert CliRunner().invoke(run_command, ['--help']).exit_code == 0\n"
+            "assert CliRunner().invoke(cli, ['sweep', '--help']).exit_code == 0\n"
+            "print(sorted(m for m in ('ray', 'torch') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+# ------------------------------------------------------------------------------------------ running
+
+
+def reference_runs(data_dir: Path, small_model_path: Path, root: Path) -> Path:
+    """The sweep's pipelines run one by one through the Python API (in this process, each over both
+    tasks), into ``root``; returns the folder of run files the run-file pipeline reads."""
+    import r2med_tasks as r2med
+
+    cache = root.parent / f"{root.name}-cache"
+    pipelines = [r2med.pipeline("bm25"), r2med.pipeline("st", model=str(small_model_path)),
+                 r2med.pipeline("hybrid", members=("bm25", "st"), options={"st.model": str(small_model_path)}),
+                 r2med.pipeline("dies-once")]
+    for p in pipelines:
+        res = r2med.evaluate(p, tasks=TASKS.split(","), data_dir=data_dir, output=root, cache_dir=cache)
+        if p.retriever.spec.name == "bm25":
+            runs = root.parent / "runs"
+            shutil.copytree(res.path, runs, ignore=shutil.ignore_patterns("*.json", "*.tsv", "r2med"))
+    r2med.evaluate(r2med.pipeline("run-file", path=str(runs)), tasks=TASKS.split(","), data_dir=data_dir,
+                   output=root, cache_dir=cache)
+    return runs
+
+
+def sweep_file(tmp_path: Path, small_model_path: Path, runs: Path) -> Path:
+    path = tmp_path / "sweep.txt"
+    path.write_text(f"r2med-run --plugin bm25\n--plugin st -o model={small_model_path}\n"
+                    f"--plugin hybrid -o members=bm25,st -o st.model={small_model_path}\n"
+                    f"--plugin run-file -o path={runs}\n--plugin dies-once\n")
+    return path
+
+
+def with_dies_once(mp: pytest.MonkeyPatch) -> None:
+    """The built-in plugins and the test plugin whose process dies once, loaded as workers load them."""
+    from r2med_tasks import plugins as plugins_module
+
+    mp.setenv("R2MED_LOAD_PLUGINS", "")
+    mp.setenv("R2MED_PLUGINS", "dies_once_plugin")
+    mp.setattr(plugins_module, "_plugins", None)
+
+
+@pytest.fixture
+def dies_once(plugins, monkeypatch):
+    with_dies_once(monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def one_by_one(tmp_path_factory, small_model_path):
+    """The data, the one-by-one results and the run files, made once for the module's sweeps."""
+    from conftest import make_data_dir
+
+    root = tmp_path_factory.mktemp("one-by-one")
+    data = make_data_dir(root / "data")
+    with pytest.MonkeyPatch.context() as mp:
+        with_dies_once(mp)
+        runs = reference_runs(data, small_model_path, root / "results")
+    return data, root / "results", runs
+
+
+@pytest.mark.xdist_group("ray")  # beside the Ray sweep, which reuses the module's one-by-one runs
+def test_local_sweep_gives_the_runs_made_one_by_one(run_cli, dies_once, one_by_one, small_model_path, tmp_path):
+    data_dir, expected, runs = one_by_one
+    sweep = sweep_file(tmp_path, small_model_path, runs)
+    common = ["--data-dir", data_dir, "--tasks", TASKS, "--output", tmp_path / "swept", "--cache-dir",
+              tmp_path / "cache"]
+    first = sweep_json(run_cli, sweep, *common)
+    assert first["failed"] == 0 and len(first["jobs"]) == 10
+    assert_same_results(tmp_path / "swept", expected)
+    board = {r["label"]: r["average_ndcg_at_10_x100"] for r in first["leaderboard"]}
+    assert len(board) == 5 and list(board.values()) == sorted(board.values(), reverse=True)
+    again = sweep_json(run_cli, sweep, *common)
+    assert {t["status"] for j in again["jobs"] for t in j["tasks"]} == {"cached"}
+
+
+@pytest.mark.xdist_group("ray")
+def test_ray_sweep_survives_a_lost_worker_and_reruns_nothing(ray_instance, run_cli, dies_once, one_by_one,
+                                                             small_model_path, tmp_path, monkeypatch):
+    """4 pipelines (BM25, st, their hybrid, a run file) and one whose worker dies once, × 2 tasks,
+    as Ray tasks: every .trec byte-identical to the one-by-one runs; the lost job ran again and
+    its result is the same; a second sweep computes nothing."""
+    data_dir, expected, runs = one_by_one
+    sweep = sweep_file(tmp_path, small_model_path, runs)
+    marker = tmp_path / "died"
+    monkeypatch.setenv("R2MED_TEST_DIE_ONCE", str(marker))  # read by the workers, passed on as R2MED_*
+    common = ["--data-dir", data_dir, "--tasks", TASKS, "--output", tmp_path / "swept", "--cache-dir",
+              tmp_path / "cache", "--executor", "ray"]
+    first = sweep_json(run_cli, sweep, *common)
+    assert first["failed"] == 0 and len(first["jobs"]) == 10
+    assert marker.exists()  # a worker did die
+    assert [j["attempts"] for j in first["jobs"] if j["attempts"] > 1] == [2]
+    assert_same_results(tmp_path / "swept", expected)
+    stamps = {rel: p.stat().st_mtime_ns for rel, p in result_files(tmp_path / "swept").items()}
+    again = sweep_json(run_cli, sweep, *common)
+    assert {t["status"] for j in again["jobs"] for t in j["tasks"]} == {"cached"}
+    assert {rel: p.stat().st_mtime_ns for rel, p in result_files(tmp_path / "swept").items()} == stamps
+
+
+# ------------------------------------------------------------------------------------------ docs
+
+
+def test_documented_sweeps_are_accepted(run_cli, tmp_path, monkeypatch):
+    """Every `r2med sweep` command in docs/scale-out.md plans (--dry-run) with the files the page
+    writes: its TOML example and what `r2med leaderboard --commands` gives."""
+    from test_docs import shell_lines
+
+    page = ROOT / "docs" / "scale-out.md"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sweep.toml").write_text(page.read_text().split("```toml\n")[1].split("```")[0])
+    commands = [c.strip() for line in shell_lines(page) for c in line.split("&& ") if c.strip().startswith("r2med ")]
+    for command in commands:
+        words = shlex.split(command)[1:]
+        if words[0] == "leaderboard":  # writes the file a sweep reads (--output all.csv)
+            assert run_cli(*words)[0] == 0
+            continue
+        code, out, err = run_cli(*words, "--dry-run", "--json", "--output", tmp_path / "results")  # not /shared
+        assert code == 0, f"`{command}` -> {err}"
+        assert json.loads(out), command
+    assert sum(c.startswith("r2med sweep") for c in commands) >= 3
