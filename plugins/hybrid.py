@@ -65,6 +65,7 @@ class HybridRetriever:
         self.member_options = {m: tuple(member_options.get(m, ())) for m in members}
         self.members = [context.retriever(m, *self.member_options[m]) for m in members]  # cheap: models load later
         self.tuning = _read_tuning(tune) if tune else None
+        self.tunes_across_tasks = self.tuning is not None
         if self.tuning is not None and self.weights is not None:
             raise UserError("-o hybrid.tune and -o hybrid.weights exclude each other: tuning chooses the weights")
         self._tuned: dict[str, list[float]] = {}

@@ -8,8 +8,8 @@ is cheap: no torch, no mteb.
 from importlib.metadata import PackageNotFoundError, version
 
 from .api import Results, TaskScore, as_mteb_model, evaluate, pipeline
-from .components import (CombinesGenerated, DescribesModel, Labelled, RerankDepth, Reranker, RerankerSpec,
-                         Retriever, RetrieverSpec, Rewriter, RewriterSpec, Run, Summarizes)
+from .components import (CombinesGenerated, Composite, DeclaresResources, DescribesModel, Labelled, RerankDepth,
+                         Reranker, RerankerSpec, Retriever, RetrieverSpec, Rewriter, RewriterSpec, Run, Summarizes)
 from .context import Context
 from .data import Corpus, Query
 from .errors import PluginError, UserError
@@ -23,7 +23,7 @@ except PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0"
 
 __all__ = [
-    "CombinesGenerated", "Context", "Corpus", "DescribesModel", "Labelled", "PluginError", "Query", "R2MED_TASKS",
+    "CombinesGenerated", "Composite", "Context", "Corpus", "DeclaresResources", "DescribesModel", "Labelled", "PluginError", "Query", "R2MED_TASKS",
     "RerankDepth", "Reranker", "RerankerSpec", "Results", "Retriever", "RetrieverSpec", "Rewriter", "RewriterSpec",
     "Run", "Summarizes", "TaskScore", "TaskSpec", "UserError", "__version__", "as_mteb_model", "evaluate",
     "Options", "hookimpl", "options_model", "pipeline",

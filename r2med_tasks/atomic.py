@@ -38,11 +38,23 @@ def _temp_file(path: Path) -> tuple[int, Path]:
 
 
 @contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """An OSError that names no file (ENOSPC from ``write``/``fsync``) names ``path``: the file the
+    user's run was writing, so the one-line error can say where."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename is None and e.errno is not None:
+            raise OSError(e.errno, e.strerror, str(path)) from e
+        raise
+
+
+@contextmanager
 def replacing(path: Path) -> Iterator[IO[bytes]]:
     """A binary file that becomes ``path`` when the block ends without error."""
     fd, tmp = _temp_file(path)
     try:
-        with os.fdopen(fd, "wb") as f:
+        with _naming(path), os.fdopen(fd, "wb") as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
@@ -59,9 +71,10 @@ def replacing_path(path: Path) -> Iterator[Path]:
     fd, tmp = _temp_file(path)
     os.close(fd)
     try:
-        yield tmp
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
+        with _naming(path):
+            yield tmp
+            with open(tmp, "rb") as f:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

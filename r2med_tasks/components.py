@@ -228,4 +228,21 @@ class CombinesGenerated(Protocol):
     combines_generated: bool
 
 
+@runtime_checkable
+class DeclaresResources(Protocol):
+    """What one run of the component needs, for a scheduler (``r2med sweep --executor ray``):
+    ``{"gpu": True, "gpu_memory_gb": estimate or None}`` for a local model, ``{}`` for a CPU only."""
+
+    def resources(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class Composite(Protocol):
+    """A retriever built from other retrievers (``hybrid``): its ``members``, and whether it is
+    tuned across a task group (then the group's tasks run as one job, as in one ``r2med-run``)."""
+
+    members: Sequence[Any]
+    tunes_across_tasks: bool
+
+
 PROTOCOLS: dict[str, type] = {"retriever": Retriever, "rewriter": Rewriter, "reranker": Reranker}

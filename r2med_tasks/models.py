@@ -5,7 +5,10 @@ data is loaded or computed. A model's name and revision identify its results and
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import UserError
@@ -44,3 +47,25 @@ def model_identity(ref: str) -> tuple[str, str]:
     else the hub id, unpinned (a name's newest weights)."""
     path = Path(ref).expanduser()
     return local_model_identity(path) if path.is_dir() else (ref, "unpinned")
+
+
+@contextmanager
+def hub_offline():
+    """No downloads while the block runs: a hub model resolves only from the local cache."""
+    saved = os.environ.get("HF_HUB_OFFLINE")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    constants = sys.modules.get("huggingface_hub.constants")  # already imported: it read the variable
+    saved_constant = getattr(constants, "HF_HUB_OFFLINE", None)
+    if constants is not None:
+        constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = saved
+        now = sys.modules.get("huggingface_hub.constants")  # imported inside the block: it read "1"
+        if now is not None:
+            now.HF_HUB_OFFLINE = (saved_constant if constants is not None
+                                  else (saved or "").strip().upper() in ("1", "ON", "YES", "TRUE"))

@@ -362,7 +362,11 @@ def read_per_query_ndcg(folder: Path) -> dict[str, dict[str, float]]:
         raise UserError(f"{folder}: no <Task>.per_query.tsv files; pass a results folder written by r2med-run")
     out: dict[str, dict[str, float]] = {}
     for path in files:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError as e:
+            raise UserError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); pass a results folder "
+                            "written by r2med-run") from None
         header = lines[0].split("\t") if lines else []
         if "ndcg_at_10" not in header:
             raise UserError(f"{path}:1: no ndcg_at_10 column")

@@ -199,7 +199,7 @@ def plan_sweep(lines: list[tuple[str, list[str]]], *, output: Path, data_dir: Pa
     ``cache_dir`` where the line sets none. Every line is checked here, so a typo stops the sweep
     before anything runs."""
     from .api import choose_tasks
-    from .cli.run import hub_offline
+    from .models import hub_offline
     from .context import default_cache_dir
     from .pipelines import base_context, build_pipeline, instantiate
     from .plugins import get_plugins
@@ -277,17 +277,22 @@ class _Chains:
 def _tunes_across_tasks(pipeline) -> bool:
     """A component tuned on a group's tasks (``hybrid -o tune=``) sees all of its line's tasks, as
     in one ``r2med-run``: such a line is one job."""
-    return any(getattr(s.instance, "tuning", None) for s in pipeline.ordered())
+    from .components import Composite
+
+    return any(isinstance(s.instance, Composite) and s.instance.tunes_across_tasks for s in pipeline.ordered())
 
 
 def needs(pipeline) -> tuple[bool, float | None]:
     """Whether a pipeline runs a local model, and the largest GPU memory estimate its components
-    declare (``resources()``; stages run one after another, so the largest is what it needs). A
-    component with a ``device`` option that declares nothing gets a whole GPU."""
+    declare (``DeclaresResources``; stages run one after another, so the largest is what it
+    needs). A component with a ``device`` option that declares nothing gets a whole GPU."""
+    from .components import Composite, DeclaresResources
+
     estimates = []
     for stage in pipeline.ordered():
-        for instance in (stage.instance, *getattr(stage.instance, "members", ())):
-            declared = instance.resources() if callable(getattr(instance, "resources", None)) else None
+        members = stage.instance.members if isinstance(stage.instance, Composite) else ()
+        for instance in (stage.instance, *members):
+            declared = instance.resources() if isinstance(instance, DeclaresResources) else None
             if declared is None and instance is stage.instance and "device" in stage.spec.option_fields():
                 declared = {"gpu": True, "gpu_memory_gb": None}
             if declared and declared.get("gpu"):

@@ -84,20 +84,17 @@ def user_message(e: BaseException) -> str | None:
         return str(e)
     if isinstance(e, OSError):
         return None if e.errno == errno.EPIPE else os_message(e)  # EPIPE (`| head`): click exits quietly
+    # The readers of r2med's own files name the file; these are the ones that slipped through.
     if isinstance(e, UnicodeDecodeError):
-        where = _file_of(e)
-        return (f"{where + ': ' if where else ''}not UTF-8 text ({e.reason} at byte {e.start}); "
-                "re-encode the file as UTF-8 or pass another one")
+        return (f"not UTF-8 text ({e.reason} at byte {e.start}); re-encode the file as UTF-8 or pass another one")
     if isinstance(e, json.JSONDecodeError):
-        where = _file_of(e)
-        return (f"{where + ':' if where else 'line '}{e.lineno}: not valid JSON ({e.msg} at column {e.colno}); "
-                "the file is corrupt or not the file meant: fix, delete or replace it")
+        return (f"line {e.lineno}: not valid JSON ({e.msg} at column {e.colno}); the file is corrupt or not the "
+                "file meant: fix, delete or replace it")
     if isinstance(e, ValidationError):  # a file's content as pydantic models (mteb's TaskResult) read it
-        where = _file_of(e)
         first = (e.errors(include_url=False) or [{"loc": (), "msg": str(e)}])[0]
         field = ".".join(map(str, first["loc"]))
-        return (f"{where + ': ' if where else ''}{e.title}{' field ' + field if field else ''}: {first['msg']}; "
-                "the file is corrupt or not the file meant: fix, delete or replace it")
+        return (f"{e.title}{' field ' + field if field else ''}: {first['msg']}; the file is corrupt or not the "
+                "file meant: fix, delete or replace it")
     return None
 
 
@@ -118,7 +115,7 @@ def os_message(e: OSError) -> str:
     """An OSError as "path: what happened; what to do", naming the path the user chose (not the
     hidden temp file beside it) and, for a path under a file, that file."""
     raw = e.filename2 if e.filename2 is not None and e.errno in (errno.EISDIR, errno.ENOTDIR) else e.filename
-    path = _shown(raw) if raw is not None else _file_of(e)
+    path = _shown(raw) if raw is not None else None
     what = _ADVICE.get(e.errno, f"{e.strerror or type(e).__name__}")
     if e.errno in (errno.ENOTDIR, errno.EEXIST) and raw is not None:  # EEXIST: mkdir where a file is
         blocker = next((p for p in (Path(os.fsdecode(raw)), *Path(os.fsdecode(raw)).parents) if p.is_file()), None)
@@ -145,21 +142,6 @@ def _output_option() -> str | None:
             return "--output"
         ctx = ctx.parent
     return None
-
-
-def _file_of(e: BaseException) -> str | None:
-    """The file being read or written where ``e`` was raised: the innermost frame of r2med's own
-    code holding a path in a local named ``path`` (the convention of its readers and writers)."""
-    found = None
-    tb = e.__traceback__
-    while tb is not None:
-        frame = tb.tb_frame
-        module = frame.f_globals.get("__name__", "")
-        value = frame.f_locals.get("path")
-        if module.startswith(("r2med_tasks", "r2med_plugins")) and isinstance(value, (str, os.PathLike)):
-            found = _shown(value)
-        tb = tb.tb_next
-    return found
 
 
 def output_folder(path: Path, *, create: bool, option: str = "--output") -> None:

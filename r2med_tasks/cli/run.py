@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -13,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..api import choose_tasks
+from ..models import hub_offline
 from ..terminal import printable
 from .common import Command, err, out, output_folder, registry, user_errors, warn_broken
 
@@ -108,28 +107,6 @@ def interrupted(pipeline, output: Path) -> None:
         err.print(f"Finishing the {len(busy)} request(s) or batch(es) in flight so they are kept; "
                   "press Ctrl-C again to quit now.", soft_wrap=True)
         signal.signal(signal.SIGINT, lambda *_: os._exit(130))
-
-
-@contextmanager
-def hub_offline():
-    """No downloads while the block runs: a hub model resolves only from the local cache."""
-    saved = os.environ.get("HF_HUB_OFFLINE")
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    constants = sys.modules.get("huggingface_hub.constants")  # already imported: it read the variable
-    saved_constant = getattr(constants, "HF_HUB_OFFLINE", None)
-    if constants is not None:
-        constants.HF_HUB_OFFLINE = True
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("HF_HUB_OFFLINE", None)
-        else:
-            os.environ["HF_HUB_OFFLINE"] = saved
-        now = sys.modules.get("huggingface_hub.constants")  # imported inside the block: it read "1"
-        if now is not None:
-            now.HF_HUB_OFFLINE = (saved_constant if constants is not None
-                                  else (saved or "").strip().upper() in ("1", "ON", "YES", "TRUE"))
 
 
 def print_plan(plan: dict, as_json: bool) -> None:
