@@ -104,7 +104,7 @@ def worker(contender: str, folder: Path, subset_docs: int, pyserini: bool) -> di
 
 
 def measure(cmd: list[str], env: dict | None = None) -> tuple[float, float, str, float]:
-    """Wall seconds, peak RSS (MB), stdout and CPU seconds (user + system, with the processes it
+    """Wall seconds, peak RSS (MB: 10^6 bytes, as the 1 GB target counts), stdout and CPU seconds (user + system, with the processes it
     waited for) of one child process (reaped with wait4 for its rusage)."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
@@ -116,7 +116,7 @@ def measure(cmd: list[str], env: dict | None = None) -> tuple[float, float, str,
         err.seek(0)
         if proc.returncode:
             raise SystemExit(f"{' '.join(cmd)} failed:\n{err.read()[-2000:]}")
-        return seconds, usage.ru_maxrss / 1024, out.read(), usage.ru_utime + usage.ru_stime
+        return seconds, usage.ru_maxrss * 1024 / 1e6, out.read(), usage.ru_utime + usage.ru_stime  # KiB -> MB
 
 
 def search_seconds(output: Path) -> float:

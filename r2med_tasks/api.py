@@ -311,7 +311,7 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
         folder.claim()
         for task, fused, judgments, data_id in fused_runs:
             scores, per_query = score(fused, judgments)
-            folder.write(task.mteb_metadata(data_id["revision"]), spec.task_identity(task.name, data_id),
+            folder.write(task.name, data_id["revision"], spec.task_identity(task.name, data_id),
                          scores, fused, per_query, evaluation_time=0.0, phases=[])
             outcomes.append(TaskOutcome(task, scores["main_score"], len(per_query), "computed",
                                         data_id["official"]))
@@ -319,7 +319,10 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
 
 
 def _task_qrels(task, data_dir: Path | None) -> tuple[dict, dict]:
-    data = task.load(data_dir)
+    """A task's judgments; the default cache folder's corpus ids spare parsing the corpus again."""
+    from .context import default_cache_dir
+
+    data = task.load(data_dir, cache_dir=default_cache_dir())
     return data.qrels, task.data_identity(data_dir, revision=data.revision)
 
 

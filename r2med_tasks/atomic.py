@@ -64,22 +64,6 @@ def replacing(path: Path) -> Iterator[IO[bytes]]:
         raise
 
 
-@contextmanager
-def replacing_path(path: Path) -> Iterator[Path]:
-    """An empty temp file's path, for a writer that opens files itself (mteb's ``to_disk``); it
-    becomes ``path`` when the block ends without error."""
-    fd, tmp = _temp_file(path)
-    os.close(fd)
-    try:
-        with _naming(path):
-            yield tmp
-            with open(tmp, "rb") as f:
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def write_bytes(path: Path, data: bytes) -> None:
     with replacing(path) as f:
         f.write(data)

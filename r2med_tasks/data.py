@@ -4,20 +4,30 @@ Data comes from R2MED's JSONL layout (``corpus.jsonl``, ``query.jsonl``, ``qrels
 a local folder or the Hugging Face hub at a pinned revision. Both go through one validator, so a
 bad row gets the same one-line error naming where it is. The answer-bearing query fields
 (``doc_id``, ``answer``) are dropped here: no component can ever see them.
+
+A local corpus is large (hundreds of MB) and most warm runs need only its document ids (a cached
+index keyed on the corpus checksum). So each file is hashed once per process (``file_sha256``,
+memoized on the file's stat; a run hashes its later tasks' files ahead, on a background thread), and once a corpus has been parsed and validated its ids are cached
+under the run's cache folder, keyed by the file's content hash: a later load with that cache reads
+only the ids, the queries and the judgments, and the corpus texts are parsed on first use, after
+checking that the file still holds the content loaded.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import atomic
 from .errors import UserError, reason
+from .runs import unwritable
 
 FILES = ("corpus.jsonl", "query.jsonl", "qrels.jsonl")
 HUB_CONFIGS = ("corpus", "query", "qrels")
@@ -40,17 +50,38 @@ class Query:
     reasoning: bool = False
 
 
-@dataclass
 class Corpus:
     """Documents in source order. ``checksum`` identifies the content (the corpus file's hash, or
-    the hub path at its pinned revision); caches of indexes and embeddings key on it."""
+    the hub path at its pinned revision); caches of indexes and embeddings key on it.
 
-    ids: list[str]
-    texts: list[str]
-    checksum: str
+    ``texts`` may stay in the corpus file until first read (``Corpus.in_file``): a component that
+    needs only ids (a cached index) never pays for parsing hundreds of MB.
+    """
+
+    def __init__(self, ids: list[str], texts: list[str], checksum: str) -> None:
+        self.ids, self.checksum = ids, checksum
+        self._texts: list[str] | None = texts
+        self._file: Path | None = None
+
+    @classmethod
+    def in_file(cls, ids: list[str], path: Path, checksum: str) -> Corpus:
+        """The validated corpus file ``path`` whose content hashes to ``checksum`` and whose ids are
+        ``ids``; its texts are parsed on first access."""
+        corpus = cls(ids, [], checksum)
+        corpus._texts, corpus._file = None, path
+        return corpus
+
+    @property
+    def texts(self) -> list[str]:
+        if self._texts is None:
+            self._texts = _texts_in(self._file, self.checksum)
+        return self._texts
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def __repr__(self) -> str:
+        return f"Corpus({len(self.ids)} documents, checksum={self.checksum[:16]})"
 
 
 @dataclass
@@ -77,16 +108,32 @@ def read_jsonl(path: Path) -> tuple[Rows, str]:
     """Parse a JSONL file and return its rows and the file's sha256.
 
     One ``json.loads`` parses the whole file; only when that fails is it parsed line by line, to
-    name the bad line.
+    name the bad line. A file this process hashed already and that is unchanged since (see
+    ``file_sha256``) is not hashed again.
     """
-    fast = _read_jsonl_fast(path)
+    key = _stat_key(path)
+    known = _DIGESTS.get(key)
+    fast = _read_jsonl_fast(path, hashing=known is None)
     if fast is not None:
-        return Rows(fast[0], str(path), lambda i: f"{path}:{i + 1}"), fast[1]
+        rows, digest = Rows(fast[0], str(path), lambda i: f"{path}:{i + 1}"), fast[1]
+    else:
+        rows, digest = _read_jsonl_json(path, hashing=known is None)
+    if digest is None:
+        if _stat_key(path) != key:  # written to while being read: read what it holds now
+            return read_jsonl(path)
+        digest = known
+    _remember(path, key, digest)
+    return rows, digest
+
+
+def _read_jsonl_json(path: Path, *, hashing: bool) -> tuple[Rows, str | None]:
+    """``json`` for any file: its rows and (``hashing``, else ``None``) its sha256, or the one-line
+    error naming the bad line."""
     try:
         data = path.read_bytes()
     except OSError as e:
         raise _unreadable(path, e) from None
-    digest = hashlib.sha256(data).hexdigest()
+    digest = hashlib.sha256(data).hexdigest() if hashing else None
     try:
         text = data.decode("utf-8").rstrip()
     except UnicodeDecodeError as e:
@@ -110,11 +157,11 @@ def read_jsonl(path: Path) -> tuple[Rows, str]:
     return Rows(values, str(path), lambda i: f"{path}:{linenos[i]}"), digest
 
 
-def _read_jsonl_fast(path: Path) -> tuple[list[Any], str] | None:
+def _read_jsonl_fast(path: Path, *, hashing: bool) -> tuple[list[Any], str | None] | None:
     """orjson (compiled), a line at a time while the file streams in, for the usual well-formed file:
-    the rows and the file's sha256, or ``None`` for anything else.
+    the rows and (``hashing``, else ``None``) the file's sha256, or ``None`` for anything else.
 
-    The rows are exactly what the ``json`` path of ``read_jsonl`` returns; ``None`` leaves the file
+    The rows are exactly what ``_read_jsonl_json`` returns; ``None`` leaves the file
     to that path (which names a bad line): a missing file, blank lines, invalid JSON or UTF-8, NaN
     and lone surrogates (orjson rejects them), and rows holding floats or nested values (orjson
     reads integers beyond 64 bits as floats, ``json`` as integers).
@@ -123,12 +170,13 @@ def _read_jsonl_fast(path: Path) -> tuple[list[Any], str] | None:
         import orjson
     except ImportError:
         return None
-    digest, values, tail, blank = hashlib.sha256(), [], b"", False
+    digest, values, tail, blank = hashlib.sha256() if hashing else None, [], b"", False
     loads, append = orjson.loads, values.append
     try:
         with path.open("rb") as f:
             while block := f.read(1 << 24):
-                digest.update(block)
+                if digest is not None:
+                    digest.update(block)
                 lines = (tail + block).split(b"\n")
                 tail = lines.pop()
                 for line in lines:
@@ -147,7 +195,77 @@ def _read_jsonl_fast(path: Path) -> tuple[list[Any], str] | None:
     if any(type(row) is not dict or not all(type(v) in (str, int, bool) or v is None for v in row.values())
            for row in values):
         return None
-    return values, digest.hexdigest()
+    return values, digest.hexdigest() if digest is not None else None
+
+
+_DIGESTS: dict[tuple, str] = {}  # file_sha256's memo: the stat key of a file version -> its sha256
+
+
+def _stat_key(path: Path) -> tuple | None:
+    """What changes whenever a file's content may have: its place, size, times and inode."""
+    try:
+        st = path.stat()
+        return str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns
+    except OSError:
+        return None
+
+
+def _remember(path: Path, key: tuple | None, digest: str) -> None:
+    """Memoize ``digest`` as the hash of the file version ``key``, unless the file changed meanwhile."""
+    if key is not None and _stat_key(path) == key:
+        _DIGESTS[key] = digest
+
+
+def file_sha256(path: Path) -> str:
+    """The file's sha256, computed once per process for each version of the file (its stat): a
+    run's data identity and its loading share one read of each file, and a file changed between
+    them is hashed again. A hash started by :func:`hash_ahead` is waited for, not redone."""
+    key = _stat_key(path)
+    if key in _DIGESTS:
+        return _DIGESTS[key]
+    ahead = _AHEAD.pop(key, None)
+    if ahead is not None and ahead.exception() is None:
+        digest = ahead.result()
+    else:  # not hashed ahead, or it failed there: here its error names the file
+        try:
+            digest = _sha256_of(path)
+        except OSError as e:
+            raise _unreadable(path, e) from None
+    _remember(path, key, digest)
+    return digest
+
+
+def hash_ahead(folders: Iterable[Path]) -> None:
+    """Start hashing the data files of ``folders`` on a background thread, so a run's later tasks
+    find their data identity ready: hashlib releases the GIL, and the hashing overlaps the work on
+    earlier tasks. (A daemon thread: it never holds up the exit of a run that stops early.)"""
+    todo = []
+    for path in (folder / name for folder in folders for name in FILES):
+        key = _stat_key(path)
+        if key is not None and key not in _DIGESTS and key not in _AHEAD:
+            _AHEAD[key] = Future()
+            todo.append((path, _AHEAD[key]))
+
+    def hash_all() -> None:
+        for path, future in todo:
+            try:
+                future.set_result(_sha256_of(path))
+            except BaseException as e:  # file_sha256 hashes it again and reports it
+                future.set_exception(e)
+
+    if todo:
+        threading.Thread(target=hash_all, name="r2med-hash-ahead", daemon=True).start()
+
+
+_AHEAD: dict[tuple, Future] = {}  # hash_ahead's hashes, by the stat key of the file version
+
+
+def _sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 22):
+            h.update(block)  # hashlib releases the GIL: other threads run meanwhile
+    return h.hexdigest()
 
 
 def _field(rows: Rows, i: int, name: str, kind: type) -> Any:
@@ -199,9 +317,9 @@ def _integer(value: Any) -> int | None:
 def _trec_ids(rows: Rows, ids: list[str], what: str) -> None:
     """Ids go into TREC run files, whose columns are whitespace-separated: refuse any a run could
     not be written, read back or fused with (empty, or holding a space, tab or newline)."""
-    if all(ids) and not _WHITESPACE.search("".join(ids)):
+    i = unwritable(ids)
+    if i is None:
         return
-    i = next(i for i, x in enumerate(ids) if not x or _WHITESPACE.search(x))
     raise UserError(f"{rows.where(i)}: {what} id {ids[i]!r} is empty or contains whitespace, which TREC run files "
                     "cannot hold; give the row an id without spaces, tabs or newlines")
 
@@ -212,9 +330,6 @@ def _relevance(rows: Rows, scores: list[int]) -> None:
         return
     i = next(i for i, s in enumerate(scores) if s < 0)
     raise UserError(f"{rows.where(i)}: field 'score' is {scores[i]}; relevance must be an integer >= 0")
-
-
-_WHITESPACE = re.compile(r"\s")
 
 
 def _unique(rows: Rows, ids: list[str], what: str) -> None:
@@ -230,13 +345,25 @@ def _unique(rows: Rows, ids: list[str], what: str) -> None:
 def build_task_data(corpus_rows: Rows, query_rows: Rows, qrels_rows: Rows, *, revision: str,
                     corpus_checksum: str, source: str) -> TaskData:
     """Validate rows into TaskData."""
+    corpus = Corpus(*_corpus_columns(corpus_rows, source), corpus_checksum)
+    return _task_data(corpus, query_rows, qrels_rows, revision=revision, source=source)
+
+
+def _corpus_columns(corpus_rows: Rows, source: str) -> tuple[list[str], list[str]]:
+    """A corpus's ids and texts, validated: ids TREC-safe and unique, texts strings, at least one."""
     ids = _column(corpus_rows, "id", str)
     _trec_ids(corpus_rows, ids, "document")
     _unique(corpus_rows, ids, "document")
     texts = _column(corpus_rows, "text", str)
     if not ids:
         raise UserError(f"{source}: {corpus_rows.name} is empty; a task needs at least one document")
+    return ids, texts
 
+
+def _task_data(corpus: Corpus, query_rows: Rows, qrels_rows: Rows, *, revision: str, source: str) -> TaskData:
+    """A validated corpus's task: its queries and judgments, validated (of the corpus, only the ids
+    are read)."""
+    ids = corpus.ids
     query_ids = _column(query_rows, "id", str)
     _trec_ids(query_rows, query_ids, "query")
     _unique(query_rows, query_ids, "query")
@@ -291,22 +418,12 @@ def build_task_data(corpus_rows: Rows, query_rows: Rows, qrels_rows: Rows, *, re
         raise UserError(f"{qrels_rows.name}: no relevant judgment names a document of the corpus ({absent} rows "
                         "name documents missing from it); are the task's files from one dataset and complete?")
     qrels = {q.id: qrels[q.id] for q in judged}
-    return TaskData(Corpus(ids, texts, corpus_checksum), judged, qrels, revision, source, warnings)
+    return TaskData(corpus, judged, qrels, revision, source, warnings)
 
 
 def local_revision(folder: Path) -> str:
     """A local folder's revision, the checksum of its three files, without parsing them."""
-    digests = []
-    for name in FILES:
-        h = hashlib.sha256()
-        try:
-            with (folder / name).open("rb") as f:
-                while block := f.read(1 << 20):
-                    h.update(block)
-        except OSError as e:
-            raise _unreadable(folder / name, e) from None
-        digests.append(h.hexdigest())
-    return _revision(digests)
+    return _revision([file_sha256(folder / name) for name in FILES])
 
 
 def _unreadable(path: Path, e: OSError) -> UserError:
@@ -319,15 +436,75 @@ def _revision(digests: list[str]) -> str:
     return "sha256-" + hashlib.sha256("".join(digests).encode()).hexdigest()[:16]
 
 
-def load_local(folder: Path) -> TaskData:
-    """Load a folder in R2MED's layout; its revision is a checksum of the three files' content."""
-    parsed = [read_jsonl(folder / name) for name in FILES]
-    digests = [digest for _, digest in parsed]
-    revision = _revision(digests)
-    data = build_task_data(*(rows for rows, _ in parsed), revision=revision,
-                           corpus_checksum=digests[0], source=str(folder))
+def load_local(folder: Path, *, cache_dir: Path | None = None) -> TaskData:
+    """Load a folder in R2MED's layout; its revision is a checksum of the three files' content.
+
+    With ``cache_dir``, a corpus validated before (its ids are cached under its content hash) is
+    not parsed: its texts load on first access. Without, everything is parsed now.
+    """
+    corpus_file, ids = folder / FILES[0], None
+    if cache_dir is not None:
+        checksum = file_sha256(corpus_file)
+        ids = _cached_ids(cache_dir, checksum)
+    if ids is None:
+        corpus_rows, checksum = read_jsonl(corpus_file)
+    (query_rows, query_digest), (qrels_rows, qrels_digest) = (read_jsonl(folder / name) for name in FILES[1:])
+    if ids is None:  # the corpus is checked first, as build_task_data checks it
+        corpus = Corpus(*_corpus_columns(corpus_rows, str(folder)), checksum)
+        if cache_dir is not None:
+            _cache_ids(cache_dir, corpus)
+    else:
+        corpus = Corpus.in_file(ids, corpus_file, checksum)
+    data = _task_data(corpus, query_rows, qrels_rows, revision=_revision([checksum, query_digest, qrels_digest]),
+                      source=str(folder))
     data.folder = folder
     return data
+
+
+IDS_FORMAT = 1  # bump with the ids file's layout or the corpus checks: a cached id list skips those checks
+
+
+def _ids_file(cache_dir: Path, checksum: str) -> Path:
+    return cache_dir / "corpus" / f"{checksum}-{IDS_FORMAT}.ids"
+
+
+def _cache_ids(cache_dir: Path, corpus: Corpus) -> None:
+    """Keep a validated corpus's ids for the next load of the same content: a line of JSON
+    (``count``, ``sha256`` of the rest, so a truncated or damaged file is noticed and rewritten),
+    then an id a line (ids hold no whitespace). A cache that cannot be written costs the next run a
+    parse, nothing else."""
+    body = "".join(f"{doc_id}\n" for doc_id in corpus.ids).encode("utf-8", "surrogatepass")
+    header = json.dumps({"count": len(corpus.ids), "sha256": hashlib.sha256(body).hexdigest()}).encode()
+    try:
+        atomic.write_bytes(_ids_file(cache_dir, corpus.checksum), header + b"\n" + body)
+    except OSError:
+        pass
+
+
+def _cached_ids(cache_dir: Path, checksum: str) -> list[str] | None:
+    """The ids ``_cache_ids`` kept for the corpus content ``checksum``; None when there are none, or
+    the file is not whole."""
+    try:
+        header, _, body = _ids_file(cache_dir, checksum).read_bytes().partition(b"\n")
+        ids = body.decode("utf-8", "surrogatepass").split("\n")[:-1]
+        if json.loads(header) == {"count": len(ids), "sha256": hashlib.sha256(body).hexdigest()}:
+            return ids
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _texts_in(path: Path, checksum: str) -> list[str]:
+    """The texts of the corpus file ``path``, loaded earlier as the content ``checksum``, once the
+    file is seen to hold that content still."""
+    try:
+        rows, digest = read_jsonl(path)
+    except UserError:
+        digest = None
+    if digest != checksum:
+        raise UserError(f"{path}: changed during the run (it no longer holds the corpus loaded at the start); "
+                        "rerun once the file is complete")
+    return _column(rows, "text", str)
 
 
 def load_hub(path: str, revision: str) -> TaskData:

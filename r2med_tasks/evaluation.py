@@ -1,14 +1,19 @@
-"""Scores of a run against judgments, computed by mteb's retrieval metrics (pytrec_eval inside).
+"""Scores of a run against judgments: the same computation as mteb's retrieval evaluator.
 
-The score dict is exactly what ``mteb.evaluate`` stores for a retrieval task, so a TaskResult
-written here is indistinguishable from one mteb writes. Per-query values come from the same
-pytrec_eval call.
+The score dict is exactly what ``mteb.evaluate`` stores for a retrieval task (same keys in the same
+order, same values bit for bit: pytrec_eval's measures, mteb's averaging, MRR and nAUC), so the
+TaskResults r2med writes are indistinguishable from mteb's. It is computed here, with pytrec_eval
+and numpy only, because importing mteb (sklearn, pandas, datasets) and running its evaluator cost
+seconds per run; ``tests/test_mteb_adapter.py`` proves it equal to mteb's own
+``calculate_retrieval_scores`` + ``make_score_dict`` on many constructed runs, so a new mteb that
+computes otherwise fails there. Per-query values come from the same pytrec_eval call.
 """
 
 from __future__ import annotations
 
 import math
 from decimal import ROUND_HALF_UP, Decimal
+from operator import itemgetter
 
 from .errors import PluginError
 from .runs import Run
@@ -40,13 +45,165 @@ def check_run(run: Run, qrels: dict, doc_ids: set[str], *, component: str) -> No
 
 def score(run: Run, qrels: dict[str, dict[str, int]]) -> tuple[dict, dict]:
     """mteb's score dict for a retrieval split, and per-query metrics."""
-    from .mteb_adapter import retrieval_scores
+    import pytrec_eval
 
-    run = {qid: {d: float(s) for d, s in docs.items()} for qid, docs in run.items()}
-    scores, all_scores = retrieval_scores(run, qrels, K_VALUES)
+    run = {qid: dict(zip(docs, map(float, docs.values()))) for qid, docs in run.items()}
+    measures = {f"{name}.{','.join(map(str, K_VALUES))}" for name, _ in _MEASURES}
+    all_scores = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+    scores = _score_dict(run, qrels, all_scores)
     scores["main_score"] = scores[MAIN_SCORE]
     per_query = {qid: {name: m[key] for name, key in PER_QUERY.items()} for qid, m in all_scores.items()}
     return scores, per_query
+
+
+# pytrec_eval's measure and mteb's key for it, in the order mteb's score dict holds them
+_MEASURES = (("ndcg_cut", "ndcg"), ("map_cut", "map"), ("recall", "recall"), ("P", "precision"),
+             ("success", "hit_rate"))
+_CONFIDENCES = ("max", "std", "diff1")  # mteb's per-query confidence functions, in its order
+
+
+def _score_dict(run: dict[str, dict[str, float]], qrels: dict, all_scores: dict[str, dict[str, float]]) -> dict:
+    """mteb's ``make_score_dict`` of ``calculate_retrieval_scores(run, qrels, K_VALUES)``: the means
+    of pytrec_eval's per-query measures rounded to 5 decimals, mean MRR (unrounded), then nAUCs."""
+    import numpy as np
+
+    per_query = {name: {f"{name}_at_{k}": list(map(itemgetter(f"{measure}_{k}"), all_scores.values()))
+                        for k in K_VALUES} for measure, name in _MEASURES}
+    means = {name: {key: round(sum(values) / len(all_scores), 5) for key, values in metrics.items()}
+             for name, metrics in per_query.items()}
+    rows, lengths = _score_rows(run)
+    rr = _reciprocal_ranks(run, qrels, rows)
+    abstention = _Abstention(_confidences(lengths, len(rows)))
+    abstained = {**per_query["ndcg"], **per_query["map"], **per_query["recall"], **per_query["precision"], **rr}
+    naucs = {f"nauc_{key}_{fct}": abstention.nauc(fct, np.array(values))
+             for key, values in abstained.items() for fct in _CONFIDENCES}
+    return {**means["ndcg"], **means["map"], **means["recall"], "accuracy": means["recall"]["recall_at_1"],
+            **means["precision"], **{key: sum(values) / len(values) for key, values in rr.items()}, **naucs,
+            **means["hit_rate"]}
+
+
+def _score_rows(run: dict[str, dict[str, float]]) -> tuple[list, dict[int, tuple[list[int], object]]]:
+    """Each query's scores as a numpy row, in run order, and by number of scores: the positions of
+    the queries with that many and their rows as one 2-D array."""
+    import numpy as np
+
+    positions: dict[int, list[int]] = {}
+    for i, docs in enumerate(run.values()):
+        positions.setdefault(len(docs), []).append(i)
+    queries = list(run.values())
+    lengths = {n: (where, np.array([list(queries[i].values()) for i in where], dtype=np.float64))
+               for n, where in positions.items()}
+    rows: list = [None] * len(queries)
+    for where, array in lengths.values():
+        for i, row in zip(where, array):
+            rows[i] = row
+    return rows, lengths
+
+
+def _reciprocal_ranks(run: dict[str, dict[str, float]], qrels: dict, rows: list) -> dict[str, list[float]]:
+    """mteb's ``mrr``: per query (in run order), 1 / rank of the first document judged relevant
+    (grade > 0) within the top k, ranking by score, then document id, both descending.
+
+    The first relevant document is the relevant one with the largest (score, id); its rank is the
+    number of documents scored higher, plus those scored the same with a greater id: counted, not
+    sorted for."""
+    import numpy as np
+
+    out: dict[str, list[float]] = {f"mrr_at_{k}": [] for k in K_VALUES}
+    for row, (qid, docs) in zip(rows, run.items()):
+        relevant = [(docs[d], d) for d, grade in qrels[qid].items() if grade > 0 and d in docs]
+        rank = None
+        if relevant:
+            best_score, best_id = max(relevant)
+            rank = int(np.count_nonzero(row > best_score))
+            if np.count_nonzero(row == best_score) > 1:
+                rank += sum(1 for d, s in docs.items() if s == best_score and d > best_id)
+        for k in K_VALUES:
+            out[f"mrr_at_{k}"].append(1.0 / (rank + 1) if rank is not None and rank < k else 0.0)
+    return out
+
+
+class _Abstention:
+    """mteb's ``evaluate_abstention`` for one run: the nAUC of a per-query metric (arXiv 2402.12997)
+    when queries are abstained on by a confidence function of their scores. What depends only on
+    the confidences (their order and tied groups), or only on the metric (the oracle curve), is
+    computed once."""
+
+    def __init__(self, confidences: dict[str, list[float]]) -> None:
+        import numpy as np
+
+        self.rates = np.linspace(0, 1, 11)[:-1]  # mteb's abstention rates 0.0, 0.1, ..., 0.9
+        self.groups = {fct: _tie_groups(np.array(values)) for fct, values in confidences.items()}
+        self.oracle: dict[bytes, tuple[float, float]] = {}
+        self.naucs: dict[tuple[str, bytes], float] = {}
+
+    def nauc(self, fct: str, metric) -> float:
+        """mteb's ``nauc(confidences, metric)``: ``np.nan`` when the oracle curve is flat."""
+        import numpy as np
+
+        key = metric.tobytes()
+        if key not in self.oracle:  # the oracle abstains on the queries with the lowest metric
+            curve = self._curve(_tie_groups(metric), metric)
+            self.oracle[key] = (_auc(self.rates, curve), curve[0] * (self.rates[-1] - self.rates[0]))
+        if (fct, key) not in self.naucs:
+            or_auc, flat_auc = self.oracle[key]
+            abst_auc = _auc(self.rates, self._curve(self.groups[fct], metric))
+            self.naucs[fct, key] = np.nan if or_auc == flat_auc else (abst_auc - flat_auc) / (or_auc - flat_auc)
+        return self.naucs[fct, key]
+
+    def _curve(self, groups: tuple, metric):
+        """mteb's ``abstention_curve``: the mean metric of the queries kept at each abstention rate,
+        each tied group of confidences counting as its mean."""
+        import numpy as np
+
+        order, starts, sizes = groups
+        n = len(order)
+        kept = np.repeat(np.add.reduceat(metric[order], starts) / sizes, sizes)
+        curve = np.zeros(len(self.rates))
+        for i, rate in enumerate(self.rates):
+            curve[i] = kept[min(round(rate * n), n - 1):].mean()
+        return curve
+
+
+def _confidences(lengths: dict[int, tuple[list[int], object]], n_queries: int) -> dict[str, list[float]]:
+    """mteb's ``confidence_scores`` of each query's scores, in run order: the top score (``max``),
+    their standard deviation (``std``), the gap between the top two (``diff1``); 0.0 for no scores.
+
+    Computed over the rows of queries with as many scores at once: numpy reduces each row of an
+    array as it reduces that row alone, so the values are the same (tests/test_mteb_adapter.py).
+    A top score or gap may differ from mteb's only in the sign of a zero, which orders and groups
+    queries the same (scores are never NaN: :func:`check_run`)."""
+    import numpy as np
+
+    out = {fct: [0.0] * n_queries for fct in _CONFIDENCES}
+    for n, (where, array) in lengths.items():
+        if not n:
+            continue
+        top = array.max(axis=1)
+        second = np.partition(array, n - 2, axis=1)[:, n - 2] if n > 1 else top
+        values = {"max": top, "std": np.std(array, axis=1), "diff1": top - second}
+        for fct, column in values.items():
+            for i, value in zip(where, column.tolist()):
+                out[fct][i] = value
+    return out
+
+
+def _tie_groups(values) -> tuple:
+    """The stable ascending order of ``values`` (as mteb sorts them), and where its runs of equal
+    values start and how long they are."""
+    import numpy as np
+
+    order = np.argsort(values, kind=None if np.lib.NumpyVersion(np.__version__) < "2.0.0" else "stable")
+    ordered = values[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    return order, starts, np.diff(np.r_[starts, len(ordered)])
+
+
+def _auc(x, y) -> float:
+    """sklearn's ``auc`` for increasing ``x``: scipy's trapezoid rule, as a float."""
+    import numpy as np
+
+    return float(np.sum((x[1:] - x[:-1]) * (y[1:] + y[:-1]) / 2.0, dtype=np.float64))
 
 
 def leaderboard_value(score_value: float) -> float:

@@ -64,8 +64,9 @@ def digest(value: Any, length: int = 12) -> str:
 
 
 def code_versions(packages: dict[str, str | None]) -> dict[str, str]:
-    """The versions of the code that computes and scores a run: r2med, mteb's metrics, pytrec_eval,
-    and the plugin packages (``packages``: name -> version)."""
+    """The versions of the code that computes and scores a run: r2med, mteb (whose score dict and
+    TaskResult format the scorer reproduces), pytrec_eval, and the plugin packages (``packages``:
+    name -> version)."""
     versions = {}
     for name in ("r2med", "mteb", "pytrec-eval-terrier"):
         try:
@@ -225,24 +226,23 @@ class ResultFolder:
             raise ValueError("empty run or per-query file")
         return main, n
 
-    def write(self, task_metadata, identity: dict[str, Any], scores: dict, ranked: Run, per_query: dict, *,
-              evaluation_time: float, phases: list[dict[str, Any]]) -> None:
-        """Write a task's files; the TaskResult, which marks the task finished, goes last."""
-        from .mteb_adapter import model_meta_dict, task_result, write_task_result
+    def write(self, task_name: str, dataset_revision: str, identity: dict[str, Any], scores: dict, ranked: Run,
+              per_query: dict, *, evaluation_time: float, phases: list[dict[str, Any]]) -> None:
+        """Write a task's files; the TaskResult, which marks the task finished, goes last (the bytes
+        mteb writes, without importing mteb: the warm path of a run never does)."""
+        from .mteb_adapter import task_result_text
 
-        name = task_metadata.name
-        self.task_json(name).unlink(missing_ok=True)  # a kill from here on leaves the task unfinished
+        self.task_json(task_name).unlink(missing_ok=True)  # a kill from here on leaves the task unfinished
         meta_file = self.path / "model_meta.json"
         if not meta_file.exists():
-            atomic.write_text(meta_file, json.dumps(model_meta_dict(self.model_meta()), default=str, indent=4))
-        write_trec(self.trec(name), ranked, slug(self.display_name) or "r2med")
-        atomic.write_lines(self.per_query(name), [
+            atomic.write_text(meta_file, self.model_meta_text())
+        write_trec(self.trec(task_name), ranked, slug(self.display_name) or "r2med")
+        atomic.write_lines(self.per_query(task_name), [
             "\t".join(["query_id", *PER_QUERY]),
             *("\t".join([qid, *(repr(m[k]) for k in PER_QUERY)]) for qid, m in sorted(per_query.items()))])
-        atomic.write_json(self.identity_file(name), identity)
-        result = task_result(task_metadata, scores, evaluation_time, phases)
-        with atomic.replacing_path(self.task_json(name)) as tmp:
-            write_task_result(result, tmp)  # mteb's own serialisation, then an atomic rename
+        atomic.write_json(self.identity_file(task_name), identity)
+        atomic.write_text(self.task_json(task_name),
+                          task_result_text(task_name, dataset_revision, scores, evaluation_time, phases))
 
     def model_meta(self):
         """The mteb ModelMeta naming these results (mteb's own entry when it has one), with the
@@ -250,9 +250,18 @@ class ResultFolder:
         told us."""
         from .mteb_adapter import model_meta
 
+        return model_meta(*self._model_meta_args(), registered=not self.spec.composite)
+
+    def model_meta_text(self) -> str:
+        """``model_meta.json``: :meth:`model_meta` as mteb writes it (without importing mteb when
+        it need not)."""
+        from .mteb_adapter import model_meta_text
+
+        return model_meta_text(*self._model_meta_args(), registered=not self.spec.composite)
+
+    def _model_meta_args(self) -> tuple[dict[str, Any], dict[str, Any]]:
         info = {**self.spec.model, "name": self.name, "revision": self.revision}
-        return model_meta(info, {"experiment_kwargs": canonical(self.spec.variant) or None},
-                          registered=not self.spec.composite)
+        return info, {"experiment_kwargs": canonical(self.spec.variant) or None}
 
     def read_run(self, task_name: str) -> Run:
         """The saved top-k run of a finished task, in rank order."""

@@ -22,7 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from .combine import default_query
 from .components import KEEP_TAIL, CombinesGenerated, RerankDepth
 from .context import Context
-from .data import Query, TaskData
+from .data import Query, TaskData, hash_ahead
 from .errors import PluginError, UserError
 from .evaluation import check_run, score
 from .llm import retry_status
@@ -187,6 +187,7 @@ class _Run:
                 as progress, retries_shown(progress):
             bar = progress.add_task("", total=len(self.tasks))
             context = context.with_(progress=SubProgress(progress), tasks=tuple(self.tasks))
+            hash_ahead(self.local_folders())
             for task in self.tasks:
                 data_id = task.data_identity(self.data_dir, only_task=self.only_task)
                 status = folder.status(task.name, folder.spec.task_identity(task.name, data_id))
@@ -205,6 +206,19 @@ class _Run:
                 progress.advance(bar)
         return outcomes
 
+    def local_folders(self) -> list[Path]:
+        """The local data folders of the run's tasks that exist (a missing one is reported when its
+        task comes, after the tasks before it are done)."""
+        folders = []
+        for task in self.tasks:
+            try:
+                folder = task.local_folder(self.data_dir, only_task=self.only_task)
+            except UserError:
+                continue
+            if folder is not None:
+                folders.append(folder)
+        return folders
+
     @property
     def only_task(self) -> bool:
         return len(self.tasks) == 1
@@ -218,7 +232,7 @@ class _Run:
         phase = Phases()
         step("loading data")
         with phase("Data loading"):
-            data: TaskData = task.load(self.data_dir, only_task=self.only_task)
+            data: TaskData = task.load(self.data_dir, only_task=self.only_task, cache_dir=context.cache_dir)
         data_id = task.data_identity(self.data_dir, only_task=self.only_task, revision=data.revision)
         current = _Current(task, data, data_id)
         context = self.task_context(context, current, phase, step)
@@ -261,7 +275,7 @@ class _Run:
 
         def tuning_judgments(task: TaskSpec, query_ids) -> dict[str, dict[str, int]]:
             qrels = current.data.qrels if task.name == current.task.name else \
-                task.load(self.data_dir, only_task=self.only_task).qrels
+                task.load(self.data_dir, only_task=self.only_task, cache_dir=context.cache_dir).qrels
             return {q: dict(qrels[q]) for q in query_ids if q in qrels}
 
         def hold_out(query_ids, **scores) -> int:
@@ -287,7 +301,8 @@ class _Run:
             if (key in self.fresh or not self.overwrite) and _reusable(folder, task, data_id):
                 return folder.read_run(task.name)
             started = time.time()
-            data = current.data if here else task.load(self.data_dir, only_task=self.only_task)
+            data = current.data if here else task.load(self.data_dir, only_task=self.only_task,
+                                                       cache_dir=context.cache_dir)
             if not here:
                 data_id = task.data_identity(self.data_dir, only_task=self.only_task, revision=data.revision)
                 context = context.with_(corpus=data.corpus, data_folder=data.folder)
@@ -322,8 +337,8 @@ def _save(folder: ResultFolder, task: TaskSpec, data: TaskData, data_id: dict, r
     result for the task; returns the main score and the number of scored queries."""
     scores, per_query = score(ranked, data.qrels)
     scores.update(extra_scores or {})
-    folder.write(task.mteb_metadata(data.revision), folder.spec.task_identity(task.name, data_id), scores, ranked,
-                 per_query, evaluation_time=time.time() - started, phases=list(phase.items))
+    folder.write(task.name, data.revision, folder.spec.task_identity(task.name, data_id), scores, ranked, per_query,
+                 evaluation_time=time.time() - started, phases=list(phase.items))
     return scores["main_score"], len(per_query)
 
 

@@ -12,6 +12,7 @@ line), for the runner, the results folders, fusion, ``r2med fuse`` and the ``run
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 from . import atomic
@@ -73,15 +74,25 @@ def read_trec(path: str | Path) -> Run:
     return run
 
 
+def unwritable(ids: list[str]) -> int | None:
+    """Position of the first id a TREC file cannot hold (empty, or holding whitespace, which
+    separates its columns), or ``None``; one C-level scan for the usual all-good list."""
+    if all(ids) and not _WHITESPACE.search("".join(ids)):
+        return None
+    return next(i for i, x in enumerate(ids) if not x or _WHITESPACE.search(x))
+
+
 def write_trec(path: str | Path, run: Run, tag: str) -> None:
     """Write ``run`` atomically as a TREC run: ranks from 1 in each query's order, scores as
     ``repr(float)`` (full precision, so reading the file back gives the same floats)."""
-    def check(kind: str, value: str) -> str:
-        if not value or any(c.isspace() for c in value):
-            raise ValueError(f"{kind} {value!r} is empty or contains whitespace; it cannot go in a TREC file")
-        return value
-
-    check("tag", tag)
-    lines = [f"{check('query id', qid)} Q0 {check('document id', doc_id)} {position} {float(score)!r} {tag}"
+    for kind, values in (("tag", [tag]), ("query id", list(run)),
+                         *(("document id", list(docs)) for docs in run.values())):
+        bad = unwritable(values)
+        if bad is not None:
+            raise ValueError(f"{kind} {values[bad]!r} is empty or contains whitespace; it cannot go in a TREC file")
+    lines = [f"{qid} Q0 {doc_id} {position} {float(score)!r} {tag}"
              for qid, docs in run.items() for position, (doc_id, score) in enumerate(docs.items(), 1)]
     atomic.write_lines(Path(path), lines)
+
+
+_WHITESPACE = re.compile(r"\s")

@@ -74,11 +74,20 @@ class TaskSpec:
             f"{data_dir / self.short_name / FILES[0]} (and {FILES[1]}, {FILES[2]} beside it)"
         )
 
-    def load(self, data_dir: Path | None = None, *, only_task: bool = False) -> TaskData:
+    def local_folder(self, data_dir: Path | None = None, *, only_task: bool = False) -> Path | None:
+        """The local folder this task's data is read from (``None``: the hub)."""
         if data_dir is not None:
-            return load_local(self.find_folder(data_dir, only_task=only_task))
+            return self.find_folder(data_dir, only_task=only_task)
+        return self.local_path
+
+    def load(self, data_dir: Path | None = None, *, only_task: bool = False,
+             cache_dir: Path | None = None) -> TaskData:
+        """This task's data. ``cache_dir``: the run's cache folder, where a local corpus's validated
+        ids are kept so that a later load parses its texts only when a component reads them."""
+        if data_dir is not None:
+            return load_local(self.find_folder(data_dir, only_task=only_task), cache_dir=cache_dir)
         if self.local_path is not None:
-            return load_local(self.local_path)
+            return load_local(self.local_path, cache_dir=cache_dir)
         if self.hub_path and self.revision:
             return load_hub(self.hub_path, self.revision)
         raise UserError(f"task {self.name} has no data source; pass --data-dir DIR")
@@ -88,8 +97,8 @@ class TaskSpec:
         """Which data a run of this task reads, without loading it: the hub path at its revision,
         or the checksum of local files (``revision``: already known from loading). ``official``:
         R2MED's own data at mteb's pinned revision, the only data published numbers speak of."""
-        if data_dir is not None or self.local_path is not None:
-            folder = self.find_folder(data_dir, only_task=only_task) if data_dir is not None else self.local_path
+        folder = self.local_folder(data_dir, only_task=only_task)
+        if folder is not None:
             return {"source": "local" if data_dir is not None else "package",
                     "revision": revision or local_revision(folder), "official": False}
         if self.hub_path and self.revision:
@@ -122,11 +131,11 @@ class TaskSpec:
             bibtex_citation="",
         ))
 
-    def to_mteb_task(self, data_dir: Path | None = None):
+    def to_mteb_task(self, data_dir: Path | None = None, *, cache_dir: Path | None = None):
         """An ``AbsTaskRetrieval`` instance that loads through this harness, for ``mteb.evaluate``."""
         from .mteb_adapter import retrieval_task
 
-        data = self.load(data_dir, only_task=True)
+        data = self.load(data_dir, only_task=True, cache_dir=cache_dir)
         return retrieval_task(self.name, self.mteb_metadata(data.revision), lambda: (
             dict(zip(data.corpus.ids, data.corpus.texts)), {q.id: q.text for q in data.queries}, data.qrels))
 

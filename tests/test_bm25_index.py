@@ -184,8 +184,10 @@ def test_bm25_query_weighting_saturates_repeated_terms(index) -> None:
 
 def test_save_load_round_trip(index, query_tokens, tmp_path) -> None:
     path = index.save(tmp_path / "cache")
-    assert [p.name for p in (tmp_path / "cache").iterdir()] == [path.name]  # no temp file left
+    saved = sorted(p.name for p in (tmp_path / "cache").iterdir())
+    assert len(saved) == 2 and saved[0] == path.name and saved[1].startswith("postings-")  # no temp left
     loaded = BM25Index.load(tmp_path / "cache")
+    assert not loaded.term_docs.data.flags.writeable  # memory-mapped read-only, not read in
     assert loaded.terms == index.terms
     assert (loaded.k1, loaded.b, loaded.avgdl, loaded.num_docs) == (
         index.k1,
@@ -197,8 +199,9 @@ def test_save_load_round_trip(index, query_tokens, tmp_path) -> None:
         assert loaded.search(query_tokens, query_weighting=weighting) == index.search(
             query_tokens, query_weighting=weighting
         )
-    index.save(tmp_path / "cache")  # overwriting an existing index is fine
+    index.save(tmp_path / "cache")  # overwriting an existing index is fine, and drops the old postings
     assert BM25Index.load(tmp_path / "cache").terms == index.terms
+    assert len(list((tmp_path / "cache").iterdir())) == 2
 
 
 def test_parameters_reach_the_weights(corpus_tokens, query_tokens) -> None:

@@ -54,7 +54,7 @@ def test_index_cache_is_reused(run_cli, tmp_path, monkeypatch):
     args = ["run", "--plugin", "bm25", "--tasks", "sample", "--output", tmp_path / "out",
             "--cache-dir", tmp_path / "cache", "--json"]
     first = json.loads(run_cli(*args)[1])
-    assert len(list((tmp_path / "cache" / "bm25").iterdir())) == 1
+    assert len(list((tmp_path / "cache" / "bm25").glob("*/bm25_index.npz"))) == 1
 
     def no_build(*a, **k):
         raise AssertionError("the cached index should have been loaded")
@@ -67,10 +67,36 @@ def test_index_cache_is_reused(run_cli, tmp_path, monkeypatch):
     assert folder.name.startswith("lucene-") and folder.parent.name == "r2med__bm25"
 
 
+def test_analysed_queries_are_stored_and_reused_only_for_the_same_texts(evaluate, tmp_path, monkeypatch):
+    """A rerun on the same queries (here with another k1) reads their analysed terms instead of
+    analysing them again, and ranks exactly as with fresh analysis; other query texts, or a damaged
+    stored file, are analysed anew; with -o cache=false nothing is stored."""
+    from r2med_plugins.bm25 import retriever as retriever_module
+
+    stored = tmp_path / "cache" / "bm25" / "queries"
+    first = evaluate("bm25")
+    assert len(list(stored.iterdir())) == 1
+    analysed = []
+    monkeypatch.setattr(retriever_module, "analyze", lambda text: analysed.append(text) or [])
+    again = evaluate("bm25", output="again")
+    assert analysed == [] and again["R2MEDSampleRetrieval"].ndcg_at_10 == first["R2MEDSampleRetrieval"].ndcg_at_10
+    assert read_trec(again.path / "R2MEDSampleRetrieval.trec") == read_trec(first.path / "R2MEDSampleRetrieval.trec")
+    evaluate("bm25", top_k=5, output="k5")  # the same texts: still read
+    assert analysed == []
+
+    (path,) = stored.iterdir()
+    path.write_text('[["half"')
+    evaluate("bm25", output="damaged")
+    assert len(analysed) == 10 and json.loads(path.read_text()) == [[]] * 10  # re-analysed, stored again
+    analysed.clear()
+    evaluate("bm25", output="off", cache=False)
+    assert len(analysed) == 10 and len(list(stored.iterdir())) == 1
+
+
 def test_cache_off_and_corrupt_cache(run_cli, tmp_path):
     args = ["run", "--plugin", "bm25", "--tasks", "sample", "--cache-dir", tmp_path / "cache", "--json"]
     code, out, _ = run_cli(*args, "--output", tmp_path / "a", "-o", "cache=false")
-    assert code == 0 and not (tmp_path / "cache").exists()
+    assert code == 0 and not (tmp_path / "cache" / "bm25").exists()  # no index kept
     run_cli(*args, "--output", tmp_path / "b")
     for f in (tmp_path / "cache").rglob("*.npz"):
         f.write_bytes(b"not an index")

@@ -63,8 +63,8 @@ def test_a_run_caches_under_xdg_cache_home_and_writes_files_as_open_would(run_cl
 def test_atomic_writes_and_journals_take_the_umask(tmp_path, umask, mask, expected):
     umask(mask)
     atomic.write_text(tmp_path / "a.json", "{}")
-    with atomic.replacing_path(tmp_path / "b.json") as tmp:
-        tmp.write_text("{}")  # as mteb's to_disk writes it
+    with atomic.replacing(tmp_path / "b.json") as handle:
+        handle.write(b"{}")
     Journal(tmp_path / "j.jsonl", "a journal").append([{"k": 1}])
     assert [mode(tmp_path / name) for name in ("a.json", "b.json", "j.jsonl")] == [expected] * 3
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.json", "j.jsonl"]  # no temp file left

@@ -1,5 +1,5 @@
-"""Corpus encoding: the progress bar counts documents as they are encoded (issue #15), and Ray
-actors fill the embedding cache with exactly the embeddings one process computes."""
+"""Corpus encoding: the progress bar counts documents as they are encoded (issue #15). (Encoding
+on Ray actors is tested in test_ray.py, with these helpers.)"""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from conftest import SAMPLE
 from r2med_tasks import Corpus, TaskSpec
@@ -78,19 +77,3 @@ def test_progress_counts_documents_as_they_are_encoded(small_model_path, tmp_pat
     retriever(small_model_path, chunk_size=20).index(docs, task=TASK, context=Context(tmp_path, progress=bars))
     assert [(d, t, sum(s)) for d, t, s in bars.bars] == [("encoding 8 of 48 documents", 8, 8)]
     assert chunk_bytes(r, docs, tmp_path) == stored
-
-
-@pytest.mark.xdist_group("ray")
-def test_ray_actors_store_the_single_process_embeddings(ray_instance, small_model_path, tmp_path):
-    """Two actors encode a 48-document corpus in chunks of 10 (the last one partial), one of them
-    dying on its first chunk (restarted, the chunk sent again); every chunk file equals, byte for
-    byte, the one a single process writes, and the bar reaches 48."""
-    docs = corpus()
-    single = retriever(small_model_path, chunk_size=10)
-    single.index(docs, task=TASK, context=Context(tmp_path / "single"))
-    bars = Bars()
-    spread = retriever(small_model_path, tmp_path / "died", chunk_size=10, ray_actors=2)
-    spread.index(docs, task=TASK, context=Context(tmp_path / "ray", progress=bars))
-    assert chunk_bytes(spread, docs, tmp_path / "ray") == chunk_bytes(single, docs, tmp_path / "single")
-    assert [(t, sum(s)) for _, t, s in bars.bars] == [(48, 48)]
-    assert (tmp_path / "died").exists()  # an actor did die

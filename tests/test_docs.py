@@ -66,18 +66,24 @@ def test_the_pages_document_runs():
     assert len(RUNS) >= 30
 
 
-@pytest.fixture
-def hub_cache_with_minilm(tmp_path, model_path, monkeypatch):
-    """A Hugging Face cache holding all-MiniLM-L6-v2, as a machine that has downloaded it once."""
-    import huggingface_hub.constants
-
+@pytest.fixture(scope="module")
+def hub_cache(tmp_path_factory, model_path) -> Path:
+    """A Hugging Face cache holding all-MiniLM-L6-v2, as a machine that has downloaded it once
+    (made once: dry runs only read it)."""
     commit = "c9745ed1d9f207416be6d2e6f8de32d1f16199bf"
-    repo = tmp_path / "hf" / "models--sentence-transformers--all-MiniLM-L6-v2"
+    cache = tmp_path_factory.mktemp("hf")
+    repo = cache / "models--sentence-transformers--all-MiniLM-L6-v2"
     shutil.copytree(model_path, repo / "snapshots" / commit)
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text(commit)
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
-    return commit
+    return cache
+
+
+@pytest.fixture
+def hub_cache_with_minilm(hub_cache, monkeypatch):
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(hub_cache))
 
 
 @pytest.mark.parametrize("page,command", RUNS, ids=[f"{p}:{c}" for p, c in RUNS])

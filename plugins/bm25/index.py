@@ -14,9 +14,9 @@ goes through the same model ("BM25Q"): query counts saturate against the query's
 idf counts twice. This module rebuilds that without gensim, bit for bit: term ids are assigned the
 way ``Dictionary`` assigns them (first document first, alphabetical within a document), weights are
 computed in float64 with gensim's operation order and stored as float32 like
-``SparseMatrixSimilarity``, and scores come from scipy's float32 sparse product (``csr_matmat``)
-adding each document's products in the same order as gensim does, so scores are the same floats
-and ties fall exactly where they fall in gensim. Results are
+``SparseMatrixSimilarity``, and scores come from scipy's float32 sparse kernels adding each
+document's products in the same order as gensim does, so scores are the same floats and ties fall
+exactly where they fall in gensim. Results are
 ordered like the reference's stable ``sorted(..., reverse=True)``: score descending, ties by corpus
 position, zero-score documents included when fewer than ``top_k`` match.
 
@@ -30,12 +30,16 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import secrets
+import shutil
 import sys
 import warnings
 from array import array
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
+from itertools import islice
 from pathlib import Path
 from typing import Literal
 
@@ -49,8 +53,10 @@ __all__ = ["BM25Index", "QueryWeighting"]
 
 QueryWeighting = Literal["bm25", "plain"]
 
-_FORMAT = "r2med-bm25-index/1"
+_FORMAT = "r2med-bm25-index/2"
 _FILE_NAME = "bm25_index.npz"
+_POSTINGS_PREFIX = "postings-"
+_POSTINGS_ARRAYS = ("indptr", "indices", "data")
 _GENSIM_PRUNE_AT = 2_000_000
 _GENSIM_PRUNE_EVERY = 10_000
 _BLOCK_TOKENS = 1 << 20  # tokens per block of documents while building
@@ -87,8 +93,12 @@ class BM25Index:
         k1: float,
         b: float,
     ) -> None:
+        """``term_docs``: float32 weights, one row per term in *descending* term id order (row
+        ``r`` holds term ``num_terms - 1 - r``), documents ascending within a row. The postings of
+        a query's ascending term ids then lie at descending offsets, which lets ``scores`` add
+        them in gensim's order with one kernel call per query."""
         self.terms = terms
-        self.term_ids = {term: term_id for term_id, term in enumerate(terms)}
+        self.term_ids = dict(zip(terms, range(len(terms))))
         self.term_docs = term_docs
         self.idf = idf
         self.total_tokens = total_tokens
@@ -106,8 +116,8 @@ class BM25Index:
 
     @property
     def weights(self) -> sp.csc_matrix:
-        """float32 (num_docs x num_terms) document term weights (a view)."""
-        return self.term_docs.T
+        """float32 (num_docs x num_terms) document term weights (a copy), columns by term id."""
+        return self.term_docs[::-1].T
 
     @classmethod
     def build(
@@ -209,13 +219,14 @@ class BM25Index:
         # LuceneBM25Model.get_term_weights: idf * (tf / (tf + k1 * (1 - b + b * dl / avgdl))), the
         # same float64 operations in the same order (in place, so operands may swap sides).
         doc_norm = k1 * ((1 - b) + (b * lengths.astype(np.float64)) / avgdl)
-        # The result is term-major (terms x docs, docs ascending in each row): each block's entries
-        # go straight to their places, in document order within each term, as a transpose would.
+        # The result is term-major (terms x docs, the last term first, docs ascending in each row;
+        # see __init__): each block's entries go straight to their places, in document order
+        # within each term, as a transpose would.
         nnz = int(df.sum())
         nnz_dtype = np.int32 if nnz < 2**31 else np.int64
         term_indptr = np.zeros(num_terms + 1, dtype=nnz_dtype)
-        np.cumsum(df, out=term_indptr[1:])
-        cursor = term_indptr[:-1].astype(np.int64)
+        np.cumsum(df[::-1], out=term_indptr[1:])
+        cursor = term_indptr[-2::-1].astype(np.int64)  # where each term id's postings start
         del df
         doc_dtype = np.int32 if num_docs < 2**31 else np.int64
         term_docs_indices = np.empty(nnz, dtype=doc_dtype)
@@ -284,58 +295,91 @@ class BM25Index:
     ) -> np.ndarray:
         """float32 (len(queries) x num_docs) scores of every document, as gensim computes them."""
         # SparseMatrixSimilarity computes docs x terms @ terms x 1 with scipy's float32 csr_matmat,
-        # which sums each document's products in ascending term id. queries x terms @ terms x docs
-        # with ascending term ids in each query row adds the very same float32 products in the
-        # same order, but only visits the postings of the query terms.
-        return (self.query_matrix(queries, query_weighting) @ self.term_docs).toarray()
+        # which sums each document's products in ascending term id. Adding each query term's
+        # weight * postings into a float32 row, term by term in ascending id, adds the very same
+        # float32 products in the same order, but only visits the postings of the query terms.
+        # csc_matvec does that for the "columns" [Ap[c], Ap[c+1]) of Ap: with the postings stored
+        # last term first, a query's ranges interleaved as (start, end, start, end, ...) are its
+        # terms' postings with empty ranges (end >= next start) in between, weighted 0.
+        matrix = self.query_matrix(queries, query_weighting)
+        offsets = self.term_docs.indptr
+        if _csc_matvec is None or offsets.dtype != self.term_docs.indices.dtype:
+            return (matrix @ self.term_docs[::-1]).toarray()  # the public product, ascending terms
+        rows = np.flatnonzero(np.diff(matrix.indptr))
+        last_row = len(offsets) - 2
+        bounds = np.empty(2 * matrix.nnz, dtype=offsets.dtype)
+        bounds[0::2] = offsets[last_row - matrix.indices]
+        bounds[1::2] = offsets[last_row + 1 - matrix.indices]
+        weights = np.zeros(2 * matrix.nnz, dtype=np.float32)
+        weights[0::2] = matrix.data
+        scores = np.zeros((len(queries), self.num_docs), dtype=np.float32)
+        for row, start, end in zip(rows.tolist(), (2 * matrix.indptr[rows]).tolist(),
+                                   (2 * matrix.indptr[rows + 1]).tolist()):
+            _csc_matvec(self.num_docs, end - start - 1, bounds[start:end], self.term_docs.indices,
+                        self.term_docs.data, weights[start : end - 1], scores[row])
+        return scores
 
     def search(
         self,
-        queries: Sequence[Sequence[str]],
+        queries: Iterable[Sequence[str]],
         top_k: int = 100,
         query_weighting: QueryWeighting = "bm25",
-        batch_size: int = 128,
+        batch_size: int = 16,
     ) -> list[list[tuple[int, float]]]:
         """Top ``top_k`` (document index, score) per query, ordered like the reference.
 
-        Batches run on a thread per core: scipy's sparse product releases the GIL, and each
-        batch's result is independent of the others, so threading changes nothing but time.
+        Batches run on a thread per core as soon as they are read: scipy's sparse kernels release
+        the GIL, so a lazy ``queries`` (analysed as it is read, in Python) is analysed while the
+        batches before it are scored. Each batch's result is independent of the others, so
+        threading changes nothing but time.
         """
         if top_k < 1:
             raise ValueError("top_k must be positive")
 
-        def batch(start: int) -> list[list[tuple[int, float]]]:
-            scores = self.scores(queries[start : start + batch_size], query_weighting)
-            return [rank_top_k(row, top_k) for row in scores]
+        def batch(chunk: list[Sequence[str]]) -> list[list[tuple[int, float]]]:
+            return [rank_top_k(row, top_k) for row in self.scores(chunk, query_weighting)]
 
-        workers = os.cpu_count() or 1
-        batch_size = max(1, min(batch_size, math.ceil(len(queries) / workers)))
-        starts = range(0, len(queries), batch_size)
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            return [hit for hits in pool.map(batch, starts) for hit in hits]
+        queries = iter(queries)
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            pending = []
+            while chunk := list(islice(queries, batch_size)):
+                pending.append(pool.submit(batch, chunk))
+            return [hit for done in pending for hit in done.result()]
 
     def save(self, directory: str | os.PathLike[str]) -> Path:
-        """Write the index as one ``.npz`` (no pickle) in ``directory``, atomically."""
+        """Write the index in ``directory``: the large arrays as ``.npy`` files in a folder of their
+        own (memory-mapped by ``load``, so loading reads nothing until a search touches it), then
+        the ``.npz`` of the rest naming that folder, atomically: the index changes only when the
+        ``.npz`` is replaced, and a folder no ``.npz`` names is never read."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
+        postings = f"{_POSTINGS_PREFIX}{secrets.token_hex(6)}"
+        temp = directory / f".{postings}.tmp"
+        temp.mkdir()
+        try:
+            for name in _POSTINGS_ARRAYS:
+                with open(temp / f"{name}.npy", "wb") as handle:
+                    np.save(handle, getattr(self.term_docs, name), allow_pickle=False)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            temp.rename(directory / postings)
+        except BaseException:
+            shutil.rmtree(temp, ignore_errors=True)
+            raise
         meta = {
             "format": _FORMAT,
             "k1": self.k1,
             "b": self.b,
             "num_docs": self.num_docs,
             "total_tokens": self.total_tokens,
-        }
-        arrays = {
-            "meta": _json_bytes(meta),
-            "terms": _json_bytes(self.terms),
-            "idf": self.idf,
-            "indptr": self.term_docs.indptr,
-            "indices": self.term_docs.indices,
-            "data": self.term_docs.data,
+            "postings": postings,
         }
         target = directory / _FILE_NAME
         with replacing(target) as handle:
-            np.savez(handle, **arrays)
+            np.savez(handle, meta=_json_bytes(meta), terms=_json_bytes(self.terms), idf=self.idf)
+        for stale in directory.glob(f"{_POSTINGS_PREFIX}*"):
+            if stale.name != postings:
+                shutil.rmtree(stale, ignore_errors=True)
         return target
 
     @classmethod
@@ -343,23 +387,30 @@ class BM25Index:
         """Read an index written by ``save``; ``num_docs``: the number of documents it must hold.
 
         Anything but a complete, consistent index raises (``ValueError`` for a wrong format or
-        shape; a truncated or garbage file may raise whatever numpy's and zipfile's readers raise).
+        shape, ``FileNotFoundError`` for a postings folder a later save removed; a truncated or
+        garbage file may raise whatever numpy's and zipfile's readers raise).
         """
-        with np.load(Path(directory) / _FILE_NAME, allow_pickle=False) as stored:
+        directory = Path(directory)
+        with np.load(directory / _FILE_NAME, allow_pickle=False) as stored:
             meta = json.loads(stored["meta"].tobytes())
             if meta.get("format") != _FORMAT:
                 raise ValueError(f"unsupported BM25 index format {meta.get('format')!r}")
             if num_docs is not None and meta["num_docs"] != num_docs:
                 raise ValueError(f"index of {meta['num_docs']} documents for a corpus of {num_docs}")
             terms = json.loads(stored["terms"].tobytes())
-            term_docs = sp.csr_matrix(
-                (stored["data"], stored["indices"], stored["indptr"]),
-                shape=(len(terms), meta["num_docs"]),
-            )
-            term_docs.check_format(full_check=False)
             idf = stored["idf"]
-            if len(idf) != len(terms):
-                raise ValueError("index terms and idf differ in length")
+        if len(idf) != len(terms):
+            raise ValueError("index terms and idf differ in length")
+        if not re.fullmatch(f"{_POSTINGS_PREFIX}[0-9a-f]+", str(meta.get("postings"))):
+            raise ValueError(f"index names no postings folder of its own: {meta.get('postings')!r}")
+        postings = directory / meta["postings"]
+        indptr, indices, data = (np.load(postings / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+                                 for name in _POSTINGS_ARRAYS)
+        if data.dtype != np.float32 or idf.dtype != np.float64:
+            raise ValueError("index weights of the wrong type")
+        term_docs = sp.csr_matrix((data, indices, indptr), shape=(len(terms), meta["num_docs"]), copy=False)
+        # every offset and document id in range: the kernels trust them
+        term_docs.check_format(full_check=True)
         return cls(terms, term_docs, idf, meta["total_tokens"], meta["k1"], meta["b"])
 
 
@@ -380,6 +431,11 @@ def release_memory() -> None:
 
 
 _malloc_trim = None
+
+try:  # private: scores falls back to scipy's public product without it
+    from scipy.sparse._sparsetools import csc_matvec as _csc_matvec
+except ImportError:
+    _csc_matvec = None
 
 
 def _gensim_idf(df: np.ndarray, num_docs: int) -> np.ndarray:

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import gc
+import hashlib
+import json
+from collections.abc import Iterator
 
-from .analyzer import ANALYZER_VERSION, analyze_many
+from r2med_tasks.atomic import write_json
+
+from .analyzer import ANALYZER_VERSION, analyze, analyze_many
 from .encode import encode_corpus
 from .index import BM25Index, release_memory
 
@@ -36,7 +41,7 @@ class BM25Retriever:
             try:
                 self._index = BM25Index.load(folder, num_docs=len(corpus.ids))
                 return
-            except FileNotFoundError:  # an interrupted save left the folder only
+            except FileNotFoundError:  # an interrupted save, or postings a later save replaced
                 pass
             except Exception as e:  # unreadable (truncated, garbage, other format): rebuilt, never trusted
                 context.log(f"warning: {task.name}: BM25 index cache {folder} is unreadable "
@@ -55,9 +60,40 @@ class BM25Retriever:
     def search(self, queries, *, task, top_k: int, context) -> dict[str, dict[str, float]]:
         from r2med_tasks.combine import bm25_query
 
-        hits = self._index.search(analyze_many(bm25_query(q) for q in queries), top_k=top_k,
-                                  query_weighting=self.query_weighting)
-        return {q.id: {self._ids[i]: s for i, s in row} for q, row in zip(queries, hits)}
+        texts = [bm25_query(q) for q in queries]
+        terms = stored_terms(texts, context) if self.cache else map(analyze, texts)
+        hits = self._index.search(terms, top_k=top_k, query_weighting=self.query_weighting)  # lazy: analysis
+        return {q.id: {self._ids[i]: s for i, s in row} for q, row in zip(queries, hits)}  # overlaps scoring
+
+
+def stored_terms(texts: list[str], context) -> Iterator[list[str]]:
+    """Each query text's terms, kept in the cache keyed by the texts and the analyzer's version: a
+    rerun on the same queries (another k1, b, top-k or reranker) reads them instead of analysing
+    every query again in Python. Analysed lazily, one by one, and stored once all are; a stored
+    file that is unreadable or of another shape is analysed anew."""
+    key = hashlib.sha256("\0".join([ANALYZER_VERSION, *texts]).encode("utf-8", "surrogatepass")).hexdigest()
+    path = context.cache("bm25", "queries", f"{key[:32]}.json")
+    stored = _read_terms(path, len(texts))
+    if stored is not None:
+        yield from stored
+        return
+    terms = []
+    for text in texts:
+        terms.append(analyze(text))
+        yield terms[-1]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, terms, indent=None)
+
+
+def _read_terms(path, n: int) -> list[list[str]] | None:
+    try:
+        terms = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(terms, list) and len(terms) == n and all(
+            isinstance(t, list) and all(isinstance(w, str) for w in t) for t in terms):
+        return terms
+    return None
 
 
 class OkapiRetriever:

@@ -7,7 +7,8 @@ document whose id equals the query id.
 
 The corpus is encoded chunk by chunk into the embedding cache, in this process or, with
 ``ray_actors=N``, by N Ray actors (one per GPU) that each hold the model: chunks go to whichever
-actor is free and each is stored as soon as it arrives, so a lost node costs only its chunk. Both
+actor is free and each is stored as soon as it arrives, so a lost node costs only its chunk (sent
+at once to another actor, while Ray restarts the lost one). Both
 ways batch a chunk exactly alike, so they store the same embeddings.
 """
 
@@ -15,12 +16,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any, Protocol
 
 import numpy as np
 
 from r2med_tasks.encoders import length_sorted_batches
-from r2med_tasks.errors import UserError
+from r2med_tasks.errors import PluginError, UserError
 
 from .cache import EmbeddingCache
 from .search import cosine_top_k
@@ -139,7 +141,8 @@ def fill_on_ray(cache: EmbeddingCache, texts: list[str], model: Model, task, act
     """Encode the cache's missing chunks on ``actors`` Ray actors, each holding the model on a GPU of
     its own (on CPUs when the cluster has none), at most ``in_flight`` chunks queued per actor.
     Connects to the cluster of ``RAY_ADDRESS`` (or the one this process joined), else starts a
-    local one. An actor that dies is restarted and its chunk sent again."""
+    local one. An actor that dies has its chunks sent to the next actor free, and rejoins once Ray
+    has restarted it."""
     try:
         import ray
     except ImportError:
@@ -152,29 +155,50 @@ def fill_on_ray(cache: EmbeddingCache, texts: list[str], model: Model, task, act
     if not ray.is_initialized():
         ray.init()
     gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
-    remote = ray.remote(num_gpus=gpus, num_cpus=1, max_restarts=3, max_task_retries=3)(ChunkEncoder)
+    # A dying actor's chunks are sent to the others at once (no task retries: no chunk waits for a
+    # restart); Ray restarts the actor, which takes chunks again once it is ready.
+    remote = ray.remote(num_gpus=gpus, num_cpus=1, max_restarts=3, max_task_retries=0)(ChunkEncoder)
     expected = model.document_identity(task)
     pool = [remote.remote(_portable(model), task, expected) for _ in range(min(actors, len(todo)))]
-    waiting, running = list(todo), {}
+    waiting, running, idle, rejoining = list(todo), {}, [], {}
 
     def send(actor) -> None:
         if waiting:
             i = waiting.pop(0)
             running[actor.encode.remote(texts[slice(*cache.bounds(i))])] = (i, actor)
+        elif actor not in idle:
+            idle.append(actor)
 
     try:
         for actor in pool * in_flight:
             send(actor)
-        while running:
-            (ref,), _ = ray.wait(list(running), num_returns=1)
+        while running or (waiting and rejoining):
+            (ref,), _ = ray.wait([*running, *rejoining], num_returns=1)
+            if ref in rejoining:  # a restarted actor is ready
+                actor = rejoining.pop(ref)
+                with suppress(ray.exceptions.RayActorError):  # out of restarts: the others go on
+                    ray.get(ref)
+                    for _ in range(in_flight):
+                        send(actor)
+                continue
             i, actor = running.pop(ref)
             try:
                 cache.put(i, ray.get(ref))
             except ray.exceptions.RayTaskError as e:
                 cause = e.cause if isinstance(e.cause, UserError) else None
                 raise cause or e from None
+            except ray.exceptions.RayActorError:  # died (or unreachable) with the chunk
+                waiting.insert(0, i)  # to the first actor free; this one rejoins when restarted
+                if actor not in rejoining.values():
+                    rejoining[actor.__ray_ready__.remote()] = actor
+                while waiting and idle:
+                    send(idle.pop(0))
+                continue
             advance(len(range(*cache.bounds(i))))
             send(actor)
+        if waiting:
+            raise PluginError(f"-o ray_actors: every actor died more often than it may restart; "
+                              f"{len(waiting)} chunks were not encoded (rerun to resume)")
     finally:
         for actor in pool:
             ray.kill(actor)

@@ -1,0 +1,138 @@
+"""Everything that runs on Ray, in one module: conftest's scheduler sends the module to one
+pytest worker as a whole, which starts one local Ray (2 CPUs) for all of it, while the other worker
+runs the rest of the suite; the local sweep is here too, as it shares the one-by-one reference runs.
+
+- Ray actors fill the embedding cache with exactly the embeddings one process computes, one actor
+  dying on its first chunk (issue #17).
+- ``r2med sweep``: jobs give exactly the results of the same runs made one by one, in this process
+  and as Ray tasks, a worker lost mid-job; reruns compute nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import TESTS
+from test_distributed_encoding import TASK, Bars, chunk_bytes, corpus, retriever
+from test_sweep import TASKS, assert_same_results, result_files, sweep_json
+from r2med_tasks.context import Context
+
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    """One local Ray (two CPUs) for this module, its workers finding the test plugins; shut down
+    when the module ends, mid-suite, not at the end of the session."""
+    ray = pytest.importorskip("ray")
+    path = os.pathsep.join(p for p in (str(TESTS / "plugins_for_tests"), os.environ.get("PYTHONPATH")) if p)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": path}})
+    yield ray
+    ray.shutdown()
+
+
+def test_ray_actors_store_the_single_process_embeddings(ray_instance, small_model_path, tmp_path):
+    """Two actors encode a 48-document corpus in chunks of 10 (the last one partial), one of them
+    dying on its first chunk (its chunks go to the other actor while Ray restarts it); every chunk
+    file equals, byte for byte, the one a single process writes, and the bar reaches 48."""
+    docs = corpus()
+    single = retriever(small_model_path, chunk_size=10)
+    single.index(docs, task=TASK, context=Context(tmp_path / "single"))
+    bars = Bars()
+    spread = retriever(small_model_path, tmp_path / "died", chunk_size=10, ray_actors=2)
+    spread.index(docs, task=TASK, context=Context(tmp_path / "ray", progress=bars))
+    assert chunk_bytes(spread, docs, tmp_path / "ray") == chunk_bytes(single, docs, tmp_path / "single")
+    assert [(t, sum(s)) for _, t, s in bars.bars] == [(48, 48)]
+    assert (tmp_path / "died").exists()  # an actor did die
+
+
+def reference_runs(data_dir: Path, small_model_path: Path, root: Path) -> Path:
+    """The sweep's pipelines run one by one through the Python API (in this process, each over both
+    tasks), into ``root``; returns the folder of run files the run-file pipeline reads."""
+    import r2med_tasks as r2med
+
+    cache = root.parent / f"{root.name}-cache"
+    pipelines = [r2med.pipeline("bm25"), r2med.pipeline("st", model=str(small_model_path)),
+                 r2med.pipeline("hybrid", members=("bm25", "st"), options={"st.model": str(small_model_path)}),
+                 r2med.pipeline("dies-once")]
+    for p in pipelines:
+        res = r2med.evaluate(p, tasks=TASKS.split(","), data_dir=data_dir, output=root, cache_dir=cache)
+        if p.retriever.spec.name == "bm25":
+            runs = root.parent / "runs"
+            shutil.copytree(res.path, runs, ignore=shutil.ignore_patterns("*.json", "*.tsv", "r2med"))
+    r2med.evaluate(r2med.pipeline("run-file", path=str(runs)), tasks=TASKS.split(","), data_dir=data_dir,
+                   output=root, cache_dir=cache)
+    return runs
+
+
+def sweep_file(tmp_path: Path, small_model_path: Path, runs: Path) -> Path:
+    path = tmp_path / "sweep.txt"
+    path.write_text(f"r2med-run --plugin bm25\n--plugin st -o model={small_model_path}\n"
+                    f"--plugin hybrid -o members=bm25,st -o st.model={small_model_path}\n"
+                    f"--plugin run-file -o path={runs}\n--plugin dies-once\n")
+    return path
+
+
+def with_dies_once(mp: pytest.MonkeyPatch) -> None:
+    """The built-in plugins and the test plugin whose process dies once, loaded as workers load them."""
+    from r2med_tasks import plugins as plugins_module
+
+    mp.setenv("R2MED_LOAD_PLUGINS", "")
+    mp.setenv("R2MED_PLUGINS", "dies_once_plugin")
+    mp.setattr(plugins_module, "_plugins", None)
+
+
+@pytest.fixture
+def dies_once(plugins, monkeypatch):
+    with_dies_once(monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def one_by_one(tmp_path_factory, small_model_path):
+    """The data, the one-by-one results and the run files, made once for the module's sweeps."""
+    from conftest import make_data_dir
+
+    root = tmp_path_factory.mktemp("one-by-one")
+    data = make_data_dir(root / "data")
+    with pytest.MonkeyPatch.context() as mp:
+        with_dies_once(mp)
+        runs = reference_runs(data, small_model_path, root / "results")
+    return data, root / "results", runs
+
+
+def test_local_sweep_gives_the_runs_made_one_by_one(run_cli, dies_once, one_by_one, small_model_path, tmp_path):
+    data_dir, expected, runs = one_by_one
+    sweep = sweep_file(tmp_path, small_model_path, runs)
+    common = ["--data-dir", data_dir, "--tasks", TASKS, "--output", tmp_path / "swept", "--cache-dir",
+              tmp_path / "cache"]
+    first = sweep_json(run_cli, sweep, *common)
+    assert first["failed"] == 0 and len(first["jobs"]) == 10
+    assert_same_results(tmp_path / "swept", expected)
+    board = {r["label"]: r["average_ndcg_at_10_x100"] for r in first["leaderboard"]}
+    assert len(board) == 5 and list(board.values()) == sorted(board.values(), reverse=True)
+    again = sweep_json(run_cli, sweep, *common)
+    assert {t["status"] for j in again["jobs"] for t in j["tasks"]} == {"cached"}
+
+
+def test_ray_sweep_survives_a_lost_worker_and_reruns_nothing(ray_instance, run_cli, dies_once, one_by_one,
+                                                             small_model_path, tmp_path, monkeypatch):
+    """4 pipelines (BM25, st, their hybrid, a run file) and one whose worker dies once, × 2 tasks,
+    as Ray tasks: every .trec byte-identical to the one-by-one runs; the lost job ran again and
+    its result is the same; a second sweep computes nothing."""
+    data_dir, expected, runs = one_by_one
+    sweep = sweep_file(tmp_path, small_model_path, runs)
+    marker = tmp_path / "died"
+    monkeypatch.setenv("R2MED_TEST_DIE_ONCE", str(marker))  # read by the workers, passed on as R2MED_*
+    common = ["--data-dir", data_dir, "--tasks", TASKS, "--output", tmp_path / "swept", "--cache-dir",
+              tmp_path / "cache", "--executor", "ray"]
+    first = sweep_json(run_cli, sweep, *common)
+    assert first["failed"] == 0 and len(first["jobs"]) == 10
+    assert marker.exists()  # a worker did die
+    assert [j["attempts"] for j in first["jobs"] if j["attempts"] > 1] == [2]
+    assert_same_results(tmp_path / "swept", expected)
+    stamps = {rel: p.stat().st_mtime_ns for rel, p in result_files(tmp_path / "swept").items()}
+    again = sweep_json(run_cli, sweep, *common)
+    assert {t["status"] for j in again["jobs"] for t in j["tasks"]} == {"cached"}
+    assert {rel: p.stat().st_mtime_ns for rel, p in result_files(tmp_path / "swept").items()} == stamps
