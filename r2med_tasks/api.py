@@ -89,7 +89,15 @@ class Results(Mapping[str, TaskScore]):
                         for o in outcomes}
 
     def __getitem__(self, task: str) -> TaskScore:
-        return self._scores[task]
+        """By mteb's task name (the keys), or as ``--tasks`` names a task: ``res["Biology"]``."""
+        if task in self._scores:
+            return self._scores[task]
+        from .tasks import normalize
+
+        for o in self.outcomes:
+            if normalize(task) in {normalize(n) for n in (o.task.name, o.task.short_name, *o.task.aliases)}:
+                return self._scores[o.task.name]
+        raise KeyError(task)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._scores)

@@ -27,6 +27,9 @@ def test_evaluate_a_component_by_name_writes_and_resumes_as_the_cli(plugins, run
     assert res.path.relative_to(tmp_path / "api") == Path(cli["results_dir"]).relative_to(tmp_path / "cli")
     again = r2med.evaluate("bm25", tasks=["sample"], output=tmp_path / "api", cache_dir=tmp_path / "c")
     assert again["R2MEDSampleRetrieval"].status == "cached" and list(again) == ["R2MEDSampleRetrieval"]
+    assert again["sample"] == again["Sample"] == again["R2MEDSampleRetrieval"]  # as --tasks names it, too
+    with pytest.raises(KeyError):
+        again["Biology"]
     result = again.task_results()["R2MEDSampleRetrieval"]
     assert result.scores["test"][0]["ndcg_at_10"] == score.ndcg_at_10  # mteb's TaskResult from disk
 

@@ -2,6 +2,7 @@
 reused, options change the results folder."""
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -91,6 +92,12 @@ def test_analysed_queries_are_stored_and_reused_only_for_the_same_texts(evaluate
     analysed.clear()
     evaluate("bm25", output="off", cache=False)
     assert len(analysed) == 10 and len(list(stored.iterdir())) == 1
+
+    analysed.clear()  # terms that cannot be stored (a file where their folder goes, as a read-only
+    shutil.rmtree(stored)  # cache would refuse them): analysed and used, the run goes on
+    stored.write_text("not a folder")
+    unstored = evaluate("bm25", output="unstored")
+    assert len(analysed) == 10 and unstored["R2MEDSampleRetrieval"].status == "computed"
 
 
 def test_cache_off_and_corrupt_cache(run_cli, tmp_path):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from r2med_plugins.bm25 import index as index_module
-from r2med_plugins.bm25.index import BM25Index
+from r2med_plugins.bm25.index import BM25Index, EarlierFormat
 
 
 def _public_scores(index: BM25Index, queries, weighting: str) -> np.ndarray:
@@ -149,8 +149,13 @@ def test_an_index_of_the_previous_format_is_refused(tmp_path) -> None:
             "total_tokens": index.total_tokens}
     np.savez(tmp_path / "bm25_index.npz", meta=_json_bytes(meta), terms=_json_bytes(index.terms), idf=index.idf,
              indptr=index.term_docs.indptr, indices=index.term_docs.indices, data=index.term_docs.data)
-    with pytest.raises(ValueError, match="format"):
+    with pytest.raises(EarlierFormat, match="format"):
         BM25Index.load(tmp_path)
+    meta["format"] = "someone-else/1"  # not ours at all: unreadable, not earlier
+    np.savez(tmp_path / "bm25_index.npz", meta=_json_bytes(meta), terms=_json_bytes(index.terms), idf=index.idf)
+    with pytest.raises(ValueError, match="format") as refused:
+        BM25Index.load(tmp_path)
+    assert not isinstance(refused.value, EarlierFormat)
 
 
 def test_a_save_removes_postings_no_index_names(tmp_path) -> None:
@@ -193,6 +198,8 @@ def test_retriever_rebuilds_a_damaged_cache(tmp_path, damage) -> None:
     retriever.index(corpus, task=task, context=context)
     assert len(lines) == (0 if damage == "postings removed" else 1)  # a removed folder: an interrupted save
     assert all("rebuilding" in line for line in lines)
+    if damage == "previous format":  # an upgrade, not damage: said so
+        assert lines[0].startswith("note: T: the BM25 index cache was written by an earlier r2med")
     queries = [["fever"], ["cough", "patient"]]
     assert retriever._index.search(queries) == first._index.search(queries)
     assert BM25Index.load(stored.parent, num_docs=len(texts)).num_docs == len(texts)

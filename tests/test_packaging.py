@@ -15,4 +15,22 @@ def test_every_subpackage_is_listed_for_setuptools():
         for init in folder.rglob("__init__.py"):
             parts = init.parent.relative_to(folder).parts
             found.add(".".join([name, *parts]))
-    assert found == listed, f"missing from [tool.setuptools] packages: {sorted(found - listed)}"
+    data = {f"r2med_tasks.data.{d.name}" for d in (ROOT / "r2med_tasks" / "data").iterdir() if d.is_dir()}
+    assert found | data == listed, f"missing from [tool.setuptools] packages: {sorted(found | data - listed)}"
+
+
+def test_package_data_ships_in_the_wheel(tmp_path):
+    """The data folders (the sample task, the leaderboard, the published results) are in the wheel,
+    and building it gives no warning about them."""
+    import subprocess
+    import sys
+    import zipfile
+
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                            str(ROOT), "-w", str(tmp_path)], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    assert "absent from the `packages` configuration" not in built.stderr
+    (wheel,) = tmp_path.glob("*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    shipped = {p.relative_to(ROOT).as_posix() for p in (ROOT / "r2med_tasks" / "data").rglob("*") if p.is_file()}
+    assert shipped and shipped <= names

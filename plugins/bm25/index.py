@@ -49,11 +49,15 @@ import scipy.sparse as sp
 from r2med_tasks.atomic import replacing
 from r2med_tasks.ranking import rank_top_k
 
-__all__ = ["BM25Index", "QueryWeighting"]
+__all__ = ["BM25Index", "EarlierFormat", "QueryWeighting"]
 
 QueryWeighting = Literal["bm25", "plain"]
 
 _FORMAT = "r2med-bm25-index/2"
+
+
+class EarlierFormat(ValueError):
+    """An index cache written by an earlier r2med in a format this one no longer reads."""
 _FILE_NAME = "bm25_index.npz"
 _POSTINGS_PREFIX = "postings-"
 _POSTINGS_ARRAYS = ("indptr", "indices", "data")
@@ -394,7 +398,8 @@ class BM25Index:
         with np.load(directory / _FILE_NAME, allow_pickle=False) as stored:
             meta = json.loads(stored["meta"].tobytes())
             if meta.get("format") != _FORMAT:
-                raise ValueError(f"unsupported BM25 index format {meta.get('format')!r}")
+                older = str(meta.get("format", "")).startswith(_FORMAT.rsplit("/", 1)[0] + "/")
+                raise (EarlierFormat if older else ValueError)(f"unsupported BM25 index format {meta.get('format')!r}")
             if num_docs is not None and meta["num_docs"] != num_docs:
                 raise ValueError(f"index of {meta['num_docs']} documents for a corpus of {num_docs}")
             terms = json.loads(stored["terms"].tobytes())

@@ -6,12 +6,13 @@ import gc
 import hashlib
 import json
 from collections.abc import Iterator
+from contextlib import suppress
 
 from r2med_tasks.atomic import write_json
 
 from .analyzer import ANALYZER_VERSION, analyze, analyze_many
 from .encode import encode_corpus
-from .index import BM25Index, release_memory
+from .index import BM25Index, EarlierFormat, release_memory
 
 # From this many documents (R2MED's corpora hold 10k-180k), a full garbage collection and handing
 # freed heap back before indexing lower the peak memory; below it they would only cost time.
@@ -43,6 +44,8 @@ class BM25Retriever:
                 return
             except FileNotFoundError:  # an interrupted save, or postings a later save replaced
                 pass
+            except EarlierFormat:
+                context.log(f"note: {task.name}: the BM25 index cache was written by an earlier r2med; rebuilding it")
             except Exception as e:  # unreadable (truncated, garbage, other format): rebuilt, never trusted
                 context.log(f"warning: {task.name}: BM25 index cache {folder} is unreadable "
                             f"({type(e).__name__}: {str(e)[:120]}); rebuilding it")
@@ -81,8 +84,9 @@ def stored_terms(texts: list[str], context) -> Iterator[list[str]]:
     for text in texts:
         terms.append(analyze(text))
         yield terms[-1]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_json(path, terms, indent=None)
+    with suppress(OSError):  # a read-only cache (shared, say) still serves its indexes
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(path, terms, indent=None)
 
 
 def _read_terms(path, n: int) -> list[list[str]] | None:
