@@ -7,10 +7,11 @@ bad row gets the same one-line error naming where it is. The answer-bearing quer
 
 A local corpus is large (hundreds of MB) and most warm runs need only its document ids (a cached
 index keyed on the corpus checksum). So each file is hashed once per process (``file_sha256``,
-memoized on the file's stat; a run hashes its later tasks' files ahead, on a background thread), and once a corpus has been parsed and validated its ids are cached
-under the run's cache folder, keyed by the file's content hash: a later load with that cache reads
-only the ids, the queries and the judgments, and the corpus texts are parsed on first use, after
-checking that the file still holds the content loaded.
+memoized on the file's stat; a run hashes its later tasks' files ahead, on a background thread),
+and once a corpus has been parsed and validated its ids are cached under the run's cache folder,
+keyed by the file's content hash: a later load with that cache reads only the ids, the queries and
+the judgments, and the corpus texts are parsed on first use, after checking that the file still
+holds the content loaded.
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: item.nodeid.split("::")[0] != RAY_MODULE)  # stable: file order otherwise
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it (-p no:xdist), unused
 def pytest_xdist_make_scheduler(config, log):
     """pytest-xdist's load scheduling, except that test_ray.py goes to one worker as a whole: one
     local Ray and one set of reference runs serve all its tests. (xdist's own ``loadgroup`` does
