@@ -91,8 +91,6 @@ def task_result_text(task_name: str, dataset_revision: str, scores: dict[str, An
     evaluation_phases=phases).to_disk(path)``), built without importing mteb: its field order, its
     per-subset ``hf_subset``/``languages``/``mteb_version``, floats in the scores rounded to 6
     decimals its way, ``json.dump`` with ``indent=2``. Write it atomically."""
-    import json
-
     from packaging.version import Version
 
     mteb_version = installed_version()
@@ -161,8 +159,8 @@ def model_meta_text(info: dict[str, Any], update: dict[str, Any], *, registered:
     fields without importing mteb: its import costs seconds and ~300 MB resident for the rest of
     a run (tests/test_mteb_adapter.py checks both texts are the same, field order included)."""
     fields = {k: v for k, v in {**info, **update}.items() if k in EMPTY_MODEL_META}
-    if info["name"].startswith(OWN_NAMESPACE) and all(_PLAIN[k](v) for k, v in fields.items() if k in _PLAIN) \
-            and fields.keys() <= _PLAIN.keys():
+    if info["name"].startswith(OWN_NAMESPACE) and fields.keys() <= _PLAIN.keys() \
+            and all(_PLAIN[k](v) for k, v in fields.items()):
         return json.dumps({**EMPTY_MODEL_META, **fields}, indent=4)
     return json.dumps(model_meta(info, update, registered=registered).to_dict(), default=str, indent=4)
 

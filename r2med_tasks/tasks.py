@@ -84,10 +84,9 @@ class TaskSpec:
              cache_dir: Path | None = None) -> TaskData:
         """This task's data. ``cache_dir``: the run's cache folder, where a local corpus's validated
         ids are kept so that a later load parses its texts only when a component reads them."""
-        if data_dir is not None:
-            return load_local(self.find_folder(data_dir, only_task=only_task), cache_dir=cache_dir)
-        if self.local_path is not None:
-            return load_local(self.local_path, cache_dir=cache_dir)
+        folder = self.local_folder(data_dir, only_task=only_task)
+        if folder is not None:
+            return load_local(folder, cache_dir=cache_dir)
         if self.hub_path and self.revision:
             return load_hub(self.hub_path, self.revision)
         raise UserError(f"task {self.name} has no data source; pass --data-dir DIR")
@@ -131,11 +130,11 @@ class TaskSpec:
             bibtex_citation="",
         ))
 
-    def to_mteb_task(self, data_dir: Path | None = None, *, cache_dir: Path | None = None):
+    def to_mteb_task(self, data_dir: Path | None = None):
         """An ``AbsTaskRetrieval`` instance that loads through this harness, for ``mteb.evaluate``."""
         from .mteb_adapter import retrieval_task
 
-        data = self.load(data_dir, only_task=True, cache_dir=cache_dir)
+        data = self.load(data_dir, only_task=True)
         return retrieval_task(self.name, self.mteb_metadata(data.revision), lambda: (
             dict(zip(data.corpus.ids, data.corpus.texts)), {q.id: q.text for q in data.queries}, data.qrels))
 

@@ -65,8 +65,9 @@ class BM25Retriever:
 
         texts = [bm25_query(q) for q in queries]
         terms = stored_terms(texts, context) if self.cache else map(analyze, texts)
-        hits = self._index.search(terms, top_k=top_k, query_weighting=self.query_weighting)  # lazy: analysis
-        return {q.id: {self._ids[i]: s for i, s in row} for q, row in zip(queries, hits)}  # overlaps scoring
+        # terms is lazy: each query is analysed as the search reads it, overlapping the scoring of the last ones
+        hits = self._index.search(terms, top_k=top_k, query_weighting=self.query_weighting)
+        return {q.id: {self._ids[i]: s for i, s in row} for q, row in zip(queries, hits)}
 
 
 def stored_terms(texts: list[str], context) -> Iterator[list[str]]:
@@ -85,7 +86,6 @@ def stored_terms(texts: list[str], context) -> Iterator[list[str]]:
         terms.append(analyze(text))
         yield terms[-1]
     with suppress(OSError):  # a read-only cache (shared, say) still serves its indexes
-        path.parent.mkdir(parents=True, exist_ok=True)
         write_json(path, terms, indent=None)
 
 
