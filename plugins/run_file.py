@@ -19,6 +19,14 @@ from r2med_tasks.errors import UserError
 from r2med_tasks.hookspecs import hookimpl
 from r2med_tasks.options import options_model
 
+RUN_FILE_OPTIONS = options_model(
+    "RunFileOptions",
+    path=(str, Field("", description="a TREC run file (one task), or a folder of <Task>.trec files named by "
+                                     "mteb task name or alias (Biology.trec), e.g. a results folder of r2med-run")),
+    name=(str, Field("", description="the system's name in results and on the leaderboard (default: the "
+                                     "pipeline name a results folder records, else the file or folder name)")),
+)
+
 
 @hookimpl
 def register_retrievers(register):
@@ -27,13 +35,7 @@ def register_retrievers(register):
         aliases=("trec",),
         factory=RunFileRetriever,
         description="rankings from TREC run files made elsewhere (one per task): evaluate them, or rerank them",
-        options=options_model(
-            "RunFileOptions",
-            path=(str, Field("", description="a TREC run file (one task), or a folder of <Task>.trec files named by "
-                                             "mteb task name or alias (Biology.trec), e.g. a results folder of r2med-run")),
-            name=(str, Field("", description="the system's name in results and on the leaderboard (default: the "
-                                             "pipeline name a results folder records, else the file or folder name)")),
-        ),
+        options=RUN_FILE_OPTIONS,
         model_options=("path", "name"),
         reference="https://trec.nist.gov/trec_eval/",
     ))

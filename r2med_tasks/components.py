@@ -7,6 +7,7 @@ with the spec's option defaults overridden by the user's ``-o key=value``.
 from __future__ import annotations
 
 import importlib
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -21,6 +22,9 @@ from .errors import UserError
 from .options import Options, legacy_options
 from .runs import Run  # query id -> {document id: score}; re-exported, defined in runs.py
 from .tasks import TaskSpec
+
+
+_CHECKED: weakref.WeakSet[type] = weakref.WeakSet()  # options classes whose defaults were checked
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,9 @@ class ComponentSpec:
         if not (isinstance(self.options, type) and issubclass(self.options, BaseModel)):
             raise TypeError(f"{self.kind} '{self.name}': options must be a pydantic model class "
                             f"(r2med_tasks.options_model), not {type(self.options).__name__}")
-        _options.check_defaults(self.options, f"{self.kind} '{self.name}'")
+        if self.options not in _CHECKED:  # once per options class: the registry is rebuilt by every command
+            _options.check_defaults(self.options, f"{self.kind} '{self.name}'")
+            _CHECKED.add(self.options)
 
     @property
     def defaults(self) -> dict[str, Any]:
@@ -108,7 +114,7 @@ class RewriterSpec(ComponentSpec):
 KEEP_TAIL = "keep_tail"
 KEEP_TAIL_HELP = ("keep the first stage's documents below the reranked top rerank_k, in their order (default: "
                   "only the reranked list is scored, as published)")
-_WITH_CORE_OPTIONS: set[type] = set()
+_WITH_CORE_OPTIONS: dict[type, type] = {}  # a reranker's options class -> it with the harness's options
 
 
 @dataclass(frozen=True)
@@ -122,17 +128,18 @@ class RerankerSpec(ComponentSpec):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.options in _WITH_CORE_OPTIONS:
+        if self.options in _WITH_CORE_OPTIONS.values():
             return
-        if KEEP_TAIL in self.options.model_fields:
-            raise TypeError(f"reranker '{self.name}': option '{KEEP_TAIL}' is the harness's (every reranker has "
-                            "it); give the plugin's option another name")
-        from pydantic import Field, create_model
+        if self.options not in _WITH_CORE_OPTIONS:
+            if KEEP_TAIL in self.options.model_fields:
+                raise TypeError(f"reranker '{self.name}': option '{KEEP_TAIL}' is the harness's (every reranker has "
+                                "it); give the plugin's option another name")
+            from pydantic import Field, create_model
 
-        extended = create_model(self.options.__name__, __base__=self.options,
-                                **{KEEP_TAIL: (bool, Field(False, description=KEEP_TAIL_HELP))})
-        _WITH_CORE_OPTIONS.add(extended)
-        object.__setattr__(self, "options", extended)
+            _WITH_CORE_OPTIONS[self.options] = create_model(
+                self.options.__name__, __base__=self.options,
+                **{KEEP_TAIL: (bool, Field(False, description=KEEP_TAIL_HELP))})
+        object.__setattr__(self, "options", _WITH_CORE_OPTIONS[self.options])
 
 
 @dataclass(frozen=True)

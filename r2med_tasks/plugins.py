@@ -86,13 +86,11 @@ class Plugins:
     def load_entry_points(self) -> None:
         allowed = os.environ.get("R2MED_LOAD_PLUGINS")
         allowed_set = None if allowed is None else {a.strip() for a in allowed.split(",") if a.strip()}
-        def order(ep) -> tuple:  # the built-ins first: on a name clash, theirs is the one listed
-            dist = ep.dist.name if ep.dist else ""
-            return dist != OWN_DISTRIBUTION, dist, ep.name
-
-        for ep in sorted(entry_points(group=GROUP), key=order):
-            dist = ep.dist.name if ep.dist else "?"
-            version = ep.dist.version if ep.dist else None
+        parsed: dict[int, tuple[str, str | None]] = {}
+        found = [(ep, *_name_and_version(ep.dist, parsed)) for ep in entry_points(group=GROUP)]
+        # the built-ins first: on a name clash, theirs is the one listed
+        found.sort(key=lambda row: (row[1] != OWN_DISTRIBUTION, row[1], row[0].name))
+        for ep, dist, version in found:
             if allowed_set is not None and dist != OWN_DISTRIBUTION and dist not in allowed_set:
                 continue
             info = PluginInfo(dist, version, ep.value)
@@ -131,6 +129,17 @@ class Plugins:
 
     def plugin_of(self, impl) -> PluginInfo:
         return self.info.get(impl.plugin_name) or PluginInfo(impl.plugin_name, None, impl.plugin_name)
+
+
+def _name_and_version(dist, parsed: dict[int, tuple[str, str | None]]) -> tuple[str, str | None]:
+    """A distribution's name and version, its metadata parsed once per discovery (``.name`` and
+    ``.version`` each parse it again; a distribution's entry points share one ``dist``)."""
+    if dist is None:
+        return "?", None
+    if id(dist) not in parsed:
+        metadata = dist.metadata
+        parsed[id(dist)] = metadata["Name"], metadata["Version"]
+    return parsed[id(dist)]
 
 
 _plugins: Plugins | None = None

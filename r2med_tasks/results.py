@@ -19,6 +19,7 @@ task is recomputed, so a TaskResult on disk always sits beside the identity it w
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -67,13 +68,16 @@ def code_versions(packages: dict[str, str | None]) -> dict[str, str]:
     """The versions of the code that computes and scores a run: r2med, mteb (whose score dict and
     TaskResult format the scorer reproduces), pytrec_eval, and the plugin packages (``packages``:
     name -> version)."""
-    versions = {}
-    for name in ("r2med", "mteb", "pytrec-eval-terrier"):
-        try:
-            versions[name] = version(name)
-        except PackageNotFoundError:
-            versions[name] = "unknown"
+    versions = {name: _installed_version(name) for name in ("r2med", "mteb", "pytrec-eval-terrier")}
     return {**versions, **{k: v or "unknown" for k, v in packages.items()}}
+
+
+@functools.cache  # looked up for every run; what is installed does not change under a running process
+def _installed_version(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def experiment_name(kwargs: dict[str, Any] | None) -> str | None:

@@ -148,10 +148,11 @@ def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, dat
         claimed.check_claim()
     run = _Run(pipeline, tasks, output=output, data_dir=data_dir, overwrite=overwrite, console=console,
                registry=registry)
+    local = run.local_folders()  # a task missing from --data-dir stops the run before any folder is made
     with locked(folders, run.waiting):
         for claimed in folders:
             claimed.claim()
-        return folder, run.tasks_in(folder, first_folder, context)
+        return folder, run.tasks_in(folder, first_folder, context, local)
 
 
 @dataclass
@@ -178,7 +179,8 @@ class _Run:
     def waiting(self, message: str) -> None:
         self.console.print(f"[yellow]waiting:[/] {escape(message)}", soft_wrap=True)
 
-    def tasks_in(self, folder: ResultFolder, first_folder: ResultFolder | None, context: Context) -> list[TaskOutcome]:
+    def tasks_in(self, folder: ResultFolder, first_folder: ResultFolder | None, context: Context,
+                 local: list[Path]) -> list[TaskOutcome]:
         outcomes = []
         columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn())
@@ -187,7 +189,7 @@ class _Run:
                 as progress, retries_shown(progress):
             bar = progress.add_task("", total=len(self.tasks))
             context = context.with_(progress=SubProgress(progress), tasks=tuple(self.tasks))
-            hash_ahead(self.local_folders())
+            hash_ahead(local)
             for task in self.tasks:
                 data_id = task.data_identity(self.data_dir, only_task=self.only_task)
                 status = folder.status(task.name, folder.spec.task_identity(task.name, data_id))
@@ -207,17 +209,10 @@ class _Run:
         return outcomes
 
     def local_folders(self) -> list[Path]:
-        """The local data folders of the run's tasks that exist (a missing one is reported when its
-        task comes, after the tasks before it are done)."""
-        folders = []
-        for task in self.tasks:
-            try:
-                folder = task.local_folder(self.data_dir, only_task=self.only_task)
-            except UserError:
-                continue
-            if folder is not None:
-                folders.append(folder)
-        return folders
+        """The local data folders of the run's tasks (none for the hub's); a one-line UserError
+        for the first task that has none in ``--data-dir``."""
+        folders = [task.local_folder(self.data_dir, only_task=self.only_task) for task in self.tasks]
+        return [f for f in folders if f is not None]
 
     @property
     def only_task(self) -> bool:

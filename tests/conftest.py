@@ -102,14 +102,26 @@ def cross_encoder_path(tmp_path_factory, small_model_path):
     return path
 
 
+@pytest.fixture(scope="session")
+def installed_entry_points():
+    """The ``r2med`` entry points of this environment, scanned once per session (each scan reads
+    every distribution's metadata). Tests of installed plugins run ``r2med`` as a subprocess; one
+    that puts a distribution on this process's path scans for real again (test_conventions)."""
+    from importlib.metadata import entry_points
+
+    found = entry_points(group="r2med")
+    return lambda group: found if group == "r2med" else entry_points(group=group)
+
+
 @pytest.fixture
-def plugins(monkeypatch):
+def plugins(monkeypatch, installed_entry_points):
     """The process-wide plugin set, rebuilt for this test: built-ins only, plus what it registers."""
     from r2med_tasks import plugins as plugins_module
 
     monkeypatch.setenv("R2MED_LOAD_PLUGINS", "")
     monkeypatch.delenv("R2MED_PLUGINS", raising=False)
     monkeypatch.setattr(plugins_module, "_plugins", None)
+    monkeypatch.setattr(plugins_module, "entry_points", installed_entry_points)
     return plugins_module.get_plugins()
 
 

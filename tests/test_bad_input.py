@@ -79,8 +79,17 @@ def test_nothing_left_to_evaluate_says_why(overlap, run_cli, data_dir, tmp_path,
 
 def test_data_dir_without_the_task(overlap, run_cli, tmp_path):
     (tmp_path / "empty").mkdir()
-    code, _, err = run_cli("run", "--plugin", "overlap", "--data-dir", tmp_path / "empty", "--tasks", "Biology,PMC-Clinical")
+    code, _, err = run_cli("run", "--plugin", "overlap", "--data-dir", tmp_path / "empty", "--tasks", "Biology,PMC-Clinical",
+                           "--output", tmp_path / "out")
     assert_user_error(code, err, "no data for Biology", "empty/Biology/corpus.jsonl")
+    assert not any((tmp_path / "out").rglob("*"))  # no results folder claimed for a run that cannot start
+
+
+def test_a_task_missing_from_data_dir_stops_the_run_before_any_task(overlap, run_cli, data_dir, tmp_path):
+    code, _, err = run_cli("run", "--plugin", "overlap", "--data-dir", data_dir, "--tasks", "Biology,PMC-Clinical",
+                           "--output", tmp_path / "out")
+    assert_user_error(code, err, "no data for PMC-Clinical", "PMC-Clinical/corpus.jsonl")
+    assert not any((tmp_path / "out").rglob("*"))  # found in a moment, not after Biology's run
 
 
 def test_data_dir_not_a_folder(overlap, run_cli, tmp_path):

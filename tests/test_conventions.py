@@ -4,6 +4,7 @@ and a third-party plugin's name clash failing only the runs that use the name.""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import logging
 import os
@@ -157,6 +158,7 @@ def clash_pkg(plugins, tmp_path, monkeypatch):
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: clash-pkg\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text("[r2med]\nclash = clash_plugin\n")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setattr(plugins_module, "entry_points", importlib.metadata.entry_points)  # not the session's scan
     monkeypatch.setenv("R2MED_LOAD_PLUGINS", "clash-pkg")
     monkeypatch.delenv("R2MED_PLUGINS", raising=False)
 

@@ -23,10 +23,14 @@ def result_files(root: Path) -> dict[str, Path]:
     return {p.relative_to(root).as_posix(): p for p in sorted(root.rglob("*.trec"))}
 
 
-def assert_same_results(got: Path, expected: Path) -> None:
-    """Byte-identical runs and per-query scores, equal score dicts (timings aside), same folders."""
+def assert_same_results(got: Path, expected: Path, *, subset: bool = False) -> None:
+    """Byte-identical runs and per-query scores, equal score dicts (timings aside), same folders
+    (with ``subset``: some of ``expected``'s)."""
     files = result_files(got)
-    assert files.keys() == result_files(expected).keys()
+    if subset:
+        assert files.keys() <= result_files(expected).keys()
+    else:
+        assert files.keys() == result_files(expected).keys()
     for rel, trec in files.items():
         other = expected / rel
         assert trec.read_bytes() == other.read_bytes(), rel

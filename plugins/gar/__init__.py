@@ -46,18 +46,18 @@ LIVE_OPTIONS = {
                                             "from GitHub at the pinned commit and cached)")),
 }
 
+# built once, at import: the registry is rebuilt by every command (and every test)
+METHOD_OPTIONS = {method: options_model(f"{method.title().replace('-', '')}Options",
+                                        **PUBLISHED_OPTIONS, **(LIVE_OPTIONS if method in LIVE else {}))
+                  for method in METHODS}
+
 
 @hookimpl
 def register_rewriters(register):
     for method, description in METHODS.items():
-        fields = dict(PUBLISHED_OPTIONS)
-        runtime = ["published_data"]
-        if method in LIVE:
-            fields |= LIVE_OPTIONS
-            runtime += ["concurrency"]
-        options = options_model(f"{method.title().replace('-', '')}Options", **fields)
+        runtime = ("published_data", "concurrency") if method in LIVE else ("published_data",)
         register(RewriterSpec(name=method, factory=partial(make_rewriter, method), description=description,
-                              options=options, runtime_options=tuple(runtime),
+                              options=METHOD_OPTIONS[method], runtime_options=runtime,
                               reference="https://github.com/R2MED/R2MED/blob/main/src/generate_hypothetical_doc.py"))
 
 

@@ -46,6 +46,13 @@ def pair_options(name: str, *, batch_size: int, max_length: int = 512, dtype: st
     )
 
 
+# built once, at import: the registry is rebuilt by every command (and every test)
+CROSS_ENCODER_OPTIONS = {name: pair_options(f"{name}Options", batch_size=32,
+                                            model=(model, "hub id or local folder of the cross-encoder"))
+                         for name, (model, *_) in CROSS_ENCODERS.items()}
+RANKLLAMA_OPTIONS = pair_options("RankLlamaOptions", batch_size=16, max_length=1024, dtype="fp16",
+                                 model=(RANKLLAMA["model"], "the LoRA adapter"),
+                                 base=(RANKLLAMA["base"], "the base model it was trained on"))
 LLM_RERANK_OPTIONS = options_model(
     "LLMRerankOptions",
     llm=(str, Field("", description="openai:MODEL, vllm:MODEL, ollama:MODEL or BASE_URL#MODEL "
@@ -70,8 +77,7 @@ def register_rerankers(register):
             factory=partial(make_cross_encoder, name),
             description=f"cross-encoder {model}, raw logits" if name != "cross-encoder"
             else "any sentence-transformers CrossEncoder (-o model=...)",
-            options=pair_options(f"{name}Options", batch_size=32,
-                                 model=(model, "hub id or local folder of the cross-encoder")),
+            options=CROSS_ENCODER_OPTIONS[name],
             runtime_options=("batch_size", "device", "cache"),
             reference=reference,
         ))
@@ -79,9 +85,7 @@ def register_rerankers(register):
         name="rankllama",
         factory=make_rankllama,
         description="RankLLaMA-7B (LoRA merged into Llama-2-7B), 'query: ' / 'document: ' inputs, as published",
-        options=pair_options("RankLlamaOptions", batch_size=16, max_length=1024, dtype="fp16",
-                             model=(RANKLLAMA["model"], "the LoRA adapter"),
-                             base=(RANKLLAMA["base"], "the base model it was trained on")),
+        options=RANKLLAMA_OPTIONS,
         runtime_options=("batch_size", "device", "cache"),
         reference="https://huggingface.co/castorini/rankllama-v1-7b-lora-passage",
     ))
