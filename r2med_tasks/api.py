@@ -251,9 +251,11 @@ def task_spec(name: str) -> TaskSpec:
 def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, task_name: str | None = None,
               data_dir: str | Path | None = None, output: str | Path = "results", fusion: str = "rrf",
               weights: Sequence[float] | None = None, rrf_k: int = 60, depth: int = 100, top_k: int = 100,
+              cache_dir: str | Path | None = None,
               on_wait=lambda message: None) -> tuple[ResultFolder, list[TaskOutcome]]:
     """Fuse runs made anywhere into a new results folder (what ``r2med fuse`` does): ``inputs`` are
-    TREC run files of one task (with ``qrels``) or results folders (every task they all have)."""
+    TREC run files of one task (with ``qrels``) or results folders (every task they all have).
+    ``cache_dir`` (default: the user's cache folder) keeps a local corpus's checked document ids."""
     from .data import read_qrels
     from .evaluation import score
     from .fusion import fuse
@@ -305,7 +307,8 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
             judgments = read_qrels(Path(qrels))
             data_id = {"source": "qrels-file", "revision": _content_digest([qrels]), "official": False}
         else:
-            judgments, data_id = _task_qrels(task, Path(data_dir) if data_dir is not None else None)
+            judgments, data_id = _task_qrels(task, Path(data_dir) if data_dir is not None else None,
+                                             Path(cache_dir).expanduser() if cache_dir is not None else None)
         judged = {q: docs for q, docs in fused.items() if q in judgments}
         if not judged:
             where = qrels if qrels is not None else f"the judgments of {task.name}"
@@ -326,11 +329,11 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
     return folder, outcomes
 
 
-def _task_qrels(task, data_dir: Path | None) -> tuple[dict, dict]:
-    """A task's judgments; the default cache folder's corpus ids spare parsing the corpus again."""
+def _task_qrels(task, data_dir: Path | None, cache_dir: Path | None) -> tuple[dict, dict]:
+    """A task's judgments; the corpus ids kept in the cache folder spare parsing the corpus again."""
     from .context import default_cache_dir
 
-    data = task.load(data_dir, cache_dir=default_cache_dir())
+    data = task.load(data_dir, cache_dir=cache_dir or default_cache_dir())
     return data.qrels, task.data_identity(data_dir, revision=data.revision)
 
 

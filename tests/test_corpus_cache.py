@@ -120,6 +120,22 @@ def test_a_run_caches_the_ids_and_its_warm_rerun_parses_no_corpus(evaluate, data
         {t: (s.ndcg_at_10, "computed") for t, s in first.items()}
 
 
+def test_fuse_keeps_the_ids_in_its_cache_dir(evaluate, run_cli, data_dir, tmp_path, parses):
+    """`r2med fuse --data-dir` reads the judgments through the corpus ids kept under its --cache-dir
+    (a corpus it saw once is not parsed again), and nothing under the default cache folder."""
+    from r2med_tasks.context import default_cache_dir
+
+    members = [evaluate(name, tasks=["Biology"], data_dir=data_dir).path for name in ("bm25", "bm25-okapi")]
+    before = ids_files(default_cache_dir())
+    args = ("fuse", *members, "--data-dir", data_dir, "--cache-dir", tmp_path / "fuse-cache", "--json")
+    for output in ("fused", "again"):
+        parses.clear()
+        code, _, err = run_cli(*args, "--output", tmp_path / output)
+        assert code == 0, err
+        assert parses.count("corpus.jsonl") == (1 if output == "fused" else 0)
+    assert len(ids_files(tmp_path / "fuse-cache")) == 1 and ids_files(default_cache_dir()) == before
+
+
 class CountingHashlib:
     """``hashlib`` for ``r2med_tasks.data``, recording every digest it computes."""
 

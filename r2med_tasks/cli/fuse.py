@@ -26,8 +26,12 @@ from .run import print_summary
 @click.option("--rrf-k", type=click.IntRange(0), default=60, show_default=True)
 @click.option("--depth", type=click.IntRange(1), default=100, show_default=True)
 @click.option("--top-k", type=click.IntRange(1), default=100, show_default=True)
+@click.option("--cache-dir", type=click.Path(path_type=Path), metavar="DIR", envvar="R2MED_CACHE_DIR",
+              help="Where a --data-dir corpus's checked document ids are kept (default: $R2MED_CACHE_DIR, else "
+                   "$XDG_CACHE_HOME/r2med or ~/.cache/r2med).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def fuse_command(inputs, qrels, task_name, data_dir, output, fusion, weights, rrf_k, depth, top_k, as_json):
+def fuse_command(inputs, qrels, task_name, data_dir, output, fusion, weights, rrf_k, depth, top_k, cache_dir,
+                 as_json):
     """Fuse runs from anywhere into a new results folder the leaderboard reads.
 
     INPUTS are TREC run files (one task: give --qrels) or results folders of r2med-run (every task
@@ -43,9 +47,11 @@ def fuse_command(inputs, qrels, task_name, data_dir, output, fusion, weights, rr
             except ValueError:
                 raise UserError(f"--weights {weights}: comma-separated numbers") from None
         output_folder(output, create=False)
+        if cache_dir is not None:
+            output_folder(cache_dir, create=False, option="--cache-dir")
         folder, outcomes = fuse_runs(inputs, qrels=qrels, task_name=task_name, data_dir=data_dir, output=output,
                                      fusion=fusion, weights=weight_list, rrf_k=rrf_k, depth=depth, top_k=top_k,
-                                     on_wait=lambda message: err.print(
+                                     cache_dir=cache_dir, on_wait=lambda message: err.print(
                                          f"[yellow]waiting:[/] {escape(printable(message))}"))
     print_summary(folder, outcomes, as_json)
 
