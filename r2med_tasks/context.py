@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from .data import Corpus
+    from .llm import RetryLine
 
 
 class Progress(Protocol):
@@ -37,7 +38,10 @@ class Context:
     ``log``: one line to the user (a warning or a summary). ``corpus``: the task's corpus, for a
     rewriter that needs documents (LameR). ``data_folder``: the task's local folder, when it came
     from one (published generations are read beside it). ``llm(spec, **sampling)``: a chat client
-    of a registered LLM backend (``r2med list llms``). ``retriever(name, **options)``: a new
+    of a registered LLM backend (``r2med list llms``, made by ``chat_clients``), showing its
+    retries on ``retries``, the run's one status line for API retries (``r2med_tasks.llm.RetryLine``;
+    a component that calls an API itself hands it to its client: ``ShowsRetries``; by default
+    retries are only logged). ``retriever(name, **options)``: a new
     instance of a registered retriever, for components built on another (LameR on BM25);
     ``options`` may also be ``-o``-style ``"key=value"`` strings.
 
@@ -56,12 +60,22 @@ class Context:
     log: Callable[[str], None] = lambda line: None
     corpus: Corpus | None = None
     data_folder: Path | None = None
-    llm: Callable[..., Any] = field(default=lambda spec, **sampling: _none("an LLM backend"))
+    chat_clients: Callable[..., Any] = field(default=lambda spec, **sampling: _none("an LLM backend"))
+    retries: RetryLine = field(default_factory=lambda: _silent_retry_line())
     retriever: Callable[..., Any] = field(default=lambda name, *options, **kw: _none("a retriever"))
     tasks: tuple[Any, ...] = ()
     saved_run: Callable[..., Any] = field(default=lambda retriever, options=(), **kw: _none("saved run"))
     tuning_judgments: Callable[..., Any] = field(default=lambda task, query_ids: _none("judgments"))
     hold_out: Callable[..., Any] = field(default=lambda query_ids, **scores: _none("held-out scoring"))
+
+    def llm(self, spec: str, **sampling: Any) -> Any:
+        """A chat client for ``-o llm=spec`` (``chat_clients``), its retries shown on ``retries``."""
+        from .llm import ShowsRetries
+
+        client = self.chat_clients(spec, **sampling)
+        if isinstance(client, ShowsRetries):
+            client.show_retries(self.retries)
+        return client
 
     def cache(self, *parts: str) -> Path:
         """A path under the cache folder."""
@@ -69,6 +83,12 @@ class Context:
 
     def with_(self, **changes: Any) -> Context:
         return replace(self, **changes)
+
+
+def _silent_retry_line() -> RetryLine:
+    from .llm import RetryLine
+
+    return RetryLine()
 
 
 def _none(what: str):

@@ -13,7 +13,8 @@
 - Shared with the embedding clients (``r2med_plugins.dense.api``): ``openai_client`` (the one place
   an ``openai.OpenAI`` is built: base URL, key, timeout, no SDK retries, no redirects),
   ``APICaller`` (the retry loop: ``RetryPolicy``, ``Retry-After``, one-line ``UserError``s; its
-  retries are one status line, ``retry_status``), ``api_key``, ``scrub``, ``map_concurrently``.
+  retries are one status line, a ``RetryLine``, which a run hands its clients through
+  ``Context.retries`` and ``ShowsRetries``), ``api_key``, ``scrub``, ``map_concurrently``.
 - ``openai_base_url()``: where ``openai:`` goes, ``$OPENAI_BASE_URL`` as the SDK reads it.
 
 Keys come from an environment variable, read on every call and never stored (not on the client,
@@ -34,12 +35,11 @@ import random
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from .errors import UserError
@@ -251,11 +251,15 @@ def retry_policy(retry: RetryPolicy | None = None, **options: Any) -> RetryPolic
     return replace(base, **{name: value for name, value in options.items() if value is not None})
 
 
-class _RetryStatus:
-    """The requests waiting to retry, shown as one status line that each change replaces."""
+class RetryLine:
+    """The API requests waiting to retry, as one status line that each change replaces:
+    ``show(line)`` with the latest retry (``retry 2 of 6 in 2.0 s: <failure> (<url>)``, and how many
+    other requests wait), ``show(None)`` once none waits. A run has one (``Context.retries``, a row
+    of the runner's progress display); ``RetryLine()`` shows nothing, and a retry is then only a
+    DEBUG log record: never a printed line per retry, only the final error once retries are spent."""
 
-    def __init__(self) -> None:
-        self.show: Callable[[str | None], None] | None = None
+    def __init__(self, show: Callable[[str | None], None] | None = None) -> None:
+        self.show = show
         self.waiting: dict[int, str] = {}  # thread of a waiting call -> its latest retry line
         self.lock = threading.Lock()
 
@@ -273,23 +277,12 @@ class _RetryStatus:
                           else text)
 
 
-_retry_status = _RetryStatus()
+@runtime_checkable
+class ShowsRetries(Protocol):
+    """A client (or a model holding one) whose API retries can be shown on a run's ``RetryLine``:
+    ``Context.llm`` hands a chat client its context's line, and the dense retriever its model."""
 
-
-@contextmanager
-def retry_status(show: Callable[[str | None], None]) -> Iterator[None]:
-    """While the block runs, API retries (``APICaller``, from any thread) are one status line:
-    ``show(line)`` with the latest retry (``retry 2 of 6 in 2.0 s: <failure> (<url>)``, and how
-    many other requests wait), ``show(None)`` once no request waits. The runner shows it as a row
-    of its progress display. Outside such a block a retry is only a DEBUG log record: no line per
-    retry, only the final error once retries are spent."""
-    with _retry_status.lock:
-        previous, _retry_status.show = _retry_status.show, show
-    try:
-        yield
-    finally:
-        with _retry_status.lock:
-            _retry_status.show = previous
+    def show_retries(self, line: RetryLine) -> None: ...
 
 
 def server_message(payload: bytes) -> str:
@@ -363,15 +356,15 @@ class APICaller:
     - every text shown is scrubbed of the key, of the secrets in ``url`` and of anything key-like;
       the exceptions leave with no chained SDK exception (whose text would be unscrubbed);
     - a wait ends early, raising ``Aborted``, when ``abort`` is set (another request failed);
-    - each retry is a DEBUG record on ``logger`` and the line ``retry_status`` shows, never a
-      printed line (eight concurrent requests to a dead server would print 48).
+    - each retry is a DEBUG record on ``logger`` and an update of ``retries`` (a ``RetryLine``),
+      never a printed line (eight concurrent requests to a dead server would print 48).
     """
 
     def __init__(self, url: str, *, model: str, api_key_env: str, base_url: str | None = None,
                  timeout: float = 60.0, retry: RetryPolicy = RetryPolicy(),
                  malformed_advice: str = "check that base_url serves an OpenAI-compatible API",
                  client_error: Callable[[int, str], str | None] | None = None,
-                 logger: logging.Logger | None = None) -> None:
+                 logger: logging.Logger | None = None, retries: RetryLine | None = None) -> None:
         self._secrets = url_secrets(url)
         self.url = show_url(url)
         self.model = model
@@ -382,6 +375,7 @@ class APICaller:
         self.malformed_advice = malformed_advice
         self._client_error = client_error
         self._log = logger or log
+        self._retries = retries if retries is not None else RetryLine()
 
     def __repr__(self) -> str:
         return f"APICaller({self.url!r}, model={self.model!r}, api_key_env={self.api_key_env!r})"
@@ -392,11 +386,11 @@ class APICaller:
     def call(self, send: Callable[[], bytes], parse: Callable[[bytes], T], *, key: str | None,
              abort: threading.Event | None = None) -> T:
         """``parse(send())`` for the first reply ``parse`` accepts; see the class for the rest. Its
-        retries show on ``retry_status``'s line until it returns."""
+        retries show on the ``retries`` line until it returns."""
         try:
             return self._call(send, parse, key=key, abort=abort if abort is not None else threading.Event())
         finally:
-            _retry_status.update(threading.get_ident(), None)
+            self._retries.update(threading.get_ident(), None)
 
     def _call(self, send: Callable[[], bytes], parse: Callable[[bytes], T], *, key: str | None,
               abort: threading.Event) -> T:
@@ -437,7 +431,7 @@ class APICaller:
             delay = wait_s if wait_s is not None else self.retry.delay(attempt)
             line = f"retry {attempt} of {self.retry.max_retries} in {delay:.1f} s: {failure} ({self.url})"
             self._log.debug("%s", line)
-            _retry_status.update(threading.get_ident(), line)
+            self._retries.update(threading.get_ident(), line)
             if self.retry.sleep is not None:
                 self.retry.sleep(delay)
             elif abort.wait(delay):
@@ -726,7 +720,12 @@ class ChatClient:
         self.concurrency, self.timeout = concurrency, timeout
         self.retry = retry_policy(retry, max_retries=max_retries, backoff=backoff, backoff_max=backoff_max,
                                   retry_after_max=retry_after_max, sleep=sleep)
+        self.retries = RetryLine()
         self._check_options()
+
+    def show_retries(self, line: RetryLine) -> None:
+        """Show this client's retries on ``line`` (``ShowsRetries``; by default they are only logged)."""
+        self.retries = line
 
     def __repr__(self) -> str:
         params = "".join(f", {k}={v!r}" for k, v in self.params.items())
@@ -793,7 +792,7 @@ class ChatClient:
         caller = APICaller(self.url, model=self.model, api_key_env=self.api_key_env, base_url=self.base_url,
                            timeout=self.timeout, retry=self.retry,
                            malformed_advice="check that base_url serves an OpenAI-compatible chat completions API",
-                           client_error=self._client_error, logger=log)
+                           client_error=self._client_error, logger=log, retries=self.retries)
         client = openai_client(self.base_url, key=key, timeout=self.timeout)
         headers = no_auth_header(key)
         lock = threading.Lock()

@@ -279,5 +279,5 @@ def base_context(registry: Registry, *, cache_dir: Path, log=lambda line: None) 
     def retriever(name: str, *tokens: str, **options: Any):
         return retriever_stage(registry, name, tokens, context, options).instance
 
-    context = Context(cache_dir=cache_dir, log=log, llm=registry.llm, retriever=retriever)
+    context = Context(cache_dir=cache_dir, log=log, chat_clients=registry.llm, retriever=retriever)
     return context

@@ -25,7 +25,7 @@ from .context import Context
 from .data import Query, TaskData, hash_ahead
 from .errors import PluginError, UserError
 from .evaluation import check_run, score
-from .llm import retry_status
+from .llm import RetryLine
 from .pipelines import Pipeline, Stage, retriever_stage, without_secrets
 from .registry import Registry
 from .results import ResultFolder, Status, locked
@@ -73,14 +73,12 @@ class SubProgress:
         self.bars.clear()
 
 
-@contextmanager
-def retries_shown(progress: Progress):
-    """API retries (``llm.retry_status``) as one row of the progress display, replaced by each
-    retry and hidden while none waits: not a printed line per retry."""
+def retry_row(progress: Progress) -> RetryLine:
+    """The run's API retries (``Context.retries``) as one row of the progress display, replaced by
+    each retry and hidden while none waits: not a printed line per retry."""
     row = progress.add_task("", total=None, visible=False)
-    with retry_status(lambda line: progress.update(row, description=f"  [yellow]{escape(line or '')}[/]",
-                                                   visible=line is not None)):
-        yield
+    return RetryLine(lambda line: progress.update(row, description=f"  [yellow]{escape(line or '')}[/]",
+                                                  visible=line is not None))
 
 
 @contextmanager
@@ -186,9 +184,10 @@ class _Run:
                    TimeElapsedColumn())
         # Bars only on a terminal: elsewhere (a log file, a pipe) they would leave blank lines.
         with Progress(*columns, console=self.console, transient=True, disable=not self.console.is_terminal) \
-                as progress, retries_shown(progress):
+                as progress:
             bar = progress.add_task("", total=len(self.tasks))
-            context = context.with_(progress=SubProgress(progress), tasks=tuple(self.tasks))
+            context = context.with_(progress=SubProgress(progress), tasks=tuple(self.tasks),
+                                    retries=retry_row(progress))
             hash_ahead(local)
             for task in self.tasks:
                 data_id = task.data_identity(self.data_dir, only_task=self.only_task)

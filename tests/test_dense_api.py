@@ -403,6 +403,29 @@ def test_voyage_default_tokenizer_is_the_models_hf_tokenizer(server, sleeps, mon
     assert server.inputs() == [['"a b"', '"d"']]
 
 
+def test_the_api_retriever_shows_its_retries_on_the_runs_line(server, tmp_path, monkeypatch):
+    """The `openai` retriever's requests retry on the line of the context it is called with
+    (``ShowsRetries``), indexing and searching alike; nothing is shown once none waits."""
+    from r2med_plugins.dense import published_retriever
+    from r2med_tasks.context import Context
+    from r2med_tasks.llm import RetryLine, RetryPolicy
+    from r2med_tasks.tasks import SAMPLE_TASK
+
+    monkeypatch.setattr("r2med_tasks.llm.DEFAULT_RETRY", RetryPolicy(backoff=0.001, backoff_max=0.002))
+    monkeypatch.setattr(OpenAIEncoder, "tokenizer", lambda self: SpaceTokenizer())
+    data = SAMPLE_TASK.load()
+    retriever = published_retriever("openai", drop_identical_ids=True, cache=False, chunk_size=8192,
+                                    batch_size=None, base_url=server.url, concurrency=1)
+    shown = []
+    context = Context(tmp_path, retries=RetryLine(shown.append))
+    server.fail("500", times=1)
+    retriever.index(data.corpus, task=SAMPLE_TASK, context=context)
+    assert len(shown) == 2 and shown[0].startswith("retry 1 of 6 in ") and "HTTP 500" in shown[0] and shown[1] is None
+    server.fail("429", times=1)
+    retriever.search(data.queries, task=SAMPLE_TASK, top_k=5, context=context.with_(retries=RetryLine(shown.append)))
+    assert len(shown) == 4 and "HTTP 429" in shown[2] and shown[3] is None
+
+
 # -- the `openai` and `voyage` retrievers end to end, against the local server ---------------------
 
 @pytest.mark.parametrize("name, encoder", [("openai", OpenAIEncoder), ("voyage", VoyageEncoder)])

@@ -21,13 +21,13 @@ from r2med_tasks.llm import (
     ChatClient,
     Generation,
     GenerationCache,
+    RetryLine,
     RetryPolicy,
     Usage,
     cost,
     generate_cached,
     key_for,
     parse_llm_spec,
-    retry_status,
 )
 
 KEY = "sk-test-0123456789abcdefSECRET"
@@ -188,7 +188,8 @@ def test_retries_are_one_status_line_not_a_line_each(server, caplog):
     shown = []
     c = ChatClient("test-model", base_url=server.url, concurrency=2, timeout=5.0,
                    sleep=lambda s: both_waiting.wait())
-    with caplog.at_level(logging.DEBUG), retry_status(shown.append):
+    c.show_retries(RetryLine(shown.append))
+    with caplog.at_level(logging.DEBUG):
         assert c.generate(ask("a", "b")) == expected(ask("a", "b"))
     assert server.count == 4 and [r for r in caplog.records if r.levelno >= logging.WARNING] == []
     assert len([r for r in caplog.records if r.name == "r2med_tasks.llm" and "retry 1 of 6" in r.getMessage()]) == 2
@@ -197,6 +198,27 @@ def test_retries_are_one_status_line_not_a_line_each(server, caplog):
     assert first.endswith(f"s: HTTP 500 Internal Server Error: overloaded ({server.url}/chat/completions)")
     assert second.endswith("(and 1 other request(s) waiting to retry)")
     assert rest[-1] is None and None not in rest[:-1]
+
+
+def test_a_context_shows_its_clients_retries_on_its_own_line(server, tmp_path):
+    """``Context.llm`` hands the client it makes the context's ``RetryLine`` (``ShowsRetries``), so a
+    run's API retries are its one status line, and another context's client shows on its own; a
+    client without the capability is returned as made."""
+    from r2med_tasks.context import Context
+
+    def chat_clients(spec: str, **sampling):
+        return ChatClient(spec.rsplit("#", 1)[1], base_url=server.url, sleep=lambda s: None, **sampling)
+
+    mine, theirs = [], []
+    context = Context(cache_dir=tmp_path, chat_clients=chat_clients, retries=RetryLine(mine.append))
+    other = context.with_(retries=RetryLine(theirs.append)).llm("local#test-model")
+    server.fail("500", times=1, message="overloaded")
+    assert context.llm("local#test-model", temperature=0.5).generate(ask("a")) == expected(ask("a"))
+    assert other.generate(ask("b")) == expected(ask("b"))
+    assert len(mine) == 2 and mine[0].startswith("retry 1 of 6 in ") and "overloaded" in mine[0] and mine[1] is None
+    assert theirs == []
+    made = object()
+    assert Context(cache_dir=tmp_path, chat_clients=lambda spec, **s: made).llm("x:y") is made
 
 
 def test_a_refused_connection_is_one_error_line_after_quiet_retries(sleeps, caplog, monkeypatch):

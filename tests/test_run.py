@@ -276,3 +276,57 @@ def test_dry_run_downloads_nothing_and_restores_the_hub_setting(run_cli, tmp_pat
     assert code == 2 and "st: cannot get model nobody/not-cached" in err
     assert seen == [(True, "1")]
     assert constants.HF_HUB_OFFLINE is False and os.environ["HF_HUB_OFFLINE"] == "0"
+
+
+class ReportsRetries:
+    """A retriever whose requests wait to retry while it indexes: on ``context.retries``, the line
+    a client of the run shows its retries on (``ShowsRetries``)."""
+
+    lines: list = []
+    screen = None
+    cleared_at = 0  # how much the screen held a moment after the line was cleared
+
+    def index(self, corpus, *, task, context):
+        self.lines.append(context.retries)
+        if len(self.lines) == 1:
+            context.retries.update(1, "retry 1 of 6 in 0.2 s: HTTP 503 Service Unavailable (http://127.0.0.1:9/v1)")
+            time.sleep(0.3)  # the live display refreshes ten times a second
+            context.retries.update(1, None)
+            time.sleep(0.3)
+            ReportsRetries.cleared_at = len(self.screen.getvalue())
+
+    def search(self, queries, *, task, top_k, context):
+        self.lines.append(context.retries)
+        return {q.id: {} for q in queries}
+
+
+def test_a_runs_api_retries_are_one_row_of_its_display(register, data_dir, tmp_path):
+    """The runner gives every call of a run one ``RetryLine``, shown as a row of its progress
+    display while a request waits (not a printed line), and gone once none waits."""
+    import io
+
+    from rich.console import Console
+
+    import r2med_tasks as r2med
+    from r2med_tasks.api import registry
+    from r2med_tasks.components import RetrieverSpec
+    from r2med_tasks.context import Context
+    from r2med_tasks.hookspecs import hookimpl
+    from r2med_tasks.runner import run_pipeline
+
+    class Plugin:
+        @hookimpl
+        def register_retrievers(self, register):
+            register(RetrieverSpec(name="reports-retries", factory=ReportsRetries))
+
+    register(Plugin())
+    screen = io.StringIO()
+    ReportsRetries.lines, ReportsRetries.screen = [], screen
+    tasks = registry().tasks(["Biology", "Bioinformatics"])
+    run_pipeline(r2med.pipeline("reports-retries"), tasks, output=tmp_path / "out", data_dir=data_dir, overwrite=False,
+                 context=Context(tmp_path / "cache"), console=Console(file=screen, force_terminal=True, width=200))
+    assert len(ReportsRetries.lines) == 4 and all(line is ReportsRetries.lines[0] for line in ReportsRetries.lines)
+    assert ReportsRetries.lines[0].waiting == {}
+    shown = screen.getvalue()
+    assert shown.count("HTTP 503 Service Unavailable") >= 2  # a row, redrawn on each refresh while it waits
+    assert "HTTP 503" not in shown[ReportsRetries.cleared_at:] and len(shown) > ReportsRetries.cleared_at + 100

@@ -28,6 +28,7 @@ import numpy as np
 from r2med_tasks.errors import UserError
 from r2med_tasks.llm import (
     APICaller,
+    RetryLine,
     RetryPolicy,
     api_key,
     map_concurrently,
@@ -263,7 +264,12 @@ class _APIEncoder:
         self._tokenizer_arg = tokenizer
         self._tokenizer: Tokenizer | None = None if isinstance(tokenizer, str) else tokenizer
         self._lock = threading.Lock()
+        self.retries = RetryLine()
         self._check_options()
+
+    def show_retries(self, line: RetryLine) -> None:
+        """Show this client's retries on ``line`` (``ShowsRetries``; by default they are only logged)."""
+        self.retries = line
 
     def _check_options(self) -> None:
         name = type(self).__name__
@@ -355,7 +361,7 @@ class _APIEncoder:
         return APICaller(self.url, model=self.model, api_key_env=self.api_key_env, base_url=self.base_url,
                          timeout=self.timeout, retry=self.retry,
                          malformed_advice="check that base_url serves an OpenAI-compatible embeddings API",
-                         client_error=self._client_error, logger=log)
+                         client_error=self._client_error, logger=log, retries=self.retries)
 
     def _plan(self, sent: list[str], tokenizer: Tokenizer | None) -> list[list[int]]:
         """Consecutive batches of at most ``batch_size`` inputs and ``batch_tokens`` tokens (as sent).

@@ -35,6 +35,12 @@ class PublishedModel:
                 "use_instructions": bool(c.query_instructions or c.doc_instructions),
                 "framework": ["API"] if c.backend in ("openai", "voyage") else ["PyTorch"]}
 
+    def show_retries(self, line) -> None:
+        """An API model's retries on the run's status line (``ShowsRetries``); local models send no
+        requests, and keep nothing (their copies go to Ray actors)."""
+        if self.config.backend in ("openai", "voyage"):
+            self.encoder().show_retries(line)
+
     def devices(self) -> list[str]:
         if self._devices is None:
             self._devices = ["cpu"] if self.config.backend in ("openai", "voyage") else parse_devices(self.device)

@@ -23,6 +23,7 @@ import numpy as np
 
 from r2med_tasks.encoders import length_sorted_batches
 from r2med_tasks.errors import PluginError, UserError
+from r2med_tasks.llm import ShowsRetries
 
 from .cache import EmbeddingCache
 from .search import cosine_top_k
@@ -63,6 +64,8 @@ class DenseRetriever:
         return {"gpu": True, "gpu_memory_gb": self.gpu_memory_gb}
 
     def index(self, corpus, *, task, context) -> None:
+        if isinstance(self.model, ShowsRetries):  # an API model: its retries on the run's status line
+            self.model.show_retries(context.retries)
         self._ids = corpus.ids
         texts = corpus.texts
         if not self.use_cache:
@@ -99,6 +102,8 @@ class DenseRetriever:
         return embeddings
 
     def search(self, queries, *, task, top_k: int, context) -> dict[str, dict[str, float]]:
+        if isinstance(self.model, ShowsRetries):
+            self.model.show_retries(context.retries)
         embeddings = self.query_embeddings(queries, task)
         k = top_k + 1 if self.drop_identical_ids else top_k  # room for the dropped one, as BEIR does
         hits = cosine_top_k(embeddings, self._chunks, min(k, len(self._ids)))
