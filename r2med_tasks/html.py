@@ -9,7 +9,6 @@ the script only ever sets ``textContent``. The page loads nothing from the netwo
 from __future__ import annotations
 
 import json
-import math
 from html import escape
 
 from .evaluation import leaderboard_average
@@ -133,11 +132,67 @@ function filter() {
     shown += ok;
   });
   $('count').textContent = `${shown} of ${bodies.length} systems`;
+  charts();
 }
 function group() {
   const g = $('group').value;
   table.querySelectorAll('[data-group]').forEach(c => c.classList.toggle('hidden', !!g && c.dataset.group !== g));
   sortBy(g ? 'g-' + g : 'rank', g ? 'descending' : 'ascending');
+  charts();
+}
+
+// Each dataset's chart: the top systems by its score among the rows the filters show (ties in rank
+// order), as horizontal bars with the name, the value and an x axis; your runs in another colour.
+const NS = 'http://www.w3.org/2000/svg';
+function svg(tag, attrs, text) {
+  const e = document.createElementNS(NS, tag);
+  Object.entries(attrs).forEach(([k, v]) => e.setAttribute(k, v));
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+function chart(figure, ds, systems) {
+  const ranked = systems.filter(s => ds in s.scores).sort((a, b) => b.scores[ds] - a.scores[ds]).slice(0, data.top);
+  figure.querySelector('svg')?.remove();
+  if (!ranked.length) return false;
+  const width = 440, bar = 22, left = 200, right = 44, pad = 6, plot = width - left - right;
+  const axisMax = Math.max(10, Math.ceil(ranked[0].scores[ds] / 10) * 10), step = axisMax <= 50 ? 10 : 20;
+  const bottom = pad + bar * ranked.length, height = bottom + 34, mid = y => (y + bar * 0.65).toFixed(1);
+  const root = svg('svg', {viewBox: `0 0 ${width} ${height}`, role: 'img',
+                           'aria-label': `${ds}: top ${ranked.length} systems by nDCG@10`});
+  for (let tick = 0; tick <= axisMax; tick += step) {
+    const x = (left + plot * tick / axisMax).toFixed(1);
+    root.append(svg('line', {x1: x, y1: pad, x2: x, y2: bottom, stroke: '#e1e6ea'}),
+                svg('text', {x, y: bottom + 13, 'font-size': 10, 'text-anchor': 'middle', fill: '#48525c'}, `${tick}`));
+  }
+  ranked.forEach((s, i) => {
+    const v = s.scores[ds], y = pad + i * bar, w = plot * v / axisMax;
+    const name = s.published === null ? s.system : `your ${s.system}`;
+    const yours = s.origin === 'run' || s.origin === 'local' || s.published !== null;
+    const g = svg('g', {});
+    g.append(svg('title', {}, `${name}: ${v.toFixed(2)}`),
+             svg('text', {x: left - 6, y: mid(y), 'font-size': 11, 'text-anchor': 'end', fill: '#1d2329'},
+                 name.length <= 28 ? name : name.slice(0, 27) + '…'),
+             svg('rect', {x: left, y: y + 3, width: w.toFixed(1), height: bar - 6, rx: 2,
+                          fill: yours ? data.colours.yours : data.colours.bar}),
+             svg('text', {x: (left + w + 4).toFixed(1), y: mid(y), 'font-size': 11, fill: '#1d2329'}, v.toFixed(2)));
+    root.append(g);
+  });
+  root.append(svg('line', {x1: left, y1: bottom, x2: left + plot, y2: bottom, stroke: '#7a838c'}),
+              svg('line', {x1: left, y1: pad, x2: left, y2: bottom, stroke: '#7a838c'}),
+              svg('text', {x: (left + plot / 2).toFixed(1), y: height - 4, 'font-size': 10, 'text-anchor': 'middle',
+                           fill: '#48525c'}, 'nDCG@10 ×100'));
+  figure.append(root);
+  return true;
+}
+function charts() {
+  const shown = new Set(bodies.filter(b => !b.classList.contains('hidden'))
+    .flatMap(b => Array.from(b.querySelectorAll('button.sys'), x => x.dataset.id)));
+  const systems = Object.keys(data.systems).filter(id => shown.has(id)).map(id => data.systems[id]);
+  const g = $('group').value;
+  document.querySelectorAll('.charts figure').forEach(f => {
+    const drawn = (!g || f.dataset.group === g) && chart(f, f.dataset.dataset, systems);
+    f.classList.toggle('hidden', !drawn);
+  });
 }
 ['q', 'f-rewriter', 'f-retriever', 'f-reranker'].forEach(id => $(id).addEventListener('input', filter));
 document.querySelectorAll('#origins input').forEach(i => i.addEventListener('change', filter));
@@ -261,8 +316,10 @@ def render_html(rows, tasks: list[str], *, top: int = 5) -> str:
         f'<fieldset id="origins"><legend>Source</legend>{origin_boxes}</fieldset>'
         '<output id="count" aria-live="polite"></output></form>')
     datasets = [{"name": SHORT[t], "group_label": GROUP_LABELS[GROUP_OF[t]]} for t in tasks]
-    charts = "".join(_chart(SHORT[t], list(systems.values()), top) for t in tasks)
-    payload = json.dumps({"systems": systems, "datasets": datasets}, allow_nan=False, separators=(",", ":"))
+    charts = "".join(f'<figure data-dataset="{escape(SHORT[t])}" data-group="{GROUP_OF[t]}"><figcaption>'
+                     f'{escape(SHORT[t])}</figcaption></figure>' for t in tasks)  # drawn by the script
+    payload = json.dumps({"systems": systems, "datasets": datasets, "top": top,
+                          "colours": {"bar": BAR, "yours": YOURS}}, allow_nan=False, separators=(",", ":"))
     payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     yours = sum(s["origin"] in ("run", "local") for s in systems.values())
     return (
@@ -278,7 +335,8 @@ def render_html(rows, tasks: list[str], *, top: int = 5) -> str:
         f"{controls}"
         f'<div class="scroll"><table id="leaderboard"><thead><tr class="groups">{"".join(head_groups)}</tr>'
         f'<tr>{"".join(head)}</tr></thead>{"".join(bodies)}</table></div>'
-        f'<h2>Top {top} systems per dataset</h2><div class="charts">{charts}</div>'
+        f'<h2>Top {top} systems per dataset</h2><p class="lede">Among the systems the filters show.</p>'
+        f'<div class="charts">{charts}</div>'
         '<dialog id="detail" aria-labelledby="detail-title"><button type="button" class="close" id="detail-close">'
         'Close</button><h2 id="detail-title"></h2><div id="detail-body"></div></dialog>'
         f'<script type="application/json" id="data">{payload}</script>'
@@ -371,42 +429,3 @@ def _tr(sid: str, system: dict, columns, shade, *, sub: bool) -> str:
     cls = " ".join(c for c in ("sub" if sub else "", "incomplete" if incomplete else "") if c)
     return f'<tr class="{cls}">{label}{"".join(cells)}</tr>'
 
-
-def _chart(dataset: str, systems: list[dict], top: int, width: int = 440, bar: int = 22) -> str:
-    """An inline SVG of the ``top`` systems by this dataset's score: horizontal bars with the
-    system's name, its value, and an x axis with ticks. Your runs are drawn in another colour."""
-    ranked = sorted((s for s in systems if dataset in s["scores"]), key=lambda s: -s["scores"][dataset])[:top]
-    if not ranked:
-        return ""
-    left, right, top_pad = 200, 44, 6
-    axis_max = max(10, math.ceil(ranked[0]["scores"][dataset] / 10) * 10)
-    step = 10 if axis_max <= 50 else 20
-    plot = width - left - right
-    height = top_pad + bar * len(ranked) + 34
-    parts = []
-    for tick in range(0, axis_max + 1, step):
-        x = left + plot * tick / axis_max
-        parts.append(f'<line x1="{x:.1f}" y1="{top_pad}" x2="{x:.1f}" y2="{top_pad + bar * len(ranked)}" '
-                     f'stroke="#e1e6ea"/><text x="{x:.1f}" y="{top_pad + bar * len(ranked) + 13}" font-size="10" '
-                     f'text-anchor="middle" fill="#48525c">{tick}</text>')
-    for i, s in enumerate(ranked):
-        v = s["scores"][dataset]
-        y = top_pad + i * bar
-        w = plot * v / axis_max
-        name = s["system"] if s["published"] is None else f"your {s['system']}"
-        short = name if len(name) <= 28 else name[:27] + "…"
-        colour = YOURS if s["origin"] in ("run", "local") or s["published"] is not None else BAR
-        parts.append(f'<g><title>{escape(name)}: {v:.2f}</title>'
-                     f'<text x="{left - 6}" y="{y + bar * 0.65:.1f}" font-size="11" text-anchor="end" '
-                     f'fill="#1d2329">{escape(short)}</text>'
-                     f'<rect x="{left}" y="{y + 3}" width="{w:.1f}" height="{bar - 6}" fill="{colour}" rx="2"/>'
-                     f'<text x="{left + w + 4:.1f}" y="{y + bar * 0.65:.1f}" font-size="11" fill="#1d2329">'
-                     f'{v:.2f}</text></g>')
-    axis_y = top_pad + bar * len(ranked)
-    parts.append(f'<line x1="{left}" y1="{axis_y}" x2="{left + plot}" y2="{axis_y}" stroke="#7a838c"/>'
-                 f'<line x1="{left}" y1="{top_pad}" x2="{left}" y2="{axis_y}" stroke="#7a838c"/>'
-                 f'<text x="{left + plot / 2:.1f}" y="{height - 4}" font-size="10" text-anchor="middle" '
-                 f'fill="#48525c">nDCG@10 ×100</text>')
-    return (f'<figure data-dataset="{escape(dataset)}"><figcaption>{escape(dataset)}</figcaption>'
-            f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="{escape(dataset)}: top {len(ranked)} '
-            f'systems by nDCG@10">{"".join(parts)}</svg></figure>')

@@ -191,6 +191,30 @@ def test_charts_show_each_datasets_own_top_systems(browser):
         assert ticks[0] == "0" and ticks[-1] == "nDCG@10 ×100"
 
 
+def chart_labels(browser, short: str) -> list[str]:
+    return browser.js(f"Array.from(document.querySelectorAll('figure[data-dataset=\"{short}\"]:not(.hidden) g title'))"
+                      ".map(t => t.textContent)")
+
+
+def test_charts_follow_the_filters_and_the_task_group(browser):
+    """Filtered, each chart ranks only the rows shown; a task group shows only its datasets' charts;
+    with no row shown, no chart."""
+    reset(browser)
+    browser.js("document.getElementById('q').focus()")
+    browser.send("Input.insertText", {"text": "QwQ"}, session=True)
+    rows = {r["name"]: r for r in published() if "qwq" in " ".join(r.values()).lower()}
+    for short in SHORTS:
+        scores = {name: float(r[short]) for name, r in rows.items() if r[short]}
+        top = sorted(scores, key=lambda n: -scores[n])[:5]
+        assert chart_labels(browser, short) == [f"{n}: {scores[n]:.2f}" for n in top], short
+    browser.js("const s = document.getElementById('group'); s.value = 'clinical-case'; "
+               "s.dispatchEvent(new Event('change'))")
+    shown = browser.js("Array.from(document.querySelectorAll('.charts figure:not(.hidden)')).map(f => f.dataset.dataset)")
+    assert shown == ["PMC-Clinical", "IIYi-Clinical"]
+    browser.send("Input.insertText", {"text": " no such system"}, session=True)
+    assert browser.js("document.querySelectorAll('.charts figure:not(.hidden)').length") == 0
+
+
 @pytest.mark.parametrize("width", [400, 1500])
 def test_no_page_level_horizontal_overflow(browser, width):
     reset(browser, width)
