@@ -83,13 +83,6 @@ class Row:
             return leaderboard_average([self.scores[t] for t in tasks])
         return self.average if len(tasks) == len(R2MED_TASKS) else None
 
-    def as_dict(self) -> dict:
-        return {"system": self.system, "rewriter": self.rewriter, "retriever": self.retriever,
-                "reranker": self.reranker, "average": self.average, "complete": self.complete,
-                **{SHORT[t.name]: self.scores.get(t.name) for t in R2MED_TASKS},
-                "source": self.source, "notes": self.notes, "local_data": self.local, "kind": self.kind,
-                "provenance": self.provenance}
-
 
 PUBLISHED_CHOICES = ("leaderboard", "all", "none")
 

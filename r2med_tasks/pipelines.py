@@ -168,11 +168,6 @@ def _member_spec(registry: Registry, name: str):
     return registry.component(f"retriever:{name}").spec
 
 
-def _prefix(token: str) -> str | None:
-    key = token.partition("=")[0]
-    return key.partition(".")[0] if "." in key else None
-
-
 def _stages(registry: Registry, plugin_tokens: list[str]) -> dict[str, Stage]:
     stages: dict[str, Stage] = {}
     for token in plugin_tokens:
