@@ -68,16 +68,22 @@ def code_versions(packages: dict[str, str | None]) -> dict[str, str]:
     """The versions of the code that computes and scores a run: r2med, mteb (whose score dict and
     TaskResult format the scorer reproduces), pytrec_eval, and the plugin packages (``packages``:
     name -> version)."""
-    versions = {name: _installed_version(name) for name in ("r2med", "mteb", "pytrec-eval-terrier")}
-    return {**versions, **{k: v or "unknown" for k, v in packages.items()}}
+    return {**_installed_versions(), **{k: v or "unknown" for k, v in packages.items()}}
 
 
 @functools.cache  # looked up for every run; what is installed does not change under a running process
-def _installed_version(name: str) -> str:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "unknown"
+def _installed_versions() -> dict[str, str]:
+    from .mteb_adapter import installed_version as mteb_version
+
+    def installed(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "unknown"
+
+    # mteb's as mteb_adapter finds it (mteb-core, if that is where its code comes from)
+    return {"r2med": installed("r2med"), "mteb": mteb_version() or "unknown",
+            "pytrec-eval-terrier": installed("pytrec-eval-terrier")}
 
 
 def experiment_name(kwargs: dict[str, Any] | None) -> str | None:
