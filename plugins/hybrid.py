@@ -16,7 +16,7 @@ from pydantic import Field
 from r2med_tasks.components import RetrieverSpec
 from r2med_tasks.errors import UserError
 from r2med_tasks.hookspecs import hookimpl
-from r2med_tasks.options import options_model
+from r2med_tasks.options import Identified, file_content, options_model
 
 FUSIONS = ("rrf", "zscore", "minmax", "linear")
 HYBRID_OPTIONS = options_model(
@@ -28,7 +28,8 @@ HYBRID_OPTIONS = options_model(
              Field((), description="comma-separated, one weight per member (default: equal)")),
     rrf_k=(int, Field(60, ge=0, description="RRF's k: a document at rank r scores 1/(k + r)")),
     depth=(int, Field(100, ge=1, description="documents taken from each member's run")),
-    tune=(str, Field("", description="JSON file {task: [query ids]}: tune weights on those queries, score only "
+    tune=(Annotated[str, Identified(file_content)],
+          Field("", description="JSON file {task: [query ids]}: tune weights on those queries, score only "
                                      "the others")),
 )
 
@@ -82,7 +83,7 @@ class HybridRetriever:
                  for meta, name in zip(metas, self.member_names)]
         models = [[name, meta.get("name"), str(meta.get("revision"))] for meta, name in zip(metas, self.member_names)]
         revision = hashlib.sha256(json.dumps(models).encode()).hexdigest()[:12]
-        return {"name": "r2med/hybrid", "revision": revision,
+        return {"name": "r2med/hybrid", "revision": revision, "model_type": ["hybrid"],
                 "display_name": " ⊕ ".join(shown) + f" ({self.fusion.upper()})"}
 
     def index(self, corpus, *, task, context) -> None:

@@ -51,7 +51,7 @@ class RunFileRetriever:
         self.files = [self.path] if self.path.is_file() else sorted(self.path.glob("*.trec"))
         if not self.files:
             raise UserError(f"-o run-file.path={path}: no *.trec file in that folder")
-        from r2med_tasks.results import run_name
+        from r2med_tasks.layout import run_name
 
         self.name = name or run_name(self.path.resolve())  # a results folder's pipeline name, else the file's
         digest = hashlib.sha256()
@@ -62,10 +62,14 @@ class RunFileRetriever:
         self._doc_ids: set[str] = set()
 
     def model_meta(self) -> dict:
-        from r2med_tasks.results import slug
+        """Named by the runs; the kind of model is what the results folder they come from says, if
+        any (mteb's ``model_type``)."""
+        from r2med_tasks.layout import run_folder, slug
 
+        kind = run_folder(self.path).model_meta().get("model_type")
         return {"name": f"r2med/{slug(self.name) or 'run'}", "revision": self.revision, "display_name": self.name,
-                "framework": [], "open_weights": None}
+                "framework": [], "open_weights": None,
+                **({"model_type": kind} if isinstance(kind, list) and all(isinstance(k, str) for k in kind) else {})}
 
     def index(self, corpus, *, task, context) -> None:
         self._doc_ids = set(corpus.ids)

@@ -7,7 +7,7 @@ is cheap: no torch, no mteb.
 
 from importlib.metadata import PackageNotFoundError, version
 
-from .api import Results, TaskScore, as_mteb_model, evaluate, pipeline
+from .api import as_mteb_model, evaluate, pipeline
 from .components import (CombinesGenerated, Composite, DeclaresResources, DescribesModel, Labelled, RerankDepth,
                          Reranker, RerankerSpec, Retriever, RetrieverSpec, Rewriter, RewriterSpec, Run, Summarizes)
 from .context import Context
@@ -15,6 +15,7 @@ from .data import Corpus, Query
 from .errors import PluginError, UserError
 from .hookspecs import hookimpl
 from .options import Options, options_model
+from .outcomes import RunOutcome, TaskOutcome
 from .tasks import R2MED_TASKS, TaskSpec
 
 try:
@@ -24,7 +25,7 @@ except PackageNotFoundError:  # running from a source tree
 
 __all__ = [
     "CombinesGenerated", "Composite", "Context", "Corpus", "DeclaresResources", "DescribesModel", "Labelled", "PluginError", "Query", "R2MED_TASKS",
-    "RerankDepth", "Reranker", "RerankerSpec", "Results", "Retriever", "RetrieverSpec", "Rewriter", "RewriterSpec",
-    "Run", "Summarizes", "TaskScore", "TaskSpec", "UserError", "__version__", "as_mteb_model", "evaluate",
+    "RerankDepth", "Reranker", "RerankerSpec", "Retriever", "RetrieverSpec", "Rewriter", "RewriterSpec",
+    "Run", "RunOutcome", "Summarizes", "TaskOutcome", "TaskSpec", "UserError", "__version__", "as_mteb_model", "evaluate",
     "Options", "hookimpl", "options_model", "pipeline",
 ]

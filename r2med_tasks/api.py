@@ -14,19 +14,19 @@ progress. ``as_mteb_model`` turns an r2med retriever or pipeline into an mteb se
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import UserError
 
 if TYPE_CHECKING:
+    from .outcomes import RunOutcome
     from .pipelines import Pipeline
     from .registry import Registry
-    from .results import ResultFolder
-    from .runner import TaskOutcome
     from .tasks import TaskSpec
+
+OBJECT = "python-object"  # the component name of a retriever object passed to evaluate()
 
 
 def registry() -> Registry:
@@ -43,6 +43,7 @@ def pipeline(*components: str, top_k: int = 100, device: str | None = None,
     names them. Keyword options go to every selected component that accepts them (``-o key=value``);
     ``options={"bm25.k1": 1.2}`` addresses one component (``-o name.key=value``)."""
     from .context import default_cache_dir
+    from .options import option_text
     from .pipelines import base_context, build_pipeline, instantiate
 
     reg = registry()
@@ -52,122 +53,32 @@ def pipeline(*components: str, top_k: int = 100, device: str | None = None,
     return built
 
 
-def option_text(value: Any) -> str:
-    """An option value as the command line writes it (the one parser turns it back)."""
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return ",".join(option_text(v) for v in value)
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
-
-
-@dataclass(frozen=True)
-class TaskScore:
-    """One task's outcome: its main score, queries scored, whether it was computed now or reused,
-    and whether its data is R2MED's official data."""
-
-    task: str
-    ndcg_at_10: float
-    n_queries: int
-    status: str
-    official_data: bool
-
-
-class Results(Mapping[str, TaskScore]):
-    """task name -> :class:`TaskScore`, plus where the results are and mteb's TaskResults."""
-
-    def __init__(self, folder: ResultFolder, outcomes: list[TaskOutcome]) -> None:
-        self.folder = folder
-        self.path: Path = folder.path
-        self.name: str = folder.label
-        self.outcomes = outcomes
-        self._scores = {o.task.name: TaskScore(o.task.name, o.ndcg_at_10, o.n_queries, o.status, o.official)
-                        for o in outcomes}
-
-    def __getitem__(self, task: str) -> TaskScore:
-        """By mteb's task name (the keys), or as ``--tasks`` names a task: ``res["Biology"]``."""
-        if task in self._scores:
-            return self._scores[task]
-        from .tasks import normalize
-
-        for o in self.outcomes:
-            if normalize(task) in {normalize(n) for n in (o.task.name, o.task.short_name, *o.task.aliases)}:
-                return self._scores[o.task.name]
-        raise KeyError(task)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._scores)
-
-    def __len__(self) -> int:
-        return len(self._scores)
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{k}: {v.ndcg_at_10:.4f}" for k, v in self._scores.items())
-        return f"Results({self.name!r}, {{{shown}}})"
-
-    def task_results(self) -> dict:
-        """mteb's TaskResult of each task, as mteb reads it from disk."""
-        from .mteb_adapter import read_task_result
-
-        return {task: read_task_result(self.folder.task_json(task)) for task in self._scores}
-
-
 def evaluate(model: Any, tasks: str | Sequence[str] | None = None, *, data_dir: str | Path | None = None,
              output: str | Path = "results", cache_dir: str | Path | None = None, overwrite: bool = False,
-             top_k: int = 100, device: str | None = None, progress: bool = False) -> Results:
+             top_k: int = 100, device: str | None = None, progress: bool = False) -> RunOutcome:
     """Evaluate ``model`` on ``tasks`` and return the scores; results are written under ``output``.
 
     ``model``: a component name (``"bm25"``), a :func:`pipeline`, a sentence-transformers model
     object, or any object with the retriever protocol's ``index`` and ``search``. ``tasks``: names,
     aliases, groups or ``"r2med"``, as ``--tasks`` takes them; by default the task folders found
-    in ``data_dir``, else all eight R2MED tasks.
+    in ``data_dir``, else all eight R2MED tasks. Runs what ``r2med-run`` runs
+    (:func:`r2med_tasks.request.execute`).
     """
     from rich.console import Console
 
-    from .context import default_cache_dir
-    from .pipelines import base_context
-    from .runner import run_pipeline
+    from .request import RunRequest, execute
 
+    request = RunRequest(components=(model,) if isinstance(model, str) else (),
+                         tasks=((tasks,) if isinstance(tasks, str) else tuple(tasks)) if tasks is not None else None,
+                         data_dir=Path(data_dir).expanduser() if data_dir is not None else None,
+                         output=Path(output).expanduser(),
+                         cache_dir=Path(cache_dir).expanduser() if cache_dir is not None else None,
+                         overwrite=overwrite, top_k=top_k, device=device)
     reg = registry()
-    built = _as_pipeline(model, reg, top_k=top_k, device=device)
-    data = Path(data_dir).expanduser() if data_dir is not None else None
-    chosen = choose_tasks(reg, [tasks] if isinstance(tasks, str) else tasks, data)
+    built = None if isinstance(model, str) else _as_pipeline(model, reg, top_k=top_k, device=device)
     console = Console(stderr=True, quiet=not progress, highlight=False)
-    context = base_context(reg, cache_dir=Path(cache_dir).expanduser() if cache_dir else default_cache_dir(),
-                           log=lambda line: console.print(line, markup=False))
-    folder, outcomes = run_pipeline(built, chosen, output=Path(output).expanduser(), data_dir=data,
-                                    overwrite=overwrite, context=context, console=console, registry=reg)
-    return Results(folder, outcomes)
-
-
-def choose_tasks(reg: Registry, names: Sequence[str] | None, data_dir: Path | None) -> list[TaskSpec]:
-    """The tasks ``names`` picks; without names, the task folders found in ``data_dir``, else all
-    eight R2MED tasks."""
-    if names is not None:
-        chosen = reg.tasks(list(names))
-        if not chosen:
-            raise UserError(f"--tasks {','.join(names)!r}: names no task; give task names, aliases, groups or r2med "
-                            "(see `r2med list tasks`)")
-        return chosen
-    if data_dir is None:
-        return reg.tasks(["r2med"])
-    if not data_dir.is_dir():
-        raise UserError(f"--data-dir {data_dir}: not a folder")
-    found = []
-    for entry in reg.entries["task"]:
-        try:
-            entry.spec.find_folder(data_dir, only_task=False)
-            found.append(entry.spec)
-        except UserError:
-            pass
-    if not found:
-        raise UserError(f"--data-dir {data_dir}: no task folders found (expected e.g. {data_dir}/Biology/corpus.jsonl); "
-                        "name the task with --tasks for a flat folder")
-    return found
+    return execute(request, console=console, log=lambda line: console.print(line, markup=False), pipeline=built,
+                   registry=reg)
 
 
 def _as_pipeline(model: Any, reg: Registry, *, top_k: int, device: str | None) -> Pipeline:
@@ -189,7 +100,8 @@ def _as_pipeline(model: Any, reg: Registry, *, top_k: int, device: str | None) -
     if isinstance(model, Retriever):
         check_interface(model, "retriever", f"retriever {type(model).__name__}")
         with_object = _with_object(reg, model)
-        built = build_pipeline(with_object, ["retriever:python-object"], [], top_k=top_k)
+        built = build_pipeline(with_object, [f"retriever:{OBJECT}"], [], top_k=top_k)
+        built.not_a_command = f"a {type(model).__name__} object passed to r2med_tasks.evaluate"
         instantiate(built, base_context(with_object, cache_dir=default_cache_dir()))
         return built
     raise UserError(f"evaluate(): {type(model).__name__} is not a component name, a pipeline, a "
@@ -210,7 +122,7 @@ def _with_object(reg: Registry, retriever: Any) -> Registry:
     from .registry import Registered
 
     module = type(retriever).__module__.split(".")[0]
-    spec = RetrieverSpec(name="python-object", factory=lambda: retriever,
+    spec = RetrieverSpec(name=OBJECT, factory=lambda: retriever,
                          description=f"{type(retriever).__name__} passed to evaluate()")
     entries = {k: list(v) for k, v in reg.entries.items()}
     entries["retriever"].append(Registered(spec, PluginInfo(module, _version(module), module)))
@@ -251,33 +163,34 @@ def task_spec(name: str) -> TaskSpec:
 def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, task_name: str | None = None,
               data_dir: str | Path | None = None, output: str | Path = "results", fusion: str = "rrf",
               weights: Sequence[float] | None = None, rrf_k: int = 60, depth: int = 100, top_k: int = 100,
-              cache_dir: str | Path | None = None,
-              on_wait=lambda message: None) -> tuple[ResultFolder, list[TaskOutcome]]:
+              cache_dir: str | Path | None = None, on_wait=lambda message: None) -> RunOutcome:
     """Fuse runs made anywhere into a new results folder (what ``r2med fuse`` does): ``inputs`` are
     TREC run files of one task (with ``qrels``) or results folders (every task they all have).
     ``cache_dir`` (default: the user's cache folder) keeps a local corpus's checked document ids."""
+    import shlex
+
     from .data import read_qrels
     from .evaluation import score
     from .fusion import fuse
-    from .plugins import get_plugins
-    from .registry import build_registry
-    from .results import ResultFolder, RunSpec, code_versions, digest, locked, run_name, slug
-    from .runner import TaskOutcome
+    from .layout import RunFolder, run_name
+    from .outcomes import RunOutcome, TaskOutcome
+    from .results import ResultFolder, RunSpec, code_versions, digest, locked, slug
     from .runs import read_trec
 
     if len(inputs) < 2:
         raise UserError("r2med fuse: give at least two runs")
     weight_list = list(weights) if weights else None
-    reg = build_registry(get_plugins())
+    reg = registry()
+    given = [str(p) for p in inputs]
     inputs = [Path(p) for p in inputs]
-    folders = [p for p in inputs if p.is_dir()]
+    folders = [RunFolder(p) for p in inputs if p.is_dir()]
     if folders and len(folders) != len(inputs):
         raise UserError("r2med fuse: give either TREC files or results folders, not both")
     if folders:
-        common = set.intersection(*({f.name.removesuffix(".trec") for f in d.glob("*.trec")} for d in folders))
+        common = set.intersection(*(set(f.run_task_names()) for f in folders))
         if not common:
             raise UserError("r2med fuse: the folders have no task in common (no shared <Task>.trec)")
-        jobs = [(reg.tasks([name])[0], [d / f"{name}.trec" for d in folders]) for name in sorted(common)]
+        jobs = [(reg.tasks([name])[0], [f.trec(name) for f in folders]) for name in sorted(common)]
     else:
         if qrels is None:
             raise UserError("r2med fuse: TREC-file inputs need --qrels FILE")
@@ -293,9 +206,19 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
     config = {"fusion": fusion, "weights": weight_list, "rrf_k": rrf_k, "depth": depth, "top_k": top_k,
               "inputs": inputs_id}
     defaults = {"weights": None, "rrf_k": 60, "depth": 100, "top_k": 100}
+    words = ["r2med", "fuse", *given, "--fusion", fusion]
+    words += [w for flag, value in (("--qrels", qrels), ("--task", task_name), ("--data-dir", data_dir))
+              if value is not None for w in (flag, str(value))]
+    words += ["--weights", ",".join(map(repr, weight_list))] if weight_list else []
+    words += [w for flag, key in (("--rrf-k", "rrf_k"), ("--depth", "depth"), ("--top-k", "top_k"))
+              if config[key] != defaults[key] for w in (flag, str(config[key]))]
+    if Path(output) != Path("results"):
+        words += ["--output", str(output)]
     spec = RunSpec(display_name=display, model={"name": f"r2med/{slug(display)}", "revision": digest(inputs_id)},
                    config=config, models={}, code=code_versions({}), composite=False,
-                   variant={k: config[k] for k, v in defaults.items() if config[k] != v})
+                   variant={k: config[k] for k, v in defaults.items() if config[k] != v}, command=tuple(words),
+                   components={"retriever": {"component": "fuse", "plugin": "r2med", "label": display,
+                                             "members": [{"component": "run", "label": n} for n in names]}})
     fused_runs = []  # everything read and checked before the results folder is touched
     for task, paths in jobs:
         try:
@@ -315,18 +238,24 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
             raise UserError(f"r2med fuse: {where} judge none of the {len(fused)} queries the runs rank; are the "
                             "runs and the judgments of the same task?")
         fused_runs.append((task, judged, judgments, data_id))
-    folder = ResultFolder(Path(output), spec)
-    folder.check_claim()
+    by_kind = {local: ResultFolder(Path(output), spec, local=local)
+               for local in dict.fromkeys(d["source"] != "hub" for *_, d in fused_runs)}
+    for folder in by_kind.values():
+        folder.check_claim()
     outcomes = []
-    with locked([folder], on_wait):
-        folder.claim()
+    with locked(list(by_kind.values()), on_wait):
+        for folder in by_kind.values():
+            folder.claim()
         for task, fused, judgments, data_id in fused_runs:
+            folder = by_kind[data_id["source"] != "hub"]
             scores, per_query = score(fused, judgments)
             folder.write(task.name, data_id["revision"], spec.task_identity(task.name, data_id),
                          scores, fused, per_query, evaluation_time=0.0, phases=[])
-            outcomes.append(TaskOutcome(task, scores["main_score"], len(per_query), "computed",
-                                        data_id["official"]))
-    return folder, outcomes
+            outcomes.append(TaskOutcome(task.name, task.short_name, task.group, scores["main_score"], len(per_query),
+                                        "computed", data_id["official"], str(folder.path)))
+    main = next(iter(by_kind.values()))
+    return RunOutcome(main.display_name, main.label, main.name, main.revision, main.experiment,
+                      [str(f.path) for f in by_kind.values()], outcomes, command=shlex.join(words))
 
 
 def _task_qrels(task, data_dir: Path | None, cache_dir: Path | None) -> tuple[dict, dict]:

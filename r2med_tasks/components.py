@@ -82,6 +82,15 @@ class ComponentSpec:
         """The typed value of ``-o key=raw``; a one-line UserError naming the option otherwise."""
         return _options.parse(self.options, key, raw, where=f"-o {self.name}.{key}")
 
+    def identity_value(self, key: str, value: Any) -> Any:
+        """What an option's value stands for in a run's identity (``r2med_tasks.options.Identified``)."""
+        return _options.identity_value(self.options, key, value)
+
+    def identifies_results(self, key: str) -> bool:
+        """Whether an option can change results and is not a model choice (which the model's name and
+        revision identify): the options of a run's configuration and experiment name."""
+        return key not in self.runtime_options and key not in self.model_options
+
     def resolve_factory(self) -> Callable[..., Any]:
         if callable(self.factory):
             return self.factory
@@ -230,9 +239,15 @@ class RerankDepth(Protocol):
 
 @runtime_checkable
 class CombinesGenerated(Protocol):
-    """A retriever that reads ``Query.generated`` itself (the published per-family rules)."""
+    """A retriever that reads ``Query.generated`` itself (the published per-family rules), when
+    ``combines_generated`` is true; false (or absent) leaves it to the default rule."""
 
     combines_generated: bool
+
+
+def combines_generated(retriever: Any) -> bool:
+    """Whether a retriever combines generated documents itself: the attribute's value, not its presence."""
+    return getattr(retriever, "combines_generated", False) is True
 
 
 @runtime_checkable

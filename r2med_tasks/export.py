@@ -1,69 +1,75 @@
 """Lay a run out as the public MTEB results repository expects, and say what stands in the way of
-a pull request being merged there (the CI and review rules of embeddings-benchmark/results)."""
+a pull request being merged there (:mod:`r2med_tasks.contribution` checks what that repository's
+CI checks)."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from . import atomic
+from .contribution import check_exported, repository_folder
 from .errors import UserError
-from .results import EXPERIMENTS, experiment_name, safe_component
-from .tasks import PINNED_REVISIONS
+from .layout import EXPERIMENTS, MODEL_META, RUN_SETTINGS, RunFolder, experiment_name, safe_component
 
-MAX_FILE_BYTES = 10 * 1024 * 1024
 REPAIR = "delete that file and rerun the r2med-run command with --overwrite"
+MAX_FOLDER = 120  # characters of a model folder named from a model_meta.json, as r2med's own folders
 
 
 def export_run(run_dir: Path, dest: Path) -> tuple[Path, list[str]]:
-    """Copy a run's TaskResults and model_meta.json to ``dest/results/<org__model>/<revision>/``
-    (plus ``experiments/<name>/`` for an option variant); returns that folder and the problems a
-    results-repo PR would hit."""
-    meta_path = run_dir / "model_meta.json"
+    """Copy a run's TaskResults, model_meta.json and run_settings.jsonl to
+    ``dest/results/<org__model>/<revision>/`` (plus ``experiments/<name>/`` for an option variant);
+    returns that folder and the problems a results-repo PR would hit with it (see
+    :func:`r2med_tasks.contribution.check_results_tree`), one line each."""
+    run = RunFolder(run_dir)
+    meta_path = run.model_meta_file
     if not meta_path.exists():
         raise UserError(f"{run_dir}: no model_meta.json; pass a results folder written by r2med-run "
                         "(<output>/<org__model>/<revision>/)")
-    meta = _json_object(meta_path)
+    meta_bytes = meta_path.read_bytes()
+    meta = _json_object(meta_path, meta_bytes)
     name, revision = meta.get("name"), meta.get("revision") or "no_revision_available"  # mteb's folder for None
     if not isinstance(name, str) or not name:
         raise UserError(f"{meta_path}: no model name; the run's files are corrupt: {REPAIR}")
-    folder = safe_component(name.replace("/", "__").replace(" ", "_"))
-    target = dest / "results" / folder / safe_component(str(revision))
+    root = dest / "results"
+    target = root / _folder(name) / safe_component(str(revision))
     experiment = experiment_name(meta.get("experiment_kwargs"))
-    if experiment:  # an option variant: mteb's experiment folder
+    if experiment:  # an option variant: mteb's experiment folder (the check says it cannot be submitted)
         target = target / EXPERIMENTS / experiment
-    results = [p for p in sorted(run_dir.glob("*.json")) if p.name != "model_meta.json"]
+    results = run.task_files()
     if not results:
         raise UserError(f"{run_dir}: no task results to export")
-    problems = []
-    for path, data in [(path, _json_object(path)) for path in results]:  # all read before anything is written
-        task = data.get("task_name")
-        if path.stem != task:
-            problems.append(f"{path.name}: file name differs from task_name {task!r}")
-        if task in PINNED_REVISIONS and data.get("dataset_revision") != PINNED_REVISIONS[task]:
-            problems.append(f"{task}: dataset_revision {data.get('dataset_revision')!r} is not mteb's pinned "
-                            f"{PINNED_REVISIONS[task]} (results from a local copy are not results on the official data)")
-        if path.stat().st_size > MAX_FILE_BYTES:
-            problems.append(f"{path.name}: larger than the repository's 10 MB limit")
-        atomic.write_bytes(target / path.name, path.read_bytes())
-    atomic.write_bytes(target / "model_meta.json", meta_path.read_bytes())
-    from .mteb_adapter import registered_model_meta
-
-    if registered_model_meta(name) is None:
-        problems.append(f"model {name!r} is not registered in mteb: the results repository only merges results "
-                        "of models with a ModelMeta (and a reference implementation) in mteb itself")
-    return target, problems
+    files = {path.name: path.read_bytes() for path in results}  # all read before anything is written
+    for path in results:
+        _json_object(path, files[path.name])
+    if run.run_settings_file.is_file():
+        files[RUN_SETTINGS] = run.run_settings_file.read_bytes()
+    files[MODEL_META] = meta_bytes  # last: a folder with model_meta.json is a finished export
+    for file_name, data in files.items():
+        atomic.write_bytes(target / file_name, data)
+    return target, check_exported(root, target)
 
 
-def _json_object(path: Path) -> dict:
-    """A JSON object from ``path``, or a one-line error naming the file: an export copies what it
-    read, so a corrupt file stops it before anything is written."""
+def _folder(name: str) -> str:
+    """The model's folder: the repository's name for it where that is a plain path component,
+    else a safe one (which the check then reports as misplaced)."""
+    folder = repository_folder(name)
+    if folder.isprintable() and not folder.startswith(".") and len(folder) <= MAX_FOLDER \
+            and not re.search(r"[\\/:*?\"<>|]", folder):
+        return folder
+    return safe_component(folder)
+
+
+def _json_object(path: Path, data: bytes) -> dict:
+    """The JSON object ``data`` read from ``path``, or a one-line error naming the file: an export
+    copies what it read, so a corrupt file stops it before anything is written."""
     try:
-        data = json.loads(path.read_bytes())
+        value = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise UserError(f"{path}: not a JSON file ({type(e).__name__}: {str(e)[:120]}); the run's files are "
                         f"corrupt: {REPAIR}") from None
-    if not isinstance(data, dict):
-        raise UserError(f"{path}: expected a JSON object, got {type(data).__name__}; the run's files are corrupt: "
+    if not isinstance(value, dict):
+        raise UserError(f"{path}: expected a JSON object, got {type(value).__name__}; the run's files are corrupt: "
                         f"{REPAIR}")
-    return data
+    return value

@@ -21,6 +21,7 @@ run joins a published row only when it ran that row's command on R2MED's officia
 from __future__ import annotations
 
 import csv
+import functools
 import html
 import io
 import json
@@ -30,9 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .evaluation import leaderboard_average, leaderboard_value
+from .layout import RunFolder, folder_path, runs_under, slug
 from .published import PUBLISHED_CSV, REPOSITORY, published_runs
 from .published import provenance as run_provenance
-from .results import EXPERIMENTS, canonical, experiment_name, pipeline_record, slug
+from .results import canonical, differences
 from .tasks import PINNED_REVISIONS, R2MED_TASKS
 from .terminal import printable
 
@@ -49,7 +51,7 @@ class Row:
     published_average: float | None = None  # for rows whose per-dataset values were never published
     source: str = ""
     notes: list[str] = field(default_factory=list)
-    command: str = ""  # the r2med-run command that reproduces a published row
+    command: str = ""  # the command that reproduces the row (a published row's, or a run's stored one)
     key: tuple = ()  # the identity rows merge on
     config: dict | None = None  # a run's configuration, as r2med-run recorded it
     display_name: str = ""  # a run's pipeline name without its variant (published rows match on it)
@@ -59,6 +61,15 @@ class Row:
     mteb: bool = False  # read from the MTEB results repository (--mteb-results), not from your runs
     metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # task name -> every metric shipped (0-1)
     joined: list[Row] = field(default_factory=list)  # your runs of this published row's configuration
+    components: dict = field(default_factory=dict)  # a run's stages as recorded: kind -> component, label, members
+
+    def component_names(self, kind: str) -> list[str]:
+        """The names and labels a filter on ``kind`` matches: the shown label, the recorded component
+        and its members' (``--retriever st`` finds a hybrid of bm25 and st)."""
+        stage = self.components.get(kind) or {}
+        members = stage.get("members") or []
+        return [getattr(self, kind), *(str(stage[k]) for k in ("component", "label") if stage.get(k)),
+                *(str(m[k]) for m in members if isinstance(m, dict) for k in ("component", "label") if m.get(k))]
 
     @property
     def origin(self) -> str:
@@ -147,26 +158,33 @@ def published_row_for(system: str, config: dict) -> Row | None:
     return row if command_config(row.command) == canonical(config) else None
 
 
-def command_config(command: str) -> dict | None:
-    """The configuration an ``r2med-run`` command builds (None when it cannot be built here)."""
+def command_config(command: str | list[str]) -> dict | None:
+    """The configuration an ``r2med-run`` command builds, parsed as ``r2med-run`` parses it (None
+    when it cannot be built here)."""
+    return _command_check(command)[0]
+
+
+def _command_check(command: str | list[str]) -> tuple[dict | None, str | None]:
+    """(configuration, None) of a command, or (None, why it cannot be built here)."""
     from .errors import UserError
     from .pipelines import build_pipeline
+    from .request import parse_command
+
+    try:
+        request = parse_command(command).request
+        built = build_pipeline(_registry(), list(request.components), list(request.options), top_k=request.top_k,
+                               device=request.device)
+        return canonical(built.config()), None
+    except UserError as e:
+        return None, str(e)
+
+
+@functools.cache
+def _registry():
     from .plugins import get_plugins
     from .registry import build_registry
 
-    words = shlex.split(command)[1:]
-    plugins, options, top_k = [], [], 100
-    for flag, value in zip(words[::2], words[1::2]):
-        if flag in ("--plugin", "-p"):
-            plugins.append(value)
-        elif flag == "-o":
-            options.append(value)
-        elif flag == "--top-k":
-            top_k = int(value)
-    try:
-        return canonical(build_pipeline(build_registry(get_plugins()), plugins, options, top_k=top_k).config())
-    except UserError:
-        return None
+    return build_registry(get_plugins())
 
 
 def result_rows(folder: Path, warn, *, mteb: bool = False) -> list[Row]:
@@ -176,78 +194,52 @@ def result_rows(folder: Path, warn, *, mteb: bool = False) -> list[Row]:
 
     A file that is not a readable mteb TaskResult, or whose nDCG@10 is not a score (NaN, infinite,
     below 0 or above 1), is skipped with a warning naming it: a ranking must not show it silently.
+    Everything a row says of a run (name, components, command) is the run's stored record.
     """
     systems: dict[tuple, Row] = {}
-    paths = [*folder.glob("*/*/*.json"), *folder.glob(f"*/*/{EXPERIMENTS}/*/*.json")]
-    for path in sorted(paths):
-        if path.name == "model_meta.json":
-            continue
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            task, test = data["task_name"], data["scores"]["test"][0]
-            main = float(test["main_score"])
-        except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
-            warn(f"{path}: not an mteb TaskResult with a test score ({type(e).__name__}); skipped")
-            continue
-        if task not in SHORT:
-            continue  # another benchmark's task
-        if not (math.isfinite(main) and 0.0 <= main <= 1.0):
-            warn(f"{path}: nDCG@10 {main!r} is not a score between 0 and 1; skipped")
-            continue
-        run = path.parent
-        identity = _identity(run, task)
-        record = pipeline_record(run)
-        if isinstance(record.get("published"), dict):  # the shipped published results: the published data
-            official = True
-        elif identity:
-            official = identity["data"].get("official") is True
-        else:  # written by mteb, or before identities: official when at mteb's pinned revision
-            official = data.get("dataset_revision") == PINNED_REVISIONS[task]
-        key = _run_key(run, not official)
-        if key not in systems:
-            systems[key] = _run_row(run, key, local=not official)
-            systems[key].mteb = mteb
-        systems[key].scores[task] = leaderboard_value(main)
-        systems[key].metrics[task] = {k: float(v) for k, v in test.items() if k != "main_score"
-                                      and isinstance(v, (int, float)) and not isinstance(v, bool)
-                                      and math.isfinite(v)}
+    folders: dict[tuple, RunFolder] = {}
+    for run in runs_under(folder):
+        record = run.record()
+        for path in run.task_files():
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                task, test = data["task_name"], data["scores"]["test"][0]
+                main = float(test["main_score"])
+            except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
+                warn(f"{path}: not an mteb TaskResult with a test score ({type(e).__name__}); skipped")
+                continue
+            if task not in SHORT:
+                continue  # another benchmark's task
+            if not (math.isfinite(main) and 0.0 <= main <= 1.0):
+                warn(f"{path}: nDCG@10 {main!r} is not a score between 0 and 1; skipped")
+                continue
+            identity = run.identity(task)
+            if isinstance(record.get("published"), dict):  # the shipped published results: the published data
+                official = True
+            elif identity:
+                official = identity["data"].get("official") is True
+            else:  # written by mteb, or before identities: official when at mteb's pinned revision
+                official = data.get("dataset_revision") == PINNED_REVISIONS[task]
+            key = ("published", str(record.get("name", "")).lower()) if "published" in record else \
+                (*run.key()[:3], not official)
+            if key not in systems:
+                systems[key] = _run_row(run, record, key, local=not official)
+                systems[key].mteb = mteb
+                folders[key] = run
+            systems[key].scores[task] = leaderboard_value(main)
+            systems[key].metrics[task] = {k: float(v) for k, v in test.items() if k != "main_score"
+                                          and isinstance(v, (int, float)) and not isinstance(v, bool)
+                                          and math.isfinite(v)}
+    for key, row in systems.items():
+        if row.kind == "run":
+            row.command, note = run_command(folders[key].record(), list(row.scores))
+            if note:
+                row.notes.append(note)
     return list(systems.values())
 
 
-def _identity(run: Path, task: str) -> dict | None:
-    try:
-        stored = json.loads((run / "r2med" / f"{task}.identity.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return stored if isinstance(stored, dict) and isinstance(stored.get("data"), dict) else None
-
-
-def _model_meta(run: Path) -> dict:
-    try:
-        meta = json.loads((run / "model_meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return meta if isinstance(meta, dict) else {}
-
-
-def _run_key(run: Path, local: bool) -> tuple:
-    """Model name, revision and experiment as mteb reads them (model_meta.json, else the path)."""
-    record = pipeline_record(run)
-    if "published" in record:  # the shipped published rows, as mteb results: the CSV's row
-        return ("published", str(record.get("name", "")).lower())
-    meta = _model_meta(run)
-    in_experiment = run.parent.name == EXPERIMENTS
-    revision_folder = run.parent.parent if in_experiment else run
-    name = meta.get("name") or revision_folder.parent.name.replace("__", "/")
-    revision = meta.get("revision") or revision_folder.name
-    kwargs = meta.get("experiment_kwargs")
-    experiment = experiment_name(kwargs) if isinstance(kwargs, dict) else (run.name if in_experiment else None)
-    return (str(name), str(revision), experiment, local)
-
-
-def _run_row(run: Path, key: tuple, local: bool) -> Row:
-    record = pipeline_record(run)
-    meta = _model_meta(run)
+def _run_row(run: RunFolder, record: dict, key: tuple, local: bool) -> Row:
+    meta = run.model_meta()
     name = record.get("label") or record.get("name") or meta.get("name") or key[0]
     kwargs = meta.get("experiment_kwargs")
     if not record and isinstance(kwargs, dict) and kwargs:  # an mteb experiment, named as mteb names it
@@ -255,30 +247,45 @@ def _run_row(run: Path, key: tuple, local: bool) -> Row:
     config = record.get("config") if isinstance(record.get("config"), dict) else None
     published = record.get("published")
     kind = str(published.get("kind", "leaderboard")) if isinstance(published, dict) else "run"
-    return Row(str(name), source=("local data: " if local else "") + str(run), key=key, config=config,
-               display_name=str(record.get("name") or name), local=local, kind=kind, provenance=[str(run)],
-               command=run_command(record))
+    components = record.get("components") if isinstance(record.get("components"), dict) else {}
+    labels = {k: str((components.get(k) or {}).get("label") or "-") for k in ("rewriter", "retriever", "reranker")}
+    if not components:  # results r2med did not write: the model is the retriever
+        labels["retriever"] = str(meta.get("name") or key[0]).split("/")[-1]
+    return Row(str(name), labels["rewriter"], labels["retriever"], labels["reranker"],
+               source=("local data: " if local else "") + str(run.path), key=key, config=config,
+               display_name=str(record.get("name") or name), local=local, kind=kind, provenance=[str(run.path)],
+               components=components)
 
 
-def run_command(record: dict) -> str:
-    """The ``r2med-run`` command of a run's recorded pipeline: its components in order and the
-    options it set away from their defaults (its mteb experiment). Empty for results r2med-run did
-    not write. A model chosen by option is the configuration's (``models``), not repeated here."""
-    config = record.get("config")
-    if not isinstance(config, dict) or "published" in record:
-        return ""
-    words = ["r2med-run"]
-    for stage in ("rewriter", "retriever", "reranker"):
-        if isinstance(config.get(stage), dict) and config[stage].get("component"):
-            words += ["--plugin", str(config[stage]["component"])]
-    kwargs = record.get("experiment_kwargs")
-    for key, value in sorted((kwargs if isinstance(kwargs, dict) else {}).items()):
-        if isinstance(value, bool):
-            value = str(value).lower()
-        elif isinstance(value, list):
-            value = ",".join(map(str, value))
-        words += ["--top-k", str(value)] if key == "top_k" else ["-o", f"{key}={value}"]
-    return shlex.join(words)
+def run_command(record: dict, tasks: list[str]) -> tuple[str, str | None]:
+    """The command a run's record stores, for the run's ``tasks`` (mteb names), and a note when
+    there is none to show: no command can build the run, or the stored one no longer builds the
+    stored configuration (a plugin's defaults changed since). An ``r2med-run`` command is checked
+    by building it with the installed plugins, so a printed command never runs another system."""
+    from .request import command_line
+
+    words = record.get("command")
+    if "published" in record or "config" not in record:
+        return "", None
+    if not isinstance(words, list) or not words or not all(isinstance(w, str) for w in words):
+        note = record.get("command_note")
+        return "", f"no command: {note}" if isinstance(note, str) and note else "no command recorded"
+    if words[0] != "r2med-run":
+        return shlex.join(words), None
+    built, problem = _command_check(words)
+    if built is None:
+        return "", f"no command: its recorded command no longer builds here ({problem})"
+    if built != canonical(record.get("config")):
+        changed = "; ".join(differences(record.get("config") or {}, built))
+        return "", f"no command: its recorded command now builds another configuration ({changed})"
+    every = {t.name for t in R2MED_TASKS}
+    shown = None if set(tasks) == every else [SHORT.get(t, t) for t in sorted(tasks, key=_task_order)]
+    return command_line(words, tasks=shown), None
+
+
+def _task_order(task: str) -> int:
+    names = [t.name for t in R2MED_TASKS]
+    return names.index(task) if task in names else len(names)
 
 
 def keep_published(rows: list[Row], which: str) -> list[Row]:
@@ -342,8 +349,9 @@ def select(rows: list[Row], *, tasks: list[str] | None = None, rewriter: str | N
     def has(text: str | None, *values: str) -> bool:
         return text is None or any(text.lower() in v.lower() for v in values)
 
-    out = [r for r in rows if (include_local or not r.local) and has(rewriter, r.rewriter)
-           and has(retriever, r.retriever, r.system) and has(reranker, r.reranker)]
+    out = [r for r in rows if (include_local or not r.local) and has(rewriter, *r.component_names("rewriter"))
+           and has(retriever, *r.component_names("retriever"), r.system)
+           and has(reranker, *r.component_names("reranker"))]
     if len(tasks) < len(R2MED_TASKS):  # rank by these datasets' own average (stable: ties keep the overall order)
         out.sort(key=lambda r: (r.average_over(tasks) is None, -(r.average_over(tasks) or 0.0)))
     return (out[:top] if top else out), tasks
@@ -470,11 +478,11 @@ def write_published(dest: Path) -> list[Path]:
     ``dest/r2med-leaderboard__<system>/published/``, the authors' repository's other runs in
     ``dest/r2med-repository__<system>/published/``. Each holds a TaskResult per dataset (every
     metric the authors report where their repository has the run, else nDCG@10, the one metric the
-    leaderboard shows), ``model_meta.json`` and, in ``r2med/pipeline.json``, the system's name,
-    kind and provenance. Generated from the shipped data, so the files are computed, never
-    hand-written."""
+    leaderboard shows), written by the mteb adapter as every result is, ``model_meta.json`` and, in
+    ``r2med/pipeline.json``, the system's name, kind and provenance. Generated from the shipped
+    data, so the files are computed, never hand-written."""
     from . import atomic
-    from .tasks import R2MED_TASKS as TASKS
+    from .mteb_adapter import model_meta_text, task_result_text
 
     linked = {r["name"]: r for r in published_runs("leaderboard")}
     repository = {r["name"]: r for r in published_runs("repository")}
@@ -482,31 +490,29 @@ def write_published(dest: Path) -> list[Path]:
     for row in published_rows(which="all"):
         run = linked.get(row.system) if row.kind == "leaderboard" else repository[row.system]
         org = PUBLISHED_ORG if row.kind == "leaderboard" else REPOSITORY_ORG
-        name = slug(row.system)
-        folder = dest / f"{org}__{name}" / "published"
-        for task in TASKS:
+        folder = RunFolder(folder_path(dest, f"{org}/{slug(row.system)}", "published", None, local=False))
+        for task in R2MED_TASKS:
             if run is not None:
                 metrics = dict(run["metrics"][task.short_name])
             elif task.name in row.scores:
                 metrics = {"ndcg_at_10": round(row.scores[task.name] / 100, 6)}
             else:
                 continue
-            atomic.write_json(folder / f"{task.name}.json", {
-                "dataset_revision": published_revision(task.name), "task_name": task.name, "mteb_version": None,
-                "scores": {"test": [{**metrics, "main_score": metrics["ndcg_at_10"], "hf_subset": "default",
-                                     "languages": ["eng-Latn"]}]},
-                "evaluation_time": None, "kg_co2_emissions": None})
-            written.append(folder / f"{task.name}.json")
+            atomic.write_text(folder.task_json(task.name), task_result_text(
+                task.name, published_revision(task.name), {**metrics, "main_score": metrics["ndcg_at_10"]},
+                evaluation_time=None, phases=[]))
+            written.append(folder.task_json(task.name))
         reference = "https://r2med.github.io/#leaderboard" if row.kind == "leaderboard" else \
             f"https://github.com/R2MED/R2MED/tree/{next(reversed(run['files']))}/results"
-        atomic.write_json(folder / "model_meta.json", {"name": f"{org}/{name}", "revision": "published",
-                                                       "reference": reference})
-        atomic.write_json(folder / "r2med" / "pipeline.json", {
+        atomic.write_text(folder.model_meta_file, model_meta_text(
+            {"name": f"{org}/{slug(row.system)}", "revision": "published", "reference": reference}, {},
+            registered=False))
+        atomic.write_json(folder.record_file, {
             "name": row.system, "published": {"kind": row.kind, "rewriter": row.rewriter, "retriever": row.retriever,
                                               "reranker": row.reranker, "average": row.average,
                                               "command": row.command, "source": row.source,
                                               "provenance": row.provenance, "notes": row.notes}})
-        written += [folder / "model_meta.json", folder / "r2med" / "pipeline.json"]
+        written += [folder.model_meta_file, folder.record_file]
     return written
 
 

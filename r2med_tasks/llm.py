@@ -575,6 +575,18 @@ def llm_model_name(spec: str) -> str:
     return spec.rpartition("#")[2] if "#" in spec else spec.partition(":")[2] or spec
 
 
+def llm_identity(spec: str) -> str:
+    """What an ``-o llm=`` spec stands for in a run's identity: the model, and whether OpenAI serves
+    it (whose sampling defaults differ), never the server's address: ``openai:gpt-4o`` stays,
+    ``vllm:Qwen2.5-7B-Instruct`` and ``http://10.0.0.5:8000/v1#Qwen2.5-7B-Instruct`` are both
+    ``Qwen2.5-7B-Instruct``. Empty stays empty."""
+    if not isinstance(spec, str) or not spec.strip():
+        return spec
+    spec = spec.strip()
+    model = llm_model_name(spec).strip()
+    return f"openai:{model}" if spec.lower().startswith("openai:") else model
+
+
 def parse_llm_spec(spec: str) -> dict:
     """``{"model", "base_url", "api_key_env"}`` for ``ChatClient(**...)``.
 

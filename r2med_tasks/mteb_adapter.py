@@ -1,14 +1,19 @@
 """Every use of mteb, in one place, against a declared range of mteb versions.
 
 r2med writes results mteb reads (``TaskResult`` files, ``model_meta.json``, mteb's folder layout)
-and offers its tasks to ``mteb.evaluate``. The mteb names that takes are used here only. Two of
-mteb's formats are reproduced here rather than called, because importing mteb (sklearn, pandas,
+and offers its tasks to ``mteb.evaluate``. The mteb names that takes are used here only. Several
+of mteb's formats are reproduced here rather than called, because importing mteb (sklearn, pandas,
 datasets) costs seconds on every run: the score dict of mteb's retrieval evaluator (computed in
-:mod:`r2med_tasks.evaluation`) and the bytes of a ``TaskResult`` file (:func:`task_result_text`).
-``tests/test_mteb_adapter.py`` checks that the installed mteb is in :data:`SUPPORTED`, that
-pyproject's requirement is the same range, that each entry point below still exists and behaves as
-expected, and that both reproductions still equal what the installed mteb computes and writes.
-Moving to a new mteb means running that test, fixing this module (and the evaluation) and widening
+:mod:`r2med_tasks.evaluation`), the bytes of a ``TaskResult`` file (:func:`task_result_text`), of
+``model_meta.json`` for r2med's own names (:func:`model_meta_text`) and of the
+``run_settings.jsonl`` that ``ResultCache.save_to_cache`` keeps beside the TaskResults (one row per
+task, settings and subsets: package versions, ``encode_kwargs``; :func:`run_settings_text`, read
+back with :func:`run_settings_entries` and :func:`run_settings_scopes`).
+``tests/test_mteb_adapter.py`` and ``tests/test_run_settings.py`` check that the installed mteb is
+in :data:`SUPPORTED`, that pyproject's requirement is the same range, that each entry point below
+still exists and behaves as expected, and that the reproductions still equal what the installed
+mteb computes and writes.
+Moving to a new mteb means running those tests, fixing this module (and the evaluation) and widening
 :data:`SUPPORTED` (and pyproject's ``mteb``).
 
 mteb (and with it torch and numpy) is imported inside the functions only, so importing this module
@@ -17,8 +22,12 @@ stays cheap.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Callable
+import logging
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +37,8 @@ if TYPE_CHECKING:
     from mteb.abstasks.task_metadata import TaskMetadata
     from mteb.models import ModelMeta
     from mteb.results import TaskResult
+
+logger = logging.getLogger(__name__)
 
 SUPPORTED = SpecifierSet(">=2.20,<3")  # pyproject's ``mteb`` requirement is the same range (a test checks)
 # The evaluation languages of every task r2med writes results for (R2MED's tasks in mteb's metadata,
@@ -161,7 +172,9 @@ def model_meta_text(info: dict[str, Any], update: dict[str, Any], *, registered:
     fields = {k: v for k, v in {**info, **update}.items() if k in EMPTY_MODEL_META}
     if info["name"].startswith(OWN_NAMESPACE) and fields.keys() <= _PLAIN.keys() \
             and all(_PLAIN[k](v) for k, v in fields.items()):
-        return json.dumps({**EMPTY_MODEL_META, **fields}, indent=4)
+        meta = {**EMPTY_MODEL_META, **fields}
+        meta["is_cross_encoder"] = "cross-encoder" in meta["model_type"]  # ModelMeta derives it so
+        return json.dumps(meta, indent=4)
     return json.dumps(model_meta(info, update, registered=registered).to_dict(), default=str, indent=4)
 
 
@@ -181,6 +194,8 @@ EMPTY_MODEL_META: dict[str, Any] = {
 FRAMEWORKS = frozenset({"Sentence Transformers", "PyTorch", "GritLM", "LLM2Vec", "TensorFlow", "JAX", "API",
                         "Tevatron", "NumPy", "PyLate", "ColBERT", "ColPali", "GGUF", "safetensors", "ONNX",
                         "OpenVINO", "Transformers"})
+# mteb's ``ModelMeta.model_type`` literals (``mteb.models.model_meta.MODEL_TYPES``; a test compares).
+MODEL_TYPES = frozenset({"dense", "cross-encoder", "late-interaction", "sparse", "router", "hybrid"})
 # The plain fields: each with the values ModelMeta keeps as they are.
 _PLAIN = {
     "name": lambda v: isinstance(v, str) and "/" in v,
@@ -191,7 +206,37 @@ _PLAIN = {
     "reference": lambda v: v is None or (isinstance(v, str) and v.startswith("https://") and v.isascii()
                                          and not any(c.isspace() for c in v)),
     "experiment_kwargs": lambda v: v is None or (isinstance(v, dict) and all(isinstance(k, str) for k in v)),
+    "model_type": lambda v: isinstance(v, list) and bool(v) and all(isinstance(t, str) and t in MODEL_TYPES
+                                                                    for t in v),
 }
+
+
+@functools.cache
+def registered_model_names() -> frozenset[str]:
+    """The names of the models mteb registers (the MTEB results repository merges results of these only)."""
+    import mteb
+
+    return frozenset(m.name for m in mteb.get_model_metas() if m.name)
+
+
+@functools.cache
+def task_revision(name: str) -> str | None:
+    """mteb's pinned dataset revision of task ``name``; ``None``: mteb has no such task."""
+    import mteb
+
+    try:
+        return mteb.get_task(name).metadata.revision
+    except KeyError:
+        return None
+
+
+def task_result_load_error(path: Path) -> str | None:
+    """Why mteb cannot read the TaskResult at ``path`` (``None``: it can)."""
+    try:
+        read_task_result(path)
+    except Exception as e:  # whatever mteb raises is the answer
+        return f"{type(e).__name__}: {' '.join(str(e).split(' For further information')[0].split())[:240]}"
+    return None
 
 
 def read_task_result(path: Path) -> TaskResult:
@@ -199,3 +244,118 @@ def read_task_result(path: Path) -> TaskResult:
     from mteb.results import TaskResult
 
     return TaskResult.from_disk(path)
+
+
+# ---------------------------------------------------------------- run_settings.jsonl
+
+# The distributions whose versions mteb records in each run_settings entry, in its order.
+_VERSIONED = ("mteb", "torch", "sentence-transformers", "flash-attn", "transformers")
+
+
+@functools.cache
+def package_versions() -> dict[str, str | None]:
+    """What ``mteb.cache.result_cache._get_package_versions()`` returns (each of its distributions'
+    ``importlib.metadata.version``, ``None`` when not installed), without importing any of them.
+    Cached per process: the one dict is shared, do not change it."""
+    from importlib.metadata import version
+
+    versions: dict[str, str | None] = {}
+    for name in _VERSIONED:
+        try:
+            versions[name] = version(name)
+        except Exception:  # as mteb: any failure is "not installed"
+            versions[name] = None
+    return versions
+
+
+def run_settings_entries(text: str) -> list[dict[str, Any]]:
+    """The entries of a ``run_settings.jsonl`` text, read as mteb's ``_read_run_settings_from_file``
+    reads the file: universal newlines, each line stripped, blank lines skipped, lines that are not
+    JSON skipped (with a warning), JSON that is not an object ignored."""
+    entries: list[dict[str, Any]] = []
+    for line in re.split(r"\r\n|\r|\n", text):  # the lines of a file opened in text mode
+        stripped = line.strip()
+        if not stripped:
+            continue
+        try:
+            parsed = json.loads(stripped)
+        except Exception as e:
+            logger.warning(f"Could not parse run_settings line '{stripped}': {e}")
+            continue
+        if isinstance(parsed, dict):
+            entries.append(parsed)
+    return entries
+
+
+def _expand_run_settings_entry(entry: dict[str, Any]) -> Iterator[tuple[tuple[Any, Any, Any], str, dict[str, Any]]]:
+    """mteb's ``_expand_run_settings_entry``: ((task, split, subset), settings key, settings) for each
+    split and subset an entry covers (``splits``/``subsets`` lists, or the legacy single ``split``/
+    ``subset``); the settings are the entry less those keys, the key their sorted JSON."""
+    settings = dict(entry)
+    task = settings.pop("task", None)
+    splits = settings.pop("splits", None)
+    if splits is None:
+        splits = [settings.pop("split", None)]
+    subsets = settings.pop("subsets", None)
+    if subsets is None:
+        subsets = [settings.pop("subset", None)]
+    key = json.dumps(settings, sort_keys=True, default=str)
+    for split in splits:
+        for subset in subsets:
+            if split is not None and subset is not None:
+                yield (task, split, subset), key, settings
+
+
+def run_settings_scopes(text: str) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """For each (task, split, subset) a ``run_settings.jsonl`` text covers, the settings (the entry
+    less task, splits and subsets) of the last entry covering it, as mteb's merge keeps them."""
+    scopes: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for entry in run_settings_entries(text):
+        for scope, _, settings in _expand_run_settings_entry(entry):
+            scopes[scope] = settings
+    return scopes
+
+
+def run_settings_text(existing: str | None, task_name: str, scores: dict[str, list[dict[str, Any]]],
+                      encode_kwargs: Mapping[str, Any] | None) -> str | None:
+    """The text of ``run_settings.jsonl`` after ``ResultCache.save_to_cache`` saves a TaskResult of
+    task ``task_name`` with ``scores`` (split -> score dicts, each with its ``hf_subset``) and
+    ``encode_kwargs`` into a folder whose ``run_settings.jsonl`` holds ``existing`` (``None``: no
+    file; read it with ``encoding="utf-8"``), built without importing mteb.
+
+    mteb adds one entry per split (task, ``[split]``, :func:`package_versions`, ``encode_kwargs``
+    made plain JSON, the split's sorted subsets) to the file's entries, keeps for each (task, split,
+    subset) the settings of the last entry covering it, and writes one row per task, settings and
+    set of subsets, the splits sharing them listed together (``_write_and_merge_keyed_json``).
+    ``None`` (or ``existing`` unchanged) when ``scores`` has no split: mteb then leaves the file as
+    it is. Write the text with ``encoding="utf-8"``, atomically."""
+    entries = [{
+        "task": task_name,
+        "splits": [split],
+        "version": package_versions(),
+        "encode_kwargs": json.loads(json.dumps(encode_kwargs, default=str)) if encode_kwargs is not None else {},
+        "subsets": sorted({score.get("hf_subset", "default") for score in split_scores}),
+    } for split, split_scores in scores.items()]
+    if not entries:
+        return existing
+
+    settings_by_key: dict[str, dict[str, Any]] = {}
+    latest: dict[tuple[Any, Any, Any], str] = {}  # a scope keeps its first place, takes the last settings
+    for entry in [*(run_settings_entries(existing) if existing is not None else []), *entries]:
+        for scope, key, settings in _expand_run_settings_entry(entry):
+            settings_by_key[key] = settings
+            latest[scope] = key
+
+    grouped: defaultdict[tuple[Any, str], defaultdict[Any, list[Any]]] = defaultdict(lambda: defaultdict(list))
+    for (task, split, subset), key in latest.items():
+        grouped[(task, key)][split].append(subset)
+
+    lines = []
+    for (task, key), splits in grouped.items():
+        rows: defaultdict[tuple[Any, ...], list[Any]] = defaultdict(list)
+        for split, subsets in splits.items():
+            rows[tuple(sorted(set(subsets)))].append(split)
+        for row_subsets, split_names in rows.items():
+            row = {"task": task, "splits": sorted(split_names), **settings_by_key[key], "subsets": list(row_subsets)}
+            lines.append(json.dumps(row, default=str) + "\n")
+    return "".join(lines)

@@ -29,7 +29,7 @@ class SearchModel:
     def mteb_model_meta(self) -> ModelMeta:
         from .results import ResultFolder
 
-        return ResultFolder(Path("results"), self.pipeline.spec()).model_meta()
+        return ResultFolder(Path("results"), self.pipeline.spec()).model_meta_object()
 
     def index(self, corpus: Any, *, task_metadata: TaskMetadata, hf_split: str = "test", hf_subset: str = "default",
               encode_kwargs: Any = None, num_proc: int | None = None, **kwargs: Any) -> None:

@@ -11,13 +11,22 @@ or an ordinary ``class BM25Options(Options)`` (any ``pydantic.BaseModel`` works)
 strings are parsed by the field's type: numbers, ``true/false`` (``1/0``, ``yes/no``, ``on/off``),
 comma-separated tuples, ``none``/``null``/empty for optional fields. The legacy form, a plain dict
 of defaults, still works: each type is inferred from its default (``legacy_options``).
+
+An option whose text is not what identifies it says so with :class:`Identified` in its annotation:
+a file is identified by its content (:func:`file_content`), so a run's identity holds no machine
+path (an option choosing a model, an LLM among them, is a spec's ``model_options``: the model's
+name and revision identify it)::
+
+    tune=(Annotated[str, Identified(file_content)], Field("", description="JSON file ..."))
 """
 
 from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
@@ -33,6 +42,59 @@ class Options(BaseModel):
     """Base of a component's options: unknown keys refused, NaN and infinity refused."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+@dataclass(frozen=True)
+class Identified:
+    """In an option's annotation (``Annotated[str, Identified(fn)]``): ``fn(value)`` is what the
+    option's value stands for in a run's identity and experiment name, in place of its text."""
+
+    by: Callable[[Any], Any]
+
+
+def identity_value(model: type[BaseModel], key: str, value: Any) -> Any:
+    """What an option's value stands for in a run's identity (its :class:`Identified` function's
+    result, else the value itself)."""
+    field = model.model_fields.get(key)
+    for extra in (field.metadata if field is not None else ()):
+        if isinstance(extra, Identified):
+            return extra.by(value)
+    return value
+
+
+def file_content(path: Any) -> str:
+    """A file or folder option's identity: its name and a hash of its content
+    (``split.json@sha256:1f2e3d4c5b6a``); empty stays empty, and a missing path is its text (the
+    component refuses it when created)."""
+    if not isinstance(path, str) or not path:
+        return path
+    from .models import content_digest
+
+    target = Path(path).expanduser()
+    if not target.exists():
+        return path
+    return f"{target.name}@sha256:{content_digest(target)[:12]}"
+
+
+def option_text(value: Any) -> str:
+    """An option value as the command line writes it (:func:`parse` turns it back)."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(option_text(v) for v in value)
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def writable(value: Any) -> bool:
+    """Whether :func:`option_text` writes ``value`` so that :func:`parse` gives it back (plain data,
+    not an object handed to the Python API)."""
+    if isinstance(value, (list, tuple)):
+        return all(writable(v) and not isinstance(v, (list, tuple)) for v in value)
+    return value is None or isinstance(value, (bool, int, float, str))
 
 
 def options_model(name: str, /, **fields: Any) -> type[BaseModel]:

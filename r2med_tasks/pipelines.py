@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .components import PROTOCOLS, DescribesModel, Labelled
+from .components import PROTOCOLS, Composite, DescribesModel, Labelled
 from .context import Context
 from .errors import PluginError, UserError
+from .options import option_text, writable
 from .registry import Registered, Registry
 from .results import RunSpec, code_versions
 from .tasks import normalize
@@ -24,6 +25,7 @@ class Stage:
     entry: Registered
     options: dict[str, Any] = field(default_factory=dict)  # user-set options only
     member_options: dict[str, list[str]] = field(default_factory=dict)  # a composite's -o MEMBER.key=value
+    member_specs: dict[str, Any] = field(default_factory=dict)  # a composite's member name -> its spec
     instance: Any = None
     _meta: dict[str, Any] | None = None
 
@@ -36,25 +38,39 @@ class Stage:
         return f"{self.spec.kind} '{self.spec.name}' (from {self.entry.plugin.name})"
 
     def config(self) -> dict[str, Any]:
-        """The component and every option value that can change results (defaults included; the
-        options choosing a model are identified by the model's name and revision instead)."""
+        """The component and every option value that can change results (defaults included), each
+        as its identity (a file by its content, an LLM by its model; the options choosing a model
+        are identified by the model's name and revision instead)."""
         merged = {**self.spec.defaults, **self.options}
-        skip = set(self.spec.runtime_options) | set(self.spec.model_options)
         config = {"component": self.spec.name, "plugin": self.entry.plugin.name,
-                  "options": {k: without_secrets(merged[k]) for k in sorted(merged) if k not in skip}}
+                  "options": {k: self._identity(self.spec, k, merged[k]) for k in sorted(merged)
+                              if self.spec.identifies_results(k)}}
         if self.spec.members_option:  # a composite: its members and their options
             config["members"] = list(merged[self.spec.members_option])
-            config["member_options"] = {m: sorted(t) for m, t in sorted(self.member_options.items())}
+            config["member_options"] = {m: dict(self.member_values(m)) for m in sorted(self.member_options)}
         return config
 
+    def member_values(self, member: str) -> list[tuple[str, Any]]:
+        """A member's options that can change results, as their identities ("k1", 1.2), in order."""
+        spec = self.member_specs[member]
+        values = []
+        for token in sorted(self.member_options.get(member, ())):
+            key, _, raw = token.partition("=")
+            if spec.identifies_results(key):
+                values.append((key, self._identity(spec, key, spec.parse(key, raw))))
+        return values
+
+    @staticmethod
+    def _identity(spec, key: str, value: Any) -> Any:
+        return without_secrets(spec.identity_value(key, value))
+
     def changed_options(self) -> dict[str, Any]:
-        """Options set away from their defaults that can change results and are not a model choice."""
-        skip = set(self.spec.runtime_options) | set(self.spec.model_options)
-        changed = {k: without_secrets(v) for k, v in sorted(self.options.items())
-                   if k not in skip and v != self.spec.defaults.get(k)}
-        for member, tokens in sorted(self.member_options.items()):
-            changed |= {f"{member}.{key}": without_secrets(value)
-                        for key, _, value in (t.partition("=") for t in sorted(tokens))}
+        """Options set away from their defaults that can change results and are not a model choice,
+        as their identities."""
+        changed = {k: self._identity(self.spec, k, v) for k, v in sorted(self.options.items())
+                   if self.spec.identifies_results(k) and v != self.spec.defaults.get(k)}
+        for member in sorted(self.member_options):
+            changed |= {f"{member}.{key}": value for key, value in self.member_values(member)}
         return changed
 
     def model(self) -> dict[str, str] | None:
@@ -86,6 +102,7 @@ class Stage:
 class Pipeline:
     stages: dict[str, Stage]
     top_k: int = 100
+    not_a_command: str | None = None  # why no command builds it (a Python object passed to the API)
 
     @property
     def retriever(self) -> Stage:
@@ -117,21 +134,82 @@ class Pipeline:
     def spec(self) -> RunSpec:
         """The pipeline as the results layout sees it (components must be created)."""
         models = {kind: m for kind, s in self.stages.items() if (m := s.model()) is not None}
-        plugins = {s.entry.plugin.name: s.entry.plugin.version for s in self.ordered()}
-        return RunSpec(display_name=self.display_name(), model=self.retriever.model_meta(), config=self.config(),
+        plugins = {s.entry.plugin.name: s.entry.plugin.code_version for s in self.ordered()}
+        command, note = self.command()
+        return RunSpec(display_name=self.display_name(), model=self.model_meta(), config=self.config(),
                        models=models, code=code_versions(plugins), variant=self.variant(),
-                       composite=len(self.stages) > 1)
+                       composite=len(self.stages) > 1, command=command, command_note=note,
+                       components=self.components(), encode_kwargs=self.runtime_options())
+
+    def model_meta(self) -> dict[str, Any]:
+        """The retriever's model metadata; a reranker that says its ``model_type`` adds it (mteb's
+        ``ModelMeta.model_type`` of a pipeline: ``["sparse", "cross-encoder"]``)."""
+        meta = dict(self.retriever.model_meta())
+        reranker = self.stages.get("reranker")
+        if reranker is not None and isinstance(reranker.instance, DescribesModel):
+            extra = [t for t in reranker.model_meta().get("model_type", []) if t not in meta.get("model_type", [])]
+            if extra:
+                meta["model_type"] = [*meta.get("model_type", ["dense"]), *extra]
+        return meta
+
+    def runtime_options(self) -> dict[str, Any]:
+        """The options set that cannot change results (batch size, device), as mteb records a run's
+        ``encode_kwargs``: ``batch_size`` for a bare retriever, ``st.batch_size`` in a pipeline."""
+        qualify = len(self.stages) > 1
+        return {(f"{s.spec.name}.{k}" if qualify else k): without_secrets(v)
+                for s in self.ordered() for k, v in sorted(s.options.items())
+                if k in s.spec.runtime_options and writable(v)}
+
+    def command(self) -> tuple[tuple[str, ...] | None, str | None]:
+        """The ``r2med-run`` words that build this pipeline (every option the user set, a model's
+        folder and the device included), or None and why no command can (an option holding a
+        Python object, a component passed to the API)."""
+        if self.not_a_command:
+            return None, self.not_a_command
+        words = ["r2med-run", *(w for s in self.ordered() for w in ("--plugin", s.spec.name))]
+        qualify = len(self.stages) > 1
+        for stage in self.ordered():
+            for key, value in sorted(stage.options.items()):
+                if not writable(value):
+                    return None, (f"option {stage.spec.name}.{key} holds a {type(value).__name__} object given to "
+                                  "the Python API; no command line can pass it")
+                prefix = f"{stage.spec.name}." if qualify else ""
+                words += ["-o", f"{prefix}{key}={without_secrets(option_text(value))}"]
+            for member, tokens in sorted(stage.member_options.items()):
+                words += [w for token in tokens for w in ("-o", f"{member}.{without_secrets(token)}")]
+        if self.top_k != 100:
+            words += ["--top-k", str(self.top_k)]
+        return tuple(words), None
+
+    def components(self) -> dict[str, dict[str, Any]]:
+        """Each stage's component, plugin and label (as the leaderboard names it), with a
+        composite's members."""
+        out = {}
+        for kind, stage in ((k, self.stages[k]) for k in STAGE_ORDER if k in self.stages):
+            label = stage.label_in_name() if kind != "retriever" else _model_label(stage.model_meta())
+            entry = {"component": stage.spec.name, "plugin": stage.entry.plugin.name, "label": label}
+            if stage.spec.members_option and isinstance(stage.instance, Composite):
+                names = {**stage.spec.defaults, **stage.options}[stage.spec.members_option]
+                entry["members"] = [
+                    {"component": name, "label": _model_label(m.model_meta()) if isinstance(m, DescribesModel)
+                     else name} for name, m in zip(names, stage.instance.members)]
+            out[kind] = entry
+        return out
 
     def display_name(self) -> str:
         """As the leaderboard names systems: "o3-mini + BM25" (a rewriter is named by its LLM, a
         reranker by its model when it says so: "E5-mistral-7b-instruct + ReasonRank(32B)")."""
-        meta = self.retriever.model_meta()
-        names = [meta.get("display_name") or meta["name"].split("/")[-1]]
+        names = [_model_label(self.retriever.model_meta())]
         if "rewriter" in self.stages:
             names.insert(0, self.stages["rewriter"].label_in_name())
         if "reranker" in self.stages:
             names.append(self.stages["reranker"].label_in_name())
         return without_secrets(" + ".join(names))
+
+
+def _model_label(meta: dict[str, Any]) -> str:
+    """A model as a leaderboard names it: its display name, else the last part of its name."""
+    return meta.get("display_name") or str(meta["name"]).split("/")[-1]
 
 
 def without_secrets(value: Any) -> Any:
@@ -213,6 +291,8 @@ def _route_options(stages: dict[str, Stage], option_tokens: list[str], registry:
             raise UserError(f"-o {without_secrets(token)}: '{prefix}' is {what} "
                             f"(selected: {', '.join(s.spec.name for s in stages.values())})")
         spec = _member_spec(registry, prefix)
+        for owner in owners:
+            owner.member_specs[prefix] = spec
         if key not in spec.option_fields():
             raise UserError(f"-o {without_secrets(token)}: {spec.name} accepts {', '.join(sorted(spec.option_fields())) or 'no options'}")
         spec.parse(key, raw)  # checked now, applied when the composite creates its member

@@ -9,14 +9,24 @@ Environment:
 - ``R2MED_LOAD_PLUGINS=a,b`` loads only those distributions' entry points (built-ins always load);
   an empty value loads none but the built-ins. The escape hatch when a plugin breaks things.
 - ``R2MED_PLUGINS=pkg.module,...`` registers unpackaged modules, for developing a plugin.
+
+A run's identity records each plugin's :attr:`PluginInfo.code_version`: its version, except for
+code that changes under the same version (a module ``R2MED_PLUGINS`` names, a distribution
+installed from a local folder, editable or not), identified by a hash of its source files.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib
+import importlib.util
+import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
 
 import pluggy
 
@@ -29,11 +39,28 @@ EMPTY = '""'  # an empty setting, as a shell line writes it
 
 @dataclass(frozen=True)
 class PluginInfo:
-    """Where registered components come from: a distribution (or a bare module) and its version."""
+    """Where registered components come from: a distribution (or a bare module) and its version.
+
+    ``unpackaged``: a module ``R2MED_PLUGINS`` names. ``distribution``: the
+    ``importlib.metadata`` distribution whose entry point registered it, if any."""
 
     name: str
     version: str | None
     module: str
+    unpackaged: bool = False
+    distribution: Any = field(default=None, compare=False, repr=False)
+
+    @functools.cached_property  # once per process and plugin set (a frozen dataclass still has a __dict__)
+    def code_version(self) -> str | None:
+        """What identifies this plugin's code in a run's identity: its version, except for code
+        that changes under one version (a module ``R2MED_PLUGINS`` names, a distribution installed
+        from a local folder, editable or not), which is ``source-<sha256[:12]>`` of its source
+        files (:func:`source_digest`). The ``r2med`` distribution's built-ins keep its version."""
+        if self.unpackaged or (self.name != OWN_DISTRIBUTION and _installed_from_path(self.distribution)):
+            digest = source_digest(self.module)
+            if digest is not None:
+                return f"source-{digest[:12]}"
+        return self.version
 
 
 @dataclass(frozen=True)
@@ -93,7 +120,7 @@ class Plugins:
         for ep, dist, version in found:
             if allowed_set is not None and dist != OWN_DISTRIBUTION and dist not in allowed_set:
                 continue
-            info = PluginInfo(dist, version, ep.value)
+            info = PluginInfo(dist, version, ep.value, distribution=ep.dist)
             try:
                 module = ep.load()
             except Exception as e:  # a broken package must not take the others down
@@ -106,7 +133,7 @@ class Plugins:
     def load_modules(self, names: list[str]) -> None:
         self.env_modules += names
         for name in names:
-            info = PluginInfo(name, None, name)
+            info = PluginInfo(name, None, name, unpackaged=True)
             try:
                 module = importlib.import_module(name)
             except Exception as e:
@@ -140,6 +167,52 @@ def _name_and_version(dist, parsed: dict[int, tuple[str, str | None]]) -> tuple[
         metadata = dist.metadata
         parsed[id(dist)] = metadata["Name"], metadata["Version"]
     return parsed[id(dist)]
+
+
+def _installed_from_path(dist: Any) -> bool:
+    """Whether a distribution was installed from a local folder or file (pip's ``direct_url.json``
+    has a ``file://`` url: ``pip install -e .``, ``pip install ./pkg``)."""
+    if dist is None:
+        return False
+    try:
+        url = json.loads(dist.read_text("direct_url.json") or "{}").get("url")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return isinstance(url, str) and url.startswith("file://")
+
+
+def source_digest(module: str) -> str | None:
+    """sha256 (hex) of the source of ``module``'s top-level package: each ``*.py`` file under its
+    folder (``__pycache__`` and hidden folders aside), by relative path, sorted, with its bytes; of
+    the one file, for a top-level module. ``module`` may be an entry point's ``pkg.mod:attr``.
+    None where there is no such source (not found, or not ``.py`` files)."""
+    top = module.partition(":")[0].strip().split(".")[0]
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    files: list[tuple[str, Path]] = []
+    if spec.submodule_search_locations is not None:  # a package (a namespace package: each of its folders)
+        for location in spec.submodule_search_locations:
+            for folder, dirs, names in os.walk(location):
+                dirs[:] = [d for d in dirs if d != "__pycache__" and not d.startswith(".")]
+                files += [((Path(folder) / n).relative_to(location).as_posix(), Path(folder) / n)
+                          for n in names if n.endswith(".py") and not n.startswith(".")]
+    elif spec.has_location and spec.origin and spec.origin.endswith(".py"):
+        files = [(Path(spec.origin).name, Path(spec.origin))]
+    if not files:
+        return None
+    h = hashlib.sha256()
+    for relative, file in sorted(files):
+        try:
+            data = file.read_bytes()
+        except OSError:
+            return None
+        h.update(f"{relative}\0{len(data)}\n".encode())
+        h.update(data)
+    return h.hexdigest()
 
 
 _plugins: Plugins | None = None

@@ -1,20 +1,16 @@
-"""Run identity and the results layout: what produced a stored score, and where it lives.
+"""Run identity and the record of a run: what produced a stored score, and how it is written.
 
 A result is reused, compared or merged only when its identity matches: the task, the data (hub
 path at its revision, or the checksum of local files), the pipeline's full configuration (every
-component and option value, defaults included), the models that score (name and revision) and the
-versions of the code. Names are for people; identities decide.
+component and option value, defaults included, options naming files by their content and LLMs by
+their model), the models that score (name and revision, a local model's by the content of its
+files) and the versions of the code. Names are for people; identities decide. Identities hold no
+machine paths and no endpoints, so the same run on another machine has the same identity.
 
-The layout is mteb 2.x's ``ResultCache`` layout, so ``mteb.ResultCache`` loads every result::
-
-    <output>/<org__model>/<revision>/                      the default configuration
-        model_meta.json, <Task>.json (TaskResult), <Task>.trec, <Task>.per_query.tsv
-        r2med/pipeline.json, r2med/<Task>.identity.json, r2med/lock
-    <output>/<org__model>/<revision>/experiments/<name>/   an option variant (mteb's experiment,
-        ...same files; model_meta.json carries experiment_kwargs)
-
-Each file is written atomically; a task's TaskResult is written last and removed first when the
-task is recomputed, so a TaskResult on disk always sits beside the identity it was computed with.
+Where the files lie is :mod:`r2med_tasks.layout`'s. Each file is written atomically; a task's
+TaskResult is written last and removed first when the task is recomputed, so a TaskResult on disk
+always sits beside the identity it was computed with. Beside the identities, ``r2med/pipeline.json``
+records the run: its name, configuration, components and the command that reproduces it.
 """
 
 from __future__ import annotations
@@ -22,11 +18,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
-import re
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -34,25 +28,10 @@ from typing import Any
 from . import atomic
 from .errors import UserError
 from .evaluation import PER_QUERY, SCORING
-from .runs import Run, read_trec, write_trec
+from .layout import RunFolder, experiment_name, folder_path, inside, safe_component, slug
+from .runs import Run, write_trec
 
-FORMAT = 2  # of the identity files; results without one were written by r2med before run identities
-EXPERIMENTS = "experiments"  # mteb's folder for experiment variants
-MAX_COMPONENT = 120  # characters of one path component derived from input
-
-
-def slug(text: str) -> str:
-    """A name safe as one folder name (results are filed under ``r2med/<slug>``)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")
-
-
-def safe_component(text: str) -> str:
-    """One path component from text that came from input: never empty, ``.``/``..`` or holding a
-    separator; a long one is shortened and ends with a hash of the whole."""
-    cleaned = re.sub(r"[^A-Za-z0-9._=,+\-\[\]{}@]+", "_", text).lstrip(".") or "_"
-    if len(cleaned) > MAX_COMPONENT:
-        cleaned = f"{cleaned[:MAX_COMPONENT - 13]}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
-    return cleaned
+FORMAT = 3  # of the identity files and records; results without one were written by an earlier r2med
 
 
 def canonical(value: Any) -> Any:
@@ -86,33 +65,19 @@ def _installed_versions() -> dict[str, str]:
             "pytrec-eval-terrier": installed("pytrec-eval-terrier")}
 
 
-def experiment_name(kwargs: dict[str, Any] | None) -> str | None:
-    """mteb's folder name for ``experiment_kwargs`` (``b_0.9__k1_1.5``), made safe as a path.
-
-    The same serialisation as mteb's ``ModelMeta.experiment_name`` for JSON-shaped values (a test
-    compares them), written here so naming a folder never imports mteb."""
-    if not kwargs:
-        return None
-    return safe_component("__".join(f"{k}_{_serialized(v)}" for k, v in sorted(canonical(kwargs).items())))
-
-
-def _serialized(value: Any) -> str:
-    if isinstance(value, list):
-        return f"[{','.join(_serialized(v) for v in value)}]"
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{k}:{_serialized(v)}" for k, v in sorted(value.items())) + "}"
-    return re.sub(r'[<>:"|?*\\/\0]', "_", str(value))
-
-
 @dataclass(frozen=True)
 class RunSpec:
-    """What a pipeline is, in plain data: enough to place its results and identify them.
+    """What a pipeline is, in plain data: enough to place its results, identify them and record them.
 
-    ``config``: components, plugins and every option value; ``models``: name and revision of the
-    models that score; ``variant``: the options set away from their defaults (mteb's
-    ``experiment_kwargs``); ``model``: the retriever's model metadata, which names a bare
-    retriever's folder so its results merge with MTEB's; a ``composite`` pipeline (rewriter,
-    reranker or fusion) is filed under ``r2med/<its name>`` instead.
+    ``config``: components, plugins and every option value that can change results; ``models``:
+    name and revision of the models that score; ``variant``: the options set away from their
+    defaults (mteb's ``experiment_kwargs``); ``model``: the retriever's model metadata, which names a
+    bare retriever's folder so its results merge with MTEB's; a ``composite`` pipeline (rewriter,
+    reranker or fusion) is filed under ``r2med/<its name>`` instead. ``command``: the words that
+    reproduce it (``("r2med-run", "--plugin", "bm25")``), or None with ``command_note`` saying why
+    no command can; ``components``: each stage's component, plugin and label (a composite's members
+    too), as the leaderboard shows and filters them. ``encode_kwargs``: the runtime options set
+    (batch size, device), recorded in ``run_settings.jsonl`` as mteb records its encode kwargs.
     """
 
     display_name: str
@@ -122,6 +87,10 @@ class RunSpec:
     code: dict[str, str]
     variant: dict[str, Any]
     composite: bool
+    command: tuple[str, ...] | None = None
+    command_note: str | None = None
+    components: dict[str, Any] = field(default_factory=dict)
+    encode_kwargs: dict[str, Any] = field(default_factory=dict)  # runtime options set (run_settings.jsonl)
 
     @property
     def label(self) -> str:
@@ -148,10 +117,12 @@ class Status:
     reason: str | None = None
 
 
-class ResultFolder:
-    """One configuration's results folder: its paths, what it holds, and how it is written."""
+class ResultFolder(RunFolder):
+    """One configuration's results folder, for writing: where the layout puts it (by the spec's
+    model, revision and experiment, and whether the data is local), and how it is claimed, checked
+    and written."""
 
-    def __init__(self, output: Path, spec: RunSpec) -> None:
+    def __init__(self, output: Path, spec: RunSpec, *, local: bool = False) -> None:
         self.spec = spec
         self.display_name, self.label = spec.display_name, spec.label
         if spec.composite:
@@ -160,52 +131,31 @@ class ResultFolder:
         else:
             self.name, self.revision = spec.model["name"], safe_component(str(spec.model["revision"]))
         self.experiment = experiment_name(spec.variant)
-        path = output / safe_component(self.name.replace("/", "__").replace(" ", "_")) / self.revision
-        self.path = path / EXPERIMENTS / self.experiment if self.experiment else path
-        if not _inside(self.path, output):  # sanitising makes this impossible; a last guard all the same
+        super().__init__(folder_path(output, self.name, self.revision, self.experiment, local=local))
+        if not inside(self.path, output):  # sanitising makes this impossible; a last guard all the same
             raise UserError(f"results folder {self.path} would lie outside --output {output}")
-
-    def task_json(self, task_name: str) -> Path:
-        return self.path / f"{task_name}.json"
-
-    def trec(self, task_name: str) -> Path:
-        return self.path / f"{task_name}.trec"
-
-    def per_query(self, task_name: str) -> Path:
-        return self.path / f"{task_name}.per_query.tsv"
-
-    def identity_file(self, task_name: str) -> Path:
-        return self.path / "r2med" / f"{task_name}.identity.json"
-
-    @property
-    def pipeline_file(self) -> Path:
-        return self.path / "r2med" / "pipeline.json"
-
-    @property
-    def lock_file(self) -> Path:
-        return self.path / "r2med" / "lock"
 
     def check_claim(self) -> None:
         """Refuse a folder whose recorded configuration is another one (two configurations never
         share a folder by construction; this catches a hand-edited or colliding one)."""
-        try:
-            stored = json.loads(self.pipeline_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return
-        if not isinstance(stored, dict) or stored.get("format") != FORMAT:
-            return  # an earlier layout's claim: its tasks are recomputed (they carry no identity)
+        stored = self.record()
+        if stored.get("format") != FORMAT:
+            return  # an earlier layout's claim: its tasks are recomputed (their identities differ)
         if stored.get("config") != canonical(self.spec.config):
             raise UserError(f"{self.path} holds results of a different configuration "
                             f"({stored.get('label', '?')}); pass another --output or delete that folder")
 
     def claim(self) -> None:
-        """Record the configuration as this folder's. Every writer claims holding the folder's lock,
-        so the temp files found now were left by a killed run, and go."""
+        """Record the run as this folder's. Every writer claims holding the folder's lock, so the
+        temp files found now were left by a killed run, and go."""
         self.check_claim()
         self.remove_stale_temp_files()
-        atomic.write_json(self.pipeline_file, canonical({
-            "format": FORMAT, "name": self.display_name, "label": self.label, "config": self.spec.config,
-            "models": self.spec.models, "code": self.spec.code, "experiment_kwargs": self.spec.variant or None}))
+        spec = self.spec
+        atomic.write_json(self.record_file, canonical({
+            "format": FORMAT, "name": self.display_name, "label": self.label, "config": spec.config,
+            "models": spec.models, "code": spec.code, "experiment_kwargs": spec.variant or None,
+            "data": "local" if self.local else "hub", "components": spec.components,
+            "command": list(spec.command) if spec.command else None, "command_note": spec.command_note}))
 
     def status(self, task_name: str, identity: dict[str, Any]) -> Status:
         """Reuse only a complete, readable result whose stored identity equals ``identity``."""
@@ -243,18 +193,31 @@ class ResultFolder:
         from .mteb_adapter import task_result_text
 
         self.task_json(task_name).unlink(missing_ok=True)  # a kill from here on leaves the task unfinished
-        meta_file = self.path / "model_meta.json"
-        if not meta_file.exists():
-            atomic.write_text(meta_file, self.model_meta_text())
+        if not self.model_meta_file.exists():
+            atomic.write_text(self.model_meta_file, self.model_meta_text())
         write_trec(self.trec(task_name), ranked, slug(self.display_name) or "r2med")
         atomic.write_lines(self.per_query(task_name), [
             "\t".join(["query_id", *PER_QUERY]),
             *("\t".join([qid, *(repr(m[k]) for k in PER_QUERY)]) for qid, m in sorted(per_query.items()))])
         atomic.write_json(self.identity_file(task_name), identity)
+        self.write_run_settings(task_name)
         atomic.write_text(self.task_json(task_name),
                           task_result_text(task_name, dataset_revision, scores, evaluation_time, phases))
 
-    def model_meta(self):
+    def write_run_settings(self, task_name: str) -> None:
+        """``run_settings.jsonl`` with this task's entry, merged as mteb's ``ResultCache.save_to_cache``
+        merges it (one test split, the default subset)."""
+        from .mteb_adapter import run_settings_text
+
+        try:
+            existing = self.run_settings_file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            existing = None
+        text = run_settings_text(existing, task_name, {"test": [{"hf_subset": "default"}]}, self.spec.encode_kwargs)
+        if text is not None:
+            atomic.write_text(self.run_settings_file, text)
+
+    def model_meta_object(self):
         """The mteb ModelMeta naming these results (mteb's own entry when it has one), with the
         variant as ``experiment_kwargs``; an unregistered name's is built from what the component
         told us."""
@@ -263,8 +226,8 @@ class ResultFolder:
         return model_meta(*self._model_meta_args(), registered=not self.spec.composite)
 
     def model_meta_text(self) -> str:
-        """``model_meta.json``: :meth:`model_meta` as mteb writes it (without importing mteb when
-        it need not)."""
+        """``model_meta.json``: :meth:`model_meta_object` as mteb writes it (without importing mteb
+        when it need not)."""
         from .mteb_adapter import model_meta_text
 
         return model_meta_text(*self._model_meta_args(), registered=not self.spec.composite)
@@ -272,10 +235,6 @@ class ResultFolder:
     def _model_meta_args(self) -> tuple[dict[str, Any], dict[str, Any]]:
         info = {**self.spec.model, "name": self.name, "revision": self.revision}
         return info, {"experiment_kwargs": canonical(self.spec.variant) or None}
-
-    def read_run(self, task_name: str) -> Run:
-        """The saved top-k run of a finished task, in rank order."""
-        return read_trec(self.trec(task_name))
 
     def remove_stale_temp_files(self) -> None:
         """Half-written temp files a killed run left behind (nothing reads them)."""
@@ -341,61 +300,4 @@ def _without_options(config: dict[str, Any]) -> dict[str, Any]:
             out[key] = {k: v for k, v in value.items() if k != "options"}
         elif key == "members":
             out[key] = [_without_options(m) for m in value]
-    return out
-
-
-def _inside(path: Path, root: Path) -> bool:
-    return os.path.abspath(path).startswith(os.path.abspath(root) + os.sep)
-
-
-def run_folder(path: Path) -> Path:
-    """The results folder a result file lies in (the folder itself when given one)."""
-    return path if path.is_dir() else path.parent
-
-
-def pipeline_record(folder: Path) -> dict[str, Any]:
-    """What a results folder's ``r2med/pipeline.json`` records (empty when it has none)."""
-    try:
-        data = json.loads((folder / "r2med" / "pipeline.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def pipeline_name(revision_folder: Path) -> str | None:
-    """The display name a results folder's ``r2med/pipeline.json`` records, if any."""
-    name = pipeline_record(revision_folder).get("name")
-    return name if isinstance(name, str) else None
-
-
-def run_name(path: Path) -> str:
-    """A run's display name: its pipeline's name for a results folder (or a run file in one), else
-    the file name."""
-    return pipeline_name(run_folder(path)) or path.stem
-
-
-def read_per_query_ndcg(folder: Path) -> dict[str, dict[str, float]]:
-    """task -> query -> nDCG@10, from a results folder's per-query files."""
-    files = sorted(folder.glob("*.per_query.tsv"))
-    if not files:
-        raise UserError(f"{folder}: no <Task>.per_query.tsv files; pass a results folder written by r2med-run")
-    out: dict[str, dict[str, float]] = {}
-    for path in files:
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except UnicodeDecodeError as e:
-            raise UserError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); pass a results folder "
-                            "written by r2med-run") from None
-        header = lines[0].split("\t") if lines else []
-        if "ndcg_at_10" not in header:
-            raise UserError(f"{path}:1: no ndcg_at_10 column")
-        col = header.index("ndcg_at_10")
-        scores = {}
-        for n, line in enumerate(lines[1:], 2):
-            fields = line.split("\t")
-            try:
-                scores[fields[0]] = float(fields[col])
-            except (IndexError, ValueError):
-                raise UserError(f"{path}:{n}: expected a query id and an nDCG@10 value") from None
-        out[path.name.removesuffix(".per_query.tsv")] = scores
     return out

@@ -20,26 +20,18 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from .combine import default_query
-from .components import KEEP_TAIL, CombinesGenerated, RerankDepth
+from .components import KEEP_TAIL, RerankDepth, combines_generated
 from .context import Context
 from .data import Query, TaskData, hash_ahead
 from .errors import PluginError, UserError
 from .evaluation import check_run, score
 from .llm import RetryLine
+from .outcomes import RunOutcome, TaskOutcome
 from .pipelines import Pipeline, Stage, retriever_stage, without_secrets
 from .registry import Registry
 from .results import ResultFolder, Status, locked
 from .runs import rank
 from .tasks import TaskSpec
-
-
-@dataclass
-class TaskOutcome:
-    task: TaskSpec
-    ndcg_at_10: float
-    n_queries: int
-    status: str  # "computed" or "cached"
-    official: bool  # R2MED's data at mteb's pinned revision
 
 
 class Phases:
@@ -97,60 +89,82 @@ def calling(stage: Stage, task: TaskSpec, what: str, context: Context):
             context.progress.clear()
 
 
-def result_folders(pipeline: Pipeline, output: Path) -> tuple[ResultFolder, ResultFolder | None]:
-    """Where a run writes: the pipeline's folder, and its first stage's when it reranks."""
-    first = ResultFolder(output, pipeline.first_stage().spec()) if "reranker" in pipeline.stages else None
-    return ResultFolder(output, pipeline.spec()), first
+Folders = dict[bool, tuple[ResultFolder, "ResultFolder | None"]]  # local data? -> (pipeline's, first stage's)
+
+
+def result_folders(pipeline: Pipeline, output: Path, *, local: bool) -> tuple[ResultFolder, ResultFolder | None]:
+    """Where a run writes the tasks of one kind of data (local files or the hub): the pipeline's
+    folder, and its first stage's when it reranks."""
+    first = ResultFolder(output, pipeline.first_stage().spec(), local=local) if "reranker" in pipeline.stages \
+        else None
+    return ResultFolder(output, pipeline.spec(), local=local), first
 
 
 def plan(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: Path | None,
          overwrite: bool) -> dict[str, Any]:
     """What a run would do, without loading data or models: stages, folders, and per task whether
     its stored results have this run's identity (reused) or not (computed, and why)."""
-    folder, first_folder = result_folders(pipeline, output)
-    for claimed in (folder, first_folder):
-        if claimed is not None:
-            claimed.check_claim()
-    stages = [{"kind": s.spec.kind, "component": s.spec.name, "plugin": s.entry.plugin.name,
-               "options": {k: without_secrets(s.options[k]) for k in sorted(s.options)},
-               **({"member_options": s.member_options} if s.member_options else {})} for s in pipeline.ordered()]
+    only_task = len(tasks) == 1
+    folders: Folders = {}
     planned = []
     for t in tasks:
         try:
-            data = t.data_identity(data_dir, only_task=len(tasks) == 1)
+            local = t.local_folder(data_dir, only_task=only_task) is not None
+            data = t.data_identity(data_dir, only_task=only_task)
         except UserError as e:  # the run itself will stop here; the plan says why and goes on
-            data, status = {"official": False}, Status(False, f"its data cannot be read: {e}")
+            local, data = data_dir is not None, {"official": False}
+            status = Status(False, f"its data cannot be read: {e}")
+            folder = _claimed(folders, pipeline, output, local)[0]
         else:
+            folder = _claimed(folders, pipeline, output, local)[0]
             status = folder.status(t.name, folder.spec.task_identity(t.name, data))
         planned.append({"task": t.name, "alias": t.short_name, "group": t.group, "official_data": data["official"],
+                        "results_dir": str(folder.path),
                         "status": "reuse" if status.reuse and not overwrite else "compute",
                         "reason": "--overwrite" if overwrite and status.reuse else status.reason})
+    folder = next(iter(folders.values()))[0]
+    stages = [{"kind": s.spec.kind, "component": s.spec.name, "plugin": s.entry.plugin.name,
+               "options": {k: without_secrets(s.options[k]) for k in sorted(s.options)},
+               **({"member_options": s.member_options} if s.member_options else {})} for s in pipeline.ordered()]
     return {
         "pipeline": folder.display_name, "label": folder.label, "model_name": folder.name,
         "revision": folder.revision, "experiment": folder.experiment, "experiment_kwargs": folder.spec.variant,
-        "results_dir": str(folder.path), "top_k": pipeline.top_k, "stages": stages,
-        "first_stage_dir": str(first_folder.path) if first_folder else None,
+        "results_dirs": [str(f.path) for f, _ in folders.values()], "top_k": pipeline.top_k, "stages": stages,
+        "first_stage_dirs": [str(f.path) for _, f in folders.values() if f is not None],
         "tasks": planned,
     }
 
 
+def _claimed(folders: Folders, pipeline: Pipeline, output: Path,
+             local: bool) -> tuple[ResultFolder, ResultFolder | None]:
+    """The folders of one kind of data, made (and their claims checked) on first use."""
+    if local not in folders:
+        folders[local] = result_folders(pipeline, output, local=local)
+        for claimed in folders[local]:
+            if claimed is not None:
+                claimed.check_claim()
+    return folders[local]
+
+
 def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: Path | None,
-                 overwrite: bool, context: Context, console: Console,
-                 registry: Registry | None = None) -> tuple[ResultFolder, list[TaskOutcome]]:
+                 overwrite: bool, context: Context, console: Console, registry: Registry | None = None) -> RunOutcome:
     """Evaluate ``pipeline`` on ``tasks``; ``context`` is what every component call gets (the runner
     adds the task's corpus, folder, progress bars and saved runs, whose retrievers come from
-    ``registry``)."""
-    folder, first_folder = result_folders(pipeline, output)
-    folders = [f for f in (folder, first_folder) if f is not None]
-    for claimed in folders:
-        claimed.check_claim()
+    ``registry``). Tasks on local data and tasks on the hub's data go to folders of their own."""
     run = _Run(pipeline, tasks, output=output, data_dir=data_dir, overwrite=overwrite, console=console,
                registry=registry)
     local = run.local_folders()  # a task missing from --data-dir stops the run before any folder is made
-    with locked(folders, run.waiting):
-        for claimed in folders:
+    folders: Folders = {}
+    for task in tasks:
+        _claimed(folders, pipeline, output, run.is_local(task))
+    every = [f for pair in folders.values() for f in pair if f is not None]
+    with locked(every, run.waiting):
+        for claimed in every:
             claimed.claim()
-        return folder, run.tasks_in(folder, first_folder, context, local)
+        outcomes = run.tasks_in(folders, context, local)
+    main = next(iter(folders.values()))[0]
+    return RunOutcome(main.display_name, main.label, main.name, main.revision, main.experiment,
+                      [str(f.path) for f, _ in folders.values()], outcomes)
 
 
 @dataclass
@@ -177,8 +191,7 @@ class _Run:
     def waiting(self, message: str) -> None:
         self.console.print(f"[yellow]waiting:[/] {escape(message)}", soft_wrap=True)
 
-    def tasks_in(self, folder: ResultFolder, first_folder: ResultFolder | None, context: Context,
-                 local: list[Path]) -> list[TaskOutcome]:
+    def tasks_in(self, folders: Folders, context: Context, local: list[Path]) -> list[TaskOutcome]:
         outcomes = []
         columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn())
@@ -190,11 +203,13 @@ class _Run:
                                     retries=retry_row(progress))
             hash_ahead(local)
             for task in self.tasks:
+                folder, first_folder = folders[self.is_local(task)]
                 data_id = task.data_identity(self.data_dir, only_task=self.only_task)
                 status = folder.status(task.name, folder.spec.task_identity(task.name, data_id))
                 if status.reuse and not self.overwrite:
                     ndcg, n = folder.load(task.name)
-                    outcomes.append(TaskOutcome(task, ndcg, n, "cached", data_id["official"]))
+                    outcomes.append(TaskOutcome(task.name, task.short_name, task.group, ndcg, n, "cached",
+                                                data_id["official"], str(folder.path)))
                 else:
                     if status.reason and not self.overwrite:
                         self.console.print(f"{escape(task.short_name)}: recomputing, {escape(status.reason)}",
@@ -203,7 +218,8 @@ class _Run:
                     def step(text: str, _task=task) -> None:
                         progress.update(bar, description=f"{_task.short_name}: {text}")
                     ndcg, n, official = self.evaluate(task, folder, first_folder, step=step, context=context)
-                    outcomes.append(TaskOutcome(task, ndcg, n, "computed", official))
+                    outcomes.append(TaskOutcome(task.name, task.short_name, task.group, ndcg, n, "computed",
+                                                official, str(folder.path)))
                 progress.advance(bar)
         return outcomes
 
@@ -212,6 +228,10 @@ class _Run:
         for the first task that has none in ``--data-dir``."""
         folders = [task.local_folder(self.data_dir, only_task=self.only_task) for task in self.tasks]
         return [f for f in folders if f is not None]
+
+    def is_local(self, task: TaskSpec) -> bool:
+        """Whether the task's data is read from local files (its results then go to the local-data tree)."""
+        return task.local_folder(self.data_dir, only_task=self.only_task) is not None
 
     @property
     def only_task(self) -> bool:
@@ -286,7 +306,7 @@ class _Run:
         when its identity matches, else computed (with ``queries`` when given: already rewritten)
         and saved there."""
         sub = self.subpipeline(retriever, options, context)
-        folder = ResultFolder(self.output, sub.spec())
+        folder = ResultFolder(self.output, sub.spec(), local=self.is_local(task))
         here = task.name == current.task.name
         data_id = current.data_id if here else task.data_identity(self.data_dir, only_task=self.only_task)
         with locked([folder], self.waiting):
@@ -360,7 +380,7 @@ def search_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, queries: li
             context: Context):
     """The retriever over (rewritten) queries: each query's top-k documents."""
     retriever = pipeline.retriever
-    if not isinstance(retriever.instance, CombinesGenerated):  # the documented default, never silence
+    if not combines_generated(retriever.instance):  # the documented default, never silence
         queries = [Query(q.id, default_query(q)) if q.generated else q for q in queries]
     step(f"indexing {len(data.corpus):,} documents ({retriever.spec.name})")
     with phase("Encoding corpus"), calling(retriever, task, "indexing", context):

@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import PluginError, UserError
+from .models import hub_offline
+from .outcomes import RunOutcome
 
 COMMENT = re.compile(r"(^|\s+)#\s.*$")  # a comment, not the '#' of llm=URL#model
 GPU_MEMORY_GB = 80.0  # one GPU's memory when the command does not say (an A100/H100 80GB)
@@ -52,12 +54,19 @@ class Job:
 
 @dataclass
 class Outcome:
-    """What became of a job: its results (``run_job``'s dict) or one line saying why it failed."""
+    """What became of a job: its run, or one line saying why it failed; and what it printed."""
 
     job: Job
-    result: dict[str, Any] | None = None
+    run: RunOutcome | None = None
     error: str | None = None
     attempts: int = 1
+    log: str = ""
+
+    @classmethod
+    def of(cls, job: Job, result: dict[str, Any]) -> Outcome:
+        """From ``run_job``'s dict."""
+        run = RunOutcome.from_json(result["run"]) if "run" in result else None
+        return cls(job, run, result.get("error"), log=result.get("log", ""))
 
 
 # ------------------------------------------------------------------------------------------ reading
@@ -138,7 +147,7 @@ def _toml_lines(text: str, source: str) -> list[tuple[str, list[str]]]:
             import tomli as tomllib
         except ImportError:
             raise UserError("TOML sweeps need Python 3.11+ or `pip install tomli`") from None
-    from .api import option_text
+    from .options import option_text
 
     try:
         data = tomllib.loads(text)
@@ -174,36 +183,15 @@ def _listed(value: Any) -> list[str]:
 # ------------------------------------------------------------------------------------------ planning
 
 
-def parse_run_args(words: Sequence[str]) -> tuple[dict[str, Any], set[str]]:
-    """``r2med-run`` arguments as the command parses them, and the names of the parameters the
-    arguments themselves set (not defaults, not the environment)."""
-    import click
-    from click.core import ParameterSource
-
-    from .cli.run import run_command
-
-    try:
-        ctx = run_command.make_context("r2med-run", list(words))
-    except click.exceptions.Exit:
-        raise UserError("--help/--version: not a run") from None
-    except click.ClickException as e:
-        raise UserError(e.format_message()) from None
-    given = {name for name in ctx.params if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE}
-    return ctx.params, given
-
-
 def plan_sweep(lines: list[tuple[str, list[str]]], *, output: Path, data_dir: Path | None = None,
                tasks: Sequence[str] = (), cache_dir: Path | None = None) -> list[Job]:
     """The jobs of a sweep: each line's pipeline on each of its tasks (the line's ``--tasks``, else
     ``tasks``, else what ``r2med-run`` would run), with the sweep's ``output``, ``data_dir`` and
-    ``cache_dir`` where the line sets none. Every line is checked here, so a typo stops the sweep
-    before anything runs."""
-    from .api import choose_tasks
-    from .models import hub_offline
-    from .context import default_cache_dir
-    from .pipelines import base_context, build_pipeline, instantiate
+    ``cache_dir`` where the line sets none. Every line is parsed by ``r2med-run``'s parser and
+    checked here (:func:`r2med_tasks.request.prepare`), so a typo stops the sweep before anything runs."""
     from .plugins import get_plugins
     from .registry import build_registry
+    from .request import parse_run_args, prepare
     from .runner import result_folders
 
     reg = build_registry(get_plugins())
@@ -212,40 +200,37 @@ def plan_sweep(lines: list[tuple[str, list[str]]], *, output: Path, data_dir: Pa
     seen: set[tuple[str, ...]] = set()
     for where, words in lines:
         try:
-            params, given = parse_run_args(words)
-            if params["dry_run"]:
+            parsed = parse_run_args(words)
+            if parsed.dry_run:
                 raise UserError("--dry-run: plan the whole sweep with `r2med sweep --dry-run` instead")
-            out = Path(params["output"] if "output" in given else output).expanduser().absolute()
-            data = params["data_dir"] or data_dir
-            data = Path(data).expanduser().absolute() if data is not None else None
-            cache = params["cache_dir"] if "cache_dir" in given else cache_dir or params["cache_dir"]
-            cache = Path(cache).expanduser().absolute() if cache is not None else None
-            pipeline = build_pipeline(reg, list(params["plugin_names"]), list(params["options"]),
-                                      top_k=params["top_k"], device=params["device"])
-            chosen = choose_tasks(reg, list(params["task_names"] or tasks) or None, data)
+            line = parsed.request
+            cache = line.cache_dir if "cache_dir" in parsed.given else cache_dir or line.cache_dir
+            data = line.data_dir or data_dir
+            request = replace(
+                line, output=Path(line.output if "output" in parsed.given else output).expanduser().absolute(),
+                data_dir=Path(data).expanduser().absolute() if data is not None else None,
+                cache_dir=Path(cache).expanduser().absolute() if cache is not None else None,
+                tasks=line.tasks or (tuple(tasks) or None))
             with hub_offline():  # creating components loads no model; naming one may not download it
-                instantiate(pipeline, base_context(reg, cache_dir=cache or default_cache_dir()))
-                try:
-                    folders = [str(f.path) for f in result_folders(pipeline, out) if f is not None]
-                except UserError:  # a hub model not in this machine's cache: the line is its own chain
-                    folders = [where]
+                ready = prepare(request, registry=reg)
         except UserError as e:
             raise UserError(f"{where}: {e}") from None
-        base = [w for p in params["plugin_names"] for w in ("--plugin", p)]
-        base += [w for o in params["options"] for w in ("-o", o)]
-        base += ["--top-k", str(params["top_k"]), "--output", str(out)]
-        base += [w for flag, value in (("--device", params["device"]), ("--data-dir", data), ("--cache-dir", cache))
-                 if value is not None for w in (flag, str(value))]
-        base += ["--overwrite"] if params["overwrite"] else []
+        pipeline = ready.pipeline
         gpu, memory = needs(pipeline)
-        groups = [chosen] if _tunes_across_tasks(pipeline) else [[t] for t in chosen]
+        groups = [ready.tasks] if _tunes_across_tasks(pipeline) else [[t] for t in ready.tasks]
         for group in groups:
-            args = (*base, *(w for t in group for w in ("--tasks", t.name)))
+            args = tuple(replace(request, tasks=tuple(t.name for t in group)).arguments())
             if args in seen:
                 continue
             seen.add(args)
-            jobs.append(Job(len(jobs), where, shlex.join(words), args, tuple(t.short_name for t in group), str(out),
-                            chains.of(folders), gpu, memory))
+            local = group[0].local_folder(request.data_dir, only_task=len(group) == 1) is not None
+            try:
+                with hub_offline():
+                    folders = [str(f.path) for f in result_folders(pipeline, request.output, local=local) if f]
+            except UserError:  # a hub model not in this machine's cache: the line is its own chain
+                folders = [where]
+            jobs.append(Job(len(jobs), where, shlex.join(words), args, tuple(t.short_name for t in group),
+                            str(request.output), chains.of(folders), gpu, memory))
     return [replace(j, chain=chains.find(j.chain)) for j in jobs]
 
 
@@ -283,13 +268,16 @@ def _tunes_across_tasks(pipeline) -> bool:
 
 
 def needs(pipeline) -> tuple[bool, float | None]:
-    """Whether a pipeline runs a local model, and the largest GPU memory estimate its components
-    declare (``DeclaresResources``; stages run one after another, so the largest is what it
-    needs). A component with a ``device`` option that declares nothing gets a whole GPU."""
+    """Whether a pipeline runs a local model on a GPU, and the largest GPU memory estimate its
+    components declare (``DeclaresResources``; stages run one after another, so the largest is what
+    it needs). A component with a ``device`` option that declares nothing gets a whole GPU; one set
+    to ``device=cpu`` needs none."""
     from .components import Composite, DeclaresResources
 
     estimates = []
     for stage in pipeline.ordered():
+        if str(stage.options.get("device", "")).strip().lower() == "cpu":
+            continue
         members = stage.instance.members if isinstance(stage.instance, Composite) else ()
         for instance in (stage.instance, *members):
             declared = instance.resources() if isinstance(instance, DeclaresResources) else None
@@ -318,40 +306,24 @@ def ray_resources(job: Job, *, cluster_gpus: float, gpu_memory_gb: float, node_m
 
 
 def run_job(args: Sequence[str], cwd: str | None = None) -> dict[str, Any]:
-    """Run one job as ``r2med-run ARGS`` would, quietly; returns its results folder and per-task
-    outcomes, and what the run printed (warnings, "recomputing" lines). A mistake or a plugin's
-    crash comes back as ``{"error": line}``; only a lost process is left to the executor."""
+    """Run one job as ``r2med-run ARGS`` would (:func:`r2med_tasks.request.execute`), quietly;
+    returns ``{"run": RunOutcome.to_json(), "log": what the run printed}`` (warnings,
+    "recomputing" lines). A mistake or a plugin's crash comes back as ``{"error": line, "log": ...}``;
+    only a lost process is left to the executor."""
     from rich.console import Console
 
-    from .api import choose_tasks
-    from .context import default_cache_dir
-    from .pipelines import base_context, build_pipeline, instantiate
-    from .plugins import get_plugins
-    from .registry import build_registry
-    from .runner import run_pipeline
+    from .request import execute, parse_run_args
 
     console = Console(file=io.StringIO(), width=160, highlight=False, color_system=None)
     try:
         with _inside(cwd):
-            params, _ = parse_run_args(args)
-            reg = build_registry(get_plugins())
-            pipeline = build_pipeline(reg, list(params["plugin_names"]), list(params["options"]),
-                                      top_k=params["top_k"], device=params["device"])
-            chosen = choose_tasks(reg, list(params["task_names"]) or None, params["data_dir"])
-            context = base_context(reg, cache_dir=params["cache_dir"] or default_cache_dir(),
-                                   log=lambda line: console.print(line, markup=False))
-            instantiate(pipeline, context)
-            folder, outcomes = run_pipeline(pipeline, chosen, output=params["output"], data_dir=params["data_dir"],
-                                            overwrite=params["overwrite"], context=context, console=console,
-                                            registry=reg)
+            outcome = execute(parse_run_args(args).request, console=console,
+                              log=lambda line: console.print(line, markup=False))
     except (UserError, PluginError) as e:
         return {"error": str(e), "log": console.file.getvalue()}
     except Exception as e:  # a crash outside any component: one line, the sweep goes on
         return {"error": f"{type(e).__name__}: {e}", "log": console.file.getvalue()}
-    return {"label": folder.label, "name": folder.display_name, "results_dir": str(folder.path),
-            "tasks": [{"task": o.task.name, "alias": o.task.short_name, "ndcg_at_10": o.ndcg_at_10,
-                       "n_queries": o.n_queries, "status": o.status, "official_data": o.official} for o in outcomes],
-            "log": console.file.getvalue()}
+    return {"run": outcome.to_json(), "log": console.file.getvalue()}
 
 
 @contextmanager
@@ -417,8 +389,7 @@ def run_local(jobs: list[Job], board: Board, refresh: Callable[[], None] = lambd
     for job in jobs:
         board.start(job.index)
         refresh()
-        result = run_job(job.args, cwd)
-        board.finish(Outcome(job, result, result.get("error")))
+        board.finish(Outcome.of(job, run_job(job.args, cwd)))
         refresh()
     return [board.outcomes[j.index] for j in jobs]
 
@@ -469,8 +440,7 @@ def run_on_ray(jobs: list[Job], board: Board, *, address: str | None = None, ret
             for ref in ready:
                 job = running.pop(ref)
                 try:
-                    result = ray.get(ref)
-                    board.finish(Outcome(job, result, result.get("error")))
+                    board.finish(Outcome.of(job, ray.get(ref)))
                 except ray.exceptions.RayError as e:  # the worker died more often than retries allow
                     board.finish(Outcome(job, None, f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}"))
                 if chains[job.chain]:
@@ -484,8 +454,11 @@ def run_on_ray(jobs: list[Job], board: Board, *, address: str | None = None, ret
 
 
 def _remote_job(args: Sequence[str], cwd: str, index: int, tracker) -> dict[str, Any]:
-    """A job inside a Ray worker; it tells the tracker it started, once per attempt."""
-    tracker.start.remote(index)
+    """A job inside a Ray worker; it tells the tracker it started, once per attempt, and waits for the
+    tracker to have counted it (a worker that dies at once would otherwise lose the message)."""
+    import ray
+
+    ray.get(tracker.start.remote(index))
     return run_job(args, cwd)
 
 
@@ -523,18 +496,16 @@ class BoardRow:
 def merged_board(outcomes: list[Outcome]) -> tuple[list[BoardRow], list[str]]:
     """What the sweep ran as one leaderboard: a row per results folder, ranked by the average of
     the tasks run (as the leaderboard computes it), rows missing a task last."""
-    from .evaluation import leaderboard_value
-
     rows: dict[str, BoardRow] = {}
     tasks: list[str] = []
     for o in outcomes:
-        if not o.result or o.error:
+        if o.run is None or o.error:
             continue
-        row = rows.setdefault(o.result["results_dir"], BoardRow(o.result["label"], o.result["results_dir"]))
-        for t in o.result["tasks"]:
-            row.scores[t["alias"]] = leaderboard_value(t["ndcg_at_10"])
-            row.statuses[t["alias"]] = t["status"]
-            if t["alias"] not in tasks:
-                tasks.append(t["alias"])
+        for t in o.run.tasks:
+            row = rows.setdefault(t.results_dir, BoardRow(o.run.label, t.results_dir))
+            row.scores[t.alias] = t.ndcg_at_10_x100
+            row.statuses[t.alias] = t.status
+            if t.alias not in tasks:
+                tasks.append(t.alias)
     ranked = sorted(rows.values(), key=lambda r: (r.average(tasks) is None, -(r.average(tasks) or 0.0)))
     return ranked, tasks

@@ -15,6 +15,12 @@ def cli_score(run_cli, *args) -> dict:
     return json.loads(out)
 
 
+def one_dir(dirs) -> Path:
+    """The one results folder of a run (a RunOutcome's or a --json summary's ``results_dirs``)."""
+    assert len(dirs) == 1, dirs
+    return Path(dirs[0])
+
+
 def test_evaluate_a_component_by_name_writes_and_resumes_as_the_cli(plugins, run_cli, tmp_path):
     import r2med_tasks as r2med
 
@@ -24,7 +30,8 @@ def test_evaluate_a_component_by_name_writes_and_resumes_as_the_cli(plugins, run
     cli = cli_score(run_cli, "--plugin", "bm25", "--tasks", "sample", "--output", tmp_path / "cli",
                     "--cache-dir", tmp_path / "c")
     assert score.ndcg_at_10 == cli["tasks"][0]["ndcg_at_10"]
-    assert res.path.relative_to(tmp_path / "api") == Path(cli["results_dir"]).relative_to(tmp_path / "cli")
+    assert one_dir(res.results_dirs).relative_to(tmp_path / "api") == one_dir(cli["results_dirs"]).relative_to(
+        tmp_path / "cli")
     again = r2med.evaluate("bm25", tasks=["sample"], output=tmp_path / "api", cache_dir=tmp_path / "c")
     assert again["R2MEDSampleRetrieval"].status == "cached" and list(again) == ["R2MEDSampleRetrieval"]
     assert again["sample"] == again["Sample"] == again["R2MEDSampleRetrieval"]  # as --tasks names it, too
@@ -41,7 +48,7 @@ def test_evaluate_a_pipeline_with_options(plugins, run_cli, tmp_path):
                          cache_dir=tmp_path / "c")
     cli = cli_score(run_cli, "--plugin", "bm25", "-o", "k1=1.2", "-o", "b=0.75", "--tasks", "sample",
                     "--output", tmp_path / "cli", "--cache-dir", tmp_path / "c")
-    assert res.name == cli["label"] == "BM25 (b=0.75, k1=1.2)"
+    assert res.label == cli["label"] == "BM25 (b=0.75, k1=1.2)"
     assert res["R2MEDSampleRetrieval"].ndcg_at_10 == cli["tasks"][0]["ndcg_at_10"]
 
 
@@ -67,14 +74,15 @@ def test_a_sentence_transformer_object_scores_exactly_as_the_cli(plugins, small_
     cli = cli_score(run_cli, "--plugin", "st", "-o", f"model={model_path}", "--tasks", "sample",
                     "--output", tmp_path / "cli", "--cache-dir", tmp_path / "c2")
     assert res["R2MEDSampleRetrieval"].ndcg_at_10 == cli["tasks"][0]["ndcg_at_10"]
-    ours = (res.path / "R2MEDSampleRetrieval.trec").read_text().splitlines()
-    theirs = (Path(cli["results_dir"]) / "R2MEDSampleRetrieval.trec").read_text().splitlines()
+    ours = (one_dir(res.results_dirs) / "R2MEDSampleRetrieval.trec").read_text().splitlines()
+    theirs = (one_dir(cli["results_dirs"]) / "R2MEDSampleRetrieval.trec").read_text().splitlines()
     assert [line.split()[:5] for line in ours] == [line.split()[:5] for line in theirs]  # the same run
     # the object is identified by its weights: a changed model is another revision, never a reuse
     with __import__("torch").no_grad():
         next(model.parameters()).add_(0.01)
     changed = r2med.evaluate(model, tasks="sample", output=tmp_path / "api", cache_dir=tmp_path / "c")
-    assert changed.path != res.path and changed["R2MEDSampleRetrieval"].status == "computed"
+    assert one_dir(changed.results_dirs) != one_dir(res.results_dirs)
+    assert changed["R2MEDSampleRetrieval"].status == "computed"
 
 
 class Recorder:
@@ -140,5 +148,5 @@ def test_mteb_evaluate_runs_an_r2med_retriever(plugins, tmp_path):
                            show_progress_bar=False)
     theirs = result.task_results[0].scores["test"][0]
     assert theirs["ndcg_at_10"] == pytest.approx(ours["R2MEDSampleRetrieval"].ndcg_at_10, abs=1e-12)
-    saved = json.loads((ours.path / "R2MEDSampleRetrieval.json").read_text())["scores"]["test"][0]
+    saved = json.loads((one_dir(ours.results_dirs) / "R2MEDSampleRetrieval.json").read_text())["scores"]["test"][0]
     assert theirs["recall_at_100"] == pytest.approx(saved["recall_at_100"], abs=1e-12)

@@ -241,7 +241,7 @@ def earlier(tmp_path_factory):
         result = CliRunner().invoke(cli, ["run", "--plugin", "bm25", "--tasks", "sample", "--output", str(out)],
                                     catch_exceptions=False)
     assert result.exit_code == 0, result.stderr
-    return out, next(out.glob(f"*/*/{TASK}.json")).parent
+    return out, next(out.glob(f"local-data/*/*/{TASK}.json")).parent
 
 
 def snapshot(folder):
@@ -564,7 +564,7 @@ def test_resume_removes_temp_files_a_killed_run_left(earlier, run_cli, tmp_path)
     args = ("fuse", "--qrels", SAMPLE / "qrels.jsonl", trec, trec, "--output", tmp_path / "out")
     code, _, err = run_cli(*args)
     assert code == 0, err
-    fused = next((tmp_path / "out").glob(f"*/*/{TASK}.json")).parent
+    fused = next((tmp_path / "out").glob(f"local-data/*/*/{TASK}.json")).parent
     left = [fused / f".{TASK}.trec.1a2b3c4d.tmp", fused / "r2med" / f".{TASK}.identity.json.5e6f7a8b.tmp"]
     for path in left:
         path.write_text("half")

@@ -12,6 +12,12 @@ import pytrec_eval
 from conftest import SAMPLE, qrels_of, read_jsonl, read_trec
 
 
+def one_dir(dirs) -> Path:
+    """The one results folder of a run (a RunOutcome's or a --json summary's ``results_dirs``)."""
+    assert len(dirs) == 1, dirs
+    return Path(dirs[0])
+
+
 def gensim_reference(corpus, queries, k1=0.9, b=0.4, top_k=100):
     """R2MED's eval_BM25.py scoring, with gensim (the tokens come from our analyzer)."""
     from gensim.corpora import Dictionary
@@ -38,7 +44,7 @@ def test_bm25_equals_gensim_reference(run_cli, tmp_path):
                              "--cache-dir", tmp_path / "cache", "--top-k", "20", "--json")
     assert code == 0, err
     summary = json.loads(out)
-    ours = read_trec(Path(summary["results_dir"]) / "R2MEDSampleRetrieval.trec")
+    ours = read_trec(one_dir(summary["results_dirs"]) / "R2MEDSampleRetrieval.trec")
     reference = gensim_reference(read_jsonl(SAMPLE / "corpus.jsonl"), read_jsonl(SAMPLE / "query.jsonl"), top_k=20)
     assert ours.keys() == reference.keys()
     for qid in reference:
@@ -64,7 +70,7 @@ def test_index_cache_is_reused(run_cli, tmp_path, monkeypatch):
     second = json.loads(run_cli(*args, "--overwrite")[1])
     assert second["tasks"][0]["status"] == "computed"
     assert second["tasks"][0]["ndcg_at_10"] == first["tasks"][0]["ndcg_at_10"]
-    folder = Path(first["results_dir"])
+    folder = one_dir(first["results_dirs"])
     assert folder.name.startswith("lucene-") and folder.parent.name == "r2med__bm25"
 
 
@@ -81,7 +87,8 @@ def test_analysed_queries_are_stored_and_reused_only_for_the_same_texts(evaluate
     monkeypatch.setattr(retriever_module, "analyze", lambda text: analysed.append(text) or [])
     again = evaluate("bm25", output="again")
     assert analysed == [] and again["R2MEDSampleRetrieval"].ndcg_at_10 == first["R2MEDSampleRetrieval"].ndcg_at_10
-    assert read_trec(again.path / "R2MEDSampleRetrieval.trec") == read_trec(first.path / "R2MEDSampleRetrieval.trec")
+    assert read_trec(one_dir(again.results_dirs) / "R2MEDSampleRetrieval.trec") == read_trec(
+        one_dir(first.results_dirs) / "R2MEDSampleRetrieval.trec")
     evaluate("bm25", top_k=5, output="k5")  # the same texts: still read
     assert analysed == []
 
@@ -120,7 +127,7 @@ def test_options_split_folders_and_bad_weighting(run_cli, tmp_path):
     default = json.loads(run()[1])
     plain = json.loads(run("-o", "query_weighting=plain")[1])
     tuned = json.loads(run("-o", "k1=1.2", "-o", "b=0.75")[1])
-    assert len({default["results_dir"], plain["results_dir"], tuned["results_dir"]}) == 3
+    assert len({one_dir(default["results_dirs"]), one_dir(plain["results_dirs"]), one_dir(tuned["results_dirs"])}) == 3
     code, _, err = run("-o", "query_weighting=fancy")
     assert code == 2 and "-o bm25.query_weighting=fancy" in err and "bm25, plain" in err
 

@@ -125,7 +125,10 @@ def test_fuse_keeps_the_ids_in_its_cache_dir(evaluate, run_cli, data_dir, tmp_pa
     (a corpus it saw once is not parsed again), and nothing under the default cache folder."""
     from r2med_tasks.context import default_cache_dir
 
-    members = [evaluate(name, tasks=["Biology"], data_dir=data_dir).path for name in ("bm25", "bm25-okapi")]
+    members = []
+    for name in ("bm25", "bm25-okapi"):
+        (folder,) = evaluate(name, tasks=["Biology"], data_dir=data_dir).results_dirs
+        members.append(Path(folder))
     before = ids_files(default_cache_dir())
     args = ("fuse", *members, "--data-dir", data_dir, "--cache-dir", tmp_path / "fuse-cache", "--json")
     for output in ("fused", "again"):

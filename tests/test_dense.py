@@ -3,6 +3,7 @@ sharing), identical-id dropping, and the transformers encoder's poolings, on a r
 
 import json
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -89,9 +90,15 @@ def count_encoded(monkeypatch):
     return counts
 
 
+def one_dir(dirs) -> Path:
+    """The one results folder of a run (a RunOutcome's ``results_dirs``)."""
+    assert len(dirs) == 1, dirs
+    return Path(dirs[0])
+
+
 def saved_run(results, task="R2MEDSampleRetrieval"):
     """A results folder's run, read by the tests' own TREC parser."""
-    return read_trec(results.path / f"{task}.trec")
+    return read_trec(one_dir(results.results_dirs) / f"{task}.trec")
 
 
 def test_second_run_encodes_only_queries(small_model_path, evaluate, count_encoded):
@@ -325,8 +332,8 @@ def test_published_retriever_runs_on_local_weights(small_model_path, evaluate):
     """`-o model=PATH` points a published configuration at local weights (here one layer of MiniLM
     under contriever's recipe: mean pooling, cosine), which also gives the run its own folder."""
     contriever = evaluate("contriever", model=str(small_model_path))
-    assert contriever.folder.name == "r2med/contriever" and contriever.folder.revision.startswith("local-")
-    assert contriever.path.parent.name != "experiments"  # other weights: another revision, not an option variant
+    assert contriever.model_name == "r2med/contriever" and contriever.revision.startswith("local-")
+    assert one_dir(contriever.results_dirs).parent.name != "experiments"  # other weights: another revision, not an option variant
     st = evaluate("st", model=str(small_model_path), output="st")
     assert contriever["R2MEDSampleRetrieval"].ndcg_at_10 == pytest.approx(st["R2MEDSampleRetrieval"].ndcg_at_10,
                                                                           abs=1e-5)

@@ -37,10 +37,16 @@ def rewritten_dir(tmp_path, texts) -> Path:
     return root
 
 
+def one_dir(dirs) -> Path:
+    """The one results folder of a run (a RunOutcome's or a --json summary's ``results_dirs``)."""
+    assert len(dirs) == 1, dirs
+    return Path(dirs[0])
+
+
 def trec_of(evaluate, *components, **kwargs):
     """The run of a pipeline on Biology, through the Python API, and its results."""
     results = evaluate(*components, tasks="Biology", **kwargs)
-    return read_trec(next(results.path.glob("*.trec"))), results
+    return read_trec(next(one_dir(results.results_dirs).glob("*.trec"))), results
 
 
 @pytest.mark.parametrize("method, llm, rule, name", [
@@ -57,7 +63,7 @@ def test_published_generations_with_bm25(evaluate, tmp_path, method, llm, rule, 
     expected = rewritten_dir(tmp_path, {q["id"]: rule(q["text"], hy_doc(q, reasoning)) for q in QUERIES})
     reference, _ = trec_of(evaluate, "bm25", data_dir=expected, output="ref")
     assert ours == reference
-    assert results.folder.display_name == name  # as the leaderboard names the row
+    assert results.display_name == name  # as the leaderboard names the row
 
 
 @pytest.mark.parametrize("method", ["hyde", "query2doc"])
@@ -125,7 +131,7 @@ def test_live_generation_resumes_after_failure(run_cli, tmp_path, server):
 
 def test_live_answers_reach_bm25(run_cli, evaluate, tmp_path, server):
     code, out, err = live(run_cli, tmp_path, server)
-    ours = read_trec(Path(json.loads(out)["results_dir"]) / "R2MEDSampleRetrieval.trec")
+    ours = read_trec(one_dir(json.loads(out)["results_dirs"]) / "R2MEDSampleRetrieval.trec")
     answers = {}
     for request in server.requests:
         user = request.body["messages"][1]["content"]
@@ -134,7 +140,7 @@ def test_live_answers_reach_bm25(run_cli, evaluate, tmp_path, server):
     expected = rewritten_dir(tmp_path, answers)
     shutil.move(str(expected / "Biology"), str(expected / "sample"))
     reference = evaluate("bm25", data_dir=expected / "sample", output="ref")
-    assert ours == read_trec(reference.path / "R2MEDSampleRetrieval.trec")
+    assert ours == read_trec(one_dir(reference.results_dirs) / "R2MEDSampleRetrieval.trec")
 
 
 def test_lamer_prompts_carry_bm25_top10(run_cli, evaluate, tmp_path, server):
@@ -142,7 +148,7 @@ def test_lamer_prompts_carry_bm25_top10(run_cli, evaluate, tmp_path, server):
 
     code, _, err = live(run_cli, tmp_path, server, "lamer")
     assert code == 0, err
-    top10 = read_trec(evaluate("bm25", output="plain", top_k=10).path / "R2MEDSampleRetrieval.trec")
+    top10 = read_trec(one_dir(evaluate("bm25", output="plain", top_k=10).results_dirs) / "R2MEDSampleRetrieval.trec")
     text_of = {d["id"]: d["text"] for d in CORPUS}
     for request in server.requests:
         user = request.body["messages"][1]["content"]
@@ -240,7 +246,7 @@ def test_published_generations_from_the_hub(evaluate, tmp_path, hub):
     assert ("R2MED/Biology", "hyde", "o3_mini", revision) in calls
     expected = rewritten_dir(tmp_path, {q["id"]: hy_doc(q) for q in QUERIES})
     reference, _ = trec_of(evaluate, "bm25", data_dir=expected, output="ref")
-    assert ours == reference and results.folder.display_name == "o3-mini + BM25"
+    assert ours == reference and results.display_name == "o3-mini + BM25"
 
 
 def test_unknown_hub_split_lists_the_ones_there(run_cli, tmp_path, hub):

@@ -10,17 +10,24 @@ from conftest import read_trec
 
 
 TASK = "R2MEDSampleRetrieval"
+LOCAL_DATA = "local-data"  # results on local data (here: the offline sample, --data-dir) lie under it
+
+
+def one_dir(dirs) -> Path:
+    """The one results folder of a run (a RunOutcome's or a --json summary's ``results_dirs``)."""
+    assert len(dirs) == 1, dirs
+    return Path(dirs[0])
 
 
 def member_run(tmp_path, folder_name):
     """A member's saved run, read by the test's own parser, as the harness's ``Run`` shape."""
-    ranked = read_trec(next((tmp_path / "out" / folder_name).rglob("R2MEDSampleRetrieval.trec")))
+    ranked = read_trec(next((tmp_path / "out" / LOCAL_DATA / folder_name).rglob("R2MEDSampleRetrieval.trec")))
     return {qid: dict(docs) for qid, docs in ranked.items()}
 
 
 def test_rrf_equals_an_independent_computation(evaluate, tmp_path):
     results = evaluate("hybrid", members="bm25,bm25-okapi", top_k=20)
-    fused = read_trec(results.path / f"{TASK}.trec")
+    fused = read_trec(one_dir(results.results_dirs) / f"{TASK}.trec")
     a, b = member_run(tmp_path, "r2med__bm25"), member_run(tmp_path, "r2med__bm25-okapi")
     for qid in fused:
         scores = {}
@@ -30,14 +37,14 @@ def test_rrf_equals_an_independent_computation(evaluate, tmp_path):
         expected = sorted(scores.items(), key=lambda kv: -kv[1])[:20]
         assert [s for _, s in fused[qid]] == pytest.approx([s for _, s in expected], abs=1e-12)
         assert {d for d, _ in fused[qid]} <= set(scores)
-    assert results.folder.display_name == "BM25 ⊕ bm25-okapi (RRF)"
+    assert results.display_name == "BM25 ⊕ bm25-okapi (RRF)"
 
 
 def test_members_are_reused_and_take_their_own_options(evaluate, tmp_path, monkeypatch):
     from r2med_plugins.bm25.retriever import BM25Retriever, OkapiRetriever
 
     evaluate("hybrid", members="bm25,bm25-okapi", options={"bm25.k1": 1.2})
-    assert len(list((tmp_path / "out" / "r2med__bm25").iterdir())) == 1  # the member with k1=1.2
+    assert len(list((tmp_path / "out" / LOCAL_DATA / "r2med__bm25").iterdir())) == 1  # the member with k1=1.2
 
     def no_call(*args, **kwargs):
         raise AssertionError("a member's saved run must be reused")
@@ -46,7 +53,7 @@ def test_members_are_reused_and_take_their_own_options(evaluate, tmp_path, monke
         monkeypatch.setattr(cls, "index", no_call)
         monkeypatch.setattr(cls, "search", no_call)
     again = evaluate("hybrid", members="bm25,bm25-okapi", fusion="zscore", options={"bm25.k1": 1.2})
-    assert again[TASK].status == "computed" and again.folder.display_name.endswith("(ZSCORE)")
+    assert again[TASK].status == "computed" and again.display_name.endswith("(ZSCORE)")
 
 
 def test_hybrid_results_in_the_leaderboard(run_cli, tmp_path, data_dir):
@@ -92,12 +99,13 @@ def test_fuse_command_matches_the_hybrid_retriever(run_cli, evaluate, tmp_path):
     from conftest import SAMPLE
 
     hybrid = evaluate("hybrid", members="bm25,bm25-okapi")
-    members = [next((tmp_path / "out" / name).glob("*")) for name in ("r2med__bm25", "r2med__bm25-okapi")]
+    members = [next((tmp_path / "out" / LOCAL_DATA / name).glob("*"))
+               for name in ("r2med__bm25", "r2med__bm25-okapi")]
     code, out, err = run_cli("fuse", *map(str, members), "--output", tmp_path / "fused", "--json")
     assert code == 0, err
     fused = json.loads(out)
-    expected = read_trec(hybrid.path / f"{TASK}.trec")
-    assert read_trec(Path(fused["results_dir"]) / "R2MEDSampleRetrieval.trec") == expected
+    expected = read_trec(one_dir(hybrid.results_dirs) / f"{TASK}.trec")
+    assert read_trec(one_dir(fused["results_dirs"]) / "R2MEDSampleRetrieval.trec") == expected
     assert fused["tasks"][0]["ndcg_at_10"] == hybrid[TASK].ndcg_at_10
 
     trecs = [str(m / "R2MEDSampleRetrieval.trec") for m in members]
@@ -119,7 +127,7 @@ def test_tuned_weights_are_never_scored_on_their_tuning_queries(evaluate, tmp_pa
     tune = tmp_path / "tune.json"
     tune.write_text(json.dumps({"sample": ["q01", "q02", "q03", "q04"]}))
     results = evaluate("hybrid", members="bm25,bm25-okapi", fusion="zscore", tune=str(tune))
-    result = json.loads((results.path / f"{TASK}.json").read_text())["scores"]["test"][0]
+    result = json.loads((one_dir(results.results_dirs) / f"{TASK}.json").read_text())["scores"]["test"][0]
     assert result["r2med_tuning_queries"] == 4 and results[TASK].n_queries == 6
 
     runs = [member_run(tmp_path, "r2med__bm25"), member_run(tmp_path, "r2med__bm25-okapi")]
@@ -162,12 +170,12 @@ def test_weights_are_tuned_per_task_group(run_cli, tmp_path, data_dir):
                              "-o", f"tune={tune}", "--data-dir", data_dir, "--output", tmp_path / "out",
                              "--cache-dir", tmp_path / "cache", "--json")
     assert code == 0, err
-    folder = Path(json.loads(out)["results_dir"])
+    folder = one_dir(json.loads(out)["results_dirs"])
     recorded = [json.loads(p.read_text())["scores"]["test"][0]["r2med_tuned_weights"] for p in folder.glob("R2MED*.json")]
     assert len(recorded) == 3 and recorded[0] == recorded[1] == recorded[2]  # one weighting for the group
 
     def task_value(name, weights):
-        runs = [{q: dict(d) for q, d in read_trec(next((tmp_path / "out" / m).glob("*"))
+        runs = [{q: dict(d) for q, d in read_trec(next((tmp_path / "out" / LOCAL_DATA / m).glob("*"))
                                                   / f"R2MED{name.replace('-', '')}Retrieval.trec").items()}
                 for m in ("r2med__bm25", "r2med__bm25-okapi")]
         qrels = {q: r for q, r in qrels_of(data_dir / name).items() if q in split[name]}

@@ -42,6 +42,12 @@ def overlap_ndcg(folder: Path, bonus: float = 0.0) -> float:
     return float(np.mean([v["ndcg_cut_10"] for v in values.values()]))
 
 
+def one_dir(dirs) -> Path:
+    """The one results folder of a run (a --json summary's ``results_dirs``)."""
+    assert len(dirs) == 1, dirs
+    return Path(dirs[0])
+
+
 def summary(run_cli, *args):
     code, out, err = run_cli("run", *map(str, args), "--json")
     assert code == 0, err
@@ -67,8 +73,9 @@ def test_edited_qrels_are_recomputed_and_say_what_changed(overlap, run_cli, data
     new = second["tasks"][0]["ndcg_at_10"]
     assert new == pytest.approx(overlap_ndcg(data_dir / "Biology"), abs=5e-6)
     assert new != pytest.approx(first["tasks"][0]["ndcg_at_10"], abs=1e-4)
-    stored = json.loads((Path(second["results_dir"]) / "r2med" / "R2MEDBiologyRetrieval.identity.json").read_text())
-    result = json.loads((Path(second["results_dir"]) / "R2MEDBiologyRetrieval.json").read_text())
+    folder = one_dir(second["results_dirs"])
+    stored = json.loads((folder / "r2med" / "R2MEDBiologyRetrieval.identity.json").read_text())
+    result = json.loads((folder / "R2MEDBiologyRetrieval.json").read_text())
     assert stored["data"]["revision"] == result["dataset_revision"] and stored["data"]["official"] is False
 
 
@@ -83,7 +90,7 @@ def test_deleted_qrels_file_is_an_error_not_a_stale_score(overlap, run_cli, data
 def test_changed_code_version_or_option_default_recomputes(overlap, run_cli, tmp_path):
     args = ["--plugin", "overlap", "--tasks", "sample", "--output", tmp_path]
     first, _ = summary(run_cli, *args)
-    identity_file = Path(first["results_dir"]) / "r2med" / "R2MEDSampleRetrieval.identity.json"
+    identity_file = one_dir(first["results_dirs"]) / "r2med" / "R2MEDSampleRetrieval.identity.json"
     stored = json.loads(identity_file.read_text())
     stored["code"]["r2med"] = "0.0.1"
     identity_file.write_text(json.dumps(stored))
@@ -94,10 +101,10 @@ def test_changed_code_version_or_option_default_recomputes(overlap, run_cli, tmp
 def test_truncated_task_result_is_recomputed_with_a_warning(overlap, run_cli, tmp_path):
     args = ["--plugin", "overlap", "--tasks", "sample", "--output", tmp_path]
     first, _ = summary(run_cli, *args)
-    result = Path(first["results_dir"]) / "R2MEDSampleRetrieval.json"
+    result = one_dir(first["results_dirs"]) / "R2MEDSampleRetrieval.json"
     result.write_text(result.read_text()[:100])
-    stale = [Path(first["results_dir"]) / ".R2MEDSampleRetrieval.trec.x1.tmp",
-             Path(first["results_dir"]) / "r2med" / ".pipeline.json.x2.tmp"]
+    stale = [one_dir(first["results_dirs"]) / ".R2MEDSampleRetrieval.trec.x1.tmp",
+             one_dir(first["results_dirs"]) / "r2med" / ".pipeline.json.x2.tmp"]
     for leftover in stale:  # what a killed run leaves behind
         leftover.write_text("half")
     second, err = summary(run_cli, *args)
@@ -112,7 +119,7 @@ def test_results_of_the_earlier_layout_are_recomputed(overlap, run_cli, tmp_path
     recomputed, once, with a line saying why."""
     args = ["--plugin", "overlap", "--tasks", "sample", "--output", tmp_path]
     first, _ = summary(run_cli, *args)
-    folder = Path(first["results_dir"])
+    folder = one_dir(first["results_dirs"])
     (folder / "r2med" / "R2MEDSampleRetrieval.identity.json").unlink()
     (folder / "r2med" / "pipeline.json").write_text(json.dumps({"name": "overlap", "pipeline": {"top_k": 100}}))
     second, err = summary(run_cli, *args)
@@ -127,13 +134,13 @@ def test_escaping_revision_writes_nothing_outside_output(small_model_path, run_c
     for revision in ("../../x", "/etc/x", ".."):
         result, _ = summary(run_cli, "--plugin", "st", "-o", f"model={small_model_path}", "-o", f"revision={revision}",
                             "--tasks", "sample", "--output", output)
-        assert Path(result["results_dir"]).resolve().is_relative_to(output.resolve())
+        assert one_dir(result["results_dirs"]).resolve().is_relative_to(output.resolve())
     outside = {p for p in tmp_path.rglob("*") if not p.resolve().is_relative_to(output.resolve())} - before
     assert outside <= {output.parent, output.parent.parent}, outside
 
 
 def test_path_components_are_sanitised():
-    from r2med_tasks.results import safe_component
+    from r2med_tasks.layout import safe_component
 
     for raw in ("..", ".", "../../x", "/etc/passwd", "a/b", "", "x" * 400, "a\\b", "\x1b[2J"):
         part = safe_component(raw)
@@ -191,7 +198,7 @@ def test_concurrent_runs_on_different_data_each_print_their_own_scores(run_cli, 
         for t in tasks:
             assert t["ndcg_at_10"] == pytest.approx(overlap_ndcg(root / t["alias"]), abs=5e-6)
     # the folder is consistent: every task's files are the second run's
-    folder = Path(json.loads(second_out)["results_dir"])
+    folder = one_dir(json.loads(second_out)["results_dirs"])
     for t in json.loads(second_out)["tasks"]:
         identity = json.loads((folder / "r2med" / f"{t['task']}.identity.json").read_text())
         result = json.loads((folder / f"{t['task']}.json").read_text())
@@ -216,7 +223,7 @@ def test_option_variants_are_experiments_and_rows_of_their_own(official_hub, run
     default, _ = summary(run_cli, *base)
     variant, _ = summary(run_cli, *base, "-o", "k1=1.5", "-o", "b=0.9")
     other, _ = summary(run_cli, *base, "-o", "k1=1.2", "-o", "b=0.75")
-    assert Path(variant["results_dir"]) == Path(default["results_dir"]) / "experiments" / "b_0.9__k1_1.5"
+    assert one_dir(variant["results_dirs"]) == one_dir(default["results_dirs"]) / "experiments" / "b_0.9__k1_1.5"
     assert variant["label"] == "BM25 (b=0.9, k1=1.5)" and variant["official_data"] is True
     # the default configuration is the published row's: compared with it; the variant is not
     assert default["published_average_x100"] == 15.13
@@ -290,7 +297,7 @@ def test_experiment_names_are_mtebs(kwargs):
     """The folder of a variant is the one mteb's ModelMeta.experiment_name gives for its kwargs."""
     from mteb.models import ModelMeta
 
-    from r2med_tasks.results import experiment_name, safe_component
+    from r2med_tasks.layout import experiment_name, safe_component
 
     meta = ModelMeta.create_empty().model_copy(update={"experiment_kwargs": kwargs})
     assert experiment_name(kwargs) == safe_component(meta.experiment_name)
@@ -305,5 +312,14 @@ def test_a_key_in_an_llm_url_never_reaches_plans_or_identities(plugins, run_cli,
                              "--output", tmp_path, "--dry-run", "--json")
     assert code == 0, err
     assert "s3cr3t" not in out + err
-    config = build_pipeline(registry(), ["hyde", "bm25"], [f"llm={url}"]).config()
-    assert "s3cr3t" not in json.dumps(config) and "127.0.0.1:9" in json.dumps(config)
+    from r2med_tasks.context import default_cache_dir
+    from r2med_tasks.pipelines import base_context, instantiate
+
+    reg = registry()
+    built = build_pipeline(reg, ["hyde", "bm25"], [f"llm={url}"])
+    instantiate(built, base_context(reg, cache_dir=default_cache_dir()))
+    spec = built.spec()
+    # the LLM chooses the model: identified by its model (the spec's model name: no key, no server address)
+    identity = json.dumps({"config": spec.config, "models": spec.models, "variant": spec.variant})
+    assert "s3cr3t" not in identity and "127.0.0.1" not in identity
+    assert spec.models["rewriter"] == {"name": "llm/model", "revision": "served"} and "llm" not in spec.variant

@@ -127,7 +127,8 @@ def test_compare_two_runs(run_cli, tmp_path, data_dir):
         code, out, err = run_cli("run", "--plugin", "bm25", *options, "--data-dir", data_dir, "--output",
                                  tmp_path / "res", "--cache-dir", tmp_path / "c", "--json")
         assert code == 0, err
-        folders.append(Path(json.loads(out)["results_dir"]))
+        (folder,) = json.loads(out)["results_dirs"]  # --data-dir: one (local-data) folder
+        folders.append(Path(folder))
     code, out, err = run_cli("compare", *map(str, folders), "--json", "--trials", "2000")
     assert code == 0, err
     result = json.loads(out)
@@ -138,7 +139,7 @@ def test_compare_two_runs(run_cli, tmp_path, data_dir):
                 for p in folder.glob("*.per_query.tsv")}
 
     a, b = read(folders[0]), read(folders[1])
-    assert result == compare(a, b, trials=2000)
+    assert result == {**compare(a, b, trials=2000), "data_differences": {}}  # both on the same data
     for task, t in result["tasks"].items():
         assert t["difference"] == sum(b[task].values()) / len(b[task]) - sum(a[task].values()) / len(a[task])
     code, _, err = run_cli("compare", str(tmp_path), str(folders[1]))
@@ -255,17 +256,19 @@ def test_compare_averages_r2med_tasks_only(run_cli, tmp_path):
     bio, pmc, sample = "R2MEDBiologyRetrieval", "R2MEDPMCClinicalRetrieval", "R2MEDSampleRetrieval"
     a = per_query(tmp_path / "a", {bio: {"q1": 0.2, "q2": 0.4}, pmc: {"q1": 0.5}, sample: {"q1": 0.0}})
     b = per_query(tmp_path / "b", {bio: {"q1": 0.3, "q2": 0.5}, pmc: {"q1": 0.7}, sample: {"q1": 1.0}})
-    code, out, err = run_cli("compare", str(a), str(b), "--json", "--trials", "10")
+    unchecked = "--allow-different-data"  # bare per-query files store no data identity to check
+    code, out, err = run_cli("compare", str(a), str(b), "--json", "--trials", "10", unchecked)
     assert code == 0, err
     result = json.loads(out)
     assert result["average"]["n_tasks"] == 2 and result["tasks_outside_average"] == [sample]
     assert result["average"]["difference"] == pytest.approx(((0.4 - 0.3) + (0.7 - 0.5)) / 2)
     assert result["tasks"][sample]["difference"] == 1.0
-    code, out, _ = run_cli("compare", str(a), str(b), "--trials", "10")
+    code, out, _ = run_cli("compare", str(a), str(b), "--trials", "10", unchecked)
     assert "Average of 2 R2MED tasks" in out and "+15.00" in out and "not averaged" in out
-    code, out, _ = run_cli("compare", str(a), str(b), "--json", "--trials", "10", "--tasks", "clinical-case")
+    code, out, _ = run_cli("compare", str(a), str(b), "--json", "--trials", "10", "--tasks", "clinical-case",
+                           unchecked)
     assert list(json.loads(out)["tasks"]) == [pmc]
-    code, out, _ = run_cli("compare", str(a), str(b), "--json", "--trials", "10", "--tasks", "sample")
+    code, out, _ = run_cli("compare", str(a), str(b), "--json", "--trials", "10", "--tasks", "sample", unchecked)
     assert json.loads(out)["average"] is None
 
 
@@ -284,13 +287,15 @@ def test_export_mteb(run_cli, tmp_path, model_path):
 
     code, out, err = run_cli("run", "--plugin", "bm25", "--tasks", "sample", "--output", tmp_path / "res",
                              "--cache-dir", tmp_path / "c", "--json")
-    run_dir = Path(json.loads(out)["results_dir"])
+    assert code == 0, err
+    run_dir = next((tmp_path / "res").rglob("model_meta.json")).parent
     code, out, err = run_cli("export-mteb", str(run_dir), str(tmp_path / "repo"), "--json")
     assert code == 0, err
     report = json.loads(out)
     target = Path(report["exported_to"])
     assert target == tmp_path / "repo" / "results" / "r2med__bm25" / run_dir.name
-    assert sorted(p.name for p in target.iterdir()) == ["R2MEDSampleRetrieval.json", "model_meta.json"]
+    assert sorted(p.name for p in target.iterdir()) == sorted(  # (and run_settings.jsonl, when the run has one)
+        p.name for p in run_dir.iterdir() if p.suffix == ".json" or p.name == "run_settings.jsonl")
     assert any("'r2med/bm25' is not registered in mteb" in p for p in report["problems"])
     loaded = mteb.ResultCache(tmp_path / "repo").load_results(include_remote=False)
     assert [m.model_name for m in loaded.model_results] == ["r2med/bm25"]

@@ -319,7 +319,8 @@ def test_model_meta_written_without_mteb_is_mteb_s():
              ({"name": "r2med/o3-mini_BM25", "revision": "79837cbbc81b"}, {"experiment_kwargs": None}, False),
              ({"name": "r2med/hybrid", "revision": "f5fdcd38e868", "framework": []}, {"experiment_kwargs": None},
               False),
-             ({"name": "r2med/mine", "revision": "0"}, {"experiment_kwargs": {"top_k": 10}}, True)]
+             ({"name": "r2med/mine", "revision": "0"}, {"experiment_kwargs": {"top_k": 10}}, True),
+             ({**bm25, "name": "r2med/splade", "model_type": ["sparse"]}, {"experiment_kwargs": None}, True)]
     for info, update, registered in cases:
         assert mteb_adapter.model_meta_text(info, update, registered=registered) == \
             by_mteb(info, update, registered), info

@@ -70,12 +70,14 @@ def test_hook_register_rerankers(plugins, register, run_cli, tmp_path):
     assert code == 0, err
     summary = json.loads(out)
     assert summary["pipeline"] == "BM25 + shortest"
+    assert len(summary["results_dirs"]) == 1
+    (folder,) = map(Path, summary["results_dirs"])
     texts = {r["id"]: r["text"] for r in read_jsonl(SAMPLE / "corpus.jsonl")}
-    for line in (Path(summary["results_dir"]) / "R2MEDSampleRetrieval.trec").read_text().splitlines():
+    for line in (folder / "R2MEDSampleRetrieval.trec").read_text().splitlines():
         qid, _, doc, rank, score, _ = line.split()
         assert doc in seen[qid] and float(score) == -len(texts[doc])
     run = {}
-    for line in (Path(summary["results_dir"]) / "R2MEDSampleRetrieval.trec").read_text().splitlines():
+    for line in (folder / "R2MEDSampleRetrieval.trec").read_text().splitlines():
         qid, _, doc, *_ = line.split()
         run.setdefault(qid, []).append(len(texts[doc]))
     assert all(lengths == sorted(lengths) for lengths in run.values()) and all(len(v) == 5 for v in seen.values())
@@ -244,9 +246,12 @@ def test_installed_plugin_runs_beside_a_broken_one(installed_plugins, tmp_path):
     assert "plugin r2med-broken 9.9.9 (r2med_broken) is broken" in result.stderr
     summary = json.loads(result.stdout)
     assert summary["model_name"] == "example/tfidf" and summary["tasks"][0]["n_queries"] == 10
-    pipeline = json.loads((tmp_path / "example__tfidf" / "0.3.0" / "r2med" / "pipeline.json").read_text())
+    # the sample is local data: its results lie under local-data/
+    pipeline = json.loads((tmp_path / "local-data" / "example__tfidf" / "0.3.0" / "r2med" / "pipeline.json")
+                          .read_text())
     assert pipeline["config"]["retriever"]["plugin"] == "r2med-example"
-    assert pipeline["code"]["r2med-example"] == "0.3.0"
+    # installed from a local folder (pip's direct_url.json: file://): its code is known by its source
+    assert pipeline["code"]["r2med-example"].startswith("source-")
 
 
 def test_load_plugins_env_restricts_third_party(installed_plugins):

@@ -109,7 +109,8 @@ def run(run_cli, task_dir, tmp_path, *args):
                              "--output", tmp_path / "out", "--cache-dir", tmp_path / "cache", "--json")
     assert code == 0, err
     summary = json.loads(out)
-    folder = Path(summary["results_dir"])
+    assert len(summary["results_dirs"]) == 1, summary["results_dirs"]
+    folder = Path(summary["results_dirs"][0])
     result = json.loads(next(p for p in folder.glob("*.json") if p.name != "model_meta.json").read_text())
     return summary, folder, result["scores"]["test"][0], err
 

@@ -61,7 +61,8 @@ def reference_runs(data_dir: Path, small_model_path: Path, root: Path) -> Path:
         res = r2med.evaluate(p, tasks=TASKS.split(","), data_dir=data_dir, output=root, cache_dir=cache)
         if p.retriever.spec.name == "bm25":
             runs = root.parent / "runs"
-            shutil.copytree(res.path, runs, ignore=shutil.ignore_patterns("*.json", "*.tsv", "r2med"))
+            (folder,) = res.results_dirs  # tasks read from --data-dir: one (local-data) folder
+            shutil.copytree(folder, runs, ignore=shutil.ignore_patterns("*.json", "*.tsv", "r2med"))
     r2med.evaluate(r2med.pipeline("run-file", path=str(runs)), tasks=TASKS.split(","), data_dir=data_dir,
                    output=root, cache_dir=cache)
     return runs
@@ -115,7 +116,7 @@ def test_local_sweep_gives_the_runs_made_one_by_one(run_cli, dies_once, one_by_o
     board = {r["label"]: r["average_ndcg_at_10_x100"] for r in first["leaderboard"]}
     assert len(board) == 5 and list(board.values()) == sorted(board.values(), reverse=True)
     again = sweep_json(run_cli, sweep, *common)
-    assert {t["status"] for j in again["jobs"] for t in j["tasks"]} == {"cached"}
+    assert {t["status"] for j in again["jobs"] for t in j["run"]["tasks"]} == {"cached"}
 
 
 def test_ray_sweep_survives_a_lost_worker_and_reruns_nothing(ray_instance, run_cli, dies_once, one_by_one,
@@ -139,5 +140,5 @@ def test_ray_sweep_survives_a_lost_worker_and_reruns_nothing(ray_instance, run_c
     assert_same_results(tmp_path / "swept", expected, subset=True)
     stamps = {rel: p.stat().st_mtime_ns for rel, p in result_files(tmp_path / "swept").items()}
     again = sweep_json(run_cli, sweep, *common)
-    assert {t["status"] for j in again["jobs"] for t in j["tasks"]} == {"cached"}
+    assert {t["status"] for j in again["jobs"] for t in j["run"]["tasks"]} == {"cached"}
     assert {rel: p.stat().st_mtime_ns for rel, p in result_files(tmp_path / "swept").items()} == stamps

@@ -3,6 +3,7 @@ weights) reorders only the top rerank_k, by its own pairwise scores; the first s
 reused from disk."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,12 +19,12 @@ def test_cross_encoder_reorders_only_the_top_k(evaluate, tmp_path, cross_encoder
     from mteb.results import TaskResult
     from sentence_transformers import CrossEncoder
 
-    folder = evaluate("bm25", "cross-encoder", model=str(cross_encoder_path), rerank_k=5).path
+    folder = Path(evaluate("bm25", "cross-encoder", model=str(cross_encoder_path), rerank_k=5)[TASK].results_dir)
     reranked = read_trec(folder / f"{TASK}.trec")
-    first_folder = next((tmp_path / "out" / "r2med__bm25").glob("*"))
+    first_folder = next((tmp_path / "out" / "local-data" / "r2med__bm25").glob("*"))
     first = read_trec(first_folder / f"{TASK}.trec")
     plain = evaluate("bm25", output="plain")  # bm25 alone: the saved first stage is that run
-    assert read_trec(plain.path / f"{TASK}.trec") == first
+    assert read_trec(Path(plain[TASK].results_dir) / f"{TASK}.trec") == first
 
     model = CrossEncoder(str(cross_encoder_path), device="cpu", activation_fn=torch.nn.Identity())
     text = {d["id"]: d["text"] for d in read_jsonl(SAMPLE / "corpus.jsonl")}
@@ -52,7 +53,7 @@ def test_first_stage_is_reused_from_disk(evaluate, cross_encoder_path, monkeypat
     monkeypatch.setattr(BM25Retriever, "search", no_search)
     monkeypatch.setattr(BM25Retriever, "index", no_search)
     again = evaluate("bm25", "cross-encoder", model=str(cross_encoder_path), rerank_k=7)
-    assert again[TASK].status == "computed" and again.folder.display_name == "BM25 + cross-encoder"
+    assert again[TASK].status == "computed" and again.display_name == "BM25 + cross-encoder"
 
 
 @pytest.fixture
@@ -91,7 +92,8 @@ def test_pair_scores_survive_a_failed_run_and_serve_reruns(evaluate, tmp_path, c
     counted.update(pairs=0, fail_after=None)
     resumed = rerank()
     assert counted["pairs"] == 70 - 32  # only the pairs not journaled
-    assert read_trec(resumed.path / f"{TASK}.trec") == read_trec(reference.path / f"{TASK}.trec")
+    assert read_trec(Path(resumed[TASK].results_dir) / f"{TASK}.trec") == read_trec(
+        Path(reference[TASK].results_dir) / f"{TASK}.trec")
 
     counted["pairs"] = 0
     again = evaluate("bm25", "cross-encoder", model=str(cross_encoder_path), rerank_k=7, batch_size=8, overwrite=True)
@@ -141,8 +143,8 @@ def test_llm_reranker_end_to_end(evaluate, tmp_path, monkeypatch):
     with server:
         options = {"llm": f"{server.url}#ranker", "rerank_k": 5, "window": 5, "step": 5}
         results = evaluate("bm25", "llm-rerank", **options)
-        first = read_trec(next((tmp_path / "out" / "r2med__bm25").glob("*")) / f"{TASK}.trec")
-        reranked = read_trec(results.path / f"{TASK}.trec")
+        first = read_trec(next((tmp_path / "out" / "local-data" / "r2med__bm25").glob("*")) / f"{TASK}.trec")
+        reranked = read_trec(Path(results[TASK].results_dir) / f"{TASK}.trec")
         for qid, docs in first.items():
             assert [d for d, _ in reranked[qid][:5]] == [d for d, _ in docs[:5]][::-1]
             assert len(reranked[qid]) == 5  # the reranked list only, as published

@@ -15,6 +15,12 @@ import pytrec_eval
 from conftest import TESTS, qrels_of, read_jsonl, read_trec
 
 
+def only(folders: list[str]) -> str:
+    """The one results folder of a run (or a plan) on data of one kind (hub or local)."""
+    assert len(folders) == 1, folders
+    return str(folders[0])
+
+
 @pytest.fixture
 def overlap(register):
     import overlap_plugin
@@ -33,11 +39,14 @@ def test_st_on_data_dir_writes_mteb_results(model_path, run_cli, data_dir, tmp_p
                              "--tasks", "Biology", "--output", output, "--json")
     assert code == 0, err
     summary = json.loads(out)
-    folder = Path(summary["results_dir"])
-    assert folder.parent.parent == output
+    (folder,) = map(Path, summary["results_dirs"])
+    assert folder.parent.parent == output / "local-data"  # results on local data: their own tree
 
-    # mteb reads the folder as its own cache
-    loaded = mteb.ResultCache(tmp_path / "cache").load_results(include_remote=False)
+    # mteb reads the folder as its own cache (the local-data tree laid out as a cache's results/)
+    view = tmp_path / "mteb-view"
+    view.mkdir()
+    (view / "results").symlink_to(output / "local-data", target_is_directory=True)
+    loaded = mteb.ResultCache(view).load_results(include_remote=False)
     (model_result,) = loaded.model_results
     assert model_result.model_name == summary["model_name"] and model_result.model_revision == summary["revision"]
     result = TaskResult.from_disk(folder / "R2MEDBiologyRetrieval.json")
@@ -81,7 +90,7 @@ def test_st_on_data_dir_writes_mteb_results(model_path, run_cli, data_dir, tmp_p
 def test_trec_file_format(overlap, run_cli, tmp_path):
     code, out, _ = run_cli("run", "--plugin", "overlap", "--tasks", "sample", "--output", tmp_path, "--top-k", "5", "--json")
     assert code == 0
-    lines = (Path(json.loads(out)["results_dir"]) / "R2MEDSampleRetrieval.trec").read_text().splitlines()
+    lines = (Path(only(json.loads(out)["results_dirs"])) / "R2MEDSampleRetrieval.trec").read_text().splitlines()
     assert len(lines) == 10 * 5
     qid, q0, _doc, rank, score, tag = lines[0].split()
     assert (qid, q0, rank, tag) == ("q01", "Q0", "1", "overlap")
@@ -107,7 +116,7 @@ def test_scores_against_independent_overlap_computation(overlap, evaluate):
 
 def test_pipelines_never_share_a_folder(overlap, evaluate):
     def folder(**options):
-        return str(evaluate("overlap", **options).path)
+        return only(evaluate("overlap", **options).results_dirs)
 
     default = folder()
     assert default.endswith("r2med__overlap/1.0")  # a bare retriever keeps its own name and revision
@@ -126,14 +135,15 @@ def test_runtime_options_do_not_change_the_folder(small_model_path, evaluate):
     first = evaluate("st", model=str(small_model_path))
     second = evaluate("st", model=str(small_model_path), batch_size=7, device="cpu")
     prompted = evaluate("st", model=str(small_model_path), query_prompt="query: ")
-    assert first.path == second.path != prompted.path
+    assert only(first.results_dirs) == only(second.results_dirs) != only(prompted.results_dirs)
     assert second["R2MEDSampleRetrieval"].status == "cached"
-    assert first.folder.name == "local/minilm-l1"  # a local folder's model is named after the folder
+    assert first.model_name == "local/minilm-l1"  # a local folder's model is named after the folder
 
 
 def test_named_model_uses_mteb_model_meta(small_model_path, evaluate):
     """Naming a local copy as the hub model files results under mteb's name, with mteb's metadata."""
-    folder = evaluate("st", model=str(small_model_path), name="sentence-transformers/all-MiniLM-L6-v2").path
+    folder = Path(only(evaluate("st", model=str(small_model_path),
+                                name="sentence-transformers/all-MiniLM-L6-v2").results_dirs))
     assert folder.parent.name == "sentence-transformers__all-MiniLM-L6-v2"
     meta = json.loads((folder / "model_meta.json").read_text())
     assert meta["embed_dim"] == 384 and meta["revision"] == folder.name
@@ -178,7 +188,7 @@ def test_killed_run_resumes_without_recomputing(run_cli, data_dir, tmp_path, mon
     assert ready.exists(), "the run never reached the second task"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    folder = next((tmp_path / "resumed").glob("*/*"))
+    folder = next((tmp_path / "resumed").glob("local-data/*/*"))
     assert (folder / "R2MEDBiologyRetrieval.json").exists()
     assert not (folder / "R2MEDBioinformaticsRetrieval.json").exists()
     finished = {p: p.stat().st_mtime_ns for p in folder.glob("R2MEDBiology*")}
@@ -192,7 +202,7 @@ def test_killed_run_resumes_without_recomputing(run_cli, data_dir, tmp_path, mon
     ]
     assert {p: p.stat().st_mtime_ns for p in folder.glob("R2MEDBiology*")} == finished
 
-    ref_folder = next((tmp_path / "reference").glob("*/*"))
+    ref_folder = next((tmp_path / "reference").glob("local-data/*/*"))
     for task in ("R2MEDBiologyRetrieval", "R2MEDBioinformaticsRetrieval", "R2MEDMedicalSciencesRetrieval"):
         for suffix in (".trec", ".per_query.tsv"):
             assert (folder / f"{task}{suffix}").read_text() == (ref_folder / f"{task}{suffix}").read_text()
@@ -205,7 +215,7 @@ def test_killed_run_resumes_without_recomputing(run_cli, data_dir, tmp_path, mon
 @pytest.mark.parametrize("extra", [[], ["--dry-run"]])
 def test_folder_of_another_pipeline_is_refused(overlap, run_cli, tmp_path, extra):
     code, out, _ = run_cli("run", "--plugin", "overlap", "--tasks", "sample", "--output", tmp_path, "--json")
-    pipeline_file = Path(json.loads(out)["results_dir"]) / "r2med" / "pipeline.json"
+    pipeline_file = Path(only(json.loads(out)["results_dirs"])) / "r2med" / "pipeline.json"
     data = json.loads(pipeline_file.read_text())
     data["config"]["retriever"]["options"]["bonus"] = 9.0
     pipeline_file.write_text(json.dumps(data))
@@ -237,13 +247,13 @@ def test_dry_run_plans_without_loading_or_writing(overlap, run_cli, data_dir, tm
     assert plan["stages"] == [{"kind": "retriever", "component": "overlap", "plugin": "overlap-plugin", "options": {}}]
 
     code, out, _ = run_cli(*args, "--tasks", "Biology,Medical-Sciences")
-    assert json.loads(out)["results_dir"] == plan["results_dir"]  # the folder the plan named
+    assert json.loads(out)["results_dirs"] == plan["results_dirs"]  # the folder the plan named
     code, out, _ = run_cli(*args, "--dry-run")
     assert [t["status"] for t in json.loads(out)["tasks"]] == ["reuse", "compute", "reuse"]
     code, out, _ = run_cli(*args, "--dry-run", "--overwrite")
     assert [t["status"] for t in json.loads(out)["tasks"]] == ["compute"] * 3
     code, out, _ = run_cli("run", "--plugin", "overlap", "--data-dir", data_dir, "--output", out_dir, "--dry-run")
-    assert code == 0 and "reuse its results" in out and plan["results_dir"] in out.replace("\n", "")
+    assert code == 0 and "reuse its results" in out and only(plan["results_dirs"]) in out.replace("\n", "")
 
 
 def test_dry_run_names_the_folders_a_reranking_run_writes(overlap, run_cli, tmp_path):
@@ -251,7 +261,7 @@ def test_dry_run_names_the_folders_a_reranking_run_writes(overlap, run_cli, tmp_
     base = ["run", "--tasks", "sample", "--output", tmp_path, "--json", "--dry-run"]
     plan = json.loads(run_cli(*base, "--plugin", "overlap", "--plugin", "bge-reranker")[1])
     alone = json.loads(run_cli(*base, "--plugin", "overlap")[1])
-    assert plan["first_stage_dir"] == alone["results_dir"] != plan["results_dir"]
+    assert only(plan["first_stage_dirs"]) == only(alone["results_dirs"]) != only(plan["results_dirs"])
     assert plan["pipeline"] == "overlap + bge-reranker-v2-m3" and [s["kind"] for s in plan["stages"]] == ["retriever", "reranker"]
 
 

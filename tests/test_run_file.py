@@ -36,13 +36,19 @@ def random_run(seed: int, depth: int = 30) -> list[str]:
 TREC = "R2MEDSampleRetrieval.trec"
 
 
+def folder(results) -> Path:
+    """The one results folder of a run (r2med_tasks.RunOutcome) on data of one kind."""
+    (path,) = results.results_dirs
+    return Path(path)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_scores_equal_pytrec_eval_on_the_file(evaluate, tmp_path, seed):
     from mteb.results import TaskResult
 
     path = write_run(tmp_path / "system.trec", random_run(seed))
     results = evaluate("run-file", path=str(path))
-    assert results.folder.display_name == "system"
+    assert results.display_name == "system"
     runs = {}
     for line in path.read_text().splitlines():
         qid, _, doc, _, score, _ = line.split()
@@ -50,7 +56,7 @@ def test_scores_equal_pytrec_eval_on_the_file(evaluate, tmp_path, seed):
     metrics = {"ndcg_cut.10", "recall.100", "map_cut.10"}
     per_query = pytrec_eval.RelevanceEvaluator(qrels_of(SAMPLE), metrics).evaluate(runs)
     expected = {m: np.mean([v[m] for v in per_query.values()]) for m in ("ndcg_cut_10", "recall_100", "map_cut_10")}
-    scores = TaskResult.from_disk(results.path / "R2MEDSampleRetrieval.json").scores["test"][0]
+    scores = TaskResult.from_disk(folder(results) / "R2MEDSampleRetrieval.json").scores["test"][0]
     assert scores["ndcg_at_10"] == pytest.approx(expected["ndcg_cut_10"], abs=1e-5)
     assert scores["recall_at_100"] == pytest.approx(expected["recall_100"], abs=1e-5)
     assert scores["map_at_10"] == pytest.approx(expected["map_cut_10"], abs=1e-5)
@@ -58,20 +64,20 @@ def test_scores_equal_pytrec_eval_on_the_file(evaluate, tmp_path, seed):
 
 def test_reading_back_a_results_folder_reproduces_its_scores(evaluate):
     bm25 = evaluate("bm25")
-    again = evaluate("trec", path=str(bm25.path))
-    assert again.folder.display_name == "BM25"  # the name the folder records
-    assert again.path != bm25.path
+    again = evaluate("trec", path=str(folder(bm25)))
+    assert again.display_name == "BM25"  # the name the folder records
+    assert folder(again) != folder(bm25)
     assert again["R2MEDSampleRetrieval"].ndcg_at_10 == bm25["R2MEDSampleRetrieval"].ndcg_at_10
-    assert read_trec(again.path / TREC) == read_trec(bm25.path / TREC)
+    assert read_trec(folder(again) / TREC) == read_trec(folder(bm25) / TREC)
 
 
 def test_a_run_file_feeds_a_reranker_as_its_retriever_would(evaluate, cross_encoder_path):
     rerank = {"model": str(cross_encoder_path), "rerank_k": 5}
     direct = evaluate("bm25", "cross-encoder", output="direct", **rerank)
-    saved = evaluate("bm25", output="saved").path
+    saved = folder(evaluate("bm25", output="saved"))
     via_file = evaluate("run-file", "cross-encoder", output="file", path=str(saved), **rerank)
-    assert read_trec(via_file.path / TREC) == read_trec(direct.path / TREC)
-    assert via_file.folder.display_name == "BM25 + cross-encoder"
+    assert read_trec(folder(via_file) / TREC) == read_trec(folder(direct) / TREC)
+    assert via_file.display_name == "BM25 + cross-encoder"
 
 
 def test_folder_of_task_files_by_alias(run_cli, tmp_path, data_dir):
@@ -111,4 +117,4 @@ def test_one_file_serves_one_task(run_cli, tmp_path, data_dir):
     code, _, err = run_cli("run", "--plugin", "run-file", "-o", f"path={path}", "--data-dir", data_dir,
                            "--tasks", "Biology,Bioinformatics", "--output", tmp_path / "out")
     assert code == 2 and "one run file serves one task" in err
-    assert (next((tmp_path / "out").glob("*/*")) / "R2MEDBiologyRetrieval.json").exists()  # the first task is kept
+    assert (next((tmp_path / "out").glob("local-data/*/*")) / "R2MEDBiologyRetrieval.json").exists()  # the first task is kept

@@ -33,7 +33,8 @@ class BM25Retriever:
 
     def model_meta(self) -> dict:
         return {"name": "r2med/bm25", "revision": ANALYZER_VERSION, "display_name": "BM25", "framework": ["NumPy"],
-                "open_weights": True, "use_instructions": False, "reference": "https://r2med.github.io/"}
+                "open_weights": True, "use_instructions": False, "reference": "https://r2med.github.io/",
+                "model_type": ["sparse"]}
 
     def index(self, corpus, *, task, context) -> None:
         folder = context.cache("bm25", f"{corpus.checksum[:20]}-{ANALYZER_VERSION}-k1_{self.k1}-b_{self.b}")
@@ -109,7 +110,8 @@ class OkapiRetriever:
         self.k1, self.b, self.epsilon = k1, b, epsilon
 
     def model_meta(self) -> dict:
-        return {"name": "r2med/bm25-okapi", "revision": f"rank-bm25-{ANALYZER_VERSION}", "framework": ["NumPy"]}
+        return {"name": "r2med/bm25-okapi", "revision": f"rank-bm25-{ANALYZER_VERSION}", "framework": ["NumPy"],
+                "model_type": ["sparse"]}
 
     def index(self, corpus, *, task, context) -> None:
         from rank_bm25 import BM25Okapi

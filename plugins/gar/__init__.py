@@ -7,12 +7,13 @@ reads the documents the R2MED dataset repos publish (``-o source=o3-mini``).
 from __future__ import annotations
 
 from functools import partial
+from typing import Annotated
 
 from pydantic import Field
 
 from r2med_tasks.components import RewriterSpec
 from r2med_tasks.hookspecs import hookimpl
-from r2med_tasks.options import options_model
+from r2med_tasks.options import Identified, file_content, options_model
 
 METHODS = {
     "hyde": "HyDE: the LLM writes a passage (or similar case) that answers the query",
@@ -41,7 +42,8 @@ LIVE_OPTIONS = {
     "max_tokens": (int | None, Field(None, ge=1, description="generation limit (default: 10240 except on OpenAI)")),
     "seed": (int | None, Field(None, ge=0, description="sampling seed (default: 42 except on OpenAI)")),
     "concurrency": (int, Field(8, ge=1, description="requests in flight")),
-    "examples": (str, Field("", description="Query2Doc few-shot examples: a local copy of the original "
+    "examples": (Annotated[str, Identified(file_content)],
+                 Field("", description="Query2Doc few-shot examples: a local copy of the original "
                                             "src/example.py or a JSON {key: text} (default: that file, fetched "
                                             "from GitHub at the pinned commit and cached)")),
 }
@@ -58,6 +60,7 @@ def register_rewriters(register):
         runtime = ("published_data", "concurrency") if method in LIVE else ("published_data",)
         register(RewriterSpec(name=method, factory=partial(make_rewriter, method), description=description,
                               options=METHOD_OPTIONS[method], runtime_options=runtime,
+                              model_options=("llm",),  # identified by its model (model_meta), not the server
                               reference="https://github.com/R2MED/R2MED/blob/main/src/generate_hypothetical_doc.py"))
 
 

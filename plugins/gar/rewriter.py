@@ -53,6 +53,15 @@ class GARRewriter:
             llm = llm_model_name(self.llm)
         return f"{METHOD_NAMES[self.method]} ({llm})" if self.method in METHOD_NAMES else llm
 
+    def model_meta(self) -> dict:
+        """What writes the documents: the LLM's model (never the server's address), or the published
+        generations of ``-o source``."""
+        if self.llm:
+            from r2med_tasks.llm import llm_identity
+
+            return {"name": f"llm/{llm_identity(self.llm)}", "revision": "served"}
+        return {"name": f"published/{self.method}", "revision": self.source}
+
     def rewrite(self, queries, *, task, context):
         if self.source:
             texts = self._published(queries, task, context.data_folder)

@@ -55,8 +55,7 @@ RANKLLAMA_OPTIONS = pair_options("RankLlamaOptions", batch_size=16, max_length=1
                                  base=(RANKLLAMA["base"], "the base model it was trained on"))
 LLM_RERANK_OPTIONS = options_model(
     "LLMRerankOptions",
-    llm=(str, Field("", description="openai:MODEL, vllm:MODEL, ollama:MODEL or BASE_URL#MODEL "
-                                    "(see `r2med list llms`)")),
+    llm=(str, Field("", description="openai:MODEL, vllm:MODEL, ollama:MODEL or BASE_URL#MODEL (see `r2med list llms`)")),
     rerank_k=(int, Field(100, ge=1, description="how many first-stage documents per query to rerank")),
     window=(int, Field(20, ge=1, description="passages per LLM call")),
     step=(int, Field(10, ge=1, description="window stride")),
@@ -79,6 +78,7 @@ def register_rerankers(register):
             else "any sentence-transformers CrossEncoder (-o model=...)",
             options=CROSS_ENCODER_OPTIONS[name],
             runtime_options=("batch_size", "device", "cache"),
+            model_options=("model",),  # identified by the model's name and revision
             reference=reference,
         ))
     register(RerankerSpec(
@@ -87,6 +87,7 @@ def register_rerankers(register):
         description="RankLLaMA-7B (LoRA merged into Llama-2-7B), 'query: ' / 'document: ' inputs, as published",
         options=RANKLLAMA_OPTIONS,
         runtime_options=("batch_size", "device", "cache"),
+        model_options=("model", "base"),
         reference="https://huggingface.co/castorini/rankllama-v1-7b-lora-passage",
     ))
     register(RerankerSpec(
@@ -96,6 +97,7 @@ def register_rerankers(register):
                     "-o reasoning=true), over any LLM backend; answers cached",
         options=LLM_RERANK_OPTIONS,
         runtime_options=("concurrency",),
+        model_options=("llm",),  # identified by its model (model_meta), not the server
         reference="https://github.com/sunnweiwei/RankGPT",
     ))
 

@@ -22,6 +22,13 @@ class CrossEncoderReranker:
         """The reranker's name in results ("bge-reranker-v2-m3"); empty: the component's name."""
         return self.display_name
 
+    def model_meta(self) -> dict:
+        """The model as results name it: its hub id (unpinned), or a local folder's content hash."""
+        from r2med_tasks.models import model_identity
+
+        name, revision = model_identity(self.model_ref)
+        return {"name": name if "/" in name else f"hub/{name}", "revision": revision, "model_type": ["cross-encoder"]}
+
     def identity(self) -> dict:
         """What a pair's score depends on besides the pair (the score cache's name)."""
         from r2med_tasks.models import model_identity

@@ -28,6 +28,12 @@ class LLMReranker:
         model = llm_model_name(self.llm)
         return LEADERBOARD_NAMES.get(model, model.rsplit("/", 1)[-1])
 
+    def model_meta(self) -> dict:
+        """The LLM that ranks: its model, never the server's address."""
+        from r2med_tasks.llm import llm_identity
+
+        return {"name": f"llm/{llm_identity(self.llm)}", "revision": "served"}
+
     def rerank(self, queries, corpus, candidates, *, task, context) -> dict[str, dict[str, float]]:
         from r2med_tasks.llm import GenerationCache, Usage
 

@@ -32,6 +32,13 @@ class RankLlamaReranker(CrossEncoderReranker):
                          device=device, dtype=dtype, cache=cache, display_name=display_name)
         self.base = base
 
+    def model_meta(self) -> dict:
+        """The adapter's name; its revision and the base model's make the revision."""
+        from r2med_tasks.models import model_identity
+
+        meta = super().model_meta()
+        return {**meta, "revision": "{}+{}@{}".format(meta["revision"], *model_identity(self.base))}
+
     def identity(self) -> dict:
         from r2med_tasks.models import model_identity
 

@@ -144,23 +144,6 @@ def _output_option() -> str | None:
     return None
 
 
-def output_folder(path: Path, *, create: bool, option: str = "--output") -> None:
-    """Refuse, before any work, a results folder that cannot be created or written; ``create``
-    makes it (a dry run only checks)."""
-    existing = next(p for p in (path, *path.parents) if p.exists())
-    if not existing.is_dir():
-        raise UserError(f"{option} {path}: {existing} is a file, not a folder; choose another {option}")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise UserError(f"{option} {path}: {existing} is not writable; choose a folder you can write, or fix its "
-                        "permissions")
-    if create:
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise UserError(f"{option} {path}: cannot create it ({e.strerror or e}); choose a folder you can "
-                            "write") from None
-
-
 class _InsideBoundary:
     """Parsing and running inside the error boundary: usage errors and Ctrl-C too."""
 

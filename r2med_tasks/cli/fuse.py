@@ -9,7 +9,8 @@ from rich.markup import escape
 
 from ..errors import UserError
 from ..terminal import printable
-from .common import err, output_folder, user_errors
+from ..layout import check_output_folder
+from .common import err, user_errors
 from .run import print_summary
 
 
@@ -46,12 +47,12 @@ def fuse_command(inputs, qrels, task_name, data_dir, output, fusion, weights, rr
                 weight_list = [float(w) for w in weights.split(",")]
             except ValueError:
                 raise UserError(f"--weights {weights}: comma-separated numbers") from None
-        output_folder(output, create=False)
+        check_output_folder(output, create=False)
         if cache_dir is not None:
-            output_folder(cache_dir, create=False, option="--cache-dir")
-        folder, outcomes = fuse_runs(inputs, qrels=qrels, task_name=task_name, data_dir=data_dir, output=output,
-                                     fusion=fusion, weights=weight_list, rrf_k=rrf_k, depth=depth, top_k=top_k,
-                                     cache_dir=cache_dir, on_wait=lambda message: err.print(
-                                         f"[yellow]waiting:[/] {escape(printable(message))}"))
-    print_summary(folder, outcomes, as_json)
+            check_output_folder(cache_dir, create=False, option="--cache-dir")
+        outcome = fuse_runs(inputs, qrels=qrels, task_name=task_name, data_dir=data_dir, output=output,
+                            fusion=fusion, weights=weight_list, rrf_k=rrf_k, depth=depth, top_k=top_k,
+                            cache_dir=cache_dir,
+                            on_wait=lambda message: err.print(f"[yellow]waiting:[/] {escape(printable(message))}"))
+    print_summary(outcome, as_json)
 

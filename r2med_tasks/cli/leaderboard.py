@@ -98,7 +98,7 @@ def r2med_task_names(tokens) -> list[str] | None:
     leaderboard and its averages are R2MED's."""
     if not tokens:
         return None
-    from ..api import choose_tasks
+    from ..request import choose_tasks
     from ..tasks import R2MED_TASKS
 
     official = {t.name for t in R2MED_TASKS}
@@ -119,35 +119,48 @@ def r2med_task_names(tokens) -> list[str] | None:
               help="Paired test over queries: sign-flip randomization or paired t-test.")
 @click.option("--trials", type=click.IntRange(1), default=10000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--allow-different-data", is_flag=True,
+              help="Compare tasks whose runs were scored on different data (another revision, local files, "
+                   "other judgments); the output says what differs.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def compare_command(run_a, run_b, task_names, test, trials, seed, as_json):
+def compare_command(run_a, run_b, task_names, test, trials, seed, allow_different_data, as_json):
     """Per-dataset and average nDCG@10 difference of two runs (B - A), with a paired significance
     test over queries per dataset and Holm's correction across datasets. The average is over
-    R2MED's datasets only, as the leaderboard's; other tasks (sample) are shown apart.
+    R2MED's datasets only, as the leaderboard's; other tasks (sample) are shown apart. Tasks whose
+    stored data identities differ (another dataset revision, local files, other judgments) are
+    refused unless --allow-different-data.
 
     RUN_A and RUN_B are results folders of r2med-run (<output>/<model>/<revision>/).
     """
-    from ..api import choose_tasks
-    from ..results import read_per_query_ndcg
+    from ..layout import RunFolder
+    from ..request import choose_tasks
     from ..significance import compare
     from ..tasks import R2MED_TASKS
 
     with user_errors():
-        per_query = [read_per_query_ndcg(folder) for folder in (run_a, run_b)]
+        folders = [RunFolder(folder) for folder in (run_a, run_b)]
+        per_query = [folder.per_query_ndcg() for folder in folders]
         if task_names:
             wanted = {t.name for t in choose_tasks(registry()[1], list(task_names), None)}
             per_query = [{t: q for t, q in runs.items() if t in wanted} for runs in per_query]
-        for folder, runs in zip((run_a, run_b), per_query):
+        for folder, runs in zip(folders, per_query):
             for task, scores in runs.items():
                 bad = next((q for q, v in scores.items() if not 0.0 <= v <= 1.0), None)  # NaN fails too
                 if bad is not None:
-                    raise UserError(f"{printable(folder / (task + '.per_query.tsv'))}: query {printable(bad)}: "
+                    raise UserError(f"{printable(folder.per_query(task))}: query {printable(bad)}: "
                                     f"nDCG@10 {scores[bad]!r} is not a score between 0 and 1")
+        data_differences = different_data(folders, [t for t in per_query[0] if t in per_query[1]])
+        if data_differences and not allow_different_data:
+            task, lines = next(iter(data_differences.items()))
+            more = f" (and {len(data_differences) - 1} more tasks)" if len(data_differences) > 1 else ""
+            raise UserError(f"compare: {task}: the runs were scored on different data ({'; '.join(lines)}){more}; "
+                            "their scores are not comparable. Pass --allow-different-data to compare anyway")
         try:
             result = compare(*per_query, test=test, trials=trials, seed=seed,
                              average_over={t.name for t in R2MED_TASKS})
         except ValueError as e:
             raise UserError(f"compare {run_a} {run_b}: {e}") from None
+    result["data_differences"] = data_differences
     if as_json:
         click.echo(json.dumps(result, indent=2))
         return
@@ -163,7 +176,7 @@ def compare_command(run_a, run_b, task_names, test, trials, seed, as_json):
 
     for name, t in result["tasks"].items():
         if name not in result["tasks_outside_average"]:
-            add(name, t)
+            add(name + (" (different data)" if name in data_differences else ""), t)
     avg = result["average"]
     if avg is not None:
         table.add_section()
@@ -174,6 +187,31 @@ def compare_command(run_a, run_b, task_names, test, trials, seed, as_json):
         for name in result["tasks_outside_average"]:
             add(f"{name} (not R2MED: not averaged)", result["tasks"][name])
     out.print(table)
+    for task, lines in data_differences.items():
+        warn(f"{task}: the runs were scored on different data ({'; '.join(lines)}); the difference is not a "
+             "comparison of systems")
+    for task, t in result["tasks"].items():
+        if t["dropped_a"] or t["dropped_b"]:
+            warn(f"{task}: only the {t['n_queries']} queries both runs scored are compared ({t['dropped_a']} only "
+                 f"in A, {t['dropped_b']} only in B)")
+
+
+def different_data(folders, tasks: list[str]) -> dict[str, list[str]]:
+    """Per task, what differs between the two runs' stored data identities ("data.revision: a ->
+    b"); a run without a stored identity for the task cannot be checked, and says so."""
+    from ..results import differences
+
+    out = {}
+    for task in tasks:
+        identities = [f.identity(task) for f in folders]
+        missing = [str(f.identity_file(task)) for f, i in zip(folders, identities) if i is None]
+        if missing:
+            out[task] = [f"no stored identity in {', '.join(missing)}"]
+            continue
+        changed = differences({"data": identities[0]["data"]}, {"data": identities[1]["data"]})
+        if changed:
+            out[task] = changed
+    return out
 
 
 @click.command("export-mteb")

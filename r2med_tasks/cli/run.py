@@ -10,10 +10,9 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from ..api import choose_tasks
-from ..models import hub_offline
+from ..request import RUN_PARAMS, execute, plan_request, request_from_params
 from ..terminal import printable
-from .common import Command, err, out, output_folder, registry, user_errors, warn_broken
+from .common import Command, err, out, registry, user_errors, warn_broken
 
 RUN_HELP = """Evaluate a pipeline [rewriter] -> retriever -> [reranker] on R2MED tasks.
 
@@ -25,82 +24,35 @@ Examples:
 """
 
 
-@click.command("run", cls=Command, help=RUN_HELP)
+@click.command("run", cls=Command, help=RUN_HELP, params=list(RUN_PARAMS),
+               context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="r2med")
-@click.option("--plugin", "-p", "plugin_names", multiple=True, required=True, metavar="NAME",
-              help="Component to use (retriever, rewriter or reranker); repeat for a pipeline. "
-                   "KIND:NAME picks one kind when names clash.")
-@click.option("--tasks", "-t", "task_names", multiple=True, metavar="TASKS",
-              help="Task names, aliases (Biology, PMC-Clinical, sample), groups (qa-reference, "
-                   "clinical-evidence, clinical-case) or r2med; comma-separated or repeated. "
-                   "Default: the folders found in --data-dir, else all eight R2MED tasks.")
-@click.option("--data-dir", type=click.Path(path_type=Path), metavar="DIR",
-              help="Read tasks from DIR/<Name>/{corpus,query,qrels}.jsonl instead of the hub.")
-@click.option("--output", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
-              help="Results folder (mteb's layout: OUTPUT/<org__model>/<revision>/).")
-@click.option("-o", "options", multiple=True, metavar="KEY=VALUE",
-              help="Component option; NAME.KEY=VALUE sends it to one component. `r2med plugins NAME` lists a "
-                   "component's options, their types, bounds and defaults.")
-@click.option("--top-k", type=click.IntRange(1), default=100, show_default=True,
-              help="Documents kept per query (the published runs keep 100).")
-@click.option("--device", metavar="DEVICE",
-              help="cpu, cuda, cuda:N, or cuda:0,cuda:1 for several GPUs: sets the device of every selected "
-                   "component that runs models (same as -o device=...).")
-@click.option("--cache-dir", type=click.Path(path_type=Path), metavar="DIR", envvar="R2MED_CACHE_DIR",
-              help="Where components keep indexes, embeddings and LLM answers "
-                   "(default: $R2MED_CACHE_DIR, else $XDG_CACHE_HOME/r2med or ~/.cache/r2med).")
-@click.option("--overwrite", is_flag=True, help="Recompute tasks that already have results.")
-@click.option("--dry-run", is_flag=True,
-              help="Check plugins, options and tasks, and show the results folder and which tasks would be "
-                   "computed; loads no data and downloads nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary (or the --dry-run plan) as JSON.")
-def run_command(plugin_names, task_names, data_dir, output, options, top_k, device, cache_dir, overwrite, dry_run,
-                as_json):
-    from ..components import Summarizes
-    from ..context import default_cache_dir
-    from ..pipelines import base_context, build_pipeline, instantiate
-    from ..runner import plan, run_pipeline
-
+def run_command(**params):
+    request = request_from_params(params)
     with user_errors():
         plugins, reg = registry()
         warn_broken(plugins)
-        pipeline = build_pipeline(reg, list(plugin_names), list(options), top_k=top_k, device=device)
-        tasks = choose_tasks(reg, list(task_names) or None, data_dir)
-        output_folder(output, create=False)
-        cache_dir = cache_dir or default_cache_dir()
-        output_folder(cache_dir, create=False, option="--cache-dir")
-        context = base_context(reg, cache_dir=cache_dir,
-                               log=lambda line: err.print(escape(printable(line)), soft_wrap=True))
-        if dry_run:
-            with hub_offline():
-                instantiate(pipeline, context)
-                print_plan(plan(pipeline, tasks, output=output, data_dir=data_dir, overwrite=overwrite), as_json)
+        if params["dry_run"]:
+            print_plan(plan_request(request, registry=reg), params["as_json"])
             return
-        instantiate(pipeline, context)
-        output_folder(output, create=True)
         try:
-            folder, outcomes = run_pipeline(pipeline, tasks, output=output, data_dir=data_dir,
-                                            overwrite=overwrite, context=context, console=err, registry=reg)
+            outcome = execute(request, console=err, registry=reg,
+                              log=lambda line: err.print(escape(printable(line)), soft_wrap=True))
         except KeyboardInterrupt:
-            interrupted(pipeline, output)
+            interrupted(request.output)
             raise click.exceptions.Exit(130) from None
-    for stage in pipeline.ordered():
-        line = stage.instance.summary() if isinstance(stage.instance, Summarizes) else None
-        if line:
-            err.print(escape(line))
-    print_summary(folder, outcomes, as_json)
+    for line in outcome.summaries:
+        err.print(escape(printable(line)))
+    print_summary(outcome, params["as_json"])
 
 
-def interrupted(pipeline, output: Path) -> None:
+def interrupted(output: Path) -> None:
     """Say what Ctrl-C kept. Worker threads still running (an LLM request, a batch) are waited for
     at exit, so what they finish is stored too; a second Ctrl-C quits at once."""
     import signal
     import threading
 
-    from ..results import ResultFolder
-
-    where = ResultFolder(output, pipeline.spec()).path
-    err.print(f"[yellow]Interrupted.[/] Finished tasks are saved in {escape(printable(where))} and finished work "
+    err.print(f"[yellow]Interrupted.[/] Finished tasks are saved under {escape(printable(output))} and finished work "
               "in the cache; run the same command again to resume.", soft_wrap=True)
     busy = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive() and not t.daemon]
     if busy:
@@ -119,11 +71,12 @@ def print_plan(plan: dict, as_json: bool) -> None:
                            for k, v in stage["options"].items())
         out.print(f"  {stage['kind']:<9} {escape(stage['component'])} [dim](from {escape(stage['plugin'])})[/] "
                   f"{escape(printable(options))}")
-    out.print(f"Results: {escape(printable(plan['results_dir']))}")
+    for folder in plan["results_dirs"]:
+        out.print(f"Results: {escape(printable(folder))}")
     if plan["experiment"]:
         out.print(f"  (mteb experiment {escape(plan['experiment'])} of {escape(plan['model_name'])})")
-    if plan["first_stage_dir"]:
-        out.print(f"First stage (saved and reused): {escape(printable(plan['first_stage_dir']))}")
+    for folder in plan["first_stage_dirs"]:
+        out.print(f"First stage (saved and reused): {escape(printable(folder))}")
     table = Table(title_justify="left")
     for col in ("Task", "Group", "Data", "Would"):
         table.add_column(col)
@@ -134,38 +87,29 @@ def print_plan(plan: dict, as_json: bool) -> None:
     out.print(table)
 
 
-def print_summary(folder, outcomes, as_json: bool) -> None:
+def print_summary(outcome, as_json: bool) -> None:
     """Per-task and average nDCG@10 as the leaderboard computes them, beside the published numbers
-    when the run is a published row's configuration on R2MED's official data."""
-    from ..evaluation import leaderboard_average, leaderboard_value
+    when the run is a published row's configuration on R2MED's official data (the configuration
+    read from the run's stored record)."""
+    from ..layout import RunFolder
     from ..leaderboard import published_row_for
+    from ..tasks import R2MED_TASKS
 
-    values = [leaderboard_value(o.ndcg_at_10) for o in outcomes]
-    average = leaderboard_average(values)
-    official = all(o.official for o in outcomes)
-    row = published_row_for(folder.display_name, folder.spec.config) if official else None
-    published = [row.scores.get(o.task.name) if row else None for o in outcomes]
-    published_average = row.average if row and len(outcomes) == 8 and None not in published else None
+    tasks = outcome.tasks
+    average = outcome.average_x100()
+    config = RunFolder(Path(outcome.results_dirs[0])).record().get("config")
+    row = published_row_for(outcome.display_name, config) if outcome.official_data and config else None
+    published = [row.scores.get(o.task) if row else None for o in tasks]
+    published_average = row.average if row and len(tasks) == 8 and None not in published else None
     if as_json:
-        click.echo(json.dumps({
-            "pipeline": folder.display_name,
-            "label": folder.label,
-            "model_name": folder.name,
-            "revision": folder.revision,
-            "experiment": folder.experiment,
-            "results_dir": str(folder.path),
-            "official_data": official,
-            "tasks": [{"task": o.task.name, "alias": o.task.short_name, "ndcg_at_10": o.ndcg_at_10,
-                       "ndcg_at_10_x100": v, "published_ndcg_at_10_x100": p, "n_queries": o.n_queries,
-                       "status": o.status, "official_data": o.official}
-                      for o, v, p in zip(outcomes, values, published)],
-            "average_ndcg_at_10_x100": average,
-            "published_average_x100": published_average,
-        }, indent=2))
+        data = outcome.to_json()
+        for task, p in zip(data["tasks"], published):
+            task["published_ndcg_at_10_x100"] = p
+        click.echo(json.dumps({**data, "published_average_x100": published_average}, indent=2))
         return
-    table = Table(title=f"{escape(printable(folder.label))}: nDCG@10 ×100", title_justify="left")
+    table = Table(title=f"{escape(printable(outcome.label))}: nDCG@10 ×100", title_justify="left")
     compared = any(p is not None for p in published)
-    cached = any(o.status == "cached" for o in outcomes)
+    cached = any(o.status == "cached" for o in tasks)
     columns = ["Task", "Group", "Queries", "nDCG@10", *(["Published", "Δ"] if compared else [])]
     for col in columns:
         table.add_column(col, justify="left" if col in ("Task", "Group") else "right")
@@ -177,18 +121,18 @@ def print_summary(folder, outcomes, as_json: bool) -> None:
             return []
         return ["-", ""] if reference is None else [f"{reference:.2f}", f"{value - reference:+.2f}"]
 
-    for o, v, p in zip(outcomes, values, published):
+    for o, p in zip(tasks, published):
         note = ["from earlier run" if o.status == "cached" else ""] if cached else []
-        table.add_row(escape(o.task.short_name), o.task.group or "-", str(o.n_queries), f"{v:.2f}", *versus(v, p),
-                      *note)
+        table.add_row(escape(o.alias), o.group or "-", str(o.n_queries), f"{o.ndcg_at_10_x100:.2f}",
+                      *versus(o.ndcg_at_10_x100, p), *note)
     table.add_section()
-    label = f"Average of {len(outcomes)} task{'s' if len(outcomes) != 1 else ''}"
+    label = f"Average of {len(tasks)} task{'s' if len(tasks) != 1 else ''}"
     table.add_row(label, "", "", f"{average:.2f}", *versus(average, published_average), *([""] if cached else []))
     out.print(table)
+    r2med = {t.name for t in R2MED_TASKS}
     if compared:
         out.print(f"Published: the R2MED leaderboard's row {escape(row.system)!r}")
-    elif not official and any(o.task.is_r2med for o in outcomes):
+    elif not outcome.official_data and any(o.task in r2med for o in tasks):
         out.print("Local data: not R2MED's data at mteb's pinned revisions, so no published comparison")
-    out.print(f"Results: {escape(printable(folder.path))}")
-
-
+    for folder in outcome.results_dirs:
+        out.print(f"Results: {escape(printable(folder))}")

@@ -11,7 +11,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UserError
-from .common import err, out, output_folder, user_errors
+from ..layout import check_output_folder
+from .common import err, out, user_errors
 
 SWEEP_HELP = """Run many pipelines × tasks as independent jobs into one results folder.
 
@@ -66,7 +67,7 @@ def sweep_command(file, output, data_dir, task_names, cache_dir, executor, addre
         jobs = plan_sweep(sweep_lines(text, source), output=output, data_dir=data_dir, tasks=task_names,
                           cache_dir=cache_dir)
         for folder in dict.fromkeys(Path(j.output) for j in jobs):  # an unwritable one stops it before any job
-            output_folder(folder, create=not dry_run)
+            check_output_folder(folder, create=not dry_run)
         if dry_run:
             print_jobs(jobs, as_json)
             return
@@ -122,17 +123,15 @@ def print_outcome(outcomes, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({
             "jobs": [{"pipeline": o.job.pipeline, "tasks": list(o.job.tasks), "attempts": o.attempts,
-                      "error": o.error, **({k: o.result[k] for k in ("label", "results_dir", "tasks")}
-                                           if o.result and not o.error else {})} for o in outcomes],
+                      "error": o.error, "run": o.run.to_json() if o.run and not o.error else None} for o in outcomes],
             "leaderboard": [{"label": r.label, "results_dir": r.results_dir, "average_ndcg_at_10_x100": r.average(tasks),
                              "ndcg_at_10_x100": r.scores, "status": r.statuses} for r in rows],
             "failed": len(failed)}, indent=2))
         return
     for o in outcomes:
-        for line in filter(str.strip, (o.result or {}).get("log", "").splitlines()):
+        for line in filter(str.strip, o.log.splitlines()):
             err.print(f"{escape(o.job.pipeline)} [{escape(','.join(o.job.tasks))}]: {escape(line)}", soft_wrap=True)
-    computed = sum(1 for o in outcomes if o.result and not o.error
-                   for t in o.result["tasks"] if t["status"] == "computed")
+    computed = sum(1 for o in outcomes if o.run and not o.error for t in o.run.tasks if t.status == "computed")
     out.print(f"{len(outcomes)} jobs: {computed} tasks computed, the others' results reused; {len(failed)} failed")
     table = Table(title="Sweep: nDCG@10 ×100", title_justify="left")
     table.add_column("#", justify="right")

@@ -1,0 +1,269 @@
+"""The results layout, in one place: where a run's files lie, and how they are read back.
+
+Writers (the runner, ``r2med fuse``, the published record) and readers (the leaderboard,
+``compare``, ``export-mteb``, ``fuse``, ``run-file``) all go through this module, so a path is
+derived once and a file is read one way. The layout is mteb 2.x's ``ResultCache`` layout, so
+``mteb`` loads every result on official data as its own::
+
+    <output>/<org__model>/<revision>/                      results on R2MED's data from the hub
+        <Task>.json (TaskResult), model_meta.json, run_settings.jsonl,
+        <Task>.trec, <Task>.per_query.tsv,
+        r2med/pipeline.json (the run's record), r2med/<Task>.identity.json, r2med/lock
+    <output>/<org__model>/<revision>/experiments/<name>/   an option variant (mteb's experiment)
+    <output>/local-data/<org__model>/<revision>/...        the same, for data read from local files
+                                                           (--data-dir, the offline sample)
+
+Results on local data never share a folder with results on the hub's data, and mteb's loader,
+which reads ``<output>/<model>/<revision>/*.json``, never mistakes them for results on the
+benchmark's data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+EXPERIMENTS = "experiments"  # mteb's folder for experiment variants
+LOCAL_DATA = "local-data"  # the tree of results on data read from local files
+RECORD = "pipeline.json"
+MODEL_META = "model_meta.json"
+RUN_SETTINGS = "run_settings.jsonl"
+MAX_COMPONENT = 120  # characters of one path component derived from input
+
+
+def slug(text: str) -> str:
+    """A name safe as one folder name (results are filed under ``r2med/<slug>``)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")
+
+
+def safe_component(text: str) -> str:
+    """One path component from text that came from input: never empty, ``.``/``..`` or holding a
+    separator; a long one is shortened and ends with a hash of the whole."""
+    cleaned = re.sub(r"[^A-Za-z0-9._=,+\-\[\]{}@]+", "_", text).lstrip(".") or "_"
+    if len(cleaned) > MAX_COMPONENT:
+        cleaned = f"{cleaned[:MAX_COMPONENT - 13]}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+    return cleaned
+
+
+def experiment_name(kwargs: dict[str, Any] | None) -> str | None:
+    """mteb's folder name for ``experiment_kwargs`` (``b_0.9__k1_1.5``), made safe as a path.
+
+    The same serialisation as mteb's ``ModelMeta.experiment_name`` for JSON-shaped values (a test
+    compares them), written here so naming a folder never imports mteb."""
+    if not kwargs:
+        return None
+    plain = json.loads(json.dumps(kwargs, sort_keys=True, default=str))  # JSON-shaped: tuples as lists
+    return safe_component("__".join(f"{k}_{_serialized(v)}" for k, v in sorted(plain.items())))
+
+
+def _serialized(value: Any) -> str:
+    if isinstance(value, list):
+        return f"[{','.join(_serialized(v) for v in value)}]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{_serialized(v)}" for k, v in sorted(value.items())) + "}"
+    return re.sub(r'[<>:"|?*\\/\0]', "_", str(value))
+
+
+def model_folder_name(name: str) -> str:
+    """mteb's folder of a model name (``org/name`` -> ``org__name``), made safe as a path."""
+    return safe_component(name.replace("/", "__").replace(" ", "_"))
+
+
+def folder_path(output: Path, name: str, revision: str, experiment: str | None, *, local: bool) -> Path:
+    """The results folder of a model ``name`` at ``revision`` (an experiment of it, when named)."""
+    root = output / LOCAL_DATA if local else output
+    path = root / model_folder_name(name) / safe_component(revision)
+    return path / EXPERIMENTS / experiment if experiment else path
+
+
+class RunFolder:
+    """One results folder: its files' paths, and what they hold, read defensively (a missing or
+    unreadable file reads as nothing; the caller says what that means)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.path)!r})"
+
+    # -- paths -------------------------------------------------------------------------------------
+
+    def task_json(self, task_name: str) -> Path:
+        return self.path / f"{task_name}.json"
+
+    def trec(self, task_name: str) -> Path:
+        return self.path / f"{task_name}.trec"
+
+    def per_query(self, task_name: str) -> Path:
+        return self.path / f"{task_name}.per_query.tsv"
+
+    def identity_file(self, task_name: str) -> Path:
+        return self.path / "r2med" / f"{task_name}.identity.json"
+
+    @property
+    def record_file(self) -> Path:
+        return self.path / "r2med" / RECORD
+
+    @property
+    def lock_file(self) -> Path:
+        return self.path / "r2med" / "lock"
+
+    @property
+    def model_meta_file(self) -> Path:
+        return self.path / MODEL_META
+
+    @property
+    def run_settings_file(self) -> Path:
+        return self.path / RUN_SETTINGS
+
+    @property
+    def local(self) -> bool:
+        """Whether the folder lies in a ``local-data`` tree (results on data read from local files)."""
+        return LOCAL_DATA in self.path.parts
+
+    @property
+    def in_experiment(self) -> bool:
+        return self.path.parent.name == EXPERIMENTS
+
+    # -- reading -----------------------------------------------------------------------------------
+
+    def task_files(self) -> list[Path]:
+        """The TaskResult files, by task name."""
+        return sorted(p for p in self.path.glob("*.json") if p.name != MODEL_META)
+
+    def task_names(self) -> list[str]:
+        return [p.stem for p in self.task_files()]
+
+    def run_task_names(self) -> list[str]:
+        """The tasks whose run (``<Task>.trec``) the folder holds: a results folder's, or a folder of runs."""
+        return sorted(p.stem for p in self.path.glob("*.trec"))
+
+    def record(self) -> dict[str, Any]:
+        """What ``r2med/pipeline.json`` records (empty when there is none: results r2med did not write)."""
+        return _json_object(self.record_file) or {}
+
+    def identity(self, task_name: str) -> dict[str, Any] | None:
+        """A task's stored identity (None: none, or not one r2med wrote)."""
+        stored = _json_object(self.identity_file(task_name))
+        return stored if stored and isinstance(stored.get("data"), dict) else None
+
+    def model_meta(self) -> dict[str, Any]:
+        return _json_object(self.model_meta_file) or {}
+
+    def name(self) -> str:
+        """The run's display name: its record's, else the model name its folder says."""
+        recorded = self.record().get("name")
+        if isinstance(recorded, str) and recorded:
+            return recorded
+        return self.model_meta().get("name") or self.revision_folder.parent.name.replace("__", "/")
+
+    @property
+    def revision_folder(self) -> Path:
+        return self.path.parent.parent if self.in_experiment else self.path
+
+    def key(self) -> tuple[str, str, str | None, bool]:
+        """Model name, revision and experiment as mteb reads them (model_meta.json, else the path),
+        and whether the data was local: one results folder's identity among others."""
+        meta = self.model_meta()
+        name = meta.get("name") or self.revision_folder.parent.name.replace("__", "/")
+        revision = meta.get("revision") or self.revision_folder.name
+        kwargs = meta.get("experiment_kwargs")
+        experiment = experiment_name(kwargs) if isinstance(kwargs, dict) else (
+            self.path.name if self.in_experiment else None)
+        return str(name), str(revision), experiment, self.local
+
+    def read_run(self, task_name: str):
+        """The saved top-k run of a task, in rank order."""
+        from .runs import read_trec
+
+        return read_trec(self.trec(task_name))
+
+    def per_query_ndcg(self) -> dict[str, dict[str, float]]:
+        """task -> query -> nDCG@10, from the per-query files."""
+        from .errors import UserError
+
+        files = sorted(self.path.glob("*.per_query.tsv"))
+        if not files:
+            raise UserError(f"{self.path}: no <Task>.per_query.tsv files; pass a results folder written by r2med-run")
+        out: dict[str, dict[str, float]] = {}
+        for path in files:
+            try:
+                lines = path.read_text(encoding="utf-8").splitlines()
+            except UnicodeDecodeError as e:
+                raise UserError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); pass a results folder "
+                                "written by r2med-run") from None
+            header = lines[0].split("\t") if lines else []
+            if "ndcg_at_10" not in header:
+                raise UserError(f"{path}:1: no ndcg_at_10 column")
+            col = header.index("ndcg_at_10")
+            scores = {}
+            for n, line in enumerate(lines[1:], 2):
+                fields = line.split("\t")
+                try:
+                    scores[fields[0]] = float(fields[col])
+                except (IndexError, ValueError):
+                    raise UserError(f"{path}:{n}: expected a query id and an nDCG@10 value") from None
+            out[path.name.removesuffix(".per_query.tsv")] = scores
+        return out
+
+
+def runs_under(root: Path) -> list[RunFolder]:
+    """Every results folder under an output folder, official and local-data trees alike: revision
+    folders and their experiments that hold a TaskResult."""
+    found: dict[Path, RunFolder] = {}
+    for tree in (root, root / LOCAL_DATA):
+        for pattern in ("*/*/*.json", f"*/*/{EXPERIMENTS}/*/*.json"):
+            for path in sorted(tree.glob(pattern)):
+                folder = path.parent
+                if tree == root and folder.relative_to(root).parts[0] == LOCAL_DATA:
+                    continue  # the local-data tree is read as a tree of its own
+                if path.name != MODEL_META and folder not in found:
+                    found[folder] = RunFolder(folder)
+    return list(found.values())
+
+
+def run_folder(path: Path) -> RunFolder:
+    """The results folder a result file lies in (the folder itself when given one)."""
+    return RunFolder(path if path.is_dir() else path.parent)
+
+
+def run_name(path: Path) -> str:
+    """A run's display name: its pipeline's name for a results folder (or a run file in one), else
+    the file name."""
+    recorded = run_folder(path).record().get("name")
+    return recorded if isinstance(recorded, str) and recorded else path.stem
+
+
+def check_output_folder(path: Path, *, create: bool, option: str = "--output") -> None:
+    """Refuse, before any work, a results (or cache) folder that cannot be created or written;
+    ``create`` makes it (a dry run only checks)."""
+    from .errors import UserError
+
+    existing = next(p for p in (path, *path.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise UserError(f"{option} {path}: {existing} is a file, not a folder; choose another {option}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UserError(f"{option} {path}: {existing} is not writable; choose a folder you can write, or fix its "
+                        "permissions")
+    if create:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UserError(f"{option} {path}: cannot create it ({e.strerror or e}); choose a folder you can "
+                            "write") from None
+
+
+def _json_object(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def inside(path: Path, root: Path) -> bool:
+    return os.path.abspath(path).startswith(os.path.abspath(root) + os.sep)

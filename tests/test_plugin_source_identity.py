@@ -1,0 +1,150 @@
+"""A plugin whose code changes under one version (a module R2MED_PLUGINS names, a distribution
+installed from a local folder) is identified by a hash of its source files, so a run of edited
+code never reuses the results of the code before; an ordinary install keeps its version."""
+
+import json
+from pathlib import Path
+import sys
+
+import pytest
+
+PLUGIN = '''
+from r2med_tasks.components import RetrieverSpec
+from r2med_tasks.hookspecs import hookimpl
+
+BONUS = {bonus}
+
+
+class Constant:
+    def index(self, corpus, *, task, context):
+        self.ids = list(corpus.ids)
+
+    def search(self, queries, *, task, top_k, context):
+        return {{q.id: {{d: float(len(d) % 7) + BONUS for d in self.ids}} for q in queries}}
+
+
+@hookimpl
+def register_retrievers(register):
+    register(RetrieverSpec(name="edited-constant", factory=Constant, description="tests only"))
+'''
+
+
+@pytest.fixture
+def source_plugin(plugins, tmp_path, monkeypatch):
+    """``write(bonus)`` writes the module ``edited_plugin`` (forgetting any earlier import) and
+    returns the process-wide plugin set rebuilt with ``R2MED_PLUGINS=edited_plugin``."""
+    from r2med_tasks import plugins as plugins_module
+
+    folder = tmp_path / "src"
+    folder.mkdir()
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.setenv("R2MED_PLUGINS", "edited_plugin")
+    monkeypatch.delitem(sys.modules, "edited_plugin", raising=False)
+
+    def write(bonus=0.0):
+        (folder / "edited_plugin.py").write_text(PLUGIN.format(bonus=bonus))
+        sys.modules.pop("edited_plugin", None)
+        monkeypatch.setattr(plugins_module, "_plugins", None)
+        return plugins_module.get_plugins()
+
+    yield write
+    sys.modules.pop("edited_plugin", None)
+
+
+def info_of(plugins, module):
+    (info,) = [i for i in plugins.info.values() if i.module == module]
+    return info
+
+
+def test_a_module_named_in_r2med_plugins_is_identified_by_its_source(source_plugin, monkeypatch):
+    from r2med_tasks import plugins as plugins_module
+
+    hashed = []
+    real = plugins_module.source_digest
+    monkeypatch.setattr(plugins_module, "source_digest", lambda module: hashed.append(module) or real(module))
+    plugins = source_plugin(0.0)
+    assert plugins.broken == [] and hashed == []  # only when a run's identity asks
+    first = info_of(plugins, "edited_plugin")
+    assert first.version is None and first.unpackaged
+    assert first.code_version.startswith("source-") and len(first.code_version) == len("source-") + 12
+    assert first.code_version and hashed == ["edited_plugin"]  # once per plugin set
+    assert info_of(source_plugin(0.0), "edited_plugin").code_version == first.code_version  # same source
+    edited = info_of(source_plugin(1.0), "edited_plugin")
+    assert edited.code_version.startswith("source-") and edited.code_version != first.code_version
+
+
+def test_a_package_is_hashed_whole_and_its_caches_are_not(tmp_path, monkeypatch):
+    from r2med_tasks.plugins import PluginInfo, source_digest
+
+    package = tmp_path / "pkg_src" / "devpkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "plugin.py").write_text("X = 1\n")
+    (package / "sub" / "helpers.py").write_text("Y = 2\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "pkg_src"))
+    first = source_digest("devpkg.plugin:register")
+    assert first is not None and source_digest("devpkg") == first
+    (package / "__pycache__").mkdir()
+    (package / "__pycache__" / "plugin.cpython-311.pyc").write_bytes(b"\0" * 10)
+    (package / "notes.txt").write_text("not code")
+    assert source_digest("devpkg.plugin") == first
+    (package / "sub" / "helpers.py").write_text("Y = 3\n")  # another module of the package
+    assert source_digest("devpkg.plugin") != first
+    assert PluginInfo("devpkg", None, "devpkg.plugin", unpackaged=True).code_version == \
+        "source-" + source_digest("devpkg")[:12]
+    assert source_digest("no_such_module_here") is None
+    assert PluginInfo("no_such_module_here", None, "no_such_module_here", unpackaged=True).code_version is None
+
+
+def test_ordinary_installs_keep_their_version(plugins):
+    from importlib.metadata import version
+
+    infos = [i for i in plugins.info.values() if i.name == "r2med"]
+    assert infos and all(i.code_version == i.version == version("r2med") for i in infos)
+
+
+class FakeDistribution:
+    def __init__(self, direct_url):
+        self.direct_url = direct_url
+
+    def read_text(self, name):
+        assert name == "direct_url.json"
+        return None if self.direct_url is None else json.dumps(self.direct_url)
+
+
+@pytest.mark.parametrize("direct_url, from_source", [
+    ({"url": "file:///home/me/plugin", "dir_info": {"editable": True}}, True),
+    ({"url": "file:///home/me/plugin", "dir_info": {}}, True),
+    ({"url": "file:///home/me/dist/plugin-1.0-py3-none-any.whl", "archive_info": {}}, True),
+    ({"url": "https://files.example/plugin-1.0.tar.gz", "archive_info": {}}, False),
+    (None, False),  # from an index: no direct_url.json
+])
+def test_a_distribution_installed_from_a_local_folder_is_identified_by_its_source(tmp_path, monkeypatch,
+                                                                                direct_url, from_source):
+    from r2med_tasks.plugins import PluginInfo, source_digest
+
+    (tmp_path / "localpkg_plugin.py").write_text("Z = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    info = PluginInfo("localpkg", "1.0", "localpkg_plugin:plugin", distribution=FakeDistribution(direct_url))
+    expected = "source-" + source_digest("localpkg_plugin")[:12] if from_source else "1.0"
+    assert info.code_version == expected
+    # the built-ins' own distribution keeps its version, however it was installed
+    assert PluginInfo("r2med", "2.0", "localpkg_plugin", distribution=FakeDistribution(direct_url)).code_version == "2.0"
+
+
+def test_an_edited_plugin_recomputes_what_its_earlier_source_computed(source_plugin, tmp_path):
+    import r2med_tasks as r2med
+
+    def run(bonus):
+        source_plugin(bonus)
+        res = r2med.evaluate("edited-constant", tasks="sample", output=tmp_path / "out", cache_dir=tmp_path / "c")
+        (folder,) = res.results_dirs
+        return res["R2MEDSampleRetrieval"], Path(folder)
+
+    first, folder = run(0.0)
+    again, _ = run(0.0)
+    assert (first.status, again.status) == ("computed", "cached")
+    edited, same_folder = run(1.0)  # a changed constant: other code, same (absent) version
+    assert edited.status == "computed" and same_folder == folder
+    identity = json.loads((folder / "r2med" / "R2MEDSampleRetrieval.identity.json").read_text())
+    assert identity["code"]["edited_plugin"].startswith("source-")
