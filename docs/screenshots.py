@@ -150,15 +150,19 @@ def write_result(folder: Path, task: str, ndcg: float, name: str, extra: dict | 
 
 def write_published_config_run(folder: Path, command: str, name: str, scores: dict[str, float]) -> None:
     """Results as r2med-run writes them for ``command`` on R2MED's official data: its pipeline
-    record (configuration) and each task's identity, so that the run joins the published row."""
+    record (configuration and command) and each task's identity, so that the run joins the published row."""
+    import shlex
+
     from r2med_tasks.leaderboard import command_config
+    from r2med_tasks.results import FORMAT
 
     for task, value in scores.items():
         write_result(folder, task, value, f"r2med/{name.lower()}")
         (folder / "r2med").mkdir(exist_ok=True)
         (folder / "r2med" / f"{task}.identity.json").write_text(json.dumps({"data": {"official": True}}))
     (folder / "r2med" / "pipeline.json").write_text(json.dumps(
-        {"format": 2, "name": name, "label": name, "config": command_config(command), "experiment_kwargs": None}))
+        {"format": FORMAT, "name": name, "label": name, "config": command_config(command), "experiment_kwargs": None,
+         "command": shlex.split(command)}))
 
 
 def demo_results(root: Path) -> tuple[Path, Path]:

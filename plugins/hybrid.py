@@ -26,7 +26,8 @@ HYBRID_OPTIONS = options_model(
     fusion=(Literal[FUSIONS], Field("rrf", description="rrf, zscore, minmax or linear")),
     weights=(tuple[Annotated[float, Field(ge=0)], ...],
              Field((), description="comma-separated, one weight per member (default: equal)")),
-    rrf_k=(int, Field(60, ge=0, description="RRF's k: a document at rank r scores 1/(k + r)")),
+    rrf_k=(int, Field(60, ge=0, le=1_000_000,  # beyond, 1/(k + r) no longer tells ranks apart in a float
+                      description="RRF's k: a document at rank r scores 1/(k + r)")),
     depth=(int, Field(100, ge=1, description="documents taken from each member's run")),
     tune=(Annotated[str, Identified(file_content)],
           Field("", description="JSON file {task: [query ids]}: tune weights on those queries, score only "

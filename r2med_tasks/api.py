@@ -197,8 +197,10 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
         jobs = [(reg.tasks([task_name or "sample"])[0], list(inputs))]
     for _, paths in jobs:
         for path in paths:
-            if not path.is_file():
+            if not path.exists():
                 raise UserError(f"{path}: no such run file")
+            if not path.is_file():
+                raise UserError(f"{path}: not a regular file; give a TREC run file")
     names = [run_name(p) for p in inputs]
     display = " ⊕ ".join(names) + f" ({fusion.upper()})"
     inputs_id = [{"name": name, "runs": _content_digest(paths)}

@@ -1,6 +1,7 @@
 """Atomic file writes: a temp file in the target folder, then ``os.replace``.
 
-A run killed at any moment therefore leaves either the old file or the new one, never half of one.
+A run killed at any moment therefore leaves either the old file or the new one, never half of one;
+the temp file it leaves is removed by the next write of that file on the same host.
 A new file gets the mode a plain ``open()`` gives (``0666`` less the umask: ``0644`` under umask
 022), so results can be shared; a replaced file keeps its mode. (``tempfile.mkstemp`` would make
 every file ``0600``, whatever the umask.)
@@ -10,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
+import socket
 import stat
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -19,15 +22,18 @@ from typing import IO, Any
 
 
 def _temp_file(path: Path) -> tuple[int, Path]:
-    """A new empty ``.<name>.<random>.tmp`` beside ``path``, open for writing, with the mode a
-    plain ``open(path, "w")`` would leave ``path`` with."""
+    """A new empty ``.<name>.<host>-<pid>-<random>.tmp`` beside ``path``, open for writing, with
+    the mode a plain ``open(path, "w")`` would leave ``path`` with. Temp files of ``path`` that a
+    killed process of this host left behind go first (caches are written this way too, and a kill
+    at any moment must not leave them to pile up)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_orphans(path)
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
         mode = None
     while True:
-        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        tmp = path.parent / f".{path.name}.{_HOST}-{os.getpid()}-{secrets.token_hex(6)}.tmp"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
         except FileExistsError:
@@ -37,10 +43,40 @@ def _temp_file(path: Path) -> tuple[int, Path]:
         return fd, tmp
 
 
+_HOST = re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:24] or "host"
+
+
+def _remove_orphans(path: Path) -> None:
+    """Remove ``path``'s temp files whose writer, a process of this host, no longer runs."""
+    prefix = f".{path.name}.{_HOST}-"
+    try:
+        names = [n for n in os.listdir(path.parent) if n.startswith(prefix) and n.endswith(".tmp")]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(prefix):].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _running(int(pid)):
+            try:
+                os.unlink(path.parent / name)
+            except OSError:
+                pass
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: it runs
+        return True
+    return True
+
+
 @contextmanager
-def _naming(path: Path) -> Iterator[None]:
+def naming(path: Path) -> Iterator[None]:
     """An OSError that names no file (ENOSPC from ``write``/``fsync``) names ``path``: the file the
-    user's run was writing, so the one-line error can say where."""
+    user's run was writing, so the one-line error can say where (for writers that write a file
+    themselves, as a memory-mapped index does)."""
     try:
         yield
     except OSError as e:
@@ -54,7 +90,7 @@ def replacing(path: Path) -> Iterator[IO[bytes]]:
     """A binary file that becomes ``path`` when the block ends without error."""
     fd, tmp = _temp_file(path)
     try:
-        with _naming(path), os.fdopen(fd, "wb") as f:
+        with naming(path), os.fdopen(fd, "wb") as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
@@ -62,6 +98,28 @@ def replacing(path: Path) -> Iterator[IO[bytes]]:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def replace_all(files: Iterable[tuple[Path, bytes]]) -> None:
+    """Several files replaced together: each is written to a temp file beside its target first, and
+    only when every one is written are they put in place, in the given order. A write that fails
+    (a full disk) replaces nothing; a kill while they are put in place leaves each file whole,
+    old or new (a caller that must tell them apart records their hashes last)."""
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for path, data in files:
+            fd, tmp = _temp_file(path)
+            staged.append((tmp, path))
+            with naming(path), os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+    except BaseException:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+        raise
+    for tmp, path in staged:
+        os.replace(tmp, path)
 
 
 def write_bytes(path: Path, data: bytes) -> None:

@@ -41,13 +41,23 @@ from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import reason
-from .layout import EXPERIMENTS, MODEL_META, RUN_SETTINGS
-from .mteb_adapter import registered_model_names, run_settings_scopes, task_result_load_error, task_revision
+from .files import MalformedJSON, UnreadableFile, parse_json, read_bytes, read_text
+from .layout import (
+    EXPERIMENTS,
+    MODEL_META,
+    RUN_SETTINGS,
+)
+from .mteb_adapter import (
+    registered_model_names,
+    run_settings_scopes,
+    task_result_load_error,
+    task_revision,
+)
 from .tasks import PINNED_REVISIONS
 from .terminal import printable
 
 MAX_FILE_BYTES = 10 * 1024 * 1024  # the repository's check_file_sizes workflow
+MAX_READ_BYTES = 8 * MAX_FILE_BYTES  # what is read of a file to check its content (a larger one is refused too)
 MIN_MTEB = (2, 0, 0)  # results of mteb versions above this only (PR 676)
 SKIPPED = frozenset({".DS_Store"})  # what the repository's tests skip in results/
 NO_DUPLICATE_CHECK = frozenset({"baseline__Human"})  # test_duplicate_results' one exemption
@@ -257,16 +267,17 @@ def _run_settings_problems(path: Path, keys: dict[Path, list[tuple[str, str, str
     problems: list[Problem] = []
     covering: dict[tuple[str, str, str], list[tuple[int, dict]]] = defaultdict(list)  # scope -> (line, settings)
     try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        return [(path, f"not UTF-8 text; {RERUN}")]
+        text = read_text(path, MAX_READ_BYTES)
+    except UnreadableFile as e:
+        return [(path, f"{'not UTF-8 text' if str(e).startswith('not UTF-8') else e}; {RERUN}")]
     for number, line in enumerate(re.split(r"\r\n|\r|\n", text), start=1):  # the lines mteb reads
         if not line.strip():
             continue
         try:
-            json.loads(line)
-        except json.JSONDecodeError as e:
-            problems.append((path, f"line {number} is not JSON ({e.msg}); {RERUN}"))
+            parse_json(line)
+        except MalformedJSON as e:
+            what = f"is {e}" if str(e).startswith("not JSON") else f"is not an entry: {e}"
+            problems.append((path, f"line {number} {what}; {RERUN}"))
             continue
         try:
             scopes = run_settings_scopes(line)  # the line's entry as mteb expands it
@@ -341,11 +352,14 @@ def _unregistered(model: Path) -> list[Problem]:
 
 
 def _json_object(path: Path) -> tuple[dict | None, str]:
-    """The JSON object in ``path``, or ``None`` and why not."""
+    """The JSON object in ``path`` (a regular file, read within :data:`MAX_READ_BYTES`), or ``None``
+    and why not."""
     try:
-        data = json.loads(path.read_bytes())
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        return None, f"not a JSON file ({reason(e, 120)})"
+        data = parse_json(read_bytes(path, MAX_READ_BYTES))
+    except MalformedJSON as e:
+        return None, f"not a JSON file ({e})"
+    except UnreadableFile as e:
+        return None, str(e)
     if not isinstance(data, dict):
         return None, f"not a JSON object (a {type(data).__name__})"
     return data, ""

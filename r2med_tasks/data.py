@@ -28,7 +28,7 @@ from typing import Any
 
 from . import atomic
 from .errors import UserError, reason
-from .runs import unwritable
+from .runs import id_problem, shown, unwritable
 
 FILES = ("corpus.jsonl", "query.jsonl", "qrels.jsonl")
 HUB_CONFIGS = ("corpus", "query", "qrels")
@@ -145,7 +145,7 @@ def _read_jsonl_json(path: Path, *, hashing: bool) -> tuple[Rows, str | None]:
         values = json.loads("[" + text.replace("\n", ",") + "]") if text else []
         if len(values) == (text.count("\n") + 1 if text else 0):
             return Rows(values, str(path), lambda i: f"{path}:{i + 1}"), digest
-    except json.JSONDecodeError:
+    except ValueError:  # JSONDecodeError, or a number beyond Python's digit limit: found line by line
         pass
     lines = text.split("\n")  # blank lines, a line holding two values, or bad JSON: go line by line
     linenos = [n for n, line in enumerate(lines, 1) if line.strip()]
@@ -155,6 +155,8 @@ def _read_jsonl_json(path: Path, *, hashing: bool) -> tuple[Rows, str | None]:
             values.append(json.loads(lines[n - 1]))
         except json.JSONDecodeError as e:
             raise UserError(f"{path}:{n}: not valid JSON ({e.msg}); fix or remove that line") from None
+        except ValueError:  # Python's limit on the digits of an integer
+            raise UserError(f"{path}:{n}: a number with too many digits; fix or remove that line") from None
     return Rows(values, str(path), lambda i: f"{path}:{linenos[i]}"), digest
 
 
@@ -281,7 +283,7 @@ def _field(rows: Rows, i: int, name: str, kind: type) -> Any:
     if kind is int:
         number = _integer(value)
         if number is None:
-            raise UserError(f"{rows.where(i)}: field '{name}' must be an integer, got {value!r}")
+            raise UserError(f"{rows.where(i)}: field '{name}' must be an integer, got {shown(value, 40)}")
         return number
     if not isinstance(value, kind):
         raise UserError(f"{rows.where(i)}: field '{name}' must be a {kind.__name__}, got {type(value).__name__}")
@@ -316,21 +318,32 @@ def _integer(value: Any) -> int | None:
 
 
 def _trec_ids(rows: Rows, ids: list[str], what: str) -> None:
-    """Ids go into TREC run files, whose columns are whitespace-separated: refuse any a run could
-    not be written, read back or fused with (empty, or holding a space, tab or newline)."""
+    """Ids go into TREC run files, whose columns are whitespace-separated, and into pytrec_eval,
+    which ends an id at NUL and crashes on a lone surrogate: refuse any a run could not be
+    written, read back, fused or scored with (``runs.id_problem``)."""
     i = unwritable(ids)
     if i is None:
         return
-    raise UserError(f"{rows.where(i)}: {what} id {ids[i]!r} is empty or contains whitespace, which TREC run files "
-                    "cannot hold; give the row an id without spaces, tabs or newlines")
+    raise UserError(f"{rows.where(i)}: {what} id {shown(ids[i])} {id_problem(ids[i])}")
+
+
+MAX_GRADE = 2**31 - 1  # pytrec_eval keeps a grade in a C int: a larger one wraps around or overflows
 
 
 def _relevance(rows: Rows, scores: list[int]) -> None:
-    """Relevance grades are integers >= 0, as pytrec_eval reads them."""
-    if not scores or min(scores) >= 0:
+    """Relevance grades are integers from 0 to ``MAX_GRADE``, as pytrec_eval reads them."""
+    if not scores or (min(scores) >= 0 and max(scores) <= MAX_GRADE):
         return
-    i = next(i for i, s in enumerate(scores) if s < 0)
-    raise UserError(f"{rows.where(i)}: field 'score' is {scores[i]}; relevance must be an integer >= 0")
+    i = next(i for i, s in enumerate(scores) if not 0 <= s <= MAX_GRADE)
+    raise UserError(f"{rows.where(i)}: field 'score' is {_grade_text(scores[i])}; {GRADES}")
+
+
+GRADES = f"relevance must be an integer >= 0 (and at most {MAX_GRADE})"
+
+
+def _grade_text(grade: int) -> str:
+    text = str(grade)
+    return text if len(text) <= 24 else f"{text[:12]}... ({len(text)} digits)"
 
 
 def _unique(rows: Rows, ids: list[str], what: str) -> None:
@@ -358,6 +371,9 @@ def _corpus_columns(corpus_rows: Rows, source: str) -> tuple[list[str], list[str
     texts = _column(corpus_rows, "text", str)
     if not ids:
         raise UserError(f"{source}: {corpus_rows.name} is empty; a task needs at least one document")
+    if not any(map(str.strip, texts)):  # every document would tie: scores from ties, never a ranking
+        raise UserError(f"{corpus_rows.name}: every document's text is empty or only whitespace; nothing to "
+                        "retrieve (is it the right file, complete?)")
     return ids, texts
 
 
@@ -368,7 +384,12 @@ def _task_data(corpus: Corpus, query_rows: Rows, qrels_rows: Rows, *, revision: 
     query_ids = _column(query_rows, "id", str)
     _trec_ids(query_rows, query_ids, "query")
     _unique(query_rows, query_ids, "query")
-    queries = [Query(qid, text) for qid, text in zip(query_ids, _column(query_rows, "text", str))]
+    texts = _column(query_rows, "text", str)
+    if not all(map(str.strip, texts)):  # nothing to search for: it would be scored from ties
+        i = next(i for i, text in enumerate(texts) if not text.strip())
+        raise UserError(f"{query_rows.where(i)}: query {shown(query_ids[i])} has no text (empty or only whitespace); "
+                        "write its question, or remove the row and its judgments")
+    queries = [Query(qid, text) for qid, text in zip(query_ids, texts)]
     if not queries:
         raise UserError(f"{source}: {query_rows.name} is empty; a task needs at least one query")
 
@@ -380,15 +401,23 @@ def _task_data(corpus: Corpus, query_rows: Rows, qrels_rows: Rows, *, revision: 
     qrels: dict[str, dict[str, int]] = {}
     unknown_q = absent = absent_relevant = 0
     columns = [_column(qrels_rows, name, kind) for name, kind in (("q_id", str), ("p_id", str), ("score", int))]
+    _trec_ids(qrels_rows, columns[0], "query")
+    _trec_ids(qrels_rows, columns[1], "document")
     _relevance(qrels_rows, columns[2])
-    for qid, pid, score in zip(*columns):
+    for i, (qid, pid, score) in enumerate(zip(*columns)):
         if qid not in query_set:
             unknown_q += 1
             continue
         if pid not in doc_set:
             absent += 1
             absent_relevant += score > 0
-        qrels.setdefault(qid, {})[pid] = score
+        judgments = qrels.setdefault(qid, {})
+        before = judgments.setdefault(pid, score)
+        if before != score:  # the same judgment twice changes nothing; two grades are an error
+            first = next(j for j in range(i) if columns[0][j] == qid and columns[1][j] == pid)
+            also = qrels_rows.where(first)[len(qrels_rows.name):]  # ":12" (a file's line) or " row 12" (the hub's)
+            raise UserError(_conflict(qrels_rows.where(i), qid, pid, score,
+                                      f"line {also[1:]}" if also.startswith(":") else also.strip(), before))
 
     warnings = []
     if unknown_q:
@@ -420,6 +449,11 @@ def _task_data(corpus: Corpus, query_rows: Rows, qrels_rows: Rows, *, revision: 
                         "name documents missing from it); are the task's files from one dataset and complete?")
     qrels = {q.id: qrels[q.id] for q in judged}
     return TaskData(corpus, judged, qrels, revision, source, warnings)
+
+
+def _conflict(where: str, qid: str, pid: str, grade: int, first: str, first_grade: int) -> str:
+    return (f"{where}: query {shown(qid)} judges document {shown(pid)} {grade}, but {first} judges it {first_grade}; "
+            "keep one judgment per query and document")
 
 
 def local_revision(folder: Path) -> str:
@@ -462,7 +496,7 @@ def load_local(folder: Path, *, cache_dir: Path | None = None) -> TaskData:
     return data
 
 
-IDS_FORMAT = 1  # bump with the ids file's layout or the corpus checks: a cached id list skips those checks
+IDS_FORMAT = 2  # bump with the ids file's layout or the corpus checks: a cached id list skips those checks
 
 
 def _ids_file(cache_dir: Path, checksum: str) -> Path:
@@ -556,21 +590,46 @@ def _quiet_hub():
 
 def read_qrels(path: Path) -> dict[str, dict[str, int]]:
     """Judgments from R2MED's qrels.jsonl or a TREC qrels file (``qid 0 docid relevance``), all of
-    them: as everywhere else, a query whose judgments are all 0 is scored (0), as published."""
+    them: as everywhere else, a query whose judgments are all 0 is scored (0), as published.
+
+    Checked as the task data's judgments are: ids as ``runs.id_problem`` says, grades integers from 0
+    to ``MAX_GRADE``, one grade per query and document (the same judgment twice is kept once); a
+    problem is a one-line ``UserError`` naming ``file:line``."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as e:
+        raise UserError(f"{path}: {'no such file' if isinstance(e, FileNotFoundError) else e.strerror or e}; "
+                        "--qrels takes a qrels.jsonl or TREC qrels file") from None
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path}: not UTF-8 text (at byte {e.start}); re-encode the file as UTF-8") from None
     table: dict[str, dict[str, int]] = {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    first_line: dict[tuple[str, str], int] = {}
+    for n, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
             if line.lstrip().startswith("{"):
                 row = json.loads(line)
-                qid, pid, rel = str(row["q_id"]), str(row["p_id"]), _integer(row["score"])
+                qid, pid, rel = _qrels_id(row["q_id"]), _qrels_id(row["p_id"]), _integer(row["score"])
             else:
                 qid, _, pid, rel = line.split()[:4]
                 rel = _integer(rel)
         except (ValueError, KeyError, TypeError):
             raise UserError(f"{path}:{n}: expected a qrels.jsonl row or 'qid 0 docid relevance'") from None
-        if rel is None or rel < 0:
-            raise UserError(f"{path}:{n}: relevance must be an integer >= 0")
-        table.setdefault(qid, {})[pid] = rel
+        for what, value in (("query", qid), ("document", pid)):
+            if id_problem(value):
+                raise UserError(f"{path}:{n}: {what} id {shown(value)} {id_problem(value)}")
+        if rel is None or not 0 <= rel <= MAX_GRADE:
+            raise UserError(f"{path}:{n}: {GRADES}")
+        before = table.setdefault(qid, {}).setdefault(pid, rel)
+        first = first_line.setdefault((qid, pid), n)
+        if before != rel:
+            raise UserError(_conflict(f"{path}:{n}", qid, pid, rel, f"line {first}", before))
     return table
+
+
+def _qrels_id(value: Any) -> str:
+    """An id of a qrels.jsonl row: text, or an integer written as one (as the task data takes them)."""
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return str(value)
+    raise TypeError(value)

@@ -16,7 +16,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from operator import itemgetter
 
 from .errors import PluginError
-from .runs import Run
+from .runs import Run, id_problem, shown, unwritable
 
 K_VALUES = (1, 3, 5, 10, 20, 100, 1000)
 MAIN_SCORE = "ndcg_at_10"
@@ -29,11 +29,22 @@ PER_QUERY = {"ndcg_at_10": "ndcg_cut_10", "recall_at_10": "recall_10", "recall_a
 
 
 def check_run(run: Run, qrels: dict, doc_ids: set[str], *, component: str) -> None:
-    """Reject a plugin's output that would silently corrupt scores."""
+    """Reject a plugin's output that would silently corrupt scores: query ids that are not text or
+    that ``runs.id_problem`` refuses (pytrec_eval ends an id at NUL, so "q1\\0x" would be scored
+    as "q1", and crashes on a lone surrogate), documents not in the corpus (whose ids were checked
+    at load), scores that are not real numbers."""
+    qids = list(run)
+    if not all(type(qid) is str for qid in qids):
+        bad = next(qid for qid in qids if type(qid) is not str)
+        raise PluginError(f"{component} returned query id {shown(bad)} ({type(bad).__name__}); query ids are the "
+                          "task's, text")
+    bad = unwritable(qids)
+    if bad is not None:
+        raise PluginError(f"{component} returned query id {shown(qids[bad])}, which {id_problem(qids[bad])}")
     for qid, docs in run.items():
         for doc_id, score in docs.items():
             if doc_id not in doc_ids:
-                raise PluginError(f"{component} returned unknown document id {doc_id!r} for query {qid!r}; "
+                raise PluginError(f"{component} returned unknown document id {shown(doc_id)} for query {qid!r}; "
                                   "results must use the corpus's ids")
             if not isinstance(score, (int, float)) or math.isnan(score):
                 raise PluginError(f"{component} returned score {score!r} for query {qid!r}, document "

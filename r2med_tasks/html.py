@@ -9,6 +9,7 @@ the script only ever sets ``textContent``. The page loads nothing from the netwo
 from __future__ import annotations
 
 import json
+import math
 from html import escape
 
 from .evaluation import leaderboard_average
@@ -318,8 +319,8 @@ def render_html(rows, tasks: list[str], *, top: int = 5) -> str:
     datasets = [{"name": SHORT[t], "group_label": GROUP_LABELS[GROUP_OF[t]]} for t in tasks]
     charts = "".join(f'<figure data-dataset="{escape(SHORT[t])}" data-group="{GROUP_OF[t]}"><figcaption>'
                      f'{escape(SHORT[t])}</figcaption></figure>' for t in tasks)  # drawn by the script
-    payload = json.dumps({"systems": systems, "datasets": datasets, "top": top,
-                          "colours": {"bar": BAR, "yours": YOURS}}, allow_nan=False, separators=(",", ":"))
+    payload = json.dumps(_plain({"systems": systems, "datasets": datasets, "top": top,
+                                 "colours": {"bar": BAR, "yours": YOURS}}), allow_nan=False, separators=(",", ":"))
     payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     yours = sum(s["origin"] in ("run", "local") for s in systems.values())
     return (
@@ -366,6 +367,18 @@ def _system(row, rank: int, tasks: list[str], group_averages: list[str], publish
         if system["avg"] is not None and published["avg"] is not None:
             system["avg_diff"] = round(system["avg"] - published["avg"], 2)
     return system
+
+
+def _plain(value):
+    """``value`` as strict JSON can hold it: a number that is not finite (a NaN or 1e999 in a run's
+    recorded configuration, which JSON's readers accept) as its text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _average(values: list[float | None]) -> float | None:

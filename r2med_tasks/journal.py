@@ -35,6 +35,16 @@ def _record(line: bytes) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
+def _line(record: dict[str, Any]) -> bytes:
+    """``record`` as one JSON line: UTF-8, or ASCII-escaped when it holds what UTF-8 cannot encode
+    (a lone surrogate, which a server may send as ``"\\ud800"``), read back the same either way."""
+    text = json.dumps(record, ensure_ascii=False)
+    try:
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(record) + "\n").encode("ascii")
+
+
 class Journal:
     def __init__(self, path: str | os.PathLike, what: str) -> None:
         """``what`` names the journal in messages ("the generation cache")."""
@@ -73,7 +83,7 @@ class Journal:
         """Append ``records`` as JSON lines and fsync them before returning."""
         if not records:
             return
-        data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
+        data = b"".join(_line(r) for r in records)
         with self._lock:
             try:
                 fd, created = self._open_for_append()

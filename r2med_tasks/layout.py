@@ -27,12 +27,20 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .files import MissingFile, UnreadableFile, read_json_object, read_text
+
 EXPERIMENTS = "experiments"  # mteb's folder for experiment variants
 LOCAL_DATA = "local-data"  # the tree of results on data read from local files
 RECORD = "pipeline.json"
 MODEL_META = "model_meta.json"
 RUN_SETTINGS = "run_settings.jsonl"
 MAX_COMPONENT = 120  # characters of one path component derived from input
+# What a reader takes from a results folder, which may hold anything (a folder copied from someone,
+# a clone of the MTEB results repository): at most this many bytes of a regular file, JSON nested at
+# most this deep. Anything else is refused with one line saying why.
+MAX_TASK_RESULT_BYTES = 10 * 1024 * 1024  # a TaskResult: the MTEB results repository's limit per file
+MAX_RECORD_BYTES = 1024 * 1024  # model_meta.json, r2med/pipeline.json, identities (a few KB when r2med writes them)
+MAX_TABLE_BYTES = 64 * 1024 * 1024  # a per-query table (a line per query)
 
 
 def slug(text: str) -> str:
@@ -108,6 +116,10 @@ class RunFolder:
     def record_file(self) -> Path:
         return self.path / "r2med" / RECORD
 
+    def manifest_file(self, task_name: str) -> Path:
+        """The hashes of a task's files, written after them: the task is finished when they agree."""
+        return self.path / "r2med" / f"{task_name}.files.json"
+
     @property
     def lock_file(self) -> Path:
         return self.path / "r2med" / "lock"
@@ -122,8 +134,9 @@ class RunFolder:
 
     @property
     def local(self) -> bool:
-        """Whether the folder lies in a ``local-data`` tree (results on data read from local files)."""
-        return LOCAL_DATA in self.path.parts
+        """Whether the folder lies in a ``local-data`` tree (results on data read from local files):
+        ``<output>/local-data/<model>/<revision>``."""
+        return self.revision_folder.parent.parent.name == LOCAL_DATA
 
     @property
     def in_experiment(self) -> bool:
@@ -142,17 +155,38 @@ class RunFolder:
         """The tasks whose run (``<Task>.trec``) the folder holds: a results folder's, or a folder of runs."""
         return sorted(p.stem for p in self.path.glob("*.trec"))
 
+    def problems(self) -> dict[Path, str]:
+        """The files the readers below refused so far, each with why (one line), for the caller to
+        report: a missing file is none (results r2med did not write have no record), a file that is
+        no regular file, too large, not JSON or nested too deep is one."""
+        return vars(self).setdefault("_problems", {})
+
+    def _object(self, path: Path) -> dict[str, Any] | None:
+        try:
+            return read_json_object(path, MAX_RECORD_BYTES)
+        except MissingFile:
+            return None
+        except UnreadableFile as e:
+            self.problems()[path] = str(e)
+            return None
+
     def record(self) -> dict[str, Any]:
-        """What ``r2med/pipeline.json`` records (empty when there is none: results r2med did not write)."""
-        return _json_object(self.record_file) or {}
+        """What ``r2med/pipeline.json`` records (empty when there is none: results r2med did not write,
+        or when it cannot be read: :meth:`problems` says why)."""
+        return self._object(self.record_file) or {}
 
     def identity(self, task_name: str) -> dict[str, Any] | None:
         """A task's stored identity (None: none, or not one r2med wrote)."""
-        stored = _json_object(self.identity_file(task_name))
+        stored = self._object(self.identity_file(task_name))
         return stored if stored and isinstance(stored.get("data"), dict) else None
 
     def model_meta(self) -> dict[str, Any]:
-        return _json_object(self.model_meta_file) or {}
+        return self._object(self.model_meta_file) or {}
+
+    def task_result(self, path: Path) -> dict[str, Any]:
+        """A TaskResult file's JSON object (one of :meth:`task_files`), read within
+        :data:`MAX_TASK_RESULT_BYTES`; raises :class:`UnreadableFile` saying why not."""
+        return read_json_object(path, MAX_TASK_RESULT_BYTES)
 
     def name(self) -> str:
         """The run's display name: its record's, else the model name its folder says."""
@@ -192,21 +226,28 @@ class RunFolder:
         out: dict[str, dict[str, float]] = {}
         for path in files:
             try:
-                lines = path.read_text(encoding="utf-8").splitlines()
-            except UnicodeDecodeError as e:
-                raise UserError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); pass a results folder "
-                                "written by r2med-run") from None
+                text = read_text(path, MAX_TABLE_BYTES)
+            except UnreadableFile as e:
+                raise UserError(f"{path}: {e}; pass a results folder written by r2med-run") from None
+            lines = [line.removesuffix("\r") for line in text.split("\n")]  # (str.splitlines also splits at \x1c...)
+            if lines and not lines[-1]:
+                lines.pop()
             header = lines[0].split("\t") if lines else []
             if "ndcg_at_10" not in header:
                 raise UserError(f"{path}:1: no ndcg_at_10 column")
             col = header.index("ndcg_at_10")
-            scores = {}
+            scores: dict[str, float] = {}
+            first: dict[str, int] = {}
             for n, line in enumerate(lines[1:], 2):
                 fields = line.split("\t")
                 try:
-                    scores[fields[0]] = float(fields[col])
+                    query, value = fields[0], float(fields[col])
                 except (IndexError, ValueError):
                     raise UserError(f"{path}:{n}: expected a query id and an nDCG@10 value") from None
+                if query in first:
+                    raise UserError(f"{path}:{n}: query {query!r} appears twice (first on line {first[query]}); "
+                                    "a query has one value: pass a results folder written by r2med-run")
+                first[query], scores[query] = n, value
             out[path.name.removesuffix(".per_query.tsv")] = scores
         return out
 
@@ -257,13 +298,17 @@ def check_output_folder(path: Path, *, create: bool, option: str = "--output") -
                             "write") from None
 
 
-def _json_object(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def inside(path: Path, root: Path) -> bool:
     return os.path.abspath(path).startswith(os.path.abspath(root) + os.sep)
+
+
+def leads_outside(path: Path, root: Path) -> Path | None:
+    """The first symbolic link on the way from ``root`` down to ``path`` that leads out of
+    ``root`` (None: writing at ``path`` stays inside it)."""
+    real_root = os.path.realpath(root)
+    current = Path(os.path.abspath(root))
+    for part in Path(os.path.abspath(path)).relative_to(current).parts:
+        current = current / part
+        if current.is_symlink() and not os.path.realpath(current).startswith(real_root + os.sep):
+            return current
+    return None

@@ -12,6 +12,13 @@ that are not leaderboard rows (``published.py``, shipped as ``data/published/``)
 gives the leaderboard's rows (``which="leaderboard"``, the default) or those and the repository's
 other runs (``which="all"``); each row says which it is (``kind``) and where its figures come from.
 
+Published rows come from the package only. ``results/r2med-leaderboard__*`` and
+``results/r2med-repository__*`` are generated copies of them for mteb users, and the package ships
+the sha256 of each of their files (``data/published/files.sha256``): a results folder whose record
+claims to be published adds nothing when its files are exactly those (the shipped copy), and is
+shown as a run, with a warning, when they are not. Nothing in a folder makes or changes a
+published row.
+
 Rows are keyed by identity, never by display name: a result is one model at one revision in one
 configuration (mteb's experiment) on official or local data, so the same system written by mteb and
 by r2med-run is one row, and option variants are rows of their own, labelled by what differs. A
@@ -22,17 +29,33 @@ from __future__ import annotations
 
 import csv
 import functools
+import hashlib
 import html
 import io
 import json
-import math
+import os
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .evaluation import leaderboard_average, leaderboard_value
-from .layout import RunFolder, folder_path, runs_under, slug
-from .published import PUBLISHED_CSV, REPOSITORY, published_runs
+from .files import MalformedJSON, UnreadableFile, read_bytes, unit_score
+from .layout import (
+    MAX_TASK_RESULT_BYTES,
+    RunFolder,
+    folder_path,
+    runs_under,
+    slug,
+)
+from .published import (
+    MANIFEST,
+    PUBLISHED_CSV,
+    REPOSITORY,
+    manifest_text,
+    published_runs,
+    shipped_files,
+)
 from .published import provenance as run_provenance
 from .results import canonical, differences
 from .tasks import PINNED_REVISIONS, R2MED_TASKS
@@ -66,8 +89,9 @@ class Row:
     def component_names(self, kind: str) -> list[str]:
         """The names and labels a filter on ``kind`` matches: the shown label, the recorded component
         and its members' (``--retriever st`` finds a hybrid of bm25 and st)."""
-        stage = self.components.get(kind) or {}
-        members = stage.get("members") or []
+        stage = self.components.get(kind)
+        stage = stage if isinstance(stage, dict) else {}
+        members = stage.get("members") if isinstance(stage.get("members"), list) else []
         return [getattr(self, kind), *(str(stage[k]) for k in ("component", "label") if stage.get(k)),
                 *(str(m[k]) for m in members if isinstance(m, dict) for k in ("component", "label") if m.get(k))]
 
@@ -187,55 +211,154 @@ def _registry():
     return build_registry(get_plugins())
 
 
-def result_rows(folder: Path, warn, *, mteb: bool = False) -> list[Row]:
+def result_rows(folder: Path, warn, *, mteb: bool = False, shipped: list[Path] | None = None) -> list[Row]:
     """Rows from a results folder in mteb's layout (r2med-run's or mteb's own ResultCache), one per
     model, revision, experiment and kind of data (official or local); ``mteb``: the folder is the
     MTEB results repository's.
 
-    A file that is not a readable mteb TaskResult, or whose nDCG@10 is not a score (NaN, infinite,
-    below 0 or above 1), is skipped with a warning naming it: a ranking must not show it silently.
-    Everything a row says of a run (name, components, command) is the run's stored record.
+    Everything in the folder is untrusted. A file that is not a readable mteb TaskResult (not a
+    regular file, over 10 MB, not JSON, nested too deep, no test score), or whose nDCG@10 is not a
+    score (a finite real number between 0 and 1: not a boolean, not a string), is skipped with one
+    warning naming it: a ranking must not show it silently. Metrics that are no scores are left out
+    of what a row shows.
+
+    A folder never makes a published row (those are the package's own, :func:`published_rows`): a
+    folder claiming to be one is either the shipped copy of the published results (its files are
+    those of the package's manifest: it adds nothing, and is appended to ``shipped``) or, with one
+    warning, shown as a run. Everything a row says of a run (name, components, command) is the
+    run's stored record.
     """
     systems: dict[tuple, Row] = {}
     folders: dict[tuple, RunFolder] = {}
     for run in runs_under(folder):
         record = run.record()
+        claimed = "published" in record
+        if claimed and shipped_copy(run):
+            if shipped is not None:
+                shipped.append(run.path)
+            continue
+        if claimed:
+            warn(f"{run.path}: claims to be a published row but is not the shipped record; shown as a run")
         for path in run.task_files():
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                task, test = data["task_name"], data["scores"]["test"][0]
-                main = float(test["main_score"])
-            except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
-                warn(f"{path}: not an mteb TaskResult with a test score ({type(e).__name__}); skipped")
+            read = _task_result(run, path, warn)
+            if read is None:
                 continue
-            if task not in SHORT:
-                continue  # another benchmark's task
-            if not (math.isfinite(main) and 0.0 <= main <= 1.0):
-                warn(f"{path}: nDCG@10 {main!r} is not a score between 0 and 1; skipped")
-                continue
+            task, main, test, revision = read
             identity = run.identity(task)
-            if isinstance(record.get("published"), dict):  # the shipped published results: the published data
-                official = True
-            elif identity:
+            if identity:
                 official = identity["data"].get("official") is True
             else:  # written by mteb, or before identities: official when at mteb's pinned revision
-                official = data.get("dataset_revision") == PINNED_REVISIONS[task]
-            key = ("published", str(record.get("name", "")).lower()) if "published" in record else \
-                (*run.key()[:3], not official)
+                official = revision == PINNED_REVISIONS[task]
+            key = (*run.key()[:3], not official)
             if key not in systems:
                 systems[key] = _run_row(run, record, key, local=not official)
                 systems[key].mteb = mteb
+                if claimed:
+                    systems[key].notes.append("claims to be a published row but is not the shipped record")
                 folders[key] = run
             systems[key].scores[task] = leaderboard_value(main)
-            systems[key].metrics[task] = {k: float(v) for k, v in test.items() if k != "main_score"
-                                          and isinstance(v, (int, float)) and not isinstance(v, bool)
-                                          and math.isfinite(v)}
+            systems[key].metrics[task] = _metrics(path, test, warn)
+        for path, why in run.problems().items():
+            warn(f"{path}: {why}; not read")
     for key, row in systems.items():
         if row.kind == "run":
             row.command, note = run_command(folders[key].record(), list(row.scores))
             if note:
                 row.notes.append(note)
     return list(systems.values())
+
+
+def _task_result(run: RunFolder, path: Path, warn) -> tuple[str, float, dict, object] | None:
+    """(task, nDCG@10, the test scores, dataset revision) of an R2MED TaskResult, or None: not an
+    R2MED task's (quietly), or not a TaskResult with a score (with one warning)."""
+    try:
+        data = run.task_result(path)
+    except MalformedJSON as e:
+        warn(f"{path}: not an mteb TaskResult with a test score ({e}); skipped")
+        return None
+    except UnreadableFile as e:
+        warn(f"{path}: {e}; skipped")
+        return None
+    task, scores = data.get("task_name"), data.get("scores")
+    tests = scores.get("test") if isinstance(scores, dict) else None
+    test = tests[0] if isinstance(tests, list) and tests else None
+    if not isinstance(task, str) or not isinstance(test, dict) or "main_score" not in test:
+        missing = "task_name" if not isinstance(task, str) else "scores.test[0].main_score"
+        warn(f"{path}: not an mteb TaskResult with a test score (no {missing}); skipped")
+        return None
+    if task not in SHORT:
+        return None  # another benchmark's task
+    raw = test["main_score"]
+    main = unit_score(raw)
+    if main is None:
+        if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+            warn(f"{path}: nDCG@10 {_shown(raw)} is not a number (a {type(raw).__name__}); skipped")
+        else:
+            warn(f"{path}: nDCG@10 {_shown(raw)} is not a score between 0 and 1; skipped")
+        return None
+    return task, main, test, data.get("dataset_revision")
+
+
+SCORE_FAMILIES = re.compile(r"^(ndcg|map|recall|precision|mrr|hit_rate)_at_\d+$|^(mrr|accuracy)$")
+
+
+def _metrics(path: Path, test: dict, warn) -> dict[str, float]:
+    """The metrics of a test score block that are scores (finite reals in [0, 1]); one warning
+    naming the file when a metric of a family that is always a score (nDCG, MAP, recall, precision,
+    MRR, hit rate, accuracy) holds something else. Others (mteb's normalised AUCs, which can be
+    negative; texts, lists) are not shown."""
+    shown, bad = {}, []
+    for name, value in test.items():
+        if name == "main_score":
+            continue
+        score = unit_score(value)
+        if score is not None:
+            shown[name] = score
+        elif SCORE_FAMILIES.match(str(name)) and not isinstance(value, (str, list, dict)) and value is not None:
+            bad.append(f"{name} {_shown(value)}")
+    if bad:
+        warn(f"{path}: {', '.join(bad[:3])}{f' (and {len(bad) - 3} more)' if len(bad) > 3 else ''} not a score "
+             "between 0 and 1; left out")
+    return shown
+
+
+def _shown(value: object, limit: int = 40) -> str:
+    """A number or text from a file in a message: its repr (a number's as a float's, where it
+    fits one), shortened."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            value = float(value)
+        except OverflowError:  # (JSON's readers give integers of at most 4300 digits)
+            pass
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def shipped_copy(run: RunFolder) -> bool:
+    """Whether ``run`` is a copy of the published results this package ships (``results/`` of the
+    repository): a ``<org__system>/published`` folder whose files are exactly those of the
+    package's manifest, byte for byte (their sha256). Reads regular files only, within a TaskResult's
+    size."""
+    if run.local or run.in_experiment:
+        return False
+    prefix = f"{run.path.parent.name}/{run.path.name}/"
+    expected = {name[len(prefix):]: digest for name, digest in shipped_files().items() if name.startswith(prefix)}
+    if not expected:
+        return False
+    found = []
+    for where, folders, files in os.walk(run.path):  # follows no link to a folder
+        if any(os.path.islink(os.path.join(where, f)) for f in folders):
+            return False
+        found += [Path(where, f).relative_to(run.path).as_posix() for f in files]
+        if len(found) > len(expected):
+            return False
+    if set(found) != set(expected):
+        return False
+    try:
+        return all(hashlib.sha256(read_bytes(run.path / name, MAX_TASK_RESULT_BYTES)).hexdigest() == digest
+                   for name, digest in expected.items())
+    except UnreadableFile:
+        return False
 
 
 def _run_row(run: RunFolder, record: dict, key: tuple, local: bool) -> Row:
@@ -245,16 +368,15 @@ def _run_row(run: RunFolder, record: dict, key: tuple, local: bool) -> Row:
     if not record and isinstance(kwargs, dict) and kwargs:  # an mteb experiment, named as mteb names it
         name = f"{name} ({', '.join(f'{k}={v}' for k, v in sorted(kwargs.items()))})"
     config = record.get("config") if isinstance(record.get("config"), dict) else None
-    published = record.get("published")
-    kind = str(published.get("kind", "leaderboard")) if isinstance(published, dict) else "run"
     components = record.get("components") if isinstance(record.get("components"), dict) else {}
-    labels = {k: str((components.get(k) or {}).get("label") or "-") for k in ("rewriter", "retriever", "reranker")}
+    stages = {k: v if isinstance(v, dict) else {} for k, v in components.items()}
+    labels = {k: str(stages.get(k, {}).get("label") or "-") for k in ("rewriter", "retriever", "reranker")}
     if not components:  # results r2med did not write: the model is the retriever
         labels["retriever"] = str(meta.get("name") or key[0]).split("/")[-1]
     return Row(str(name), labels["rewriter"], labels["retriever"], labels["reranker"],
                source=("local data: " if local else "") + str(run.path), key=key, config=config,
-               display_name=str(record.get("name") or name), local=local, kind=kind, provenance=[str(run.path)],
-               components=components)
+               display_name=str(record.get("name") or name), local=local, kind="run", provenance=[str(run.path)],
+               components=stages)
 
 
 def run_command(record: dict, tasks: list[str]) -> tuple[str, str | None]:
@@ -265,7 +387,7 @@ def run_command(record: dict, tasks: list[str]) -> tuple[str, str | None]:
     from .request import command_line
 
     words = record.get("command")
-    if "published" in record or "config" not in record:
+    if "published" in record or not isinstance(record.get("config"), dict):
         return "", None
     if not isinstance(words, list) or not words or not all(isinstance(w, str) for w in words):
         note = record.get("command_note")
@@ -288,13 +410,6 @@ def _task_order(task: str) -> int:
     return names.index(task) if task in names else len(names)
 
 
-def keep_published(rows: list[Row], which: str) -> list[Row]:
-    """Rows from results folders without the shipped published rows of a kind not asked for (the
-    shipped ``results/`` holds every published run; ``--published`` chooses which are shown)."""
-    kinds = {"leaderboard": {"leaderboard"}, "all": {"leaderboard", "repository"}, "none": set()}[which]
-    return [r for r in rows if r.kind == "run" or r.kind in kinds]
-
-
 def merge(rows: list[Row]) -> list[Row]:
     """One row per identity; a later source with different numbers adds a note to the first. A run
     joins a published row only when it is that row's configuration on official data: the row of
@@ -306,8 +421,9 @@ def merge(rows: list[Row]) -> list[Row]:
         key = row.key
         if row.config is not None and not row.local:
             name = row.display_name.lower()
-            candidates = [merged[k] for k in merged if k[0] == "published" and k[1] == name]
-            candidates += [merged[k] for k in merged if k[0] == "published" and k[1].startswith(name + " (")]
+            published_keys = [k for k in merged if len(k) == 2 and k[0] == "published"]  # (a run's key has 4 parts)
+            candidates = [merged[k] for k in published_keys if k[1] == name]
+            candidates += [merged[k] for k in published_keys if k[1].startswith(name + " (")]
             for published in candidates:
                 if not published.command:
                     continue
@@ -325,6 +441,8 @@ def merge(rows: list[Row]) -> list[Row]:
         differing = [SHORT[t] for t in row.scores if t in first.scores and abs(first.scores[t] - row.scores[t]) > 1e-9]
         if differing:
             first.notes.append(f"{row.source} differs on {', '.join(differing)}")
+        if first.kind != "run":
+            continue  # a published row's figures are the published ones: a run never fills one in
         for task, value in row.scores.items():
             first.scores.setdefault(task, value)
     return list(merged.values())
@@ -370,10 +488,15 @@ def csv_cell(text: str) -> str:
     return printable("'" + text if text.startswith(FORMULA_START) else text)
 
 
+MARKDOWN_SYNTAX = re.compile(r"([\\`*_\[\]()!~|])")
+
+
 def markdown_cell(text: str) -> str:
-    """A text cell for a markdown table: HTML and pipes escaped, so a name cannot add markup,
-    scripts or cells; control characters shown escaped."""
-    return html.escape(printable(text), quote=False).replace("|", "\\|")
+    """A text cell for a markdown table, shown as the text it is: HTML escaped (no markup or
+    script), and each character markdown gives a meaning in a cell backslash-escaped (``|``: no
+    extra cell; ``[``, ``]``, ``(``, ``)``, ``!``: no link or image; ``*``, ``_``, ``~``, backticks:
+    no emphasis or code); control characters shown escaped."""
+    return MARKDOWN_SYNTAX.sub(r"\\\1", html.escape(printable(text), quote=False))
 
 
 def records_of(rows: list[Row], tasks: list[str], commands: bool = False) -> tuple[list[str], list[list]]:
@@ -563,5 +686,8 @@ if __name__ == "__main__":  # regenerates the shipped files: python -m r2med_tas
 
     if sys.argv[1:] == ["table"]:
         print(runs_table(), end="")
-    else:
-        write_published(Path(sys.argv[1] if len(sys.argv) > 1 else "results"))
+    else:  # the mteb results and, shipped with the package, their manifest
+        from . import atomic
+
+        root = Path(sys.argv[1] if len(sys.argv) > 1 else "results")
+        atomic.write_text(MANIFEST, manifest_text(root, write_published(root)))

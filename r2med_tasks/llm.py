@@ -8,20 +8,22 @@
   the ``ChatClient`` keyword arguments for a command-line spec; ``llm_model_name(spec)``.
 - ``GenerationCache(path)``: a JSONL journal, one line per answer, appended (and fsynced) as each
   answer arrives, so a killed run keeps everything already paid for; ``key_for`` its keys.
-- ``generate_cached(client, cache, requests)``: sends only what the cache lacks.
+- ``generate_cached(client, cache, requests)``: asks the server which model it serves
+  (``ChatClient.served_model``, ``GET /models``), then sends only what the cache lacks for that model.
 - ``Usage`` and ``cost(model, usage)``: requests sent, cache hits, tokens, and dollars for known models.
 - Shared with the embedding clients (``r2med_plugins.dense.api``): ``openai_client`` (the one place
   an ``openai.OpenAI`` is built: base URL, key, timeout, no SDK retries, no redirects),
   ``APICaller`` (the retry loop: ``RetryPolicy``, ``Retry-After``, one-line ``UserError``s; its
   retries are one status line, a ``RetryLine``, which a run hands its clients through
-  ``Context.retries`` and ``ShowsRetries``), ``api_key``, ``scrub``, ``map_concurrently``.
+  ``Context.retries`` and ``ShowsRetries``), ``api_key``, ``scrub``/``redact``/``show_url`` (on
+  ``mask_urls``), ``map_concurrently``.
 - ``openai_base_url()``: where ``openai:`` goes, ``$OPENAI_BASE_URL`` as the SDK reads it.
 
 Keys come from an environment variable, read on every call and never stored (not on the client,
-not in the cache); they and anything shaped like one (``sk-...``, a password, lone user or
-``?api-key=`` in a URL, a ``Bearer`` token) are scrubbed from every message this module raises,
-logs or shows, and from the log lines of the SDK and its HTTP library. Importing this module
-imports no ``openai``/``httpx``.
+not in the cache); they and anything shaped like one (``sk-...``, a ``Bearer`` token, and in a URL
+its userinfo and every query value but a few harmless ones: ``mask_urls``, the one rule) are
+scrubbed from every message this module raises, logs or shows, and from the log lines of the SDK
+and its HTTP library. Importing this module imports no ``openai``/``httpx``.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote_plus, urlsplit, urlunsplit
 
 from .errors import UserError
 from .journal import Journal
@@ -54,15 +56,62 @@ R = TypeVar("R")
 # Keys: from the environment, never shown.
 # --------------------------------------------------------------------------------------------
 KEY_LIKE = re.compile(r"\b(?:sk|pa)-[A-Za-z0-9_*.\-]{3,}")
-_URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^/@\s:]*:)[^/@\s]+@", re.I)
-_URL_USER = re.compile(r"(\b[a-z][a-z0-9+.\-]*://)[^/@\s:]+@", re.I)  # a user alone is often a token
-_QUERY_SECRET = re.compile(r"([?&;][^=&\s#\"']*(?:key|token|secret|password|auth|sig)[^=&\s#\"']*=)[^&\s#\"']+", re.I)
 _AUTH_VALUE = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9_*.\-+/=~]{8,}")
+
+HARMLESS_QUERY_PARAMS = frozenset({"api-version", "api_version", "model", "deployment"})
+"""Query parameters whose values are shown as they are: Azure OpenAI's ``api-version`` (a date),
+a ``model`` or ``deployment`` name (which the run names anyway). Every other parameter's value is
+masked, whatever its name (``pwd``, ``pass``, ``credential``, ``sig``, ``X-Amz-Signature``, a name
+never seen before), as the openai SDK treats ``api_key``: a name cannot tell a secret apart."""
+
+# A URL's userinfo (user, password, or a token in the user's place): up to the last "@" before the
+# path; "[^/\s]" rather than the RFC's set so a password holding "?", "#" or "@" is masked whole.
+# A scheme starts where a run of scheme characters starts (not at every "\b": "a.a.a..." would
+# make the search quadratic).
+_SCHEME = r"(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]*://"
+_URL_USERINFO = re.compile(rf"({_SCHEME})[^/\s]*@", re.I)
+# A URL (to mask its query items, bare ones included).
+_URL = re.compile(rf"{_SCHEME}[^\s\"'<>]*", re.I)
+# A "?name=value" / "&name=value" / ";name=value" anywhere (a URL without a scheme, a spec's fragment).
+_QUERY_ITEM = re.compile(r"([?&;])([^=&;?#\s\"'<>]*)=([^&#\s\"'<>]*)")
+_SHORTEST_ECHOED = 4  # secrets shorter than this are masked where a URL holds them, not everywhere
+
+
+def _harmless(name: str) -> bool:
+    return unquote_plus(name).strip().lower() in HARMLESS_QUERY_PARAMS
+
+
+def _mask_query_item(m: re.Match) -> str:
+    sep, name, value = m.groups()
+    return m.group(0) if not value or value == "***" or _harmless(name) else f"{sep}{name}=***"
+
+
+def _mask_url(m: re.Match) -> str:
+    """One URL with its bare query items (``?TOKEN``) masked; ``name=value`` items and the userinfo
+    are left to ``mask_urls``' other rules."""
+    url = m.group(0)
+    head, sep, rest = url.partition("?")
+    if not sep:
+        return url
+    query, hash_, fragment = rest.partition("#")
+    items = [item if item in ("&", ";", "", "***") or "=" in item or _harmless(item) else "***"
+             for item in re.split(r"([&;])", query)]
+    return head + sep + "".join(items) + hash_ + fragment
+
+
+def mask_urls(text: str) -> str:
+    """THE rule for what of a URL may be shown, applied to every URL (and every ``?name=value``)
+    in ``text``: its userinfo (user and password, or a token alone) becomes ``***@``, and the value
+    of every query parameter becomes ``***`` unless the parameter is in ``HARMLESS_QUERY_PARAMS``
+    (a bare item, ``?TOKEN``, counts as a value). Host, port, path and fragment are kept."""
+    text = _URL_USERINFO.sub(r"\1***@", text)
+    text = _URL.sub(_mask_url, text)
+    return _QUERY_ITEM.sub(_mask_query_item, text)
 
 
 def scrub(text: str, key: str | Sequence[str] | None = None, limit: int | None = 300) -> str:
     """One line without ``key`` (or any of several) nor anything shaped like a secret: ``sk-``/``pa-``
-    keys (OpenAI echoes a masked one on 401), a URL's password (or lone user), a ``?api-key=``-like value, a
+    keys (OpenAI echoes a masked one on 401), a URL's userinfo and query values (``mask_urls``), a
     ``Bearer``/``Basic`` token. Cut to ``limit`` characters (None: no cut)."""
     text = " ".join(redact(text, key).split())
     return text if limit is None or len(text) <= limit else text[:limit - 3] + "..."
@@ -71,24 +120,30 @@ def scrub(text: str, key: str | Sequence[str] | None = None, limit: int | None =
 def redact(text: str, key: str | Sequence[str] | None = None) -> str:
     """``text`` with ``key`` (or each of several) and anything shaped like a secret as ``***``."""
     keys = [key] if isinstance(key, str) else list(key or ())
-    for k in keys:
-        if k:
-            text = text.replace(k, "***")
+    for k in sorted((k for k in keys if k), key=len, reverse=True):  # a longer secret before its parts
+        text = text.replace(k, "***")
     text = _AUTH_VALUE.sub(r"\1 ***", text)
-    text = _URL_PASSWORD.sub(r"\1***@", text)
-    text = _URL_USER.sub(r"\1***@", text)
-    text = _QUERY_SECRET.sub(r"\1***", text)
+    text = mask_urls(text)
     return KEY_LIKE.sub("***", text)
 
 
 def url_secrets(url: str) -> list[str]:
-    """The secrets a URL carries: its password and the values of key-like query parameters (a
-    user alone, often a token, is left to ``redact``'s pattern: a short name replaced everywhere
-    would garble messages)."""
-    parts = urlsplit(url)
-    found = [parts.password] if parts.password else []
-    found += [v for k, v in parse_qsl(parts.query) if v and re.search(r"key|token|secret|password|auth|sig", k, re.I)]
-    return found
+    """What ``mask_urls`` hides in ``url`` (user, password, every query value not harmless), as
+    written and decoded, for replacing wherever else it shows up (a server echoing it back).
+    Values shorter than 4 characters are left out: replaced everywhere they would garble messages
+    (inside the URL itself ``mask_urls`` still masks them)."""
+    found: list[str] = []
+    m = re.match(r"[a-z][a-z0-9+.\-]*://([^/\s]*)@", url, re.I)
+    if m:
+        user, _, password = m.group(1).partition(":")
+        found += [user, password]
+    query = url.partition("?")[2].partition("#")[0]
+    for item in re.split(r"[&;]", query):
+        name, eq, value = item.partition("=")
+        if not _harmless(name):
+            found.append(value if eq else name)
+    found += [unquote_plus(s) for s in found]
+    return sorted({s for s in found if len(s) >= _SHORTEST_ECHOED and s != "***"}, key=len, reverse=True)
 
 
 def api_key(env: str, *, required: bool, who: str) -> str | None:
@@ -143,8 +198,14 @@ def check_base_url(base_url: str | None, who: str, example: str) -> str:
     return url
 
 
+def endpoint_url(base_url: str, path: str) -> str:
+    """``path`` under ``base_url``, before its query string (where the SDK sends it)."""
+    parts = urlsplit(base_url)
+    return urlunsplit(parts._replace(path=f"{parts.path.rstrip('/')}/{path}"))
+
+
 def show_url(url: str) -> str:
-    """``url`` as it may appear in a message or a repr: password and key-like query values as ``***``."""
+    """``url`` as it may appear in a message or a repr (``mask_urls``; its secrets echoed elsewhere too)."""
     return scrub(url, url_secrets(url), limit=None)
 
 
@@ -367,7 +428,7 @@ class APICaller:
                  logger: logging.Logger | None = None, retries: RetryLine | None = None) -> None:
         self._secrets = url_secrets(url)
         self.url = show_url(url)
-        self.model = model
+        self.model = redact(model)  # shown only: a spec's "#m?pwd=..." must not show
         self.api_key_env = api_key_env
         self.base_url = show_url(base_url if base_url is not None else url.rsplit("/", 1)[0])
         self.timeout = timeout
@@ -521,7 +582,7 @@ class Usage:
         """One line for the end of a run: requests, cache hits, tokens and, when known, the cost."""
         dollars = cost(model, self)
         price = f", about ${dollars:.2f}" if dollars is not None else ""
-        return (f"{model}: {self.sent} requests sent, {self.cached} answered from the cache, "
+        return (f"{redact(model)}: {self.sent} requests sent, {self.cached} answered from the cache, "
                 f"{self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion tokens{price}")
 
     def add(self, generation: Generation) -> None:
@@ -571,15 +632,15 @@ def openai_base_url() -> str:
 
 def llm_model_name(spec: str) -> str:
     """The model an LLM spec names, for display: after the last ``#`` of a URL spec, else after
-    ``backend:`` ("openai:gpt-4o" -> "gpt-4o")."""
-    return spec.rpartition("#")[2] if "#" in spec else spec.partition(":")[2] or spec
+    ``backend:`` ("openai:gpt-4o" -> "gpt-4o"); anything shaped like a secret masked (``redact``)."""
+    return redact(spec.rpartition("#")[2] if "#" in spec else spec.partition(":")[2] or spec)
 
 
 def llm_identity(spec: str) -> str:
     """What an ``-o llm=`` spec stands for in a run's identity: the model, and whether OpenAI serves
     it (whose sampling defaults differ), never the server's address: ``openai:gpt-4o`` stays,
     ``vllm:Qwen2.5-7B-Instruct`` and ``http://10.0.0.5:8000/v1#Qwen2.5-7B-Instruct`` are both
-    ``Qwen2.5-7B-Instruct``. Empty stays empty."""
+    ``Qwen2.5-7B-Instruct``. Empty stays empty. Anything shaped like a secret (``#m?pwd=...``) is masked."""
     if not isinstance(spec, str) or not spec.strip():
         return spec
     spec = spec.strip()
@@ -693,8 +754,51 @@ def parse_chat_completion(payload: bytes, requested_model: str) -> Generation:
         raise BadResponse(f"{'empty' if text is not None else 'no'} content (finish_reason {finish!r})", advice)
     usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else {}
     model = obj.get("model") if isinstance(obj.get("model"), str) and obj.get("model") else requested_model
+    model = redact(model)  # stored and shown: never a secret a spec or a server put there
     return Generation(text=text, prompt_tokens=_count(usage.get("prompt_tokens")),
                       completion_tokens=_count(usage.get("completion_tokens")), finish_reason=finish, model=model)
+
+
+class _NoModelList(Exception):
+    """``GET /models`` is not there (HTTP 404/405) or answers something else than a model list."""
+
+
+def _model_cards(payload: bytes) -> list[dict]:
+    """The model cards of a ``GET /models`` answer (``{"data": [{"id": ...}, ...]}``)."""
+    try:
+        obj = json.loads(payload)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise _NoModelList("the answer is not JSON") from None
+    data = obj.get("data") if isinstance(obj, dict) else None
+    if not isinstance(data, list):
+        raise _NoModelList("the answer has no 'data' list")
+    return [c for c in data if isinstance(c, dict) and isinstance(c.get("id"), str)]
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """What a server says it serves under the requested model name (``ChatClient.served_model``):
+    ``id`` (None when not known), vLLM's ``root`` (the weights' path or hub id) and ``parent`` (a
+    LoRA's base model); ``reason``: why the identity is not known (None when it is), ``unlisted``:
+    the server lists models, not this one."""
+
+    requested: str
+    id: str | None = None
+    root: str | None = None
+    parent: str | None = None
+    unlisted: bool = False
+    reason: str | None = None
+
+    def key(self) -> dict[str, Any] | None:
+        """The part of a cache key that stands for the server's model: None when unknown (the
+        model name alone, as before identities were asked for)."""
+        if self.id is not None:
+            return {"id": self.id, "root": self.root, "parent": self.parent}
+        return {"unlisted": True} if self.unlisted else None
 
 
 class ChatClient:
@@ -726,13 +830,15 @@ class ChatClient:
             raise UserError(f"ChatClient: model must be a non-empty string, got {model!r}")
         self.model = model.strip()
         self.base_url = check_base_url(base_url or openai_base_url(), "ChatClient", VLLM_BASE_URL)
-        self.url = f"{self.base_url}/chat/completions"
+        self.url = endpoint_url(self.base_url, "chat/completions")
         self.api_key_env = api_key_env
         self.temperature, self.top_p, self.max_tokens, self.seed = temperature, top_p, max_tokens, seed
         self.concurrency, self.timeout = concurrency, timeout
         self.retry = retry_policy(retry, max_retries=max_retries, backoff=backoff, backoff_max=backoff_max,
                                   retry_after_max=retry_after_max, sleep=sleep)
         self.retries = RetryLine()
+        self._served: ServedModel | None = None
+        self._served_lock = threading.Lock()
         self._check_options()
 
     def show_retries(self, line: RetryLine) -> None:
@@ -741,8 +847,13 @@ class ChatClient:
 
     def __repr__(self) -> str:
         params = "".join(f", {k}={v!r}" for k, v in self.params.items())
-        return (f"ChatClient({self.model!r}, base_url={show_url(self.base_url)!r}, "
+        return (f"ChatClient({self.shown_model!r}, base_url={show_url(self.base_url)!r}, "
                 f"api_key_env={self.api_key_env!r}{params})")
+
+    @property
+    def shown_model(self) -> str:
+        """``model`` as messages show it (``redact``: a spec's ``#m?pwd=...`` is masked)."""
+        return redact(self.model)
 
     @property
     def max_retries(self) -> int:
@@ -800,7 +911,7 @@ class ChatClient:
         if not requests:
             return []
         key = api_key(self.api_key_env, required=self.needs_key,
-                      who=f"ChatClient for {self.model} at {show_url(self.url)}")
+                      who=f"ChatClient for {self.shown_model} at {show_url(self.url)}")
         caller = APICaller(self.url, model=self.model, api_key_env=self.api_key_env, base_url=self.base_url,
                            timeout=self.timeout, retry=self.retry,
                            malformed_advice="check that base_url serves an OpenAI-compatible chat completions API",
@@ -826,35 +937,97 @@ class ChatClient:
 
         return map_concurrently(run, range(len(requests)), self.concurrency, name="ChatClient", finish_running=True)
 
+    def served_model(self) -> ServedModel:
+        """The model the server says it serves under ``model`` (``GET {base_url}/models``), asked once
+        per client (so once per run's stage) and remembered; what keys this client's cached answers.
+
+        - the entry whose ``id`` is ``model`` (Ollama's ``NAME:latest`` for a bare ``NAME``): its
+          ``id``, and vLLM's ``root`` (the weights it loaded) and ``parent`` (a LoRA's base model);
+        - HTTP 401/403: a one-line ``UserError`` naming the endpoint and the key variable (nothing
+          is sent or reused); other failures are retried as chat requests are, then a ``UserError``;
+        - no such route (HTTP 404/405) or an answer that is not a model list: the model name alone,
+          as before, with the reason in ``ServedModel.reason`` (and an INFO log record);
+        - a list without ``model``: the model name, marked unlisted (so never the answers of a
+          server that did report it), with the reason likewise.
+        """
+        with self._served_lock:
+            if self._served is None:
+                self._served = self._ask_served_model()
+                if self._served.reason:
+                    log.info("%s: %s", self.shown_model, self._served.reason)
+            return self._served
+
+    def _ask_served_model(self) -> ServedModel:
+        url = endpoint_url(self.base_url, "models")
+        key = api_key(self.api_key_env, required=self.needs_key,
+                      who=f"ChatClient for {self.shown_model} at {show_url(self.base_url)}")
+
+        def refused(status: int, message: str) -> str | None:
+            if status in (404, 405):
+                raise _NoModelList(f"HTTP {status}")
+            return None
+
+        caller = APICaller(url, model=self.model, api_key_env=self.api_key_env, base_url=self.base_url,
+                           timeout=self.timeout, retry=self.retry,
+                           malformed_advice="check that base_url serves an OpenAI-compatible API",
+                           client_error=refused, logger=log, retries=self.retries)
+        client = openai_client(self.base_url, key=key, timeout=self.timeout)
+        headers = no_auth_header(key)
+
+        def send() -> bytes:
+            return client.models.with_raw_response.list(extra_headers=headers).http_response.content
+
+        shown = show_url(url)
+        try:
+            cards = caller.call(send, _model_cards, key=key)
+        except _NoModelList as e:
+            return ServedModel(self.model, reason=f"{shown} gave no model list ({e}); cached answers are "
+                                                  "matched by the model name alone")
+        names = [self.model] + ([f"{self.model}:latest"] if ":" not in self.model else [])
+        for name in names:
+            card = next((c for c in cards if c.get("id") == name), None)
+            if card is not None:
+                return ServedModel(self.model, id=name, root=_str_or_none(card.get("root")),
+                                   parent=_str_or_none(card.get("parent")))
+        listed = ", ".join(sorted(str(c.get("id")) for c in cards)[:5]) or "none"
+        return ServedModel(self.model, unlisted=True,
+                           reason=f"{shown} does not list {self.shown_model} (it lists: {scrub(listed, key, 200)}); "
+                                  "cached answers are matched by the model name (never those of a server that "
+                                  "lists it)")
+
     def _client_error(self, status: int, message: str) -> str | None:
         """Advice for a refused request (not retried); None leaves it to ``default_fix``."""
         if status in (400, 413, 422) and _CONTEXT_ERROR.search(message):
-            return f"the prompt plus max_tokens exceed {self.model}'s context: shorten the prompt or lower max_tokens"
+            return (f"the prompt plus max_tokens exceed {self.shown_model}'s context: shorten the prompt or "
+                    "lower max_tokens")
         if status in (400, 422):
             for name in (*SAMPLING_PARAMS, "max_completion_tokens"):
                 if name in message and re.search(r"unsupported|not support", message, re.I):
-                    return f"{self.model} does not take {name} as set: change it or leave it unset"
+                    return f"{self.shown_model} does not take {name} as set: change it or leave it unset"
         return None
 
 
 # --------------------------------------------------------------------------------------------
 # The cache.
 # --------------------------------------------------------------------------------------------
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: keyed by the model the server reports serving (``ServedModel.key``)
 
 
-def key_for(model: str, messages: list[dict], params: dict[str, Any]) -> str:
-    """sha256 hex of the canonical JSON of ``{"v", "model", "messages", "params"}``.
+def key_for(model: str, messages: list[dict], params: dict[str, Any], served: dict[str, Any] | None = None) -> str:
+    """sha256 hex of the canonical JSON of ``{"v", "model", "served", "messages", "params"}``.
 
+    ``served`` is what the server reported serving under ``model`` (``ServedModel.key()``: its
+    ``id``, vLLM's ``root`` and ``parent``), None when it could not say: answers of another served
+    model (another checkpoint under the same name, at another endpoint) are never reused, and the
+    base URL itself is not part of the key (the same served model elsewhere reuses the answers).
     ``params`` are the sampling parameters, None ones dropped (``temperature=0`` and ``0.0`` agree);
-    dict key order does not matter. The base URL is deliberately NOT part of the key: the same model
-    id served elsewhere (OpenAI vs. a proxy, vLLM on another host) reuses the answers. Use distinct
-    model ids (or cache files) for models that differ under one name (e.g. quantized builds).
+    dict key order does not matter. JSON is one unambiguous encoding of the whole (no separator a
+    text could hold), ASCII-escaped so even a lone surrogate has its own bytes.
     """
-    blob = json.dumps({"v": CACHE_VERSION, "model": model, "messages": messages,
+    blob = json.dumps({"v": CACHE_VERSION, "model": model, "served": served, "messages": messages,
                        "params": _normalize_params(dict(params))},
-                      sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+                      sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("ascii")).hexdigest()
 
 
 _FIELDS = {"text": str, "prompt_tokens": int, "completion_tokens": int, "model": str}
@@ -923,14 +1096,20 @@ def generate_cached(client: ChatClient, cache: GenerationCache, requests: list[l
                     usage: Usage | None = None) -> list[Generation]:
     """``client.generate(requests)`` for what ``cache`` lacks, each answer stored as it arrives.
 
-    Requests are keyed by ``key_for(client.model, messages, client.params)``; identical requests in
-    one call are sent once. ``usage`` (if given) counts the requests sent (and their tokens) and the
+    First (before anything is reused or sent) the client is asked which model its server serves
+    (``client.served_model()``, once per client; a 401 is the error, nothing is reused): requests
+    are keyed by ``key_for(client.model, messages, client.params, served)``, so answers of another
+    served model are not reused. A client without ``served_model`` (a plugin's own) is keyed by its
+    model name alone. Identical requests in one call are sent once. ``usage`` (if given) counts the requests sent (and their tokens) and the
     cache hits. If the run fails, every answer received so far is already in the cache, so a rerun
     sends only the rest.
     """
     requests = _check_messages(requests, "generate_cached")
+    if not requests:
+        return []
     params = client.params
-    keys = [cache.key_for(client.model, messages, params) for messages in requests]
+    served = client.served_model().key() if callable(getattr(client, "served_model", None)) else None
+    keys = [cache.key_for(client.model, messages, params, served) for messages in requests]
     out: list[Generation | None] = [cache.get(k) for k in keys]
     to_send: list[int] = []
     first: dict[str, int] = {}
@@ -942,7 +1121,7 @@ def generate_cached(client: ChatClient, cache: GenerationCache, requests: list[l
     if usage is not None:
         usage.cached += hits
     if to_send:
-        log.info("%s: %d answer(s) cached, %d request(s) to send to %s", client.model, hits, len(to_send),
+        log.info("%s: %d answer(s) cached, %d request(s) to send to %s", redact(client.model), hits, len(to_send),
                  show_url(getattr(client, "url", "its endpoint")))
 
     def store(j: int, generation: Generation) -> None:

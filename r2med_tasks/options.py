@@ -8,9 +8,11 @@ server's default), bounds (``Field(ge=..., le=...)``) and a ``description`` (the
                           b=(float, Field(0.4, ge=0, le=1, description="length normalisation")))
 
 or an ordinary ``class BM25Options(Options)`` (any ``pydantic.BaseModel`` works). Command-line
-strings are parsed by the field's type: numbers, ``true/false`` (``1/0``, ``yes/no``, ``on/off``),
-comma-separated tuples, ``none``/``null``/empty for optional fields. The legacy form, a plain dict
-of defaults, still works: each type is inferred from its default (``legacy_options``).
+strings are parsed by the field's type: numbers (never with ``_``, which Python would read as a digit
+separator, ``1_5`` as 15; an integer within a signed 64-bit range; ``-0.0`` is 0.0), ``true/false``
+(``1/0``, ``yes/no``, ``on/off``), comma-separated tuples, ``none``/``null``/empty for optional
+fields. The legacy form, a plain dict of defaults, still works: each type is inferred from its
+default (``legacy_options``).
 
 An option whose text is not what identifies it says so with :class:`Identified` in its annotation:
 a file is identified by its content (:func:`file_content`), so a run's identity holds no machine
@@ -142,18 +144,47 @@ def parse(model: type[BaseModel], key: str, raw: str, *, where: str) -> Any:
         value: Any = None
     elif _is_sequence(inner):
         value = tuple(part.strip() for part in raw.split(",") if part.strip())
+        if _base(_item_type(inner)) in (int, float) and any("_" in part for part in value):
+            raise UserError(f"{where}={raw}: expected {describe(model, key)}, written without '_'")
     elif inner is bool:
         if text.lower() not in TRUE + FALSE:
             raise UserError(f"{where}={raw}: expected {describe(model, key)}")
         value = text.lower() in TRUE
     elif inner in (int, float):
+        if "_" in text:  # Python and pydantic read 1_5 as 15: a typo of 1.5 would pass unnoticed
+            raise UserError(f"{where}={raw}: expected {describe(model, key)}, written without '_'")
         value = text
     else:
         value = raw
     try:
-        return _validate(model, key, value)
+        validated = _validate(model, key, value)
     except ValidationError as e:
         raise UserError(f"{where}={raw}: {_problem(model, key, e)}") from None
+    return _settled(validated, f"{where}={raw}")
+
+
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1  # a signed 64-bit integer: what numpy, torch and C libraries take
+
+
+def _settled(value: Any, where: str) -> Any:
+    """A parsed value as it identifies a run and reaches a component: an integer out of a signed
+    64-bit range is refused (libraries given it overflow long after the run started), and a float
+    -0.0 is 0.0 (the same option value, so the same results folder)."""
+    if isinstance(value, (tuple, list)):
+        items = [_settled_item(v, f"{where}: item {n} ") for n, v in enumerate(value, 1)]
+        return type(value)(items)
+    return _settled_item(value, f"{where}: ")
+
+
+def _settled_item(value: Any, prefix: str) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value > INT_MAX:
+            raise UserError(f"{prefix}must be <= {INT_MAX}")
+        if value < INT_MIN:
+            raise UserError(f"{prefix}must be >= {INT_MIN}")
+    elif isinstance(value, float) and value == 0.0:
+        return 0.0
+    return value
 
 
 def describe(model: type[BaseModel], key: str) -> str:

@@ -35,6 +35,11 @@ from pathlib import Path
 from .tasks import R2MED_TASKS
 
 DATA = Path(__file__).parent / "data" / "published" / "r2med_published.json"
+# The sha256 of every file of the published runs as mteb results (``results/r2med-*__*/published/``),
+# written with them by ``python -m r2med_tasks.leaderboard results``: ``sha256sum`` lines, paths
+# relative to ``results/`` (``cd results && sha256sum -c ../r2med_tasks/data/published/files.sha256``).
+# A results folder claiming to be published is the shipped copy only when its files are these.
+MANIFEST = Path(__file__).parent / "data" / "published" / "files.sha256"
 PUBLISHED_CSV = Path(__file__).parent / "data" / "leaderboard" / "r2med_leaderboard.csv"
 REPOSITORY = "R2MED/R2MED"
 COMMITS = ("45cbac5", "62b7074")  # oldest first; a run's figures are read from the first commit holding it
@@ -258,6 +263,25 @@ def _load(path: str) -> dict:
 def published_runs(kind: str | None = None, path: Path = DATA) -> list[dict]:
     """The shipped record's runs (``kind``: ``leaderboard`` or ``repository`` only)."""
     return [r for r in _load(str(path))["runs"] if kind is None or r["kind"] == kind]
+
+
+def manifest_text(root: Path, files: list[Path]) -> str:
+    """The manifest of ``files`` (written under ``root``): one ``<sha256>  <path under root>`` line
+    each, sorted by path, as ``sha256sum`` writes and checks them."""
+    import hashlib
+
+    lines = sorted(f"{p.relative_to(root).as_posix()}\0{hashlib.sha256(p.read_bytes()).hexdigest()}" for p in files)
+    return "".join(f"{digest}  {path}\n" for path, digest in (line.split("\0") for line in lines))
+
+
+@lru_cache(maxsize=1)
+def shipped_files(path: Path = MANIFEST) -> dict[str, str]:
+    """The manifest shipped with the package: path under ``results/`` -> sha256."""
+    out = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        digest, name = line.split("  ", 1)
+        out[name] = digest
+    return out
 
 
 def provenance(run: dict) -> list[str]:

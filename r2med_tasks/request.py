@@ -32,6 +32,18 @@ if TYPE_CHECKING:
 DEFAULT_OUTPUT = Path("results")
 DEFAULT_TOP_K = 100
 
+class PathOption(click.Path):
+    """A path option's value: never empty (``--output ""`` would write into the current folder)."""
+
+    def __init__(self) -> None:
+        super().__init__(path_type=Path)
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not value.strip():
+            self.fail("empty; give a folder (for the current one, write .)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 # r2med-run's parameters: the command line's, and the one parser of every stored or swept command.
 RUN_PARAMS: list[click.Parameter] = [
     click.Option(["--plugin", "-p", "plugin_names"], multiple=True, required=True, metavar="NAME",
@@ -41,9 +53,9 @@ RUN_PARAMS: list[click.Parameter] = [
                  help="Task names, aliases (Biology, PMC-Clinical, sample), groups (qa-reference, clinical-evidence, "
                       "clinical-case) or r2med; comma-separated or repeated. Default: the folders found in "
                       "--data-dir, else all eight R2MED tasks."),
-    click.Option(["--data-dir"], type=click.Path(path_type=Path), metavar="DIR",
+    click.Option(["--data-dir"], type=PathOption(), metavar="DIR",
                  help="Read tasks from DIR/<Name>/{corpus,query,qrels}.jsonl instead of the hub."),
-    click.Option(["--output"], type=click.Path(path_type=Path), default=DEFAULT_OUTPUT, show_default=True,
+    click.Option(["--output"], type=PathOption(), default=DEFAULT_OUTPUT, show_default=True,
                  help="Results folder (mteb's layout: OUTPUT/<org__model>/<revision>/; results on local data "
                       "under OUTPUT/local-data/)."),
     click.Option(["-o", "options"], multiple=True, metavar="KEY=VALUE",
@@ -54,7 +66,7 @@ RUN_PARAMS: list[click.Parameter] = [
     click.Option(["--device"], metavar="DEVICE",
                  help="cpu, cuda, cuda:N, or cuda:0,cuda:1 for several GPUs: sets the device of every selected "
                       "component that runs models (same as -o device=...)."),
-    click.Option(["--cache-dir"], type=click.Path(path_type=Path), metavar="DIR", envvar="R2MED_CACHE_DIR",
+    click.Option(["--cache-dir"], type=PathOption(), metavar="DIR", envvar="R2MED_CACHE_DIR",
                  help="Where components keep indexes, embeddings and LLM answers "
                       "(default: $R2MED_CACHE_DIR, else $XDG_CACHE_HOME/r2med or ~/.cache/r2med)."),
     click.Option(["--overwrite"], is_flag=True, help="Recompute tasks that already have results."),

@@ -28,8 +28,8 @@ from typing import Any
 from . import atomic
 from .errors import UserError
 from .evaluation import PER_QUERY, SCORING
-from .layout import RunFolder, experiment_name, folder_path, inside, safe_component, slug
-from .runs import Run, write_trec
+from .layout import RunFolder, experiment_name, folder_path, inside, leads_outside, safe_component, slug
+from .runs import Run, trec_text
 
 FORMAT = 3  # of the identity files and records; results without one were written by an earlier r2med
 
@@ -132,8 +132,13 @@ class ResultFolder(RunFolder):
             self.name, self.revision = spec.model["name"], safe_component(str(spec.model["revision"]))
         self.experiment = experiment_name(spec.variant)
         super().__init__(folder_path(output, self.name, self.revision, self.experiment, local=local))
+        self.output = output
         if not inside(self.path, output):  # sanitising makes this impossible; a last guard all the same
             raise UserError(f"results folder {self.path} would lie outside --output {output}")
+        escape = leads_outside(self.path, output)
+        if escape is not None:
+            raise UserError(f"{escape} is a symbolic link leading out of --output {output}; results are only "
+                            "written inside it: remove the link or choose another --output")
 
     def check_claim(self) -> None:
         """Refuse a folder whose recorded configuration is another one (two configurations never
@@ -146,19 +151,39 @@ class ResultFolder(RunFolder):
                             f"({stored.get('label', '?')}); pass another --output or delete that folder")
 
     def claim(self) -> None:
-        """Record the run as this folder's. Every writer claims holding the folder's lock, so the
-        temp files found now were left by a killed run, and go."""
+        """Prepare to write here, holding the folder's lock: check the recorded configuration, and
+        remove the temp files a killed run left (every writer holds the lock, so they are stale).
+        The record itself is written with the first task, so a run that fails before one leaves
+        no folder that only claims to hold results (:meth:`prune`)."""
         self.check_claim()
         self.remove_stale_temp_files()
+
+    def record_text(self) -> str:
         spec = self.spec
-        atomic.write_json(self.record_file, canonical({
+        return json.dumps(canonical({
             "format": FORMAT, "name": self.display_name, "label": self.label, "config": spec.config,
             "models": spec.models, "code": spec.code, "experiment_kwargs": spec.variant or None,
             "data": "local" if self.local else "hub", "components": spec.components,
-            "command": list(spec.command) if spec.command else None, "command_note": spec.command_note}))
+            "command": list(spec.command) if spec.command else None, "command_note": spec.command_note}),
+            indent=2, ensure_ascii=False) + "\n"
+
+    def prune(self) -> None:
+        """Remove what a run that wrote no task left: the lock file and the empty folders above it
+        (never a folder holding anything else)."""
+        if self.task_files() or self.record_file.exists():
+            return
+        self.lock_file.unlink(missing_ok=True)
+        for folder in (self.lock_file.parent, *self.lock_file.parent.parents):
+            if folder == self.output:
+                break
+            try:
+                folder.rmdir()
+            except OSError:  # not empty, or already gone
+                break
 
     def status(self, task_name: str, identity: dict[str, Any]) -> Status:
-        """Reuse only a complete, readable result whose stored identity equals ``identity``."""
+        """Reuse only a complete, readable result whose stored identity equals ``identity`` and
+        whose files are the ones written together (their hashes, recorded last, agree)."""
         if not self.task_json(task_name).exists():
             return Status(False)
         try:
@@ -174,7 +199,19 @@ class ResultFolder(RunFolder):
             self.load(task_name)
         except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
             return Status(False, f"its stored result is unreadable or incomplete ({type(e).__name__})")
+        if not self.complete(task_name):
+            return Status(False, "its stored files are not the ones written together (a run stopped while "
+                                 "replacing them, or they were edited)")
         return Status(True)
+
+    def complete(self, task_name: str) -> bool:
+        """Whether the task's files are those its manifest (written last) names, byte for byte."""
+        try:
+            manifest = json.loads(self.manifest_file(task_name).read_text(encoding="utf-8"))
+            return manifest == {name: _sha256(self.path / name) for name in manifest} and set(manifest) == set(
+                self.task_file_names(task_name))
+        except (OSError, ValueError, TypeError):
+            return False
 
     def load(self, task_name: str) -> tuple[float, int]:
         """The stored main score and number of evaluated queries of a finished task."""
@@ -188,23 +225,48 @@ class ResultFolder(RunFolder):
 
     def write(self, task_name: str, dataset_revision: str, identity: dict[str, Any], scores: dict, ranked: Run,
               per_query: dict, *, evaluation_time: float, phases: list[dict[str, Any]]) -> None:
-        """Write a task's files; the TaskResult, which marks the task finished, goes last (the bytes
-        mteb writes, without importing mteb: the warm path of a run never does)."""
+        """Write a task's files as one: each is prepared beside its target, then all are put in
+        place (the TaskResult last, so readers see the previous result until the new one is whole),
+        then the manifest of their hashes that marks the task finished. A failure before that point
+        (a full disk) leaves the previous result as it was; a kill during it leaves files the
+        manifest does not match, so the task is recomputed. The bytes are mteb's, written without
+        importing mteb (the warm path of a run never does)."""
         from .mteb_adapter import task_result_text
 
-        self.task_json(task_name).unlink(missing_ok=True)  # a kill from here on leaves the task unfinished
         if not self.model_meta_file.exists():
             atomic.write_text(self.model_meta_file, self.model_meta_text())
-        write_trec(self.trec(task_name), ranked, slug(self.display_name) or "r2med")
-        atomic.write_lines(self.per_query(task_name), [
-            "\t".join(["query_id", *PER_QUERY]),
-            *("\t".join([qid, *(repr(m[k]) for k in PER_QUERY)]) for qid, m in sorted(per_query.items()))])
-        atomic.write_json(self.identity_file(task_name), identity)
-        self.write_run_settings(task_name)
-        atomic.write_text(self.task_json(task_name),
-                          task_result_text(task_name, dataset_revision, scores, evaluation_time, phases))
+        record = self.record_text()
+        files = {
+            self.trec(task_name): trec_text(ranked, slug(self.display_name) or "r2med"),
+            self.per_query(task_name): "".join(line + "\n" for line in [
+                "\t".join(["query_id", *PER_QUERY]),
+                *("\t".join([qid, *(repr(m[k]) for k in PER_QUERY)]) for qid, m in sorted(per_query.items()))]),
+            self.identity_file(task_name): json.dumps(identity, indent=2, ensure_ascii=False, default=str) + "\n",
+            self.task_json(task_name): task_result_text(task_name, dataset_revision, scores, evaluation_time, phases),
+        }
+        encoded = {path: text.encode("utf-8") for path, text in files.items()}
+        manifest = {path.relative_to(self.path).as_posix(): hashlib.sha256(data).hexdigest()
+                    for path, data in encoded.items()}
+        settings = self.run_settings_text(task_name)
+        atomic.replace_all([
+            *([(self.record_file, record.encode("utf-8"))] if self._record_differs(record) else []),
+            *([(self.run_settings_file, settings.encode("utf-8"))] if settings is not None else []),
+            *encoded.items(),
+            (self.manifest_file(task_name), (json.dumps(manifest, indent=2) + "\n").encode("utf-8"))])
 
-    def write_run_settings(self, task_name: str) -> None:
+    def task_file_names(self, task_name: str) -> list[str]:
+        """The files a task's manifest covers, relative to the folder."""
+        return [p.relative_to(self.path).as_posix() for p in (self.trec(task_name), self.per_query(task_name),
+                                                              self.identity_file(task_name),
+                                                              self.task_json(task_name))]
+
+    def _record_differs(self, text: str) -> bool:
+        try:
+            return self.record_file.read_text(encoding="utf-8") != text
+        except OSError:
+            return True
+
+    def run_settings_text(self, task_name: str) -> str | None:
         """``run_settings.jsonl`` with this task's entry, merged as mteb's ``ResultCache.save_to_cache``
         merges it (one test split, the default subset)."""
         from .mteb_adapter import run_settings_text
@@ -213,9 +275,7 @@ class ResultFolder(RunFolder):
             existing = self.run_settings_file.read_text(encoding="utf-8")
         except FileNotFoundError:
             existing = None
-        text = run_settings_text(existing, task_name, {"test": [{"hf_subset": "default"}]}, self.spec.encode_kwargs)
-        if text is not None:
-            atomic.write_text(self.run_settings_file, text)
+        return run_settings_text(existing, task_name, {"test": [{"hf_subset": "default"}]}, self.spec.encode_kwargs)
 
     def model_meta_object(self):
         """The mteb ModelMeta naming these results (mteb's own entry when it has one), with the
@@ -301,3 +361,7 @@ def _without_options(config: dict[str, Any]) -> dict[str, Any]:
         elif key == "members":
             out[key] = [_without_options(m) for m in value]
     return out
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()

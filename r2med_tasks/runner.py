@@ -23,7 +23,7 @@ from .combine import default_query
 from .components import KEEP_TAIL, RerankDepth, combines_generated
 from .context import Context
 from .data import Query, TaskData, hash_ahead
-from .errors import PluginError, UserError
+from .errors import FILE_PROBLEMS, PluginError, UserError
 from .evaluation import check_run, score
 from .llm import RetryLine
 from .outcomes import RunOutcome, TaskOutcome
@@ -81,6 +81,11 @@ def calling(stage: Stage, task: TaskSpec, what: str, context: Context):
         yield
     except UserError:
         raise
+    except OSError as e:
+        if e.filename is not None and e.errno in FILE_PROBLEMS:  # a file it wrote or read (a full disk, an
+            raise  # unwritable cache): the error names the file and what to do, not the plugin
+        raise PluginError(f"{stage.label} failed while {what} {task.name}: {type(e).__name__}: {e} "
+                          "(rerun with --debug for the traceback)") from e
     except Exception as e:
         raise PluginError(f"{stage.label} failed while {what} {task.name}: {type(e).__name__}: {e} "
                           "(rerun with --debug for the traceback)") from e
@@ -159,9 +164,13 @@ def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, dat
         _claimed(folders, pipeline, output, run.is_local(task))
     every = [f for pair in folders.values() for f in pair if f is not None]
     with locked(every, run.waiting):
-        for claimed in every:
-            claimed.claim()
-        outcomes = run.tasks_in(folders, context, local)
+        try:
+            for claimed in every:
+                claimed.claim()
+            outcomes = run.tasks_in(folders, context, local)
+        finally:  # a folder no task was written to is not left behind
+            for claimed in every:
+                claimed.prune()
     main = next(iter(folders.values()))[0]
     return RunOutcome(main.display_name, main.label, main.name, main.revision, main.experiment,
                       [str(f.path) for f, _ in folders.values()], outcomes)
@@ -310,23 +319,26 @@ class _Run:
         here = task.name == current.task.name
         data_id = current.data_id if here else task.data_identity(self.data_dir, only_task=self.only_task)
         with locked([folder], self.waiting):
-            folder.claim()
-            key = (folder.path, task.name)
-            if (key in self.fresh or not self.overwrite) and _reusable(folder, task, data_id):
-                return folder.read_run(task.name)
-            started = time.time()
-            data = current.data if here else task.load(self.data_dir, only_task=self.only_task,
-                                                       cache_dir=context.cache_dir)
-            if not here:
-                data_id = task.data_identity(self.data_dir, only_task=self.only_task, revision=data.revision)
-                context = context.with_(corpus=data.corpus, data_folder=data.folder)
-            if queries is None:
-                ranked = first_stage(sub, task, data, phase, step, context)
-            else:
-                ranked = search_stage(sub, task, data, list(queries), phase, step, context)
-            _save(folder, task, data, data_id, ranked, started, phase)
-            self.fresh.add(key)
-            return ranked
+            try:
+                folder.claim()
+                key = (folder.path, task.name)
+                if (key in self.fresh or not self.overwrite) and _reusable(folder, task, data_id):
+                    return folder.read_run(task.name)
+                started = time.time()
+                data = current.data if here else task.load(self.data_dir, only_task=self.only_task,
+                                                           cache_dir=context.cache_dir)
+                if not here:
+                    data_id = task.data_identity(self.data_dir, only_task=self.only_task, revision=data.revision)
+                    context = context.with_(corpus=data.corpus, data_folder=data.folder)
+                if queries is None:
+                    ranked = first_stage(sub, task, data, phase, step, context)
+                else:
+                    ranked = search_stage(sub, task, data, list(queries), phase, step, context)
+                _save(folder, task, data, data_id, ranked, started, phase)
+                self.fresh.add(key)
+                return ranked
+            finally:
+                folder.prune()
 
     def subpipeline(self, retriever: str, options: tuple[str, ...], context: Context) -> Pipeline:
         """This run's rewriter (the same instance) + another retriever, created once per run."""

@@ -29,7 +29,7 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
-from .errors import PluginError, UserError
+from .errors import PluginError, UserError, os_problem
 from .models import hub_offline
 from .outcomes import RunOutcome
 
@@ -139,7 +139,8 @@ def _commands(text: str, source: str) -> Iterator[tuple[int, str]]:
 def _toml_lines(text: str, source: str) -> list[tuple[str, list[str]]]:
     """A TOML sweep: each ``[[pipeline]]`` (``plugins``, fixed ``options``, a ``grid`` of option
     values, ``tasks``, ``top_k``, ``device``, ``output``, ``data_dir``) × every combination of its
-    grid; top-level ``tasks`` for pipelines that name none."""
+    grid; top-level ``tasks``, ``top_k``, ``device``, ``output`` and ``data_dir`` for pipelines that
+    set none."""
     try:
         import tomllib
     except ImportError:  # Python 3.10
@@ -153,22 +154,24 @@ def _toml_lines(text: str, source: str) -> list[tuple[str, list[str]]]:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"{source}: {e}") from None
-    unknown = set(data) - {"tasks", "pipeline"}
+    shared = {"tasks", "top_k", "device", "output", "data_dir"}  # for every pipeline that sets none
+    unknown = set(data) - shared - {"pipeline"}
     if unknown:
-        raise UserError(f"{source}: unknown key(s) {', '.join(sorted(unknown))} (top level: tasks, [[pipeline]])")
+        raise UserError(f"{source}: unknown key(s) {', '.join(sorted(unknown))} (top level: "
+                        f"{', '.join(sorted(shared))}, [[pipeline]])")
     out = []
     for n, p in enumerate(data.get("pipeline", []), 1):
         where = f"{source}: pipeline {n}"
-        keys = {"plugins", "options", "grid", "tasks", "top_k", "device", "output", "data_dir"}
+        keys = {"plugins", "options", "grid", *shared}
         if not isinstance(p, dict) or not p.get("plugins") or set(p) - keys:
             raise UserError(f"{where}: expected plugins = [...] and only {', '.join(sorted(keys - {'plugins'}))}")
+        p = {**{k: data[k] for k in shared if k in data}, **p}
         grid = p.get("grid", {})
         if not all(isinstance(v, list) and v for v in grid.values()):
             raise UserError(f"{where}: each grid key takes a non-empty list of values")
         words = [w for name in _listed(p["plugins"]) for w in ("--plugin", name)]
         words += [w for k, v in p.get("options", {}).items() for w in ("-o", f"{k}={option_text(v)}")]
-        tasks = p.get("tasks", data.get("tasks"))
-        words += [w for t in _listed(tasks or []) for w in ("--tasks", t)]
+        words += [w for t in _listed(p.get("tasks") or []) for w in ("--tasks", t)]
         words += [w for key, flag in (("top_k", "--top-k"), ("device", "--device"), ("output", "--output"),
                                       ("data_dir", "--data-dir")) if key in p for w in (flag, str(p[key]))]
         for values in product(*grid.values()):
@@ -321,6 +324,8 @@ def run_job(args: Sequence[str], cwd: str | None = None) -> dict[str, Any]:
                               log=lambda line: console.print(line, markup=False))
     except (UserError, PluginError) as e:
         return {"error": str(e), "log": console.file.getvalue()}
+    except OSError as e:  # a full disk, an unwritable cache: the file and what to do
+        return {"error": os_problem(e), "log": console.file.getvalue()}
     except Exception as e:  # a crash outside any component: one line, the sweep goes on
         return {"error": f"{type(e).__name__}: {e}", "log": console.file.getvalue()}
     return {"run": outcome.to_json(), "log": console.file.getvalue()}

@@ -18,6 +18,14 @@ requests normally, then fails every later one with ``mode`` (a server that goes 
 
 ``delay``: seconds every request takes; ``delay_for(body) -> seconds`` per request (to see order
 under concurrency). ``served_model``: the ``model`` reported in answers (default: the one asked).
+
+``GET <url>/models`` answers what the server serves, as vLLM does (``{"object": "list", "data":
+[{"id", "object": "model", "owned_by", "root", "parent"}]}``): ``models``, a list of ``(id, root,
+parent)`` (default one, ``test-model`` whose root is ``test-model``; ``serve(id, root, parent)``
+replaces it); ``models_status``: 401 (the key is refused, as ``"401"`` above), 404 (no such route, as
+servers without the list), another status (an error echoing the key) or None; ``models_body``: bytes
+answered instead of the list (HTTP 200). These requests are recorded apart, in ``model_requests``
+(``requests`` and ``count`` stay the chat requests), and take no scripted fault.
 """
 
 from __future__ import annotations
@@ -53,6 +61,10 @@ class ChatServer(LocalServer):
         self.answered = 0
         self.delay_for: Callable[[Any], float] | None = None
         self.served_model: str | None = None
+        self.models: list[tuple[str, str | None, str | None]] = [("test-model", "test-model", None)]
+        self.models_status: int | None = None
+        self.models_body: bytes | None = None
+        self.model_requests: list[Recorded] = []
         self._down_after: tuple[int, str, dict] | None = None
         super().__init__(api_key)
 
@@ -60,6 +72,10 @@ class ChatServer(LocalServer):
         """Answer ``k`` more requests normally, then fail all later ones with ``mode``."""
         with self._lock:
             self._down_after = (self.answered + k, mode, options)
+
+    def serve(self, model_id: str, root: str | None = None, parent: str | None = None) -> None:
+        """``GET /models`` lists this one model."""
+        self.models = [(model_id, root, parent)]
 
     def recover(self) -> None:
         with self._lock:
@@ -81,6 +97,23 @@ class ChatServer(LocalServer):
         class Handler(JSONHandler):
             fake = server
             protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:  # noqa: N802
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                with server._lock:
+                    server.model_requests.append(Recorded(self.path, headers, None))
+                auth = self.headers.get("Authorization", "")
+                if not self.path.split("?")[0].endswith("/models") or server.models_status == 404:
+                    return self._error(404, f"no route {self.path}")
+                if server.models_status == 401 or (server.api_key is not None and auth != f"Bearer {server.api_key}"):
+                    return self._error(401, f"Incorrect API key provided: {auth.removeprefix('Bearer ')}.")
+                if server.models_status is not None:
+                    return self._error(server.models_status, f"refused; key {auth.removeprefix('Bearer ')}")
+                if server.models_body is not None:
+                    return self._send(200, server.models_body)
+                cards = [{"id": i, "object": "model", "created": 0, "owned_by": "test", "root": root,
+                          **({"parent": parent} if parent else {})} for i, root, parent in server.models]
+                self._send(200, json.dumps({"object": "list", "data": cards}).encode())
 
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length", 0))

@@ -265,3 +265,26 @@ def chat_server(monkeypatch):
                                                                       retry_after_max=0.01))
     with ChatServer() as srv:
         yield srv
+
+
+def finished_sample_run(out: Path) -> Path:
+    """A finished bm25 run on sample into ``out``, with the built-in plugins only (for module-scoped
+    fixtures: the results that no bad input may alter); returns its results folder."""
+    from r2med_tasks import plugins as plugins_module
+    from r2med_tasks.cli import cli
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("R2MED_LOAD_PLUGINS", "")
+        mp.delenv("R2MED_PLUGINS", raising=False)
+        mp.setattr(plugins_module, "_plugins", None)
+        result = CliRunner().invoke(cli, ["run", "--plugin", "bm25", "--tasks", "sample", "--output", str(out)],
+                                    catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    return next(out.glob("local-data/*/*/R2MEDSampleRetrieval.json")).parent
+
+
+def snapshot(folder: Path) -> dict[Path, tuple[bytes, int | None]]:
+    """Every file's bytes and mtime, but the lock (rewritten by whoever holds it) and the mtime of
+    pipeline.json (rewritten, with the same bytes, by a run that changes nothing)."""
+    return {p: (p.read_bytes(), None if p.name == "pipeline.json" else p.stat().st_mtime_ns)
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != "lock"}

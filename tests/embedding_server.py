@@ -34,8 +34,9 @@ DIM = 8
 
 
 def fake_embedding(text: str, model: str, input_type: str | None = None, dim: int = DIM) -> list[float]:
-    """Deterministic float32-exact values in [-1, 1) from sha256(model, input_type, text)."""
-    seed = f"{model}\0{input_type or ''}\0{text}".encode("utf-8")
+    """Deterministic float32-exact values in [-1, 1) from sha256 of the JSON list [model, input_type,
+    text] (an unambiguous encoding: a NUL inside a text cannot make two inputs one)."""
+    seed = json.dumps([model, input_type or "", text], ensure_ascii=True).encode("ascii")
     digest = b""
     counter = 0
     while len(digest) < 2 * dim:

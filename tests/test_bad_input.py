@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from conftest import SAMPLE, TESTS, read_jsonl, write_jsonl
+from conftest import SAMPLE, TESTS, finished_sample_run, read_jsonl, snapshot, write_jsonl
 
 
 @pytest.fixture
@@ -228,30 +228,8 @@ TASK = "R2MEDSampleRetrieval"
 @pytest.fixture(scope="module")
 def earlier(tmp_path_factory):
     """A finished bm25 run on sample: the results no bad input may alter."""
-    from click.testing import CliRunner
-
-    from r2med_tasks import plugins as plugins_module
-    from r2med_tasks.cli import cli
-
     out = tmp_path_factory.mktemp("earlier") / "results"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("R2MED_LOAD_PLUGINS", "")
-        mp.delenv("R2MED_PLUGINS", raising=False)
-        mp.setattr(plugins_module, "_plugins", None)
-        result = CliRunner().invoke(cli, ["run", "--plugin", "bm25", "--tasks", "sample", "--output", str(out)],
-                                    catch_exceptions=False)
-    assert result.exit_code == 0, result.stderr
-    return out, next(out.glob(f"local-data/*/*/{TASK}.json")).parent
-
-
-def snapshot(folder):
-    """Every file's bytes and mtime, but the lock (rewritten by whoever holds it) and mtime of
-    pipeline.json (rewritten, with the same bytes, by every run that claims the folder)."""
-    files = {}
-    for p in sorted(folder.rglob("*")):
-        if p.is_file() and p.name != "lock":
-            files[p] = (p.read_bytes(), None if p.name == "pipeline.json" else p.stat().st_mtime_ns)
-    return files
+    return out, finished_sample_run(out)
 
 
 class Env:
@@ -439,8 +417,8 @@ CASES = {
     "output under /proc": (lambda env: run()(env)[:-1] + ["/proc/r2med-test/results"], "--output /proc/r2med-test"),
     "cache folder a file": (lambda env: [*run()(env), "--cache-dir", env.file("afile")],
                             "afile is a file, not a folder; choose another --cache-dir"),
-    "disk full": (then(disk_full, run("-o", "k1=1.5")),
-                  "pipeline.json: no space left on the device; free space or write elsewhere (e.g. another --output)"),
+    "disk full": (then(disk_full, run("-o", "k1=1.5")),  # the first file written: the index, in the cache
+                  ".npy: no space left on the device; free space or write elsewhere (e.g. another --cache-dir)"),
     # leaderboard, compare, export-mteb
     "leaderboard output a folder": (leaderboard_to(lambda env: mkdir(env.tmp / "board")),
                                     "board: is a folder where a file is expected"),

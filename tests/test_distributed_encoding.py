@@ -45,11 +45,15 @@ def retriever(model_path, dies_once: Path | None = None, **kw):
     return DenseRetriever(model, cache=True, drop_identical_ids=False, **kw)
 
 
-def chunk_bytes(r, docs: Corpus, root) -> list[bytes]:
+def cache_of(r, docs: Corpus, root):
     from r2med_plugins.dense.cache import EmbeddingCache
 
-    cache = EmbeddingCache({**r.model.document_identity(TASK), "corpus": docs.checksum}, len(docs), r.chunk_size,
-                           root=root / "embeddings")
+    return EmbeddingCache({**r.model.document_identity(TASK), "corpus": docs.checksum}, len(docs), r.chunk_size,
+                          root=root / "embeddings")
+
+
+def chunk_bytes(r, docs: Corpus, root) -> list[bytes]:
+    cache = cache_of(r, docs, root)
     return [cache.chunk_path(i).read_bytes() for i in range(cache.n_chunks)]
 
 
@@ -71,8 +75,8 @@ def test_progress_counts_documents_as_they_are_encoded(small_model_path, tmp_pat
     stored = chunk_bytes(r, docs, tmp_path)
     for i, start in enumerate(range(0, 48, 20)):  # the whole chunk in one call, as before the fix
         whole = np.ascontiguousarray(r.model.encode_documents(docs.texts[start:start + 20], TASK), dtype=np.float32)
-        assert np.load(next((tmp_path / "embeddings").glob(f"*/chunk-{i:05d}.npy"))).tobytes() == whole.tobytes()
-    next((tmp_path / "embeddings").glob("*/chunk-00002.npy")).unlink()
+        assert np.load(cache_of(r, docs, tmp_path).chunk_path(i)).tobytes() == whole.tobytes()
+    cache_of(r, docs, tmp_path).chunk_path(2).unlink()
     bars = Bars()
     retriever(small_model_path, chunk_size=20).index(docs, task=TASK, context=Context(tmp_path, progress=bars))
     assert [(d, t, sum(s)) for d, t, s in bars.bars] == [("encoding 8 of 48 documents", 8, 8)]

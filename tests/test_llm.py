@@ -320,11 +320,20 @@ def test_a_rerun_sends_nothing(server, sleeps, tmp_path):
 
 
 def test_the_cache_needs_no_key_for_cached_answers(server, sleeps, tmp_path, key, monkeypatch):
+    """The key is not part of the cache: answers got with a key are reused without one, by a
+    server that needs none (it is still asked which model it serves: one ``GET /models``). On the
+    OpenAI API, which needs a key to say what it serves, nothing is reused without one."""
     c = ChatClient("gpt-4o", base_url=server.url, sleep=sleeps.append)
     generate_cached(c, GenerationCache(tmp_path / "g.jsonl"), ask("a"))
+    assert server.model_requests[0].headers["authorization"] == f"Bearer {KEY}"
     monkeypatch.delenv("OPENAI_API_KEY")
-    c = ChatClient("gpt-4o", sleep=sleeps.append)  # the OpenAI API itself: a key would be required
+    c = ChatClient("gpt-4o", base_url=server.url, sleep=sleeps.append)
     assert generate_cached(c, GenerationCache(tmp_path / "g.jsonl"), ask("a")) == expected(ask("a"), "gpt-4o")
+    assert server.count == 1 and len(server.model_requests) == 2
+    assert "authorization" not in server.model_requests[1].headers
+    c = ChatClient("gpt-4o", sleep=sleeps.append)  # the OpenAI API itself: a key is required
+    with pytest.raises(UserError, match="OPENAI_API_KEY"):
+        generate_cached(c, GenerationCache(tmp_path / "g.jsonl"), ask("a"))
 
 
 def test_the_key_is_model_messages_and_params_not_base_url(server, sleeps, tmp_path):
@@ -384,7 +393,9 @@ def test_an_unreadable_entry_is_sent_again_with_one_warning(server, sleeps, tmp_
     assert server.count == 1
     reread = GenerationCache(path)
     assert len(reread) == 3 and reread.skipped == 0 and caplog.records == []
-    assert [reread.get(k) for k in (key_for("test-model", m, {}) for m in requests)] == expected(requests)
+    served = client(server, sleeps).served_model().key()
+    assert served == {"id": "test-model", "root": "test-model", "parent": None}
+    assert [reread.get(k) for k in (key_for("test-model", m, {}, served) for m in requests)] == expected(requests)
 
 
 def test_an_append_waiting_on_a_rewrite_lands_in_the_new_file(tmp_path):

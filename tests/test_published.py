@@ -222,6 +222,10 @@ def test_shipped_mteb_results_regenerate_and_load(tmp_path, monkeypatch):
     generated = {p.relative_to(tmp_path / "results") for p in written}
     on_disk = {p.relative_to(shipped) for p in shipped.glob("r2med-*__*/**/*") if p.is_file()}
     assert on_disk == generated  # nothing stale
+    # the package's manifest of them, which tells the shipped copy from a folder claiming to be published
+    from r2med_tasks.published import MANIFEST, manifest_text
+
+    assert MANIFEST.read_text(encoding="utf-8") == manifest_text(tmp_path / "results", written)
     loaded = mteb.ResultCache(tmp_path).load_results(include_remote=False)
     by_name = {m.model_name: m for m in loaded.model_results}
     assert len(by_name) == 68 + 28  # BGE-Reasoner-Embed-0928 has no per-dataset values
@@ -246,10 +250,10 @@ def test_published_results_record_the_data_they_used(tmp_path):
             assert data["dataset_revision"] == "before-" + pinned[data["task_name"]]
         else:
             assert data["dataset_revision"] == pinned[data["task_name"]]
-    warnings = []
-    rows = result_rows(ROOT / "results", warnings.append)
-    assert not warnings and len(rows) == 68 + 28
-    assert all(not r.local and r.complete and r.kind in ("leaderboard", "repository") for r in rows)
+    warnings, shipped = [], []
+    rows = result_rows(ROOT / "results", warnings.append, shipped=shipped)
+    # the shipped copies: their rows are the package's (published_rows), read from no folder
+    assert not warnings and rows == [] and len(shipped) == 68 + 28
 
 
 # --- the docs ---------------------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from typing import Literal
 import numpy as np
 import scipy.sparse as sp
 
-from r2med_tasks.atomic import replacing
+from r2med_tasks.atomic import naming, replacing
 from r2med_tasks.ranking import rank_top_k
 
 __all__ = ["BM25Index", "EarlierFormat", "QueryWeighting"]
@@ -362,7 +362,7 @@ class BM25Index:
         temp.mkdir()
         try:
             for name in _POSTINGS_ARRAYS:
-                with open(temp / f"{name}.npy", "wb") as handle:
+                with naming(directory / postings / f"{name}.npy"), open(temp / f"{name}.npy", "wb") as handle:
                     np.save(handle, getattr(self.term_docs, name), allow_pickle=False)
                     handle.flush()
                     os.fsync(handle.fileno())

@@ -75,9 +75,8 @@ def stored_terms(texts: list[str], context) -> Iterator[list[str]]:
     """Each query text's terms, kept in the cache keyed by the texts and the analyzer's version: a
     rerun on the same queries (another k1, b, top-k or reranker) reads them instead of analysing
     every query again in Python. Analysed lazily, one by one, and stored once all are; a stored
-    file that is unreadable or of another shape is analysed anew."""
-    key = hashlib.sha256("\0".join([ANALYZER_VERSION, *texts]).encode("utf-8", "surrogatepass")).hexdigest()
-    path = context.cache("bm25", "queries", f"{key[:32]}.json")
+    file that is unreadable or of another shape is analysed anew. The key is ``query_terms_key``."""
+    path = context.cache("bm25", "queries", f"{query_terms_key(texts)}.json")
     stored = _read_terms(path, len(texts))
     if stored is not None:
         yield from stored
@@ -88,6 +87,18 @@ def stored_terms(texts: list[str], context) -> Iterator[list[str]]:
         yield terms[-1]
     with suppress(OSError):  # a read-only cache (shared, say) still serves its indexes
         write_json(path, terms, indent=None)
+
+
+QUERY_TERMS_FORMAT = "r2med-bm25-query-terms/2"  # 2: texts as a JSON list (1 joined them with NUL)
+
+
+def query_terms_key(texts: list[str]) -> str:
+    """The stored terms' file name for ``texts``: sha256 (32 hex digits) of the JSON list of the
+    format, the analyzer's version and the texts, an unambiguous encoding (a NUL or any other
+    character inside a text cannot make two lists of texts one); ASCII-escaped, so a lone
+    surrogate is encoded as itself."""
+    blob = json.dumps([QUERY_TERMS_FORMAT, ANALYZER_VERSION, list(texts)], ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("ascii")).hexdigest()[:32]
 
 
 def _read_terms(path, n: int) -> list[list[str]] | None:

@@ -39,7 +39,7 @@ def _options(name: str) -> tuple[type, tuple[str, ...]]:
     if config.backend in ("openai", "voyage"):
         fields |= {
             "base_url": (str, Field("", description="API endpoint (default: the provider's)")),
-            "concurrency": (int, Field(4, ge=1, description="requests in flight")),
+            "concurrency": (int, Field(4, ge=1, le=256, description="requests in flight")),
             "batch_size": (int | None, Field(None, ge=1, description="texts per request (default: the client's)")),
         }
         runtime += ["base_url", "concurrency"]

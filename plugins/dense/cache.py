@@ -1,7 +1,8 @@
 """Corpus embeddings on disk, in chunks, so a killed run resumes mid-corpus and reruns encode nothing.
 
 A cache folder is keyed by everything that determines a document's embedding: model and revision,
-document instruction, pooling, length limit, dtype, chunk size and the corpus checksum. Each chunk
+document instruction, pooling, length limit, dtype, chunk size and the corpus checksum (``folder_key``:
+sha256 of their canonical JSON, the cache's own fields apart from the documents'). Each chunk
 (``chunk-00000.npy``, float32, documents in corpus order) is written atomically, so concurrent runs
 sharing a folder at worst compute the same chunk twice and one identical copy wins. Chunks are read
 back memory-mapped; no pickle anywhere.
@@ -19,14 +20,31 @@ import numpy as np
 
 from r2med_tasks import atomic
 
-FORMAT = "r2med-embeddings/1"
+FORMAT = "r2med-embeddings/2"  # 2: the documents' identity nested under its own key, keyed strictly
+
+
+def _tagged(value: Any) -> dict[str, list[str]]:
+    """A value JSON has no type for (a path, a dtype), as its type and text: ``str()`` alone would
+    make it the string it prints as."""
+    return {"$object": [f"{type(value).__module__}.{type(value).__qualname__}", str(value)]}
+
+
+def folder_key(identity: dict[str, Any]) -> str:
+    """sha256 (32 hex digits) of the canonical JSON of ``identity``: one unambiguous encoding
+    (keys sorted; ASCII-escaped, so a lone surrogate is itself; a value of another type tagged with
+    its type, never taken for the string it prints as)."""
+    blob = json.dumps(identity, sort_keys=True, ensure_ascii=True, separators=(",", ":"), default=_tagged)
+    return hashlib.sha256(blob.encode("ascii")).hexdigest()[:32]
 
 
 class EmbeddingCache:
+    """``identity``: what determines a document's embedding (the model adapter's
+    ``document_identity`` and the corpus checksum); it is kept apart from the cache's own fields
+    (format, chunk size, number of documents), so no identity field can stand in for one of them."""
+
     def __init__(self, identity: dict[str, Any], n_docs: int, chunk_size: int, root: Path) -> None:
-        self.identity = {"format": FORMAT, "chunk_size": chunk_size, **identity}
-        key = hashlib.sha256(json.dumps(self.identity, sort_keys=True, default=str).encode()).hexdigest()[:24]
-        self.folder = root / key
+        self.identity = {"format": FORMAT, "chunk_size": chunk_size, "n_docs": n_docs, "documents": identity}
+        self.folder = root / folder_key(self.identity)
         self.n_docs, self.chunk_size = n_docs, chunk_size
 
     @property

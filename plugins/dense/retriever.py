@@ -71,8 +71,12 @@ class DenseRetriever:
         if not self.use_cache:
             self._chunks = [(0, self.model.encode_documents(texts, task))]
             return
-        cache = EmbeddingCache({**self.model.document_identity(task), "corpus": corpus.checksum},
-                               len(corpus), self.chunk_size, root=context.cache("embeddings"))
+        identity = self.model.document_identity(task)
+        if "corpus" in identity:  # would be overwritten by the corpus checksum: two models, one cache
+            raise PluginError(f"{type(self.model).__name__}.document_identity() has a 'corpus' field, which the "
+                              "embedding cache keeps for the corpus checksum; name it otherwise")
+        cache = EmbeddingCache({**identity, "corpus": corpus.checksum}, len(corpus), self.chunk_size,
+                               root=context.cache("embeddings"))
         todo = sum(stop - start for start, stop in map(cache.bounds, cache.missing()))
         if todo:
             what = f"{todo:,} of {len(corpus):,}" if todo < len(corpus) else f"{len(corpus):,}"

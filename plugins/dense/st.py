@@ -16,7 +16,7 @@ from r2med_tasks.models import local_model_identity
 from r2med_tasks.options import options_model
 
 # Shared with the published models' retrievers (``__init__.py``).
-RAY_ACTORS_OPTION = (int, Field(0, ge=0, description="encode the corpus on N Ray actors, one per GPU (pip install "
+RAY_ACTORS_OPTION = (int, Field(0, ge=0, le=1024, description="encode the corpus on N Ray actors, one per GPU (pip install "
                                                      "'r2med[ray]'; the cluster of RAY_ADDRESS, else a local one); "
                                                      "0: in this process"))
 
@@ -30,7 +30,8 @@ ST_OPTIONS = options_model(
                                               "local/<folder>)")),
     query_prompt=(str, Field("", description="text put before every query")),
     doc_prompt=(str, Field("", description="text put before every document")),
-    max_length=(int | None, Field(None, ge=1, description="max tokens per text (default: the model's own limit)")),
+    max_length=(int | None, Field(None, ge=1, le=1_048_576,
+                                  description="max tokens per text (default: the model's own limit)")),
     drop_identical_ids=(bool, Field(False, description="drop a document whose id equals the query id (R2MED's "
                                                        "evaluator did)")),
     batch_size=(int, Field(32, ge=1, description="texts per encoding batch")),

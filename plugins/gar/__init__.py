@@ -39,9 +39,10 @@ LIVE_OPTIONS = {
                                                                       "published: 0.8 for OpenAI, 0.7 otherwise)")),
     "top_p": (float | None, Field(None, ge=0, le=1, description="nucleus sampling (default: 0.8 for OpenAI, the "
                                                                 "server's otherwise)")),
-    "max_tokens": (int | None, Field(None, ge=1, description="generation limit (default: 10240 except on OpenAI)")),
-    "seed": (int | None, Field(None, ge=0, description="sampling seed (default: 42 except on OpenAI)")),
-    "concurrency": (int, Field(8, ge=1, description="requests in flight")),
+    "max_tokens": (int | None, Field(None, ge=1, le=2**31 - 1,
+                                    description="generation limit (default: 10240 except on OpenAI)")),
+    "seed": (int | None, Field(None, ge=0, le=2**31 - 1, description="sampling seed (default: 42 except on OpenAI)")),
+    "concurrency": (int, Field(8, ge=1, le=256, description="requests in flight")),
     "examples": (Annotated[str, Identified(file_content)],
                  Field("", description="Query2Doc few-shot examples: a local copy of the original "
                                             "src/example.py or a JSON {key: text} (default: that file, fetched "

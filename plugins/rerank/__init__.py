@@ -36,7 +36,7 @@ def pair_options(name: str, *, batch_size: int, max_length: int = 512, dtype: st
         name,
         **{key: (str, Field(default, description=text)) for key, (default, text) in models.items()},
         rerank_k=(int, Field(10, ge=1, description=RERANK_K)),
-        max_length=(int, Field(max_length, ge=1, description="max tokens per (query, document) pair")),
+        max_length=(int, Field(max_length, ge=1, le=1_048_576, description="max tokens per (query, document) pair")),
         batch_size=(int, Field(batch_size, ge=1, description="pairs per batch")),
         device=(str, Field("", description="cpu, cuda, cuda:N or cuda:0,cuda:1 (default: best available)")),
         dtype=(Literal["fp32", "fp16", "bf16"], Field(dtype, description="fp32, fp16 or bf16 on GPU (default: as "
@@ -63,8 +63,8 @@ LLM_RERANK_OPTIONS = options_model(
     reasoning=(bool, Field(False, description="ReasonRank's think-then-rank prompt")),
     temperature=(float | None, Field(0.0, ge=0, le=2, description="sampling temperature (none: the server's "
                                                                     "default)")),
-    max_tokens=(int | None, Field(None, ge=1, description="generation limit (default: the server's)")),
-    concurrency=(int, Field(8, ge=1, description="requests in flight")),
+    max_tokens=(int | None, Field(None, ge=1, le=2**31 - 1, description="generation limit (default: the server's)")),
+    concurrency=(int, Field(8, ge=1, le=256, description="requests in flight")),
 )
 
 

@@ -1,8 +1,8 @@
 """Cross-encoder scores of (query, document) pairs, journaled as each chunk of pairs is scored, so
 a killed reranking resumes with the pairs it had not scored and a rerun scores none.
 
-One journal per model identity (weights, effective dtype, length, logit); a line is
-``{"key": sha256(query, document), "score": float}``, the float written exactly (JSON keeps every
+One journal per model identity (weights, effective dtype, length, logit) and format; a line is
+``{"key": pair_key(query, document), "score": float}``, the float written exactly (JSON keeps every
 bit of a double). Texts are not stored.
 """
 
@@ -17,17 +17,29 @@ from pathlib import Path
 from r2med_tasks.journal import Journal
 
 CHUNK = 1024  # pairs scored between two journal appends (a multiple of the batch sizes)
+FORMAT = "r2med-pair-scores/2"  # 2: ASCII-escaped JSON keys (1 could not key a text holding a lone surrogate)
+
+
+def _digest(value: Any) -> str:
+    """sha256 hex of ``value``'s canonical JSON: one unambiguous encoding (keys sorted, no separator a
+    text could hold; ASCII-escaped, so a lone surrogate is itself)."""
+    blob = json.dumps(value, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("ascii")).hexdigest()
 
 
 def pair_key(query: str, document: str) -> str:
-    blob = json.dumps([query, document], ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:32]
+    """The key of a (query, document) pair: sha256 (32 hex digits) of the JSON list of both."""
+    return _digest([query, document])[:32]
+
+
+def journal_name(identity: dict[str, Any]) -> str:
+    """The journal's file name for a model identity (and this format)."""
+    return _digest({"format": FORMAT, "identity": identity})[:20] + ".jsonl"
 
 
 class PairScores:
     def __init__(self, identity: dict[str, Any], folder: Path) -> None:
-        name = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
-        self.journal = Journal(folder / f"{name}.jsonl", "the reranker score cache")
+        self.journal = Journal(folder / journal_name(identity), "the reranker score cache")
         records, _, _ = self.journal.read()
         self.scores: dict[str, float] = {r["key"]: float(r["score"]) for r in records
                                          if isinstance(r.get("key"), str) and isinstance(r.get("score"), float)}

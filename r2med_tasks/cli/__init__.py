@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from .common import Group
+from .common import Group, exit_after_interrupt, tolerant_streams
 from .fuse import fuse_command
 from .leaderboard import compare_command, export_mteb_command, leaderboard_command
 from .listing import list_command, plugins_command
@@ -30,8 +30,19 @@ cli.add_command(sweep_command)
 
 
 def main() -> None:
-    cli(prog_name="r2med")
+    _process(lambda: cli(prog_name="r2med"))
 
 
 def run_main() -> None:
-    run_command(prog_name="r2med-run")
+    _process(lambda: run_command(prog_name="r2med-run"))
+
+
+def _process(command) -> None:
+    """Run the command as this process's whole work: output the terminal cannot encode is replaced,
+    and after a Ctrl-C, the process's exit is the command's own."""
+    tolerant_streams()
+    try:
+        command()
+    except SystemExit as e:
+        exit_after_interrupt(e.code)
+        raise

@@ -3,20 +3,21 @@ for what a user can fix, exit 130 on Ctrl-C), the registry."""
 
 from __future__ import annotations
 
+import atexit
 import errno
 import json
 import os
-import re
+import signal
 import sys
+import threading
 from contextlib import contextmanager
-from pathlib import Path
 
 import click
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from ..errors import UserError
+from ..errors import UserError, os_problem
 from ..terminal import printable
 
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
@@ -98,50 +99,85 @@ def user_message(e: BaseException) -> str | None:
     return None
 
 
-_ADVICE = {
-    errno.ENOSPC: "no space left on the device; free space or write elsewhere",
-    errno.EDQUOT: "disk quota exceeded; free space or write elsewhere",
-    errno.EACCES: "permission denied; choose a location you can write (or read), or fix its permissions",
-    errno.EPERM: "operation not permitted; choose a location you can write, or fix its permissions",
-    errno.EROFS: "read-only file system; choose a writable location",
-    errno.EISDIR: "is a folder where a file is expected; name a file, or replace the folder with one",
-    errno.ENOENT: "no such file or folder",
-    errno.ENAMETOOLONG: "file name too long; choose a shorter path",
-    errno.EMFILE: "too many open files; raise the limit (ulimit -n) and run again",
-}
-
-
 def os_message(e: OSError) -> str:
-    """An OSError as "path: what happened; what to do", naming the path the user chose (not the
-    hidden temp file beside it) and, for a path under a file, that file."""
-    raw = e.filename2 if e.filename2 is not None and e.errno in (errno.EISDIR, errno.ENOTDIR) else e.filename
-    path = _shown(raw) if raw is not None else None
-    what = _ADVICE.get(e.errno, f"{e.strerror or type(e).__name__}")
-    if e.errno in (errno.ENOTDIR, errno.EEXIST) and raw is not None:  # EEXIST: mkdir where a file is
-        blocker = next((p for p in (Path(os.fsdecode(raw)), *Path(os.fsdecode(raw)).parents) if p.is_file()), None)
-        if blocker:
-            return f"{blocker} is a file, not a folder; choose another path"
-        what = "not a folder; choose a folder"
-    option = _output_option()
-    if option and e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):  # only ever writing
-        what += f" (e.g. another {option})"
-    return f"{path}: {what}" if path else what
+    """An OSError as one line (``r2med_tasks.errors.os_problem``), suggesting the option that chose
+    where the failing file was written (``--cache-dir`` for a cache file, else ``--output``)."""
+    return os_problem(e, _option_of(e.filename))
 
 
-def _shown(name) -> str:
-    """A path as the user knows it: ``dir/.name.abc123.tmp`` (an atomic write's temp file) is ``dir/name``."""
-    path = Path(os.fsdecode(name))
-    match = re.fullmatch(r"\.(.+)\.[A-Za-z0-9_]{6,16}\.tmp", path.name)
-    return str(path.with_name(match.group(1)) if match else path)
+def _option_of(filename) -> str | None:
+    """The path option of the running command whose folder holds ``filename`` (the cache folder's
+    default counts for ``--cache-dir``), else ``--output`` when the command has one."""
+    from ..context import default_cache_dir
 
-
-def _output_option() -> str | None:
     ctx = click.get_current_context(silent=True)
+    params: dict = {}
     while ctx is not None:
-        if "output" in ctx.params:
-            return "--output"
+        params = {**ctx.params, **params}
         ctx = ctx.parent
-    return None
+    if filename is not None:
+        target = os.path.abspath(os.fsdecode(filename))
+        places = {"--cache-dir": params.get("cache_dir") or (default_cache_dir() if "cache_dir" in params else None),
+                  "--output": params.get("output")}
+        for option, folder in places.items():
+            if folder is not None and target.startswith(os.path.abspath(folder) + os.sep):
+                return option
+    return "--output" if "output" in params else None
+
+
+def _again(signum, frame) -> None:
+    os.write(2, b"\nInterrupted again: quitting now.\n")
+    os._exit(130)
+
+
+@contextmanager
+def interrupts():
+    """Ctrl-C while a command runs: the first press stops it (a KeyboardInterrupt, handled as
+    usual: finished work is kept, exit 130); from then on, another press quits at once with one
+    line, exit 130: no wait for work in flight, no traceback from exit handlers, no abort from
+    native threads (:func:`exit_after_interrupt` keeps that true through the process's exit).
+    Until the first press, the previous handler is put back when the block ends."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def first(signum, frame) -> None:
+        signal.signal(signal.SIGINT, _again)  # for the rest of the process
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, first)
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGINT) is first:  # never pressed: as it was
+            signal.signal(signal.SIGINT, previous)
+
+
+def tolerant_streams() -> None:
+    """Output a terminal cannot encode (``PYTHONIOENCODING=ascii``, a latin-1 locale) is shown with
+    replacements rather than failing: names from files and the tables' symbols (×, ⊕, Δ)."""
+    for stream, errors in ((sys.stdout, "replace"), (sys.stderr, "backslashreplace")):
+        try:
+            stream.reconfigure(errors=errors)
+        except (AttributeError, ValueError, OSError):
+            pass
+
+
+def exit_after_interrupt(code) -> None:
+    """The end of a process whose command a Ctrl-C stopped: wait for the work in flight (threads
+    finishing an LLM request or a batch, so what they finish is stored) and run the exit handlers
+    while another Ctrl-C still quits at once, then exit. Python's own exit would restore the
+    default handler first, and a second press during it would print a traceback or abort."""
+    if signal.getsignal(signal.SIGINT) is not _again:
+        return
+    threading._shutdown()  # joins the threads in flight (and tells thread pools to stop), as exit does
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code if isinstance(code, int) else 130)
 
 
 class _InsideBoundary:
@@ -152,7 +188,7 @@ class _InsideBoundary:
             return super().make_context(*args, **kwargs)
 
     def invoke(self, ctx: click.Context):
-        with user_errors():
+        with interrupts(), user_errors():
             return super().invoke(ctx)
 
 

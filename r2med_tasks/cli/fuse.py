@@ -10,6 +10,7 @@ from rich.markup import escape
 from ..errors import UserError
 from ..terminal import printable
 from ..layout import check_output_folder
+from ..request import PathOption
 from .common import err, user_errors
 from .run import print_summary
 
@@ -19,15 +20,15 @@ from .run import print_summary
 @click.option("--qrels", type=click.Path(path_type=Path), metavar="FILE",
               help="Judgments for TREC-file inputs: R2MED's qrels.jsonl or a TREC qrels file.")
 @click.option("--task", "task_name", metavar="TASK", help="The task TREC-file inputs are runs of (default: sample).")
-@click.option("--data-dir", type=click.Path(path_type=Path), metavar="DIR",
+@click.option("--data-dir", type=PathOption(), metavar="DIR",
               help="Judgments for results-folder inputs, from DIR/<Name>/qrels.jsonl (default: the hub).")
-@click.option("--output", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
+@click.option("--output", type=PathOption(), default=Path("results"), show_default=True)
 @click.option("--fusion", type=click.Choice(["rrf", "zscore", "minmax", "linear"]), default="rrf", show_default=True)
 @click.option("--weights", help="Comma-separated, one per input (default: equal).")
 @click.option("--rrf-k", type=click.IntRange(0), default=60, show_default=True)
 @click.option("--depth", type=click.IntRange(1), default=100, show_default=True)
 @click.option("--top-k", type=click.IntRange(1), default=100, show_default=True)
-@click.option("--cache-dir", type=click.Path(path_type=Path), metavar="DIR", envvar="R2MED_CACHE_DIR",
+@click.option("--cache-dir", type=PathOption(), metavar="DIR", envvar="R2MED_CACHE_DIR",
               help="Where a --data-dir corpus's checked document ids are kept (default: $R2MED_CACHE_DIR, else "
                    "$XDG_CACHE_HOME/r2med or ~/.cache/r2med).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
@@ -10,13 +11,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UserError
+from ..request import PathOption
 from ..terminal import printable
 from .common import err, out, registry, user_errors
 
 
 @click.command("leaderboard")
 @click.argument("folders", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--mteb-results", type=click.Path(path_type=Path), metavar="DIR",
+@click.option("--mteb-results", type=PathOption(), metavar="DIR",
               help="A clone of the MTEB results repository (its results/ folder is read; R2MED tasks only).")
 @click.option("--published", "which", type=click.Choice(["leaderboard", "all", "none"]), default="leaderboard",
               show_default=True,
@@ -38,7 +40,7 @@ from .common import err, out, registry, user_errors
               show_default=True)
 @click.option("--wide", is_flag=True, help="The table with every column (rewriter, retriever, reranker, source "
                                            "and notes); by default it fits 120 columns.")
-@click.option("--output", type=click.Path(path_type=Path), help="Write to FILE instead of the terminal.")
+@click.option("--output", type=PathOption(), help="Write to FILE instead of the terminal.")
 def leaderboard_command(folders, mteb_results, which, no_published, include_local, task_names, rewriter, retriever,
                         reranker, top, commands, fmt, wide, output):
     """Rank the published R2MED systems, your results folders and MTEB results in one table.
@@ -47,7 +49,6 @@ def leaderboard_command(folders, mteb_results, which, no_published, include_loca
     """
     from .. import atomic
     from ..leaderboard import (
-        keep_published,
         merge,
         published_rows,
         ranked,
@@ -71,20 +72,33 @@ def leaderboard_command(folders, mteb_results, which, no_published, include_loca
         for folder in sources:
             if not folder.is_dir():
                 raise UserError(f"{folder}: not a folder of results")
-            every = result_rows(folder, warn, mteb=folder == mteb_folder)
-            found = keep_published(every, which)
-            if not every:
+            shipped: list[Path] = []  # copies of the published results: their rows are the package's
+            found = result_rows(folder, warn, mteb=folder == mteb_folder, shipped=shipped)
+            if not found and not shipped:
                 warn(f"{folder}: no results of R2MED tasks (runs on other tasks, such as sample, are not ranked)")
             rows += found
         chosen, tasks = select(ranked(merge(rows)), tasks=tasks, rewriter=rewriter, retriever=retriever,
                                reranker=reranker, top=top, include_local=include_local)
         width = min(120, out.width) if output is None and out.is_terminal else 120
         text = render(chosen, tasks, fmt, commands=commands, wide=wide, width=width)
+    text = text.encode("utf-8", "replace").decode("utf-8")  # a lone surrogate from a file's "\ud800" is "?"
     if output is None:
-        click.echo(text, nl=False)
+        echo(text)
     else:
         atomic.write_text(output, text)
         err.print(f"Wrote {escape(printable(output))}")
+
+
+def echo(text: str) -> None:
+    """``text`` on standard output in whatever encoding it has (PYTHONIOENCODING=ascii, a latin-1
+    terminal): a character it cannot encode (``×``, ``⊕``, a name's) is shown as ``?``, never a
+    traceback."""
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    try:
+        text = text.encode(encoding, "replace").decode(encoding)
+    except LookupError:  # an encoding Python does not know: leave it to the stream
+        pass
+    click.echo(text, nl=False)
 
 
 def warn(message: str) -> None:

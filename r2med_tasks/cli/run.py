@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import click
@@ -48,8 +47,7 @@ def run_command(**params):
 
 def interrupted(output: Path) -> None:
     """Say what Ctrl-C kept. Worker threads still running (an LLM request, a batch) are waited for
-    at exit, so what they finish is stored too; a second Ctrl-C quits at once."""
-    import signal
+    at exit, so what they finish is stored too; another Ctrl-C quits at once (``common.interrupts``)."""
     import threading
 
     err.print(f"[yellow]Interrupted.[/] Finished tasks are saved under {escape(printable(output))} and finished work "
@@ -58,7 +56,6 @@ def interrupted(output: Path) -> None:
     if busy:
         err.print(f"Finishing the {len(busy)} request(s) or batch(es) in flight so they are kept; "
                   "press Ctrl-C again to quit now.", soft_wrap=True)
-        signal.signal(signal.SIGINT, lambda *_: os._exit(130))
 
 
 def print_plan(plan: dict, as_json: bool) -> None:

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from ..errors import UserError
 from ..layout import check_output_folder
+from ..request import PathOption
 from .common import err, out, user_errors
 
 SWEEP_HELP = """Run many pipelines × tasks as independent jobs into one results folder.
@@ -31,13 +32,13 @@ Examples:
 
 @click.command("sweep", help=SWEEP_HELP)
 @click.argument("file", metavar="FILE|-")
-@click.option("--output", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
+@click.option("--output", type=PathOption(), default=Path("results"), show_default=True,
               help="Results folder shared by every job (on a cluster: storage every node mounts at this path).")
-@click.option("--data-dir", type=click.Path(path_type=Path), metavar="DIR",
+@click.option("--data-dir", type=PathOption(), metavar="DIR",
               help="Read tasks from DIR/<Name>/{corpus,query,qrels}.jsonl instead of the hub.")
 @click.option("--tasks", "-t", "task_names", multiple=True, metavar="TASKS",
               help="Tasks of the lines that name none (names, aliases, groups or r2med; comma-separated or repeated).")
-@click.option("--cache-dir", type=click.Path(path_type=Path), metavar="DIR", envvar="R2MED_CACHE_DIR",
+@click.option("--cache-dir", type=PathOption(), metavar="DIR", envvar="R2MED_CACHE_DIR",
               help="Cache folder of every job (on a cluster: shared storage, so embeddings are encoded once).")
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="local: one job after another in this process; ray: one Ray task per pipeline and task.")
