@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from .data import Corpus
     from .llm import RetryLine
+    from .searcher import Searcher
 
 
 class Progress(Protocol):
@@ -45,6 +46,12 @@ class Context:
     instance of a registered retriever, for components built on another (LameR on BM25);
     ``options`` may also be ``-o``-style ``"key=value"`` strings.
 
+    ``searcher(task, name, *options)``: a registered retriever indexed over this task's corpus, for a
+    component that searches while it works (an agent): ``Searcher.search(texts, top_k)`` gives each
+    text's best documents, concurrent searches batched. ``keep(name, rows)``: rows of data the
+    component wants kept beside the task's results (an agent's trajectories), written as
+    ``<Task>.<name>.jsonl`` with them.
+
     For components composed of other retrievers (``hybrid``): ``tasks``, the run's tasks;
     ``saved_run(retriever, options, task=, queries=)``, the top-k run of another registered
     retriever on a task as its own pipeline (this run's rewriter, then that retriever), read from its
@@ -63,6 +70,7 @@ class Context:
     chat_clients: Callable[..., Any] = field(default=lambda spec, **sampling: _none("an LLM backend"))
     retries: RetryLine = field(default_factory=lambda: _silent_retry_line())
     retriever: Callable[..., Any] = field(default=lambda name, *options, **kw: _none("a retriever"))
+    keep: Callable[[str, list[dict]], None] = lambda name, rows: None
     tasks: tuple[Any, ...] = ()
     saved_run: Callable[..., Any] = field(default=lambda retriever, options=(), **kw: _none("saved run"))
     tuning_judgments: Callable[..., Any] = field(default=lambda task, query_ids: _none("judgments"))
@@ -76,6 +84,15 @@ class Context:
         if isinstance(client, ShowsRetries):
             client.show_retries(self.retries)
         return client
+
+    def searcher(self, task: Any, name: str = "bm25", *options: str) -> Searcher:
+        """Retriever ``name`` (with ``-o``-style ``options``, "k1=1.2") indexed over this call's
+        corpus (``corpus``), for a component that searches while it works."""
+        from .searcher import Searcher
+
+        if self.corpus is None:
+            _none("corpus to search")
+        return Searcher(self.retriever(name, *options), self.corpus, task, self, label=name)
 
     def cache(self, *parts: str) -> Path:
         """A path under the cache folder."""

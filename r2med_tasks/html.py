@@ -19,8 +19,8 @@ SHORT = {t.name: t.short_name for t in R2MED_TASKS}
 GROUP_OF = {t.name: t.group for t in R2MED_TASKS}
 GROUP_LABELS = {"qa-reference": "Q&A reference", "clinical-evidence": "Clinical evidence",
                 "clinical-case": "Clinical case"}
-ORIGIN_LABELS = {"leaderboard": "Leaderboard", "repository": "Paper / repository run", "mteb": "MTEB result",
-                 "run": "Your run", "local": "Local data"}
+ORIGIN_LABELS = {"leaderboard": "Leaderboard", "repository": "Paper / repository run",
+                 "paper": "Another paper's run", "mteb": "MTEB result", "run": "Your run", "local": "Local data"}
 BAR, YOURS = "#2f6f9f", "#d9822b"
 YOURS_CLASS = ' class="yours"'
 

@@ -109,6 +109,10 @@ class RunFolder:
     def per_query(self, task_name: str) -> Path:
         return self.path / f"{task_name}.per_query.tsv"
 
+    def kept_file(self, task_name: str, name: str) -> Path:
+        """Rows a component kept beside the task's results (``context.keep``): an agent's trajectories."""
+        return self.path / f"{task_name}.{name}.jsonl"
+
     def identity_file(self, task_name: str) -> Path:
         return self.path / "r2med" / f"{task_name}.identity.json"
 

@@ -1,16 +1,17 @@
 """One ranked table of R2MED systems: the published leaderboard, your runs, and MTEB results.
 
 Published rows come from the leaderboard snapshot shipped with the package (r2med.github.io @c85a571,
-2025-08-16, plus BGE-Reasoner-Embed-0928 whose per-dataset values exist only as an image). Averages
-are computed, never copied: each dataset's nDCG@10 ×100 rounded to 2 decimals, then the mean
-rounded half-up, the convention that reproduces every published average. A system with all eight
+2025-08-16, plus BGE-Reasoner-Embed-0928, whose per-dataset values are its paper's, arXiv 2510.08252
+Table 3). Averages are computed, never copied: each dataset's nDCG@10 ×100 rounded to 2 decimals,
+then the mean rounded half-up, the convention that reproduces every published average. A system with all eight
 datasets (or, for published rows, a published average) ranks by that average, ties in the order
 listed; systems missing datasets come after, marked.
 
 The authors' repository (R2MED/R2MED) holds the published runs with every metric, including runs
 that are not leaderboard rows (``published.py``, shipped as ``data/published/``): ``published_rows``
 gives the leaderboard's rows (``which="leaderboard"``, the default) or those and the repository's
-other runs (``which="all"``); each row says which it is (``kind``) and where its figures come from.
+other runs and the runs of R2MED published in other papers (``which="all"``, kind ``paper``:
+``data/published/papers.json``); each row says which it is (``kind``) and where its figures come from.
 
 Published rows come from the package only. ``results/r2med-leaderboard__*`` and
 ``results/r2med-repository__*`` are generated copies of them for mteb users, and the package ships
@@ -53,6 +54,7 @@ from .published import (
     PUBLISHED_CSV,
     REPOSITORY,
     manifest_text,
+    paper_runs,
     published_runs,
     shipped_files,
 )
@@ -79,7 +81,8 @@ class Row:
     config: dict | None = None  # a run's configuration, as r2med-run recorded it
     display_name: str = ""  # a run's pipeline name without its variant (published rows match on it)
     local: bool = False  # scored on data other than R2MED's at mteb's pinned revisions
-    kind: str = "run"  # "leaderboard" (a leaderboard row), "repository" (a run of the authors' repository only), "run"
+    kind: str = "run"  # "leaderboard" (a leaderboard row), "repository" (a run of the authors' repository only),
+    # "paper" (a run published in another paper), "run"
     provenance: list[str] = field(default_factory=list)  # where a published row's figures come from
     mteb: bool = False  # read from the MTEB results repository (--mteb-results), not from your runs
     metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # task name -> every metric shipped (0-1)
@@ -96,11 +99,18 @@ class Row:
                 *(str(m[k]) for m in members if isinstance(m, dict) for k in ("component", "label") if m.get(k))]
 
     @property
+    def live_command(self) -> str:
+        """For a row of a search agent's published generations (``-o source=``), the command that
+        runs the agent live instead, searching the task's corpus (R2MED did not say which corpus its
+        agents searched, so the replay is the exact reproduction); empty for any other row."""
+        return live_command(self.command) if self.kind != "run" else ""
+
+    @property
     def origin(self) -> str:
-        """Where the row comes from, as the HTML page filters: leaderboard, repository, mteb, run, local."""
+        """Where the row comes from, as the HTML page filters: leaderboard, repository, paper, mteb, run, local."""
         if self.local:
             return "local"
-        return self.kind if self.kind in ("leaderboard", "repository") else "mteb" if self.mteb else "run"
+        return self.kind if self.kind in PUBLISHED_KINDS else "mteb" if self.mteb else "run"
 
     @property
     def complete(self) -> bool:
@@ -120,11 +130,12 @@ class Row:
 
 
 PUBLISHED_CHOICES = ("leaderboard", "all", "none")
+PUBLISHED_KINDS = ("leaderboard", "repository", "paper")
 
 
 def published_rows(path: Path = PUBLISHED_CSV, which: str = "leaderboard") -> list[Row]:
-    """The published rows: the leaderboard's (``which="leaderboard"``), those and the authors'
-    repository's other runs (``"all"``), or none."""
+    """The published rows: the leaderboard's (``which="leaderboard"``), those, the authors'
+    repository's other runs and the runs published in other papers (``"all"``), or none."""
     if which not in PUBLISHED_CHOICES:
         raise ValueError(f"which={which!r}: one of {', '.join(PUBLISHED_CHOICES)}")
     if which == "none":
@@ -147,7 +158,20 @@ def published_rows(path: Path = PUBLISHED_CSV, which: str = "leaderboard") -> li
             rows.append(row)
     if which == "all":
         rows += [repository_row(run) for run in published_runs("repository")]
+        rows += [paper_row(run) for run in paper_runs()]
     return rows
+
+
+def paper_row(run: dict) -> Row:
+    """A run published in another paper, as a row (its nDCG@10 ×100 as printed)."""
+    scores = {t.name: float(run["ndcg_at_10"][t.short_name]) for t in R2MED_TASKS}
+    row = Row(run["name"], run["rewriter"], run["retriever"], run["reranker"], scores,
+              source=f"published ({run['source']})", command=run["command"], key=("published", run["name"].lower()),
+              kind="paper", provenance=list(run["provenance"]),
+              metrics={t: {"ndcg_at_10": round(v / 100, 6)} for t, v in scores.items()})
+    if run.get("note"):
+        row.notes.append(run["note"])
+    return row
 
 
 def repository_row(run: dict) -> Row:
@@ -478,7 +502,8 @@ def select(rows: list[Row], *, tasks: list[str] | None = None, rewriter: str | N
 # Dataset headers of the terminal table, short enough for 120 columns (explained in its caption).
 ABBREVIATIONS = {"Biology": "Bio", "Bioinformatics": "Binf", "Medical-Sciences": "MedSc", "MedXpertQA-Exam": "MedXQ",
                  "MedQA-Diag": "MedQA", "PMC-Treatment": "PMC-T", "PMC-Clinical": "PMC-C", "IIYi-Clinical": "IIYi"}
-ORIGINS = {"leaderboard": "board", "repository": "repo", "mteb": "mteb", "run": "run", "local": "local"}
+ORIGINS = {"leaderboard": "board", "repository": "repo", "paper": "paper", "mteb": "mteb", "run": "run",
+           "local": "local"}
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -499,11 +524,31 @@ def markdown_cell(text: str) -> str:
     return MARKDOWN_SYNTAX.sub(r"\\\1", html.escape(printable(text), quote=False))
 
 
+# The published agents' LLMs (``-o source=``) and the models a live run serves in their place.
+AGENT_MODELS = {("search-o1", "qwq-32b"): "Qwen/QwQ-32B", ("search-o1", "qwen3-32b"): "Qwen/Qwen3-32B",
+                ("search-r1", "qwen-7b-ins"): "PeterJinGo/SearchR1-nq_hotpotqa_train-qwen2.5-7b-it-em-ppo",
+                ("search-r1", "qwen-3b-ins"): "PeterJinGo/SearchR1-nq_hotpotqa_train-qwen2.5-3b-it-em-ppo"}
+LIVE_PREFIX = "live: "  # a line of the --commands table after the table, which sweeps do not run
+
+
+def live_command(command: str) -> str:
+    """``r2med-run --plugin search-o1 -o source=qwq-32b --plugin bm25`` as the live run:
+    ``... -o llm=vllm:Qwen/QwQ-32B ...`` (empty for any other command)."""
+    words = shlex.split(command) if command else []
+    for i, word in enumerate(words[:-2]):
+        if word == "--plugin" and words[i + 2] == "-o" and words[i + 3:i + 4] and \
+                (words[i + 1], words[i + 3].removeprefix("source=")) in AGENT_MODELS:
+            model = AGENT_MODELS[words[i + 1], words[i + 3].removeprefix("source=")]
+            return shlex.join([*words[:i + 3], f"llm=vllm:{model}", *words[i + 4:]])
+    return ""
+
+
 def records_of(rows: list[Row], tasks: list[str], commands: bool = False) -> tuple[list[str], list[list]]:
     """Header and one record per row, in rank order, as the text formats show them."""
     if commands:
-        return ["Rank", "System", "Avg", "Command"], [[i, r.system, r.average_over(tasks), r.command or None]
-                                                      for i, r in enumerate(rows, 1)]
+        return ["Rank", "System", "Avg", "Command", "Live command"], [
+            [i, r.system, r.average_over(tasks), r.command or None, r.live_command or None]
+            for i, r in enumerate(rows, 1)]
     header = ["Rank", "System", "Rewriter", "Retriever", "Reranker", "Avg", *(SHORT[t] for t in tasks), "Source"]
     records = []
     for i, r in enumerate(rows, 1):
@@ -524,7 +569,7 @@ def render(rows, tasks: list[str], fmt: str, commands: bool = False, wide: bool 
 
         return render_html(rows, tasks)
     if fmt == "json":
-        keys = ([h.lower() for h in header] if commands else
+        keys = ([h.lower().replace(" ", "_") for h in header] if commands else
                 ["rank", "system", "rewriter", "retriever", "reranker", "average", *(SHORT[t] for t in tasks), "source"])
         keys = ["average" if k == "avg" else k for k in keys]
         extra = (lambda r: {}) if commands else (lambda r: {"kind": r.kind, "provenance": r.provenance})
@@ -559,6 +604,10 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
     def cell(v):
         return "" if v is None else f"{v:.2f}" if isinstance(v, float) else printable(v)
 
+    live = []
+    if commands:  # the live commands below the table, where a sweep of the table does not run them
+        live = [f"{LIVE_PREFIX}#{rec[0]} {rec[1]}: {rec[4]}" for rec in records if rec[4]]
+        header, records = header[:4], [rec[:4] for rec in records]
     if not (wide or commands):
         header = ["#", "System", "Src", "Avg", *(ABBREVIATIONS[SHORT[t]] for t in tasks)]
         records = [[i, r.system, ORIGINS[r.origin], r.average_over(tasks), *(r.scores.get(t) for t in tasks)]
@@ -574,11 +623,17 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
         table.add_row(*(escape(cell(v)) for v in rec))
     if not (wide or commands):
         table.caption = ("  ".join(f"{ABBREVIATIONS[SHORT[t]]}={SHORT[t]}" for t in tasks) +
-                         "\nSrc: board = leaderboard, repo = authors' repository, run = your run, mteb = MTEB "
-                         "results, local = local data. No Avg: incomplete. --wide: every column.")
+                         "\nSrc: board = leaderboard, repo = authors' repository, paper = another paper, run = "
+                         "your run, mteb = MTEB results, local = local data. No Avg: incomplete. --wide: every column.")
     console = Console(file=io.StringIO(), width=1000 if wide else width, highlight=False, color_system=None,
                       force_terminal=False)
     console.print(table, crop=False)
+    if live:
+        console.print("The search agents' rows replay their published generations (R2MED did not say which "
+                      "corpus its agents searched); to run the agents live, searching the task's corpus:",
+                      soft_wrap=True)
+        for line in live:
+            console.print(printable(line), soft_wrap=True, markup=False)
     return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines()) + "\n"
 
 
@@ -587,21 +642,28 @@ REPOSITORY_ORG = "r2med-repository"  # the authors' repository's other runs
 # Medical-Sciences was updated on the hub (2025-06-05) after the published runs; mteb pins the
 # updated revision. The published results say so instead of claiming a revision they never saw.
 PRE_UPDATE = {"R2MEDMedicalSciencesRetrieval": "before-1b48911514c80bf9182222d99752ad75e23b4b47"}
+# Sources whose runs came after that update, on the hub's data then (loaded without a revision):
+# the ReasonEmbed paper's (October 2025). Their results record mteb's pinned revisions.
+AFTER_UPDATE_SOURCES = ("ReasonEmbed paper",)
 
 
-def published_revision(task_name: str) -> str:
+def published_revision(task_name: str, source: str = "") -> str:
     """The dataset revision a published result records: mteb's pinned revision (the data the
     published runs used), except where the hub data changed after them (a ``before-<revision>``
-    marker naming the pinned revision they predate)."""
+    marker naming the pinned revision they predate); ``source``: the row's, whose runs may
+    postdate the change."""
+    if any(marker in source for marker in AFTER_UPDATE_SOURCES):
+        return PINNED_REVISIONS[task_name]
     return PRE_UPDATE.get(task_name, PINNED_REVISIONS[task_name])
 
 
 def write_published(dest: Path) -> list[Path]:
     """Every published run as mteb results: the leaderboard's rows in
     ``dest/r2med-leaderboard__<system>/published/``, the authors' repository's other runs in
-    ``dest/r2med-repository__<system>/published/``. Each holds a TaskResult per dataset (every
-    metric the authors report where their repository has the run, else nDCG@10, the one metric the
-    leaderboard shows), written by the mteb adapter as every result is, ``model_meta.json`` and, in
+    ``dest/r2med-repository__<system>/published/`` (runs published in other papers, kind
+    ``paper``, are the package's data only: ``results/`` ships those two kinds of folder). Each
+    holds a TaskResult per dataset (every metric the authors report where their repository has the
+    run, else nDCG@10, the one metric the leaderboard shows), written by the mteb adapter as every result is, ``model_meta.json`` and, in
     ``r2med/pipeline.json``, the system's name, kind and provenance. Generated from the shipped
     data, so the files are computed, never hand-written."""
     from . import atomic
@@ -611,6 +673,8 @@ def write_published(dest: Path) -> list[Path]:
     repository = {r["name"]: r for r in published_runs("repository")}
     written = []
     for row in published_rows(which="all"):
+        if row.kind not in ("leaderboard", "repository"):
+            continue
         run = linked.get(row.system) if row.kind == "leaderboard" else repository[row.system]
         org = PUBLISHED_ORG if row.kind == "leaderboard" else REPOSITORY_ORG
         folder = RunFolder(folder_path(dest, f"{org}/{slug(row.system)}", "published", None, local=False))
@@ -622,7 +686,7 @@ def write_published(dest: Path) -> list[Path]:
             else:
                 continue
             atomic.write_text(folder.task_json(task.name), task_result_text(
-                task.name, published_revision(task.name), {**metrics, "main_score": metrics["ndcg_at_10"]},
+                task.name, published_revision(task.name, row.source), {**metrics, "main_score": metrics["ndcg_at_10"]},
                 evaluation_time=None, phases=[]))
             written.append(folder.task_json(task.name))
         reference = "https://r2med.github.io/#leaderboard" if row.kind == "leaderboard" else \
@@ -651,6 +715,9 @@ def known_difference(row) -> str:
     that apply to every run: Medical-Sciences' hub update, float-level differences)."""
     if row.kind == "leaderboard" and not row.command:
         return "no command: an external submission, average only"
+    if any(marker in row.source for marker in AFTER_UPDATE_SOURCES):
+        return ("the ReasonEmbed authors' FlagEmbedding run (*): faiss inner product over fp16 vectors, cosine "
+                "here (float-level ties); their weights' and data's hub revisions unpinned")
     if row.reranker != "-" and "ReasonRank" in row.reranker:
         return "ReasonRank's own runs; `llm-rerank` cuts passages by words, not tokens"
     if row.system == "MedCPT":
@@ -675,6 +742,8 @@ def runs_table() -> str:
         figures = ("repo " + ", ".join(commits)) if commits else "leaderboard"
         if row.kind == "leaderboard" and commits:
             figures = "leaderboard; repo " + ", ".join(commits)
+        elif not commits and "r2med.github.io" not in " ".join(row.provenance):  # another paper's figures
+            figures = row.source.removeprefix("published (").removesuffix(")")
         average = f"{row.average:.2f}" if row.average is not None else ""
         cells = [str(i), row.system, row.kind, average, figures, row.command or "–", known_difference(row)]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")

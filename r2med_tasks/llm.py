@@ -10,6 +10,10 @@
   answer arrives, so a killed run keeps everything already paid for; ``key_for`` its keys.
 - ``generate_cached(client, cache, requests)``: asks the server which model it serves
   (``ChatClient.served_model``, ``GET /models``), then sends only what the cache lacks for that model.
+- ``Turn`` and ``ChatClient.continue_turns(turns)``: extend an assistant turn until a stop string
+  (search agents), through ``/chat/completions`` with vLLM's ``continue_final_message`` or, given
+  ``template=`` (a tokenizer), a chat template rendered here and ``/completions``;
+  ``continue_cached(client, cache, turns)`` as ``generate_cached``, keyed by ``turn_key``.
 - ``Usage`` and ``cost(model, usage)``: requests sent, cache hits, tokens, and dollars for known models.
 - Shared with the embedding clients (``r2med_plugins.dense.api``): ``openai_client`` (the one place
   an ``openai.OpenAI`` is built: base URL, key, timeout, no SDK retries, no redirects),
@@ -44,7 +48,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 from urllib.parse import parse_qsl, unquote_plus, urlsplit, urlunsplit
 
-from .errors import UserError
+from .errors import UserError, reason
 from .journal import Journal
 
 log = logging.getLogger(__name__)
@@ -549,7 +553,10 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 OLLAMA_BASE_URL = "http://127.0.0.1:11434/v1"
 VLLM_BASE_URL = "http://127.0.0.1:8000/v1"
 
-SAMPLING_PARAMS = ("temperature", "top_p", "max_tokens", "seed")
+SAMPLING_PARAMS = ("temperature", "top_p", "max_tokens", "seed", "top_k", "repetition_penalty")
+EXTRA_BODY_PARAMS = frozenset({"top_k", "repetition_penalty", "continue_final_message", "add_generation_prompt"})
+"""Body keys the openai SDK has no argument for (vLLM's sampling and chat-template extras): sent
+through its ``extra_body``, in the same JSON body."""
 
 # OpenAI's reasoning models (o1, o3-mini, o4-mini, gpt-5...) reject "max_tokens" and take
 # "max_completion_tokens" (which counts their hidden reasoning tokens too).
@@ -559,13 +566,21 @@ _CONTEXT_ERROR = re.compile(r"maximum (?:context|input) length|context_length_ex
 
 @dataclass(frozen=True)
 class Generation:
-    """One chat completion: the first choice's text, the tokens billed, and the model that answered."""
+    """One completion: the first choice's text, the tokens billed, why it ended and the model that answered.
+
+    ``finish_reason``: the server's (``"stop"``: a stop string or the end of the turn, ``"length"``:
+    ``max_tokens`` spent). ``stop``: for a continued turn (``ChatClient.continue_turns``), the stop
+    string that ended it, as the server reports it (vLLM's ``stop_reason``); the text never
+    includes it. None when no stop string ended it (the model ended its turn, ``max_tokens``) or when
+    the server does not say which (OpenAI and Ollama report only ``finish_reason: "stop"``).
+    """
 
     text: str
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str | None
     model: str
+    stop: str | None = None
 
 
 @dataclass
@@ -689,7 +704,8 @@ def _normalize_params(params: dict[str, Any]) -> dict[str, Any]:
     for name, value in params.items():
         if value is None:
             continue
-        if name in ("temperature", "top_p") and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if (name in ("temperature", "top_p", "repetition_penalty") and isinstance(value, (int, float))
+                and not isinstance(value, bool)):
             value = float(value)
         out[name] = value
     return out
@@ -712,6 +728,15 @@ def _check_messages(requests: Sequence, who: str) -> list[list[dict]]:
     return [list(m) for m in requests]
 
 
+def _check_turns(turns: Sequence, who: str) -> list[Turn]:
+    if isinstance(turns, (str, bytes, dict, Turn)) or not isinstance(turns, Sequence):
+        raise UserError(f"{who}: turns must be a list of Turn, got {type(turns).__name__}")
+    for i, turn in enumerate(turns):
+        if not isinstance(turn, Turn):
+            raise UserError(f"{who}: turn {i} must be a Turn, got {type(turn).__name__}")
+    return list(turns)
+
+
 def _text(content: Any) -> str | None:
     """A message's content as text: a string, or the text parts of a list of parts."""
     if isinstance(content, str):
@@ -726,11 +751,11 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def parse_chat_completion(payload: bytes, requested_model: str) -> Generation:
-    """The first choice of a ``/chat/completions`` answer; ``BadResponse`` (retried) if unusable."""
+def _first_choice(payload: bytes) -> tuple[dict, dict]:
+    """The answer object and its first choice; ``BadResponse`` if there is none."""
     try:
         obj = json.loads(payload)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise BadResponse("the body is not JSON") from None
     if not isinstance(obj, dict):
         raise BadResponse("the body is not a JSON object")
@@ -738,25 +763,62 @@ def parse_chat_completion(payload: bytes, requested_model: str) -> Generation:
     if not isinstance(choices, list) or not choices:
         error = f"; error: {server_message(payload)}" if "error" in obj else ""
         raise BadResponse(f"no choices{error}")
-    choice = choices[0]
-    if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
+    if not isinstance(choices[0], dict):
+        raise BadResponse("the first choice is not an object")
+    return obj, choices[0]
+
+
+def _no_text(text: str | None, finish: str | None) -> BadResponse:
+    advice = None
+    if finish == "length":
+        advice = ("the model used all max_tokens before answering (reasoning models count their hidden "
+                  "reasoning): raise max_tokens")
+    elif finish == "content_filter":
+        advice = "the provider's content filter withheld the answer: change the prompt or the model"
+    return BadResponse(f"{'empty' if text is not None else 'no'} content (finish_reason {finish!r})", advice)
+
+
+def _generation(obj: dict, text: str, finish: str | None, requested_model: str, stop: str | None = None) -> Generation:
+    usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else {}
+    model = obj.get("model") if isinstance(obj.get("model"), str) and obj.get("model") else requested_model
+    model = redact(model)  # stored and shown: never a secret a spec or a server put there
+    return Generation(text=text, prompt_tokens=_count(usage.get("prompt_tokens")),
+                      completion_tokens=_count(usage.get("completion_tokens")), finish_reason=finish, model=model,
+                      stop=stop)
+
+
+def parse_chat_completion(payload: bytes, requested_model: str) -> Generation:
+    """The first choice of a ``/chat/completions`` answer; ``BadResponse`` (retried) if unusable."""
+    obj, choice = _first_choice(payload)
+    if not isinstance(choice.get("message"), dict):
         raise BadResponse("the first choice has no message")
     finish = choice.get("finish_reason")
     finish = finish if isinstance(finish, str) else None
     text = _text(choice["message"].get("content"))
     if text is None or not text.strip():
-        advice = None
-        if finish == "length":
-            advice = ("the model used all max_tokens before answering (reasoning models count their hidden "
-                      "reasoning): raise max_tokens")
-        elif finish == "content_filter":
-            advice = "the provider's content filter withheld the answer: change the prompt or the model"
-        raise BadResponse(f"{'empty' if text is not None else 'no'} content (finish_reason {finish!r})", advice)
-    usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else {}
-    model = obj.get("model") if isinstance(obj.get("model"), str) and obj.get("model") else requested_model
-    model = redact(model)  # stored and shown: never a secret a spec or a server put there
-    return Generation(text=text, prompt_tokens=_count(usage.get("prompt_tokens")),
-                      completion_tokens=_count(usage.get("completion_tokens")), finish_reason=finish, model=model)
+        raise _no_text(text, finish)
+    return _generation(obj, text, finish, requested_model)
+
+
+def parse_continuation(payload: bytes, requested_model: str, mode: str) -> Generation:
+    """The first choice of a continued turn's answer (``mode`` "chat": ``/chat/completions``'s
+    ``message.content``; "completions": ``/completions``' ``text``), with the stop string that ended
+    it (vLLM's ``stop_reason`` when a string; an int there is a stop token, not a string). Empty text
+    is an answer when the turn stopped (the model wrote a stop string or ended the turn at once);
+    ``BadResponse`` (retried) otherwise."""
+    obj, choice = _first_choice(payload)
+    if mode == "chat":
+        if not isinstance(choice.get("message"), dict):
+            raise BadResponse("the first choice has no message")
+        text = _text(choice["message"].get("content"))
+    else:
+        text = choice.get("text") if isinstance(choice.get("text"), str) else None
+    finish = choice.get("finish_reason")
+    finish = finish if isinstance(finish, str) else None
+    stop = (choice.get("stop_reason") or None) if isinstance(choice.get("stop_reason"), str) else None
+    if text is None or (not text.strip() and finish != "stop"):
+        raise _no_text(text, finish)
+    return _generation(obj, text, finish, requested_model, stop)
 
 
 class _NoModelList(Exception):
@@ -801,6 +863,60 @@ class ServedModel:
         return {"unlisted": True} if self.unlisted else None
 
 
+@dataclass(frozen=True)
+class Turn:
+    """One request to extend an assistant turn (``ChatClient.continue_turns``), as search agents
+    do: generate until a stop string, append search results to the text, generate again from there.
+
+    - ``messages``: the conversation before the turn (system and user messages, and earlier
+      complete turns if any), not ending with the turn being extended;
+    - ``partial``: the assistant's text so far in that turn ("": start it);
+    - ``stop``: stop strings; the answer ends before the first one the model writes, which the
+      ``Generation`` names (``stop``) and its text leaves out;
+    - ``max_tokens``: this request's limit (None: the client's).
+
+    Lists are accepted and kept as tuples; a malformed turn is a ``UserError``.
+    """
+
+    messages: tuple[dict, ...]
+    partial: str = ""
+    stop: tuple[str, ...] = ()
+    max_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        messages, stop = self.messages, self.stop
+        if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence) or not messages:
+            raise UserError("Turn: messages must be a non-empty list of messages ({\"role\": ..., \"content\": ...}), "
+                            f"got {type(messages).__name__}")
+        for j, message in enumerate(messages):
+            if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+                raise UserError(f"Turn: message {j} must be a dict with a 'role' string")
+        try:
+            json.dumps(list(messages))
+        except (TypeError, ValueError) as e:
+            raise UserError(f"Turn: messages are not JSON-serializable ({e})") from None
+        if not isinstance(self.partial, str):
+            raise UserError(f"Turn: partial must be a string, got {type(self.partial).__name__}")
+        if isinstance(stop, str):
+            stop = (stop,)
+        if not isinstance(stop, Sequence) or not all(isinstance(x, str) and x for x in stop):
+            raise UserError(f"Turn: stop must be a list of non-empty strings, got {stop!r}"[:300])
+        m = self.max_tokens
+        if m is not None and (isinstance(m, bool) or not isinstance(m, int) or m < 1):
+            raise UserError(f"Turn: max_tokens must be an integer >= 1 or None, got {m!r}")
+        object.__setattr__(self, "messages", tuple(messages))
+        object.__setattr__(self, "stop", tuple(stop))
+
+
+@dataclass(frozen=True)
+class PreparedTurn:
+    """A turn as it is sent: the JSON body, and what of it keys the cache (``turn_key``)."""
+
+    body: dict
+    request: Any  # the rendered prompt (completions) or {"messages", "partial"} (chat)
+    params: dict
+
+
 class ChatClient:
     """Chat completions from an OpenAI-compatible API (OpenAI, vLLM, Ollama, any ``base_url``),
     through the ``openai`` SDK (``chat.completions.create``; built by ``openai_client``).
@@ -818,6 +934,21 @@ class ChatClient:
     2**(n-1))`` s times 0.5..1, or the server's ``Retry-After`` (at most ``retry_after_max``); then
     a one-line ``UserError`` naming the endpoint, the model, the last failure and what to do.
     Other 4xx and 3xx fail at once (401: "check $api_key_env"; redirects are never followed).
+
+    ``top_k`` and ``repetition_penalty`` are vLLM's (sent as extra body keys when set; OpenAI refuses them).
+
+    Continued turns (``continue_turns``, ``Turn``; search agents) go one of two ways:
+
+    - chat mode (``template`` None): ``POST {base_url}/chat/completions`` with the partial text as
+      a final assistant message and vLLM's ``continue_final_message: true, add_generation_prompt:
+      false`` (a turn not yet started is an ordinary request). Needs a server that continues a
+      final message (vLLM; OpenAI refuses it, Ollama ignores it). The server renders the partial:
+      transformers' chat templating strips its trailing whitespace;
+    - completions mode (``template``: a tokenizer folder or hub id, already downloaded): the chat
+      template is rendered here (``AutoTokenizer.from_pretrained(template, local_files_only=True)``,
+      loaded on first use; ``apply_chat_template(messages, add_generation_prompt=True)`` + the
+      partial, exactly) and ``POST {base_url}/completions`` sends that prompt. ``max_tokens`` must
+      be set (vLLM's ``/completions`` stops after 16 tokens otherwise).
     """
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
@@ -825,7 +956,8 @@ class ChatClient:
                  seed: int | None = None, concurrency: int = 8, max_retries: int | None = None,
                  timeout: float = 600.0, sleep: Callable[[float], None] | None = None, backoff: float | None = None,
                  backoff_max: float | None = None, retry_after_max: float | None = None,
-                 retry: RetryPolicy | None = None) -> None:
+                 retry: RetryPolicy | None = None, top_k: int | None = None,
+                 repetition_penalty: float | None = None, template: str | os.PathLike | None = None) -> None:
         if not isinstance(model, str) or not model.strip():
             raise UserError(f"ChatClient: model must be a non-empty string, got {model!r}")
         self.model = model.strip()
@@ -833,6 +965,14 @@ class ChatClient:
         self.url = endpoint_url(self.base_url, "chat/completions")
         self.api_key_env = api_key_env
         self.temperature, self.top_p, self.max_tokens, self.seed = temperature, top_p, max_tokens, seed
+        self.top_k, self.repetition_penalty = top_k, repetition_penalty
+        if template is not None and not isinstance(template, (str, os.PathLike)):
+            raise UserError(f"ChatClient: template must be a tokenizer folder or hub id, got {type(template).__name__}")
+        self.template = os.fspath(template).strip() if template is not None else None
+        if self.template == "":
+            raise UserError("ChatClient: template must be a tokenizer folder or hub id, got an empty string")
+        self._tokenizer: Any = None
+        self._tokenizer_lock = threading.Lock()
         self.concurrency, self.timeout = concurrency, timeout
         self.retry = retry_policy(retry, max_retries=max_retries, backoff=backoff, backoff_max=backoff_max,
                                   retry_after_max=retry_after_max, sleep=sleep)
@@ -847,8 +987,14 @@ class ChatClient:
 
     def __repr__(self) -> str:
         params = "".join(f", {k}={v!r}" for k, v in self.params.items())
+        template = f", template={redact(self.template)!r}" if self.template is not None else ""
         return (f"ChatClient({self.shown_model!r}, base_url={show_url(self.base_url)!r}, "
-                f"api_key_env={self.api_key_env!r}{params})")
+                f"api_key_env={self.api_key_env!r}{params}{template})")
+
+    @property
+    def mode(self) -> str:
+        """How turns are continued: "completions" with a ``template``, else "chat"."""
+        return "completions" if self.template is not None else "chat"
 
     @property
     def shown_model(self) -> str:
@@ -868,13 +1014,17 @@ class ChatClient:
 
         number("temperature", 0, 2)
         number("top_p", 0, 1)
-        for name, low in (("max_tokens", 1), ("seed", None), ("concurrency", 1)):
+        for name, low in (("max_tokens", 1), ("seed", None), ("top_k", -1), ("concurrency", 1)):
             value = getattr(self, name)
-            if name in ("max_tokens", "seed") and value is None:
+            if name in ("max_tokens", "seed", "top_k") and value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or (low is not None and value < low):
                 what = "an integer" if low is None else f"an integer >= {low}"
                 raise UserError(f"ChatClient: {name} must be {what}, got {value!r}")
+        penalty = self.repetition_penalty
+        if penalty is not None and (isinstance(penalty, bool) or not isinstance(penalty, (int, float))
+                                    or not 0 < penalty < float("inf")):
+            raise UserError(f"ChatClient: repetition_penalty must be a number > 0 or None, got {penalty!r}")
         if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or self.timeout <= 0:
             raise UserError(f"ChatClient: timeout must be positive seconds, got {self.timeout!r}")
         self.retry.check("ChatClient")
@@ -889,10 +1039,10 @@ class ChatClient:
         """True on the OpenAI API itself: there a missing key is an error rather than no header."""
         return (urlsplit(self.base_url).hostname or "").lower() == "api.openai.com"
 
-    def body(self, messages: list[dict]) -> dict:
-        """The JSON body sent for one request."""
+    def body(self, messages: list[dict], params: dict[str, Any] | None = None) -> dict:
+        """The JSON body sent for one chat request (``params``: instead of the client's)."""
         body: dict[str, Any] = {"model": self.model, "messages": messages}
-        for name, value in self.params.items():
+        for name, value in (self.params if params is None else params).items():
             if name == "max_tokens" and _COMPLETION_TOKENS_MODELS.match(self.model):
                 name = "max_completion_tokens"
             body[name] = value
@@ -910,24 +1060,143 @@ class ChatClient:
         requests = _check_messages(requests, "ChatClient.generate")
         if not requests:
             return []
+        return self._send_all([self.body(messages) for messages in requests], "chat",
+                              lambda payload: parse_chat_completion(payload, self.model),
+                              lambda body, status, message: self._client_error(status, message),
+                              on_result=on_result, usage=usage)
+
+    # -- continued turns ---------------------------------------------------------------------------
+    def continue_turns(self, turns: Sequence[Turn], *, on_result: Callable[[int, Generation], None] | None = None,
+                       usage: Usage | None = None) -> list[Generation]:
+        """Extend each ``Turn``'s assistant text until one of its stop strings (or the end of the
+        turn, or ``max_tokens``); the answers (``Generation``: the new text only, without the stop
+        string; ``stop``: which stop string ended it; ``finish_reason``), in input order. Sent as
+        ``generate`` sends (``concurrency`` at a time, the same retries and errors, ``on_result`` and
+        ``usage`` the same way), by this client's ``mode`` (see the class). A server refusing to
+        continue a final assistant message (chat mode) is a ``UserError`` saying to give
+        ``template=`` or use vLLM."""
+        prepared = [self.prepare_turn(turn) for turn in _check_turns(turns, "ChatClient.continue_turns")]
+        return self._continue_prepared(prepared, on_result=on_result, usage=usage)
+
+    def prepare_turn(self, turn: Turn) -> PreparedTurn:
+        """``turn`` as this client sends it: its JSON body (the chat template rendered here in
+        completions mode), and the request and params that key it in the cache."""
+        params = self.params
+        if turn.max_tokens is not None:
+            params["max_tokens"] = turn.max_tokens
+        if self.mode == "completions":
+            if "max_tokens" not in params:
+                raise UserError(f"ChatClient for {self.shown_model} renders turns with template= and sends them to "
+                                "/completions, which stops after 16 tokens unless told: set max_tokens (on the "
+                                "client or the Turn)")
+            prompt = self.render(turn)
+            body: dict[str, Any] = {"model": self.model, "prompt": prompt, **params}
+            request: Any = prompt
+        else:
+            messages = [dict(m) for m in turn.messages]
+            if turn.partial:
+                messages.append({"role": "assistant", "content": turn.partial})
+            body = self.body(messages, params)
+            if turn.partial:
+                body.update(continue_final_message=True, add_generation_prompt=False)
+            request = {"messages": [dict(m) for m in turn.messages], "partial": turn.partial}
+        if turn.stop:
+            body["stop"] = list(turn.stop)
+        return PreparedTurn(body, request, params)
+
+    def render(self, turn: Turn) -> str:
+        """The completions-mode prompt of ``turn``: the ``template`` tokenizer's chat template applied
+        to its messages with the generation prompt, then its partial text, verbatim."""
+        tokenizer = self._load_tokenizer()
+        shown = redact(self.template or "")
+        try:
+            prompt = tokenizer.apply_chat_template([dict(m) for m in turn.messages], tokenize=False,
+                                                   add_generation_prompt=True)
+        except Exception as e:  # jinja errors, a tokenizer without a template: the user's to fix
+            if getattr(tokenizer, "chat_template", None) is None:
+                raise UserError(f"ChatClient: the tokenizer at template={shown!r} has no chat template; give the "
+                                "model's own tokenizer (its tokenizer_config.json or chat_template.jinja holds "
+                                "one)") from None
+            raise UserError(f"ChatClient: the chat template of template={shown!r} failed on a turn's messages "
+                            f"({scrub(reason(e), limit=200)})") from None
+        if not isinstance(prompt, str):
+            raise UserError(f"ChatClient: the chat template of template={shown!r} did not render text "
+                            f"(got {type(prompt).__name__})")
+        return prompt + turn.partial
+
+    def tokenizer(self):
+        """The ``template`` tokenizer (loaded once, offline), or None without one: for an agent that
+        counts or cuts tokens as its reference does."""
+        return self._load_tokenizer() if self.template is not None else None
+
+    def _load_tokenizer(self):
+        with self._tokenizer_lock:
+            if self._tokenizer is None:
+                if self.template is None:
+                    raise UserError("ChatClient: rendering a chat template needs template= (a tokenizer folder "
+                                    "or hub id)")
+                try:
+                    from transformers import AutoTokenizer
+
+                    self._tokenizer = AutoTokenizer.from_pretrained(self.template, local_files_only=True)
+                except Exception as e:
+                    raise UserError(f"ChatClient: cannot load the tokenizer template={redact(self.template)!r} "
+                                    f"({scrub(reason(e), limit=160)}); give a local tokenizer folder or a hub id "
+                                    "already downloaded (it is loaded offline)") from None
+            return self._tokenizer
+
+    def _continue_prepared(self, prepared: list[PreparedTurn], *,
+                           on_result: Callable[[int, Generation], None] | None = None,
+                           usage: Usage | None = None) -> list[Generation]:
+        if not prepared:
+            return []
+        mode = self.mode
+        return self._send_all([p.body for p in prepared], mode,
+                              lambda payload: parse_continuation(payload, self.model, mode),
+                              self._turn_client_error, on_result=on_result, usage=usage)
+
+    def _turn_client_error(self, body: dict, status: int, message: str) -> str | None:
+        """Advice for a refused turn: a chat request continuing a final message (``body``) that the
+        server refuses, for no reason ``_client_error`` knows, is taken for a server without
+        ``continue_final_message``."""
+        fix = self._client_error(status, message)
+        if fix is None and status in (400, 422) and body.get("continue_final_message"):
+            return ("if it does not continue a partial assistant message (vLLM's continue_final_message), serve "
+                    "the model with vLLM or give ChatClient template= (the model's tokenizer folder or hub id) to "
+                    "render the chat template here and use /completions")
+        return fix
+
+    def _send_all(self, bodies: list[dict], endpoint: str, parse: Callable[[bytes], Generation],
+                  client_error: Callable[[dict, int, str], str | None], *,
+                  on_result: Callable[[int, Generation], None] | None, usage: Usage | None) -> list[Generation]:
+        """``bodies`` to ``{base_url}/chat/completions`` (``endpoint`` "chat") or ``/completions``,
+        ``concurrency`` at a time, each retried by an ``APICaller`` (``client_error(body, status,
+        message)``: the advice for its refusal); answers in input order."""
+        url = self.url if endpoint == "chat" else endpoint_url(self.base_url, "completions")
         key = api_key(self.api_key_env, required=self.needs_key,
-                      who=f"ChatClient for {self.shown_model} at {show_url(self.url)}")
-        caller = APICaller(self.url, model=self.model, api_key_env=self.api_key_env, base_url=self.base_url,
-                           timeout=self.timeout, retry=self.retry,
-                           malformed_advice="check that base_url serves an OpenAI-compatible chat completions API",
-                           client_error=self._client_error, logger=log, retries=self.retries)
+                      who=f"ChatClient for {self.shown_model} at {show_url(url)}")
+        what = "chat completions" if endpoint == "chat" else "completions"
+
+        def caller(body: dict) -> APICaller:
+            return APICaller(url, model=self.model, api_key_env=self.api_key_env, base_url=self.base_url,
+                             timeout=self.timeout, retry=self.retry,
+                             malformed_advice=f"check that base_url serves an OpenAI-compatible {what} API",
+                             client_error=lambda status, message: client_error(body, status, message),
+                             logger=log, retries=self.retries)
+
         client = openai_client(self.base_url, key=key, timeout=self.timeout)
         headers = no_auth_header(key)
+        create = (client.chat.completions if endpoint == "chat" else client.completions).with_raw_response.create
         lock = threading.Lock()
 
-        def send(messages: list[dict]) -> bytes:
-            body = self.body(messages)
-            raw = client.chat.completions.with_raw_response.create(**body, extra_headers=headers)
+        def send(body: dict) -> bytes:
+            plain = {k: v for k, v in body.items() if k not in EXTRA_BODY_PARAMS}
+            extra = {k: v for k, v in body.items() if k in EXTRA_BODY_PARAMS}
+            raw = create(**plain, extra_body=extra or None, extra_headers=headers)
             return raw.http_response.content
 
         def run(i: int, abort: threading.Event) -> Generation:
-            generation = caller.call(lambda: send(requests[i]),
-                                     lambda payload: parse_chat_completion(payload, self.model), key=key, abort=abort)
+            generation = caller(bodies[i]).call(lambda: send(bodies[i]), parse, key=key, abort=abort)
             with lock:
                 if usage is not None:
                     usage.add(generation)
@@ -935,7 +1204,7 @@ class ChatClient:
                     on_result(i, generation)
             return generation
 
-        return map_concurrently(run, range(len(requests)), self.concurrency, name="ChatClient", finish_running=True)
+        return map_concurrently(run, range(len(bodies)), self.concurrency, name="ChatClient", finish_running=True)
 
     def served_model(self) -> ServedModel:
         """The model the server says it serves under ``model`` (``GET {base_url}/models``), asked once
@@ -1002,7 +1271,7 @@ class ChatClient:
                     "lower max_tokens")
         if status in (400, 422):
             for name in (*SAMPLING_PARAMS, "max_completion_tokens"):
-                if name in message and re.search(r"unsupported|not support", message, re.I):
+                if name in message and re.search(r"unsupported|not support|unrecognized", message, re.I):
                     return f"{self.shown_model} does not take {name} as set: change it or leave it unset"
         return None
 
@@ -1030,6 +1299,20 @@ def key_for(model: str, messages: list[dict], params: dict[str, Any], served: di
     return hashlib.sha256(blob.encode("ascii")).hexdigest()
 
 
+def turn_key(model: str, mode: str, request: Any, stop: Sequence[str], params: dict[str, Any],
+             served: dict[str, Any] | None = None) -> str:
+    """The cache key of a continued turn (``continue_cached``): sha256 hex of the canonical JSON of
+    ``{"v", "turn": mode, "model", "served", "request", "stop", "params"}``, as ``key_for`` encodes
+    (its own field set, so never a ``key_for`` key). ``mode`` "chat" or "completions";
+    ``request``: the rendered prompt (completions) or ``{"messages", "partial"}`` (chat);
+    ``stop``: the stop strings, in order; ``params``: the sampling parameters with the turn's
+    ``max_tokens``; ``served`` as for ``key_for``."""
+    blob = json.dumps({"v": CACHE_VERSION, "turn": mode, "model": model, "served": served, "request": request,
+                       "stop": list(stop), "params": _normalize_params(dict(params))},
+                      sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("ascii")).hexdigest()
+
+
 _FIELDS = {"text": str, "prompt_tokens": int, "completion_tokens": int, "model": str}
 
 
@@ -1040,21 +1323,21 @@ def _entry(obj: dict) -> tuple[str, Generation] | None:
     for name, kind in _FIELDS.items():
         if not isinstance(obj.get(name), kind) or isinstance(obj.get(name), bool):
             return None
-    finish = obj.get("finish_reason")
-    if finish is not None and not isinstance(finish, str):
+    finish, stop = obj.get("finish_reason"), obj.get("stop")
+    if (finish is not None and not isinstance(finish, str)) or (stop is not None and not isinstance(stop, str)):
         return None
     return obj["key"], Generation(text=obj["text"], prompt_tokens=obj["prompt_tokens"],
                                   completion_tokens=obj["completion_tokens"], finish_reason=finish,
-                                  model=obj["model"])
+                                  model=obj["model"], stop=stop)
 
 
 class GenerationCache:
     """Answers by request key, in an append-only journal (:class:`r2med_tasks.journal.Journal`).
 
-    Each line is ``{"key": <key_for(...)>, "text", "prompt_tokens", "completion_tokens",
-    "finish_reason", "model"}`` (the ``Generation`` fields; ``model`` is the model that answered) and
-    nothing else: no key, no prompt. ``put`` appends and fsyncs one line, so a killed run loses only
-    the answer being written; a line that does not parse (the last one, cut by a kill; or garbage)
+    Each line is ``{"key": <key_for(...) or turn_key(...)>, "text", "prompt_tokens",
+    "completion_tokens", "finish_reason", "model"}`` and ``"stop"`` when set (the ``Generation``
+    fields; ``model`` is the model that answered) and nothing else: no key, no prompt. ``put``
+    appends and fsyncs one line, so a killed run loses only the answer being written; a line that does not parse (the last one, cut by a kill; or garbage)
     is skipped with one warning and dropped from the file, and its request is sent again.
     When a key appears twice, the last line wins. The file is read once, at construction: lines
     another process appends later are not seen by this object.
@@ -1088,7 +1371,10 @@ class GenerationCache:
 
     def put(self, key: str, generation: Generation) -> None:
         """Append ``generation`` under ``key`` and fsync it before returning."""
-        self._journal.append([{"key": key, **asdict(generation)}])
+        record = {"key": key, **asdict(generation)}
+        if record["stop"] is None:
+            del record["stop"]  # the lines of answers that are not continued turns stay as they were
+        self._journal.append([record])
         self._entries[key] = generation
 
 
@@ -1110,6 +1396,18 @@ def generate_cached(client: ChatClient, cache: GenerationCache, requests: list[l
     params = client.params
     served = client.served_model().key() if callable(getattr(client, "served_model", None)) else None
     keys = [cache.key_for(client.model, messages, params, served) for messages in requests]
+    return _through_cache(cache, keys, lambda indices, store: client.generate(
+        [requests[i] for i in indices], on_result=store, usage=usage), usage=usage,
+        log_line=lambda hits, sent: log.info("%s: %d answer(s) cached, %d request(s) to send to %s",
+                                             redact(client.model), hits, sent,
+                                             show_url(getattr(client, "url", "its endpoint"))))
+
+
+def _through_cache(cache: GenerationCache, keys: list[str], send: Callable[[list[int], Callable], Any], *,
+                   usage: Usage | None, log_line: Callable[[int, int], None]) -> list[Generation]:
+    """The answer of each key: from ``cache``, else from ``send(indices, store)`` (each request
+    ``keys`` lacks, once per distinct key; ``store(j, generation)`` keeps the j-th answer as it
+    arrives); ``usage`` counts the cache hits."""
     out: list[Generation | None] = [cache.get(k) for k in keys]
     to_send: list[int] = []
     first: dict[str, int] = {}
@@ -1117,20 +1415,40 @@ def generate_cached(client: ChatClient, cache: GenerationCache, requests: list[l
         if out[i] is None and key not in first:
             first[key] = i
             to_send.append(i)
-    hits = len(requests) - len(to_send)
+    hits = len(keys) - len(to_send)
     if usage is not None:
         usage.cached += hits
     if to_send:
-        log.info("%s: %d answer(s) cached, %d request(s) to send to %s", redact(client.model), hits, len(to_send),
-                 show_url(getattr(client, "url", "its endpoint")))
+        log_line(hits, len(to_send))
 
     def store(j: int, generation: Generation) -> None:
         i = to_send[j]
         cache.put(keys[i], generation)
         out[i] = generation
 
-    client.generate([requests[i] for i in to_send], on_result=store, usage=usage)
+    send(to_send, store)
     for i, key in enumerate(keys):
         if out[i] is None:
             out[i] = out[first[key]]
     return out  # type: ignore[return-value]
+
+
+def continue_cached(client: ChatClient, cache: GenerationCache, turns: Sequence[Turn], *,
+                    usage: Usage | None = None) -> list[Generation]:
+    """``client.continue_turns(turns)`` for what ``cache`` lacks, each answer stored as it arrives,
+    as ``generate_cached`` does: the served model is asked first (``client.served_model()``), each
+    turn is keyed by ``turn_key(client.model, client.mode, request, turn.stop, params, served)``
+    (the prompt rendered here in completions mode, the messages and partial text in chat mode; the
+    sampling params with the turn's ``max_tokens``), identical turns in one call are sent once, and
+    ``usage`` counts requests sent, their tokens and cache hits. A rerun sends nothing."""
+    turns = _check_turns(turns, "continue_cached")
+    if not turns:
+        return []
+    prepared = [client.prepare_turn(turn) for turn in turns]
+    served = client.served_model().key()
+    keys = [turn_key(client.model, client.mode, p.request, turn.stop, p.params, served)
+            for p, turn in zip(prepared, turns)]
+    return _through_cache(cache, keys, lambda indices, store: client._continue_prepared(
+        [prepared[i] for i in indices], on_result=store, usage=usage), usage=usage,
+        log_line=lambda hits, sent: log.info("%s: %d continuation(s) cached, %d request(s) to send to %s",
+                                             client.shown_model, hits, sent, show_url(client.base_url)))

@@ -46,7 +46,7 @@ class Stage:
                   "options": {k: self._identity(self.spec, k, merged[k]) for k in sorted(merged)
                               if self.spec.identifies_results(k)}}
         if self.spec.members_option:  # a composite: its members and their options
-            config["members"] = list(merged[self.spec.members_option])
+            config["members"] = members_of(merged[self.spec.members_option])
             config["member_options"] = {m: dict(self.member_values(m)) for m in sorted(self.member_options)}
         return config
 
@@ -189,7 +189,7 @@ class Pipeline:
             label = stage.label_in_name() if kind != "retriever" else _model_label(stage.model_meta())
             entry = {"component": stage.spec.name, "plugin": stage.entry.plugin.name, "label": label}
             if stage.spec.members_option and isinstance(stage.instance, Composite):
-                names = {**stage.spec.defaults, **stage.options}[stage.spec.members_option]
+                names = members_of({**stage.spec.defaults, **stage.options}[stage.spec.members_option])
                 entry["members"] = [
                     {"component": name, "label": _model_label(m.model_meta()) if isinstance(m, DescribesModel)
                      else name} for name, m in zip(names, stage.instance.members)]
@@ -233,13 +233,26 @@ def build_pipeline(registry: Registry, plugin_tokens: list[str], option_tokens: 
         option_tokens = ([f"{s.spec.name}.device={device}" for s in on_device]
                          + [f"{m}.device={device}" for m in members] + option_tokens)
     _route_options(stages, option_tokens, registry)
+    for stage in stages.values():  # a composite's members: registered retrievers, said so in the option's words
+        for member in _members(stage):
+            try:
+                _member_spec(registry, member)
+            except UserError as e:
+                problem = str(e).partition(": ")[2]
+                raise UserError(f"-o {stage.spec.name}.{stage.spec.members_option}: '{member}' is not a retriever "
+                                f"({problem})") from None
     return Pipeline(stages, top_k)
 
 
 def _members(stage: Stage) -> list[str]:
     """The members a composite's options name (none for other components)."""
     option = stage.spec.members_option
-    return list(stage.options.get(option, stage.spec.defaults[option])) if option else []
+    return members_of(stage.options.get(option, stage.spec.defaults[option])) if option else []
+
+
+def members_of(value: Any) -> list[str]:
+    """The retrievers a members option names: a list of them (``hybrid``), or one (an agent's searcher)."""
+    return [value] if isinstance(value, str) else list(value)
 
 
 def _member_spec(registry: Registry, name: str):

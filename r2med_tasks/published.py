@@ -20,6 +20,10 @@ Each run carries:
   ``map_at_100``, ``recall_at_25``, ``precision_at_1``, ``mrr``), as the authors rounded them.
 
 The authors' NFCorpus files (``BEIR_NFCorpus.json``, 45cbac5) are not an R2MED task and are left out.
+
+Runs of R2MED published in other papers (``data/published/papers.json``, transcribed by hand: the
+figures as printed, where they are, the script that produced them, the command that reproduces it)
+are read by :func:`paper_runs`; they are shown with kind ``paper``.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ DATA = Path(__file__).parent / "data" / "published" / "r2med_published.json"
 # A results folder claiming to be published is the shipped copy only when its files are these.
 MANIFEST = Path(__file__).parent / "data" / "published" / "files.sha256"
 PUBLISHED_CSV = Path(__file__).parent / "data" / "leaderboard" / "r2med_leaderboard.csv"
+PAPERS = Path(__file__).parent / "data" / "published" / "papers.json"
 REPOSITORY = "R2MED/R2MED"
 COMMITS = ("45cbac5", "62b7074")  # oldest first; a run's figures are read from the first commit holding it
 
@@ -255,7 +260,7 @@ def dumps(record: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-@lru_cache(maxsize=1)
+@lru_cache(maxsize=4)
 def _load(path: str) -> dict:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
@@ -263,6 +268,17 @@ def _load(path: str) -> dict:
 def published_runs(kind: str | None = None, path: Path = DATA) -> list[dict]:
     """The shipped record's runs (``kind``: ``leaderboard`` or ``repository`` only)."""
     return [r for r in _load(str(path))["runs"] if kind is None or r["kind"] == kind]
+
+
+def paper_runs(path: Path = PAPERS) -> list[dict]:
+    """Runs published in other papers: ``name``, ``rewriter``/``retriever``/``reranker``,
+    ``command``, ``source``, ``reference``, ``provenance``, ``note``, the printed ``average`` and
+    ``ndcg_at_10`` (×100, per dataset short name, all eight)."""
+    runs = _load(str(path))["runs"]
+    for run in runs:
+        if set(run["ndcg_at_10"]) != {t.short_name for t in R2MED_TASKS}:
+            raise ValueError(f"{path}: {run['name']!r} does not give the eight datasets")
+    return runs
 
 
 def manifest_text(root: Path, files: list[Path]) -> str:

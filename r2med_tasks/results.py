@@ -208,8 +208,8 @@ class ResultFolder(RunFolder):
         """Whether the task's files are those its manifest (written last) names, byte for byte."""
         try:
             manifest = json.loads(self.manifest_file(task_name).read_text(encoding="utf-8"))
-            return manifest == {name: _sha256(self.path / name) for name in manifest} and set(manifest) == set(
-                self.task_file_names(task_name))
+            return set(self.task_file_names(task_name)) <= set(manifest) and manifest == {
+                name: _sha256(self.path / name) for name in manifest}
         except (OSError, ValueError, TypeError):
             return False
 
@@ -224,13 +224,15 @@ class ResultFolder(RunFolder):
         return main, n
 
     def write(self, task_name: str, dataset_revision: str, identity: dict[str, Any], scores: dict, ranked: Run,
-              per_query: dict, *, evaluation_time: float, phases: list[dict[str, Any]]) -> None:
+              per_query: dict, *, evaluation_time: float, phases: list[dict[str, Any]],
+              kept: dict[str, list[dict]] | None = None) -> None:
         """Write a task's files as one: each is prepared beside its target, then all are put in
         place (the TaskResult last, so readers see the previous result until the new one is whole),
         then the manifest of their hashes that marks the task finished. A failure before that point
         (a full disk) leaves the previous result as it was; a kill during it leaves files the
         manifest does not match, so the task is recomputed. The bytes are mteb's, written without
-        importing mteb (the warm path of a run never does)."""
+        importing mteb (the warm path of a run never does). ``kept``: rows a component asked to
+        keep (``context.keep``), written as ``<Task>.<name>.jsonl`` with the rest."""
         from .mteb_adapter import task_result_text
 
         if not self.model_meta_file.exists():
@@ -242,6 +244,8 @@ class ResultFolder(RunFolder):
                 "\t".join(["query_id", *PER_QUERY]),
                 *("\t".join([qid, *(repr(m[k]) for k in PER_QUERY)]) for qid, m in sorted(per_query.items()))]),
             self.identity_file(task_name): json.dumps(identity, indent=2, ensure_ascii=False, default=str) + "\n",
+            **{self.kept_file(task_name, name): "".join(json.dumps(row, ensure_ascii=False, default=str) + "\n"
+                                                       for row in rows) for name, rows in (kept or {}).items()},
             self.task_json(task_name): task_result_text(task_name, dataset_revision, scores, evaluation_time, phases),
         }
         encoded = {path: text.encode("utf-8") for path, text in files.items()}

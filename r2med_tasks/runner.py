@@ -8,10 +8,11 @@ Each results folder is locked for the run, so two processes never interleave one
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -185,6 +186,7 @@ class _Current:
     data_id: dict
     held_out: set[str] | None = None
     extra_scores: dict | None = None
+    kept: dict[str, list[dict]] = field(default_factory=dict)  # what components asked to keep (context.keep)
 
 
 class _Run:
@@ -272,7 +274,8 @@ class _Run:
             data = _without(data, current.held_out)
             ranked = {q: d for q, d in ranked.items() if q in data.qrels}
         if first_folder is not None and not reused:
-            _save(first_folder, task, data, data_id, ranked, started, phase)  # for the leaderboard and rerankers
+            _save(first_folder, task, data, data_id, ranked, started, phase,  # for the leaderboard and rerankers
+                  kept=current.kept)
 
         extra_scores = dict(current.extra_scores or {})
         if "reranker" in pipeline.stages:
@@ -285,7 +288,7 @@ class _Run:
                                "they score 0 in the averages")
         step("scoring")
         with phase("Scoring"):
-            ndcg, n = _save(folder, task, data, data_id, ranked, started, phase, extra_scores)
+            ndcg, n = _save(folder, task, data, data_id, ranked, started, phase, extra_scores, kept=current.kept)
         return ndcg, n, data_id["official"]
 
     def task_context(self, context: Context, current: _Current, phase: Phases, step) -> Context:
@@ -306,8 +309,13 @@ class _Run:
             current.extra_scores = scores
             return sum(1 for q in current.data.qrels if q not in current.held_out)
 
+        def keep(name: str, rows: list[dict]) -> None:
+            if not re.fullmatch(r"[a-z][a-z0-9_-]{0,40}", name):
+                raise PluginError(f"context.keep({name!r}): a name of lower-case letters, digits, - and _")
+            current.kept[name] = [dict(row) for row in rows]
+
         return context.with_(corpus=current.data.corpus, data_folder=current.data.folder, saved_run=saved_run,
-                             tuning_judgments=tuning_judgments, hold_out=hold_out)
+                             tuning_judgments=tuning_judgments, hold_out=hold_out, keep=keep)
 
     def saved_run(self, retriever: str, options: tuple[str, ...], task: TaskSpec, queries, current: _Current,
                   context: Context, phase: Phases, step):
@@ -358,13 +366,15 @@ def _reusable(folder: ResultFolder, task: TaskSpec, data_id: dict) -> bool:
 
 
 def _save(folder: ResultFolder, task: TaskSpec, data: TaskData, data_id: dict, ranked, started: float,
-          phase: Phases, extra_scores: dict | None = None) -> tuple[float, int]:
-    """Score a run against the task's judgments and write it, with its identity, as ``folder``'s
-    result for the task; returns the main score and the number of scored queries."""
+          phase: Phases, extra_scores: dict | None = None, kept: dict[str, list[dict]] | None = None
+          ) -> tuple[float, int]:
+    """Score a run against the task's judgments and write it, with its identity (and what its
+    components kept), as ``folder``'s result for the task; returns the main score and the number
+    of scored queries."""
     scores, per_query = score(ranked, data.qrels)
     scores.update(extra_scores or {})
     folder.write(task.name, data.revision, folder.spec.task_identity(task.name, data_id), scores, ranked, per_query,
-                 evaluation_time=time.time() - started, phases=list(phase.items))
+                 evaluation_time=time.time() - started, phases=list(phase.items), kept=kept)
     return scores["main_score"], len(per_query)
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import PluginError, UserError, os_problem
+from .leaderboard import LIVE_PREFIX
 from .models import hub_offline
 from .outcomes import RunOutcome
 
@@ -122,10 +123,13 @@ def _commands(text: str, source: str) -> Iterator[tuple[int, str]]:
             yield command[0], command[2]
             command = None
         line = raw.strip()
-        if table:  # the terminal table or markdown: a row's last cell, the rest is the table's
+        if table:  # the terminal table or markdown: a row's command cell, the rest is the table's
+            if line.startswith(LIVE_PREFIX):  # the agents' live commands the table lists after it: not run
+                continue
             if "r2med-run" in line:
-                cell = raw[raw.index("r2med-run"):].rstrip(" │|")
-                command = [n, raw.index("r2med-run"), html.unescape(cell).replace("\\|", "|")]
+                start = raw.index("r2med-run")
+                cell = re.split(r"(?<!\\)[│|]", raw[start:])[0].rstrip()  # up to the next cell
+                command = [n, start, html.unescape(cell).replace("\\|", "|")]
             continue
         line = COMMENT.sub("", line).strip()
         if line.startswith(("r2med-run", "-")):

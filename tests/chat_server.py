@@ -1,4 +1,5 @@
-"""A local stand-in for an OpenAI-compatible chat API (``POST <url>/chat/completions``), for offline tests.
+"""A local stand-in for an OpenAI-compatible chat API (``POST <url>/chat/completions``, and vLLM's
+``POST <url>/completions``), for offline tests.
 
 Answers deterministically: the text is ``fake_answer(messages)`` ("echo:" + a hash of the last
 user message), usage counts words. Every request is recorded (path, lower-cased headers, JSON
@@ -18,6 +19,24 @@ requests normally, then fails every later one with ``mode`` (a server that goes 
 
 ``delay``: seconds every request takes; ``delay_for(body) -> seconds`` per request (to see order
 under concurrency). ``served_model``: the ``model`` reported in answers (default: the one asked).
+
+Continued turns and stop strings, as vLLM does them:
+
+- ``/chat/completions`` with ``continue_final_message: true`` continues the final message, which
+  must be the assistant's, and needs ``add_generation_prompt: false`` (else HTTP 400, as vLLM);
+  ``refuse_continue = True`` answers such requests HTTP 400 as OpenAI does (an unrecognized argument);
+- ``/completions`` takes a ``prompt`` string and answers ``choices[0].text``;
+- ``script``: a callable ``(context, partial) -> text`` writing what the model "generates": in chat,
+  ``context`` is the messages before a continued assistant message and ``partial`` its content
+  ("" when not continuing); in completions, ``context`` is the prompt (which ends with any partial)
+  and ``partial`` is "". ``scripted`` records each ``(context, partial)`` it was called with;
+- the generated text (``script``'s, else ``fake_answer(messages)`` / ``fake_completion(prompt)``)
+  is cut before the first of the request's ``stop`` strings it holds (``finish_reason`` "stop",
+  ``stop_reason`` that string), else after ``max_tokens`` words (``finish_reason`` "length";
+  ``/completions`` defaults to 16, as vLLM), else it ends the turn (``stop_reason`` null);
+  ``stop_reasons = False`` leaves ``stop_reason`` out, as OpenAI does. Usage counts words (the
+  prompt's, and those generated including the stop string). A chat request with none of
+  ``script``, ``stop`` or ``continue_final_message`` is answered as before (``COMPLETION_TOKENS``).
 
 ``GET <url>/models`` answers what the server serves, as vLLM does (``{"object": "list", "data":
 [{"id", "object": "model", "owned_by", "root", "parent"}]}``): ``models``, a list of ``(id, root,
@@ -49,8 +68,29 @@ def fake_answer(messages: list[dict]) -> str:
     return "echo:" + hashlib.sha256(last_user(messages).encode("utf-8")).hexdigest()[:16]
 
 
+def fake_completion(prompt: str) -> str:
+    return "echo:" + hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:16]
+
+
 def prompt_tokens(messages: list[dict]) -> int:
     return sum(len(str(m.get("content", "")).split()) for m in messages)
+
+
+def cut(text: str, stop: Any, max_tokens: Any) -> tuple[str, str | None, str, int]:
+    """What a server returns of ``text`` generated under ``stop`` and ``max_tokens`` (words):
+    ``(text, stop_reason, finish_reason, completion_tokens)``; the text stops before the stop string."""
+    stops = [stop] if isinstance(stop, str) else [s for s in stop or () if isinstance(s, str) and s]
+    words = text.split()
+    limit = max_tokens if isinstance(max_tokens, int) and max_tokens >= 0 else None
+    hits = [(text.find(s), s) for s in stops if s in text]
+    if hits:
+        at, first = min(hits)
+        if limit is None or len((text[:at] + first).split()) <= limit:
+            return text[:at], first, "stop", len((text[:at] + first).split())
+    if limit is not None and len(words) > limit:
+        kept = " ".join(words[:limit])
+        return kept, None, "length", limit
+    return text, None, "stop", len(words)
 
 
 COMPLETION_TOKENS = 3
@@ -65,6 +105,10 @@ class ChatServer(LocalServer):
         self.models_status: int | None = None
         self.models_body: bytes | None = None
         self.model_requests: list[Recorded] = []
+        self.script: Callable[[Any, str], str] | None = None
+        self.scripted: list[tuple[Any, str]] = []
+        self.refuse_continue = False
+        self.stop_reasons = True
         self._down_after: tuple[int, str, dict] | None = None
         super().__init__(api_key)
 
@@ -158,9 +202,66 @@ class ChatServer(LocalServer):
                 }
                 self._send(200, json.dumps(answer).encode())
 
+            def _generated(self, context: Any, partial: str, default: str) -> str:
+                if server.script is None:
+                    return default
+                with server._lock:
+                    server.scripted.append((context, partial))
+                return server.script(context, partial)
+
+            def _choice_end(self, body: dict, text: str) -> tuple[str, dict, int]:
+                text, stop_reason, finish, tokens = cut(text, body.get("stop"), body.get(
+                    "max_tokens", body.get("max_completion_tokens", 16 if "prompt" in body else None)))
+                end = {"finish_reason": finish, **({"stop_reason": stop_reason} if server.stop_reasons else {})}
+                return text, end, tokens
+
+            def _continuation(self, body: dict) -> None:
+                messages = body["messages"]
+                if body.get("continue_final_message"):
+                    if server.refuse_continue:
+                        return self._error(400, "Unrecognized request argument supplied: continue_final_message")
+                    if body.get("add_generation_prompt", True):
+                        return self._error(400, "Cannot set both `continue_final_message` and "
+                                                "`add_generation_prompt` to True.")
+                    if messages[-1].get("role") != "assistant" or not isinstance(messages[-1].get("content"), str):
+                        return self._error(400, "continue_final_message: the final message is not an assistant's")
+                    context, partial = messages[:-1], messages[-1]["content"]
+                else:
+                    context, partial = messages, ""
+                text, end, tokens = self._choice_end(body, self._generated(context, partial, fake_answer(messages)))
+                used = prompt_tokens(messages)
+                answer = {
+                    "id": "chatcmpl-test", "object": "chat.completion", "created": 0,
+                    "model": server.served_model or body.get("model"),
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, **end}],
+                    "usage": {"prompt_tokens": used, "completion_tokens": tokens, "total_tokens": used + tokens},
+                }
+                self._send(200, json.dumps(answer).encode())
+
+            def _text_completion(self, body: Any, mode: str | None, options: dict) -> None:
+                prompt = body.get("prompt") if isinstance(body, dict) else None
+                if not isinstance(prompt, str) or not prompt:
+                    return self._error(400, "'prompt' must be a non-empty string")
+                if mode == "empty_choices":
+                    return self._send(200, json.dumps({"id": "x", "object": "text_completion", "choices": []}).encode())
+                text, end, tokens = self._choice_end(body, self._generated(prompt, "", fake_completion(prompt)))
+                if mode == "null_content":
+                    text = None
+                elif mode == "empty_content":
+                    text, end = "", {"finish_reason": options.get("finish_reason", "length")}
+                used = len(prompt.split())
+                answer = {
+                    "id": "cmpl-test", "object": "text_completion", "created": 0,
+                    "model": server.served_model or body.get("model"),
+                    "choices": [{"index": 0, "text": text, "logprobs": None, **end}],
+                    "usage": {"prompt_tokens": used, "completion_tokens": tokens, "total_tokens": used + tokens},
+                }
+                self._send(200, json.dumps(answer).encode())
+
             def _answer(self, body: Any, mode: str | None, options: dict) -> None:
                 auth = self.headers.get("Authorization", "")
-                if not self.path.split("?")[0].endswith("/chat/completions"):
+                path = self.path.split("?")[0]
+                if not path.endswith("/completions"):
                     return self._error(404, f"no route {self.path}")
                 if mode == "401" or (server.api_key is not None and auth != f"Bearer {server.api_key}"):
                     return self._error(401, f"Incorrect API key provided: {auth.removeprefix('Bearer ')}. "
@@ -178,6 +279,8 @@ class ChatServer(LocalServer):
                     server._stopping.wait(options.get("hang_s", server.hang_s))
                 if mode == "malformed":
                     return self._send(200, b'{"id": "chatcmpl-test", "choices": [')
+                if not path.endswith("/chat/completions"):
+                    return self._text_completion(body, mode, options)
                 if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
                     return self._error(400, "'messages' must be a non-empty list")
                 if mode == "empty_choices":
@@ -186,6 +289,8 @@ class ChatServer(LocalServer):
                     return self._completion(body, None)
                 if mode == "empty_content":
                     return self._completion(body, "", options.get("finish_reason", "stop"))
+                if server.script is not None or body.get("stop") or "continue_final_message" in body:
+                    return self._continuation(body)
                 return self._completion(body, fake_answer(body["messages"]))
 
         return Handler

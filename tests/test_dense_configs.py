@@ -2,7 +2,9 @@
 
 Expected values are typed here independently of the module: settings from the original
 ``src/eval_retrieval.py`` (62b7074) and ``src/eval_bench.py`` / ``src/utils.py`` of R2MED/R2MED,
-instruction strings copied literally from its ``src/instrcution.py``. Pure data checks: nothing is downloaded or loaded.
+instruction strings copied literally from its ``src/instrcution.py``; for the two models the
+ReasonEmbed authors evaluated, their scripts (VectorSpaceLab/agentic-search @ b2f2e40; more in
+tests/test_reason_embed.py). Pure data checks: nothing is downloaded or loaded.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ BIO, IIYI = "Stack-Biology", "IIYiPatients-EN"
 
 ORDER = [
     "contriever", "medcpt", "inst-l", "inst-xl", "bmr-410m", "bmr-2b", "bmr-7b",
-    "bge", "e5", "grit", "sfr", "nvembed", "openai", "voyage",
+    "bge", "e5", "grit", "sfr", "nvembed", "openai", "voyage", "reason-embed", "qwen3-embedding-8b",
 ]
+R2MED_ORDER = ORDER[:-2]  # the models R2MED's own code ran
 
 # name: (hf_model, backend, pooling, normalize, query_max, doc_max, dtype, batch_size)
 EXPECTED = {
@@ -42,6 +45,10 @@ EXPECTED = {
     "nvembed": ("nvidia/NV-Embed-v2", "nvembed", "model", True, 4096, 4096, "fp16", 16),
     "openai": ("text-embedding-3-large", "openai", "model", True, 6000, 6000, "fp32", 64),
     "voyage": ("voyage-3", "voyage", "model", True, 16000, 16000, "fp32", 64),
+    # agentic-search @ b2f2e40, ReasonEmbed/evaluation_r2med/scripts: decoder-only-base, last_token, 512/512,
+    # batch 256; FlagEmbedding's use_fp16 default True
+    "reason-embed": ("hanhainebula/reason-embed-qwen3-8b-0928", "transformers", "last", True, 512, 512, "fp16", 256),
+    "qwen3-embedding-8b": ("Qwen/Qwen3-Embedding-8B", "transformers", "last", True, 512, 512, "fp16", 256),
 }
 
 PUBLISHED = {
@@ -49,7 +56,8 @@ PUBLISHED = {
     "inst-xl": "InstructOR-XL", "bmr-410m": "BMRETRIEVER-410M", "bmr-2b": "BMRetriever-2B",
     "bmr-7b": "BMRetriever-7B", "bge": "BGE-Large-en-v1.5", "e5": "E5-mistral-7b-instruct",
     "grit": "GritLM-7B", "sfr": "SFR-Embedding-Mistral", "nvembed": "NV-Embed-v2",
-    "openai": "Text-embedding-3-large", "voyage": "Voyage-3",
+    "openai": "Text-embedding-3-large", "voyage": "Voyage-3", "reason-embed": "BGE-Reasoner-Embed-0928",
+    "qwen3-embedding-8b": "Qwen3-Embedding-8B",
 }
 
 # Exact query instructions for Biology and IIYi (src/instrcution.py)
@@ -118,7 +126,8 @@ INST_D_ALL = {
     "IIYiPatients-EN": "Represent the Clinical Case for retrieval: ",
 }
 
-PER_TASK_QUERY = {"inst-l", "inst-xl", "bmr-410m", "bmr-2b", "bmr-7b", "e5", "grit", "sfr", "nvembed"}
+PER_TASK_QUERY = {"inst-l", "inst-xl", "bmr-410m", "bmr-2b", "bmr-7b", "e5", "grit", "sfr", "nvembed", "reason-embed",
+                  "qwen3-embedding-8b"}
 UNINSTRUCTED = {"contriever", "medcpt", "openai", "voyage"}
 # the authors' GAR retrieval (``src/eval_retrieval.py``, ``src/base.py``): these wrappers encode GAR generated documents with the query instruction
 INSTRUCT_GENERATED = {"inst-l", "inst-xl", "grit", "nvembed"}
@@ -148,17 +157,25 @@ def test_settings_match_spec(name):
     assert cfg.reference.startswith("https://")
     assert cfg.revision is None  # the original pins no hub commit
     assert cfg.instruct_generated_docs == (name in INSTRUCT_GENERATED)
+    # R2MED's evaluator (BEIR) dropped a document whose id is the query's; FlagEmbedding's kept it
+    assert cfg.drop_identical_ids is (name in R2MED_ORDER)
+    assert cfg.evaluated_by == ("R2MED" if name in R2MED_ORDER else "the ReasonEmbed authors")
 
 
 def test_published_names_are_leaderboard_rows():
+    """Each configuration's published name is a leaderboard row, or (qwen3-embedding-8b) the
+    model of another paper's published run, whose name is the row's with the paper in parentheses."""
     import csv
 
     from r2med_tasks.leaderboard import PUBLISHED_CSV
+    from r2med_tasks.published import paper_runs
 
     with PUBLISHED_CSV.open(newline="", encoding="utf-8") as f:
         rows = {r["name"] for r in csv.DictReader(f)}
+    papers = {r["name"].split(" (")[0]: r for r in paper_runs()}
     for cfg in DENSE_MODELS.values():
-        assert cfg.published in rows
+        assert cfg.published in rows or papers[cfg.published]["command"] == f"r2med-run --plugin {cfg.name}"
+    assert not set(papers) & rows
 
 
 def test_field_values_are_known():

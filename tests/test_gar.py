@@ -159,7 +159,10 @@ def test_lamer_prompts_carry_bm25_top10(run_cli, evaluate, tmp_path, server):
 
 @pytest.mark.parametrize("args, message", [
     (["--plugin", "hyde", "--plugin", "bm25"], "needs exactly one of -o source=LLM"),
-    (["--plugin", "search-r1", "-o", "llm=openai:gpt-4o", "--plugin", "bm25"], "no selected component accepts 'llm'"),
+    (["--plugin", "search-r1", "-o", "source=qwen-7b-ins", "-o", "llm=openai:gpt-4o", "--plugin", "bm25"],
+     "needs exactly one of -o source=LLM (published generations) or -o llm=SPEC"),
+    (["--plugin", "search-o1", "-o", "llm=http://127.0.0.1:9/v1#m", "-o", "searcher=nope", "--plugin", "bm25"],
+     "-o search-o1.searcher: 'nope' is not a retriever (no such component"),
     (["--plugin", "hyde", "-o", "llm=gpt-4o", "--plugin", "bm25"], "no LLM backend 'gpt-4o'"),
 ])
 def test_rewriter_mistakes(run_cli, tmp_path, args, message):

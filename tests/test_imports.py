@@ -56,6 +56,7 @@ PUBLIC = {
     "r2med_tasks.ranking",  # top-k of score arrays
     "r2med_tasks.layout",  # the results layout: results folders' paths, names and records
     "r2med_tasks.runs",  # Run, rank, TREC files
+    "r2med_tasks.searcher",  # Searcher, Hit: a retriever over a task's corpus, for agents
     "r2med_tasks.tasks",  # TaskSpec, R2MED_TASKS
 }
 

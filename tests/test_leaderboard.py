@@ -29,18 +29,47 @@ def test_published_ranks_and_averages_reproduced(run_cli, tmp_path, monkeypatch)
     assert len(rows) == len(expected) == 69
     for row, record in zip(rows, expected):
         assert (row["rank"], row["system"]) == (int(record["rank"]), record["name"])
-        assert row["average"] == float(record["avg"])  # computed from the eight values (but BGE-Reasoner's)
+        assert row["average"] == float(record["avg"])  # computed from the eight values
 
 
 PUBLISHED_WITH_COMMANDS = [r for r in published() if r["command"]]
 
 
-def test_every_published_row_but_the_external_one_has_a_command(run_cli, tmp_path, monkeypatch):
+def test_every_published_row_has_a_command(run_cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert [r["name"] for r in published() if not r["command"]] == ["BGE-Reasoner-Embed-0928"]  # external, average only
+    assert [r["name"] for r in published() if not r["command"]] == []  # BGE-Reasoner-Embed-0928: reason-embed
     rows, _ = board(run_cli, "--commands")
     assert [(r["system"], r["command"] or "") for r in rows] == [(r["name"], r["command"]) for r in published()]
-    assert set(rows[0]) == {"rank", "system", "average", "command", "local_data"}
+    assert set(rows[0]) == {"rank", "system", "average", "command", "live_command", "local_data"}
+    agents = [r for r in rows if "-o source=" in (r["command"] or "") and "search-" in r["command"]]
+    assert len(agents) == 16 and all(r["live_command"] for r in agents)
+    assert all(r["live_command"] is None for r in rows if r not in agents)
+
+
+@pytest.mark.parametrize("row", [r for r in PUBLISHED_WITH_COMMANDS if "--plugin search-" in r["command"]],
+                         ids=lambda r: r["name"])
+def test_an_agent_row_runs_live_under_its_own_name(row, plugins, tmp_path):
+    """The live command of a published agent row: the agent over a vLLM server, searching the task's
+    corpus, named as the row (its results join the row's name, never its published numbers)."""
+    from conftest import dry_run_plan
+    from r2med_tasks.leaderboard import live_command
+
+    command = live_command(row["command"])
+    assert "-o llm=vllm:" in command and "-o source=" not in command
+    assert dry_run_plan(command, tmp_path)["pipeline"] == row["name"]
+
+
+def test_a_sweep_of_the_commands_table_runs_only_the_replays(run_cli, tmp_path):
+    code, table, err = run_cli("leaderboard", "--commands", "--tasks", "Biology")
+    assert code == 0 and "live: #" in table
+    (tmp_path / "board.txt").write_text(table)
+    code, out, err = run_cli("sweep", tmp_path / "board.txt", "--tasks", "Biology", "--dry-run", "--json",
+                             "--output", tmp_path / "out")
+    assert code == 0, err
+    jobs = json.loads(out)
+    commands = {r["command"] for r in published() if r["command"]}
+    agents = [" ".join(j["args"]) for j in jobs if "--plugin search-" in " ".join(j["args"])]
+    assert len(jobs) == len(commands) and len(agents) == 16 and all("-o source=" in a for a in agents)
 
 
 @pytest.mark.parametrize("record", PUBLISHED_WITH_COMMANDS, ids=[r["name"] for r in PUBLISHED_WITH_COMMANDS])

@@ -185,9 +185,11 @@ def test_published_choices(run_cli, tmp_path, monkeypatch):
     assert len(default) == 69 and {r["kind"] for r in default} == {"leaderboard"}
     assert board(run_cli, "--published", "leaderboard") == default
     every = board(run_cli, "--published", "all")
-    assert len(every) == 69 + 28
+    assert len(every) == 69 + 28 + 1  # and the run of another paper
     repository = [r for r in every if r["kind"] == "repository"]
     assert {r["system"] for r in repository} == {r["name"] for r in RUNS if r["kind"] == "repository"}
+    (paper,) = [r for r in every if r["kind"] == "paper"]
+    assert paper["system"] == "Qwen3-Embedding-8B (ReasonEmbed paper)" and paper["average"] == 34.22
     medcpt = next(r for r in every if r["system"] == "MedCPT (repository)")
     assert medcpt["average"] == 7.87 and medcpt["provenance"] == [
         "R2MED/R2MED@45cbac5:results/base retriever/medcpt", "R2MED/R2MED@62b7074:results/base retriever/medcpt"]
@@ -201,7 +203,7 @@ def test_published_choices(run_cli, tmp_path, monkeypatch):
 def test_shipped_folders_follow_the_published_choice(run_cli, monkeypatch):
     monkeypatch.chdir(ROOT)  # ./results holds every published run as mteb results
     assert len(board(run_cli)) == 69
-    assert len(board(run_cli, "--published", "all")) == 69 + 28
+    assert len(board(run_cli, "--published", "all")) == 69 + 28 + 1
     assert board(run_cli, "--published", "none") == []
 
 
@@ -228,7 +230,7 @@ def test_shipped_mteb_results_regenerate_and_load(tmp_path, monkeypatch):
     assert MANIFEST.read_text(encoding="utf-8") == manifest_text(tmp_path / "results", written)
     loaded = mteb.ResultCache(tmp_path).load_results(include_remote=False)
     by_name = {m.model_name: m for m in loaded.model_results}
-    assert len(by_name) == 68 + 28  # BGE-Reasoner-Embed-0928 has no per-dataset values
+    assert len(by_name) == 69 + 28  # the other paper's run is the package's data only (not under results/)
     lamer = by_name["r2med-repository/LameR_GPT4o_BM25"]
     run = next(r for r in RUNS if r["id"] == "gar/lamer/gpt4/bm25")
     for result in lamer.task_results:
@@ -240,20 +242,27 @@ def test_shipped_mteb_results_regenerate_and_load(tmp_path, monkeypatch):
 
 def test_published_results_record_the_data_they_used(tmp_path):
     """mteb's pinned revision for seven datasets; Medical-Sciences, updated on the hub after the
-    published runs, says it predates the pinned revision; and the rows stay official."""
+    published runs, says it predates the pinned revision, but for the ReasonEmbed paper's run
+    (October 2025, on the updated data); and the rows stay official."""
     from r2med_tasks.leaderboard import result_rows
 
     pinned = {t.name: t.revision for t in R2MED_TASKS}
+    after = 0
     for path in (ROOT / "results").glob("r2med-*__*/published/R2MED*.json"):
         data = json.loads(path.read_text())
-        if data["task_name"] == "R2MEDMedicalSciencesRetrieval":
+        record = json.loads((path.parent / "r2med" / "pipeline.json").read_text())
+        if "arXiv 2510.08252" in record["published"]["provenance"][0]:
+            assert data["dataset_revision"] == pinned[data["task_name"]]
+            after += 1
+        elif data["task_name"] == "R2MEDMedicalSciencesRetrieval":
             assert data["dataset_revision"] == "before-" + pinned[data["task_name"]]
         else:
             assert data["dataset_revision"] == pinned[data["task_name"]]
+    assert after == 8  # BGE-Reasoner-Embed-0928's eight datasets
     warnings, shipped = [], []
     rows = result_rows(ROOT / "results", warnings.append, shipped=shipped)
     # the shipped copies: their rows are the package's (published_rows), read from no folder
-    assert not warnings and rows == [] and len(shipped) == 68 + 28
+    assert not warnings and rows == [] and len(shipped) == 69 + 28
 
 
 # --- the docs ---------------------------------------------------------------------------------------------
@@ -266,7 +275,7 @@ def test_reproducing_lists_every_published_run():
     text = (ROOT / "docs" / "reproducing.md").read_text(encoding="utf-8")
     start, end = text.index(TABLE_START), text.index(TABLE_END) + len(TABLE_END) + 1
     assert text[start:end] == runs_table()
-    assert text[start:end].count("\n| ") == 1 + 69 + 28
+    assert text[start:end].count("\n| ") == 1 + 69 + 28 + 1
     assert "Rows marked \"(*)\"" in text[:start]  # the note the marked rows refer to
 
 
@@ -298,7 +307,7 @@ def test_a_run_joins_the_repository_run_it_reproduces(plugins):
                   run("r2med-run --plugin lamer -o source=gpt4 --plugin bm25", "LameR (GPT4o) + BM25"),
                   run("r2med-run --plugin nvembed --plugin monobert -o rerank_k=20",
                       "NV-Embed-v2 + monoBERT (monobert.rerank_k=20)")])
-    assert len(rows) == 69 + 28 + 1  # the rerank_k=20 run is a row of its own
+    assert len(rows) == 69 + 28 + 1 + 1  # the other paper's run; the rerank_k=20 run is a row of its own
     top100 = next(r for r in rows if r.system == "NV-Embed-v2 + monoBERT (rerank_k=100)")
     lamer = next(r for r in rows if r.system == "LameR (GPT4o) + BM25")
     assert top100.notes and lamer.notes  # joined, and their numbers differ from the published ones

@@ -4,7 +4,7 @@ run was (``models.py``): ``r2med-run --plugin nvembed`` reproduces the NV-Embed-
 
 from __future__ import annotations
 
-from functools import lru_cache, partial
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import Field, create_model
@@ -20,7 +20,8 @@ from .st import RAY_ACTORS_OPTION, register_st
 # docs/reproducing.md (from parameter count and activations; no GPU was there to measure). A
 # scheduler reserves this much per job (``r2med sweep --executor ray``).
 GPU_MEMORY_GB = {"contriever": 2, "medcpt": 2, "inst-l": 3, "inst-xl": 8, "bmr-410m": 4, "bmr-2b": 14, "bmr-7b": 36,
-                 "bge": 8, "e5": 40, "grit": 24, "sfr": 40, "nvembed": 30}
+                 "bge": 8, "e5": 40, "grit": 24, "sfr": 40, "nvembed": 30, "reason-embed": 24,
+                 "qwen3-embedding-8b": 24}
 
 
 @lru_cache(maxsize=None)
@@ -28,9 +29,12 @@ def _options(name: str) -> tuple[type, tuple[str, ...]]:
     """The options model of one published model's retriever (which options depends on its backend);
     built once per process (the registry is rebuilt for every command and test)."""
     config = DENSE_MODELS[name]
+    kept = "" if config.drop_identical_ids else "; the published evaluator (FlagEmbedding's) kept it"
     fields = {
-        "drop_identical_ids": (bool, Field(True, description="drop a document whose id equals the query id, as "
-                                                             "the published evaluator (BEIR) did")),
+        "drop_identical_ids": (bool, Field(config.drop_identical_ids,
+                                           description="drop a document whose id equals the query id"
+                                                       + (", as the published evaluator (BEIR) did" if not kept
+                                                          else kept))),
         "cache": (bool, Field(True, description="keep corpus embeddings on disk (under --cache-dir) and reuse them")),
         "chunk_size": (int, Field(8192, ge=1, description="documents per cached chunk (a killed run resumes from "
                                                           "the last chunk)")),
@@ -75,15 +79,37 @@ def register_retrievers(register):
         options, runtime = _options(config.name)
         register(RetrieverSpec(
             name=config.name,
-            factory=partial(published_retriever, config.name),
+            factory=PublishedFactory(config.name),
             aliases=config.aliases,
-            description=f"{config.published or config.hf_model} as published in R2MED ({config.hf_model})",
+            description=(f"{config.published or config.hf_model} as published in R2MED ({config.hf_model})"
+                         if config.evaluated_by == "R2MED" else
+                         f"{config.published or config.hf_model} as {config.evaluated_by} evaluated it on R2MED "
+                         f"({config.hf_model})"),
             options=options,
             runtime_options=runtime,
             model_options=("model", "doc_model"),  # identified by the model's name and revision
             reference=config.reference or None,
         ))
     register_st(register)  # any sentence-transformers model, through the same dense retriever
+
+
+class PublishedFactory:
+    """``published_retriever`` for one configuration; ``describe_inputs`` shows, for ``r2med plugins
+    NAME``, the text each task's inputs become."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, **options):
+        return published_retriever(self.name, **options)
+
+    def __repr__(self) -> str:
+        return f"PublishedFactory({self.name!r})"
+
+    def describe_inputs(self, tasks) -> dict:
+        config = DENSE_MODELS[self.name]
+        return {"inputs": {task.short_name: config.inputs(task.key) for task in tasks},
+                "input_notes": config.input_notes()}
 
 
 def published_retriever(name: str, *, drop_identical_ids: bool, cache: bool, chunk_size: int, batch_size: int | None,

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 ALL_TASKS = "*"  # instruction key meaning "every task"
+PLACEHOLDER = "{text}"  # stands for a query's or document's own text where a configuration's inputs are shown
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,16 @@ class DenseConfig:
                                                # "left" / "right": force one
     doc_as_pair: bool = False                  # MedCPT: documents tokenized as the pair ("", text)
     instruct_generated_docs: bool = False      # GAR: generated documents get the query instruction too
-    published: str = ""                        # the leaderboard row this reproduces
+    special_tokens: str = ""                   # "": as the loaded tokenizer adds them; "tokenizer.json": exactly
+                                               # as the checkpoint's tokenizer.json post-processor adds them (what
+                                               # transformers 4.x applied to a Qwen2 fast tokenizer, whatever
+                                               # add_eos_token its tokenizer_config.json says)
+    cast_module: bool = False                  # the whole module cast to ``dtype``, buffers too (FlagEmbedding's
+                                               # model.half(): RoPE's inv_freq in fp16), not only the weights
+    drop_identical_ids: bool = True            # the option's default: BEIR, R2MED's evaluator, dropped a document
+                                               # whose id is the query's; FlagEmbedding's evaluator kept it
+    published: str = ""                        # the published row this reproduces (a leaderboard row's name)
+    evaluated_by: str = "R2MED"                # whose published run the configuration follows
     reference: str = ""                        # model card or paper
     notes: str = ""                            # quirks of the published run worth knowing
 
@@ -51,6 +61,51 @@ class DenseConfig:
 
     def doc_instruction(self, key: str | None) -> str:
         return _lookup(self.doc_instructions, key)
+
+    def generated_instruction(self, key: str | None) -> str:
+        """A rewriter's generated document (GAR) is encoded as a query, with the query instruction
+        only where the published wrapper gave it one."""
+        return self.query_instruction(key) if self.instruct_generated_docs else ""
+
+    def inputs(self, key: str | None) -> dict[str, str]:
+        """The text a task's query, document and generated document become before tokenization,
+        ``{text}`` standing for their own text: the instruction prepended (every local backend
+        prepends it: to the text, as a sentence-transformers prompt, or as the model's
+        ``instruction=`` argument), or the API models' published preprocessing."""
+        parts = {"query": self.query_instruction(key), "document": self.doc_instruction(key),
+                 "generated": self.generated_instruction(key)}
+        if self.backend in ("openai", "voyage"):
+            from .api import published_input
+
+            return {kind: published_input(instruction + PLACEHOLDER, None, None) for kind, instruction in parts.items()}
+        return {kind: instruction + PLACEHOLDER for kind, instruction in parts.items()}
+
+    def input_notes(self) -> list[str]:
+        """How the inputs shown by :meth:`inputs` reach the model: where the instruction goes, the
+        length limits, special tokens."""
+        how = {
+            "transformers": "the instruction is prepended to the text",
+            "instructor": "the instruction is the sentence-transformers prompt: prepended, left out of the mean pooling",
+            "nvembed": "the instruction is the model's instruction= argument: prepended, left out of the pooling",
+            "gritlm": "the instruction is gritlm's instruction= argument: prepended, left out of the mean pooling",
+        }
+        if self.backend in ("openai", "voyage"):
+            return [f"each text is cut to {self.doc_max_length} tokens, then newlines become spaces and the text is "
+                    "JSON-quoted (the quotes are sent too)"]
+        notes = [how[self.backend],
+                 f"queries are cut to {self.query_max_length} tokens, documents to {self.doc_max_length} "
+                 "(the instruction counts)"]
+        if self.append_eos:
+            notes.append("cut to the limit minus one token, then the tokenizer's EOS appended")
+        elif self.special_tokens == "tokenizer.json":
+            notes.append("special tokens exactly as the checkpoint's tokenizer.json adds them (its post-processor)")
+        elif self.backend == "transformers":
+            notes.append("special tokens as the tokenizer adds them")
+        if self.doc_as_pair:
+            notes.append("documents are tokenized as the pair ('', text)")
+        notes.append("generated: a rewriter's generated document, encoded as a query "
+                     + ("with the query instruction" if self.instruct_generated_docs else "without instruction"))
+        return notes
 
 
 def _lookup(table: Mapping[str, str], key: str | None) -> str:

@@ -22,6 +22,8 @@ class TransformerEncoder:
     Poolings: ``mean`` (masked average), ``cls`` (first token), ``last`` / ``last-bmr`` (the last
     non-padding token, left or right padding). BMRetriever's recipe (``append_eos``): truncate to
     max-1 tokens, append EOS, pad left. MedCPT documents are tokenized as the pair ("", text).
+    FlagEmbedding's recipe (``special_tokens="tokenizer.json"``, ``cast_module``): the special
+    tokens of the checkpoint's tokenizer.json, the whole module in the dtype.
     """
 
     def __init__(self, config: DenseConfig, *, devices: list[str], batch_size: int, dtype: str,
@@ -38,11 +40,15 @@ class TransformerEncoder:
             quiet_transformers()
             tokenizer = AutoTokenizer.from_pretrained(model_id, revision=self.config.revision)
             prepare_tokenizer(tokenizer, self.config)
+            if self.config.special_tokens == "tokenizer.json":
+                use_file_special_tokens(tokenizer, model_id, self.config.revision)
             replicas = []
             for device in self.devices:
                 weights = "fp32" if self.config.autocast else self.dtype
                 model = AutoModel.from_pretrained(model_id, revision=self.config.revision,
                                                   dtype=torch_dtype(weights, device))
+                if self.config.cast_module:
+                    model = cast_module(model, torch_dtype(weights, device))
                 replicas.append((model.to(device).eval(), device))
             self._loaded[model_id] = (tokenizer, replicas)
         return self._loaded[model_id]
@@ -96,6 +102,32 @@ def prepare_tokenizer(tokenizer, config: DenseConfig) -> None:
             tokenizer.padding_side = "left"
     if config.padding_side:
         tokenizer.padding_side = config.padding_side
+
+
+def use_file_special_tokens(tokenizer, model_id: str, revision: str | None) -> None:
+    """Special tokens exactly as the checkpoint's ``tokenizer.json`` post-processor adds them, as
+    transformers 4.x applied it to a fast tokenizer without its own BOS/EOS logic (Qwen2's): a
+    ``tokenizer_config.json`` saying ``add_eos_token`` (FlagEmbedding's fine-tuning saves one) then
+    changed nothing. Whatever the installed transformers makes of such flags, the inputs stay those
+    of the published run."""
+    from tokenizers import Tokenizer, processors
+    from transformers.utils import cached_file
+
+    path = cached_file(model_id, "tokenizer.json", revision=revision, _raise_exceptions_for_missing_entries=False)
+    if path is None or not getattr(tokenizer, "is_fast", False):
+        raise UserError(f"{model_id}: no tokenizer.json (or no fast tokenizer); this configuration adds special "
+                        "tokens exactly as that file does")
+    post = Tokenizer.from_file(str(path)).post_processor
+    # no post-processor in the file: no special tokens (a template of the text alone)
+    tokenizer.backend_tokenizer.post_processor = post if post is not None else processors.TemplateProcessing(
+        single="$A:0", pair="$A:0 $B:1", special_tokens=[])
+
+
+def cast_module(model, dtype):
+    """The model with every floating-point tensor in ``dtype``, buffers included, as
+    ``nn.Module.half()`` leaves it (FlagEmbedding's fp16): loading with ``dtype=`` casts the weights
+    only, and keeps buffers such as RoPE's ``inv_freq`` in fp32."""
+    return model.to(dtype)
 
 
 def pool(hidden, mask, how: str):

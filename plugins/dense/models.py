@@ -19,6 +19,12 @@ released ``eval_retrieval.py`` indexes them with the hub names ("Biology", "PMC-
 which raises KeyError (``src/eval_retrieval.py`` @62b7074); ``eval_bench.py`` loops over the internal keys. These
 tables reproduce that intended mapping.
 
+Two more configurations follow another team's published evaluation, the ReasonEmbed authors'
+(arXiv 2510.08252; VectorSpaceLab/agentic-search @ b2f2e40, ``ReasonEmbed/evaluation_r2med/``, run
+through FlagOpen/FlagEmbedding @ f7cee83): ``reason-embed`` (BGE-Reasoner-Embed-0928, the
+leaderboard's first row) and ``qwen3-embedding-8b`` (their Qwen3-Embedding-8B cross-check). Their
+instructions are ``REASON_EMBED_Q``.
+
 Everything here is plain data: importing this module loads no model library.
 """
 
@@ -38,6 +44,7 @@ __all__ = [
     "INST_Q",
     "NV_D",
     "NV_Q",
+    "REASON_EMBED_Q",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -108,6 +115,25 @@ BGE_Q = "Represent this sentence for searching relevant passages: "
 BMR_D = "Represent this passage\npassage: "
 GRIT_D = "<|embed|>\n"
 NV_D = ""
+
+# ReasonEmbed's R2MED instructions: VectorSpaceLab/agentic-search @ b2f2e40,
+# ReasonEmbed/evaluation_r2med/code/prompts.py (``R2MEDInstructions``, keyed there by the hub names;
+# here by the internal keys, Biology = Stack-Biology, ...), character for character, each ending
+# with a period. runner.py sets the dataset's instruction as FlagEmbedding's
+# query_instruction_for_retrieval (--use_special_instructions True) and the scripts pass
+# --query_instruction_format_for_retrieval 'Instruct: {}\nQuery: {}' (FlagEmbedding turns the
+# two characters backslash-n into a newline), so a query becomes "Instruct: {instruction}\nQuery: {query}".
+_REASON_EMBED_INSTRUCTIONS = {
+    "Stack-Biology": "Given a Biology post, retrieve relevant passages that help answer the post.",
+    "Stack-Medical": "Given a Medical Science post, retrieve relevant passages that help answer the post.",
+    "Stack-Bioinformatics": "Given a Bioinformatics post, retrieve relevant passages that help answer the post.",
+    "MedXpertQA-Exam": "Given a Medical Exam, retrieve relevant passages that help answer the exam.",
+    "MedQA-Diag": "Given a Medical Exam, retrieve relevant passages that help answer the exam.",
+    "PMC-Treat": "Given a Clinical Case, retrieve relevant passages that help answer the case.",
+    "PMCPatients": "Given a Clinical Case, retrieve similar cases that help diagnose the case.",
+    "IIYiPatients-EN": "Given a Clinical Case, retrieve similar cases that help diagnose the case.",
+}
+REASON_EMBED_Q = {k: f"Instruct: {v}\nQuery: " for k, v in _REASON_EMBED_INSTRUCTIONS.items()}
 
 # Common to every published dense run (src/eval_bench.py::retrieval_by_dense): BEIR
 # DenseRetrievalExactSearch, cos_sim scoring, top-100, documents whose id equals the query id are
@@ -443,6 +469,97 @@ _CONFIGS = (
             "input_type='query' / 'document'; on an API error the JSON texts are re-cut with the same "
             "tokenizer to 5500, 5000, ... tokens (at most 4 retries). The API returns unit-length 1024-d vectors. Query and document "
             "embeddings are cached. dtype does not apply (API)."
+        ),
+    ),
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# The ReasonEmbed authors' evaluation (arXiv 2510.08252, Table 3): agentic-search @ b2f2e40,
+# ReasonEmbed/evaluation_r2med/ (scripts/ours/eval_reason_embed_qwen3_8b.sh,
+# scripts/baselines/eval_qwen3_embedding_8b.sh: the same arguments but the model; code/runner.py,
+# searcher.py, prompts.py), through FlagEmbedding @ f7cee83 (FlagAutoModel 'decoder-only-base' =
+# inference/embedder/decoder_only/base.py::BaseLLMEmbedder; abc/evaluation/ for data, search and
+# metrics).
+# ---------------------------------------------------------------------------------------------
+
+_FLAG_EMBEDDING_NOTE = (
+    "Evaluated with FlagEmbedding's decoder-only embedder (--embedder_model_class decoder-only-base "
+    "--pooling_method last_token): AutoTokenizer/AutoModel.from_pretrained without a dtype, then "
+    "model.half() on GPU (use_fp16 default True; every floating tensor, RoPE's inv_freq buffer "
+    "included, hence cast_module); each text tokenized alone with tokenizer(text, truncation=True, "
+    "max_length=512) -- FlagEmbedding appends no EOS itself, the tokenizer's post-processor decides "
+    "-- then padded per batch of up to 256 (sorted by token length; the tokenizer's padding side), "
+    "last non-padding token pooled (left padding detected as here), L2-normalised in fp16. Queries "
+    "'Instruct: {instruction}\\nQuery: {query}' with prompts.py's instruction per dataset; documents "
+    "their raw text, no instruction, no title (query_max_length = passage_max_length = 512). Search: "
+    "faiss inner product (a GPU index storing fp16, which holds these fp16 vectors exactly), top "
+    "2000, ignore_identical_ids False (hence drop_identical_ids=false); the harness keeps the top 100, "
+    "which leaves nDCG@10 as it is, and scores cosine over the vectors re-normalised in fp32 "
+    "(float-level ties only). Metrics by pytrec_eval over the whole qrels, as here. Data: the hub's "
+    "R2MED/<dataset> configs without a revision (October 2025, after Medical-Sciences' 2025-06-05 "
+    "update). Not pinned by the authors: the weights' hub revision. When FlagEmbedding reads back the "
+    "corpus.jsonl it saved (a later run sharing --dataset_dir), it strips each document's leading and "
+    "trailing whitespace; a first run embeds the text as loaded, as here."
+)
+
+_CONFIGS += (
+    DenseConfig(
+        name="reason-embed",
+        hf_model="hanhainebula/reason-embed-qwen3-8b-0928",
+        backend="transformers",
+        pooling="last",
+        normalize=True,
+        query_max_length=512,
+        doc_max_length=512,
+        dtype="fp16",
+        batch_size=256,
+        query_instructions=REASON_EMBED_Q,
+        special_tokens="tokenizer.json",
+        cast_module=True,
+        drop_identical_ids=False,
+        published="BGE-Reasoner-Embed-0928",
+        evaluated_by="the ReasonEmbed authors",
+        reference="https://huggingface.co/hanhainebula/reason-embed-qwen3-8b-0928",
+        notes=(
+            "ReasonEmbed-Qwen3-8B (Redapter, RI-InfoNCE), fine-tuned from Qwen/Qwen3-8B; not "
+            "BAAI/bge-reasoner-embed-qwen3-8b-0923 (= reason-embed-basic-qwen3-8b-0928, 42.36). "
+            "scripts/ours/eval_reason_embed_qwen3_8b.sh. " + _FLAG_EMBEDDING_NOTE + " EOS: FlagEmbedding's "
+            "fine-tuning runner loads the tokenizer with add_eos_token=True and saves it with the "
+            "checkpoint, but for a Qwen2 fast tokenizer transformers 4.x (>=4.44.2, FlagEmbedding's floor; "
+            "checked in 4.56.2 and 4.57.6) ignores that flag: special tokens come from tokenizer.json's "
+            "post-processor alone (Qwen3-8B's: ByteLevel, no EOS), and tokenizer_config.json merely "
+            "records add_eos_token. The evaluation therefore fed whatever the shipped tokenizer.json "
+            "adds, and special_tokens='tokenizer.json' does exactly that, whatever the installed "
+            "transformers makes of add_eos_token (5.24, tested here, ignores it too when tokenizer.json exists). "
+            "Not verified: the shipped tokenizer.json itself (no hub access here) -- if it is Qwen3-8B's, "
+            "no EOS; ReasonEmbed's training code is unreleased, so whether training saw an EOS is not known."
+        ),
+    ),
+    DenseConfig(
+        name="qwen3-embedding-8b",
+        hf_model="Qwen/Qwen3-Embedding-8B",
+        backend="transformers",
+        pooling="last",
+        normalize=True,
+        query_max_length=512,
+        doc_max_length=512,
+        dtype="fp16",
+        batch_size=256,
+        query_instructions=REASON_EMBED_Q,
+        special_tokens="tokenizer.json",
+        cast_module=True,
+        drop_identical_ids=False,
+        published="Qwen3-Embedding-8B",
+        evaluated_by="the ReasonEmbed authors",
+        reference="https://huggingface.co/Qwen/Qwen3-Embedding-8B",
+        notes=(
+            "The ReasonEmbed paper's cross-check of its pipeline (Table 3, 34.22): "
+            "scripts/baselines/eval_qwen3_embedding_8b.sh, the same arguments as reason-embed's. "
+            + _FLAG_EMBEDDING_NOTE + " EOS: Qwen3-Embedding's tokenizer.json post-processor appends "
+            "<|endoftext|> (a TemplateProcessing added after release: QwenLM/Qwen3-Embedding#54, "
+            "llama.cpp#14252/#14314), so every input ends with it; the text is cut to 511 tokens to "
+            "leave it room. The instruction format is the model card's own ('Instruct: ...\\nQuery:')."
         ),
     ),
 )

@@ -93,12 +93,14 @@ class PublishedModel:
         """GAR documents: with the query instruction for the wrappers that applied it (Instructor,
         NV-Embed, GritLM), without for the others, as published."""
         c = self.config
-        instruction = c.query_instruction(task.key) if c.instruct_generated_docs else ""
-        return self._encode(texts, instruction, c.query_max_length, "query")
+        return self._encode(texts, c.generated_instruction(task.key), c.query_max_length, "query")
 
     def document_identity(self, task) -> dict[str, Any]:
         c = self.config
         return {"model": c.hf_doc_model or c.hf_model, "revision": c.revision, "backend": c.backend,
                 "doc_instruction": c.doc_instruction(task.key), "pooling": c.pooling, "normalize": c.normalize,
                 "max_length": c.doc_max_length, "dtype": self.effective_dtype(), "doc_as_pair": c.doc_as_pair,
-                "append_eos": c.append_eos, "padding_side": c.padding_side or "tokenizer default"}
+                "append_eos": c.append_eos, "padding_side": c.padding_side or "tokenizer default",
+                # FlagEmbedding's recipe, named only where used (other configurations' cache keys unchanged)
+                **({"special_tokens": c.special_tokens} if c.special_tokens else {}),
+                **({"cast_module": True} if c.cast_module else {})}

@@ -47,7 +47,7 @@ ST_OPTIONS = options_model(
 def register_st(register):
     register(RetrieverSpec(
         name="st",
-        factory="r2med_plugins.dense.st:sentence_transformer_retriever",
+        factory=STFactory(),
         aliases=("sentence-transformers",),
         description="Any sentence-transformers model (hub name or local folder); cosine similarity, exact top-k.",
         options=ST_OPTIONS,
@@ -55,6 +55,28 @@ def register_st(register):
         model_options=("model", "revision", "name"),
         reference="https://www.sbert.net",
     ))
+
+
+class STFactory:
+    """``sentence_transformer_retriever``; ``describe_inputs`` shows, for ``r2med plugins st``, the
+    text each task's inputs become with the default options."""
+
+    def __call__(self, **options):
+        return sentence_transformer_retriever(**options)
+
+    def __repr__(self) -> str:
+        return "STFactory()"
+
+    def describe_inputs(self, tasks) -> dict:
+        from .config import PLACEHOLDER
+
+        query, doc = ST_OPTIONS.model_fields["query_prompt"].default, ST_OPTIONS.model_fields["doc_prompt"].default
+        return {"inputs": {task.short_name: {"query": query + PLACEHOLDER, "document": doc + PLACEHOLDER,
+                                             "generated": PLACEHOLDER} for task in tasks},
+                "input_notes": ["with the default options: -o query_prompt=/doc_prompt= are put before every query/"
+                                "document (the same for every task), as a sentence-transformers prompt; with none "
+                                "given, a model whose configuration names a default prompt applies it",
+                                "generated: a rewriter's generated document, without prompt"]}
 
 
 def sentence_transformer_retriever(model, revision, name, query_prompt, doc_prompt, max_length,

@@ -19,10 +19,13 @@ METHODS = {
     "hyde": "HyDE: the LLM writes a passage (or similar case) that answers the query",
     "query2doc": "Query2Doc: the same with two worked examples per dataset",
     "lamer": "LameR: the LLM corrects BM25's top-10 passages into an answer passage",
-    "search-o1": "Search-o1 agent outputs (published only)",
-    "search-r1": "Search-R1 agent outputs (published only)",
+    "search-o1": "Search-o1: a reasoning LLM searches the task's corpus (-o searcher=NAME) as it thinks, reads "
+                 "the results in a Reason-in-Documents step, and answers; live, or the published generations",
+    "search-r1": "Search-R1: an RL-trained LLM alternates <search> and <information> turns over the task's corpus, "
+                 "then <answer>s; live, or the published generations",
 }
 LIVE = ("hyde", "query2doc", "lamer")
+AGENTS = ("search-o1", "search-r1")
 
 
 PUBLISHED_OPTIONS = {
@@ -49,23 +52,60 @@ LIVE_OPTIONS = {
                                             "from GitHub at the pinned commit and cached)")),
 }
 
+AGENT_OPTIONS = {
+    "llm": LIVE_OPTIONS["llm"],
+    "searcher": (str, Field("bm25", description="the retriever the agent searches the task's corpus with (its "
+                                                "options: -o NAME.key=value)")),
+    "template": (str, Field("", description="a tokenizer folder or hub id whose chat template renders the prompt "
+                                            "locally (then /completions; default: the server continues the "
+                                            "assistant turn through /chat/completions)")),
+    "temperature": (float | None, Field(None, ge=0, le=2, description="sampling temperature (default: the "
+                                                                      "method's reference runs')")),
+    "top_p": (float | None, Field(None, ge=0, le=1, description="nucleus sampling (default: the method's)")),
+    "top_k": (int | None, Field(None, ge=-1, le=2**31 - 1, description="top-k sampling (default: the method's)")),
+    "repetition_penalty": (float | None, Field(None, gt=0, le=10, description="repetition penalty (default: "
+                                                                              "the method's)")),
+    "max_tokens": (int | None, Field(None, ge=1, le=2**31 - 1, description="tokens per generation (default: the "
+                                                                          "method's)")),
+    "seed": (int | None, Field(None, ge=0, le=2**31 - 1, description="sampling seed (default: none)")),
+    "max_turns": (int | None, Field(None, ge=1, le=1000, description="turns per query, as the method counts them "
+                                                                     "(default: the method's)")),
+    "search_limit": (int | None, Field(None, ge=0, le=1000, description="searches per query (default: the "
+                                                                        "method's)")),
+    "docs": (int | None, Field(None, ge=1, le=1000, description="documents each search returns (default: the "
+                                                                "method's)")),
+    "concurrency": (int, Field(8, ge=1, le=256, description="queries in flight")),
+}
+
 # built once, at import: the registry is rebuilt by every command (and every test)
-METHOD_OPTIONS = {method: options_model(f"{method.title().replace('-', '')}Options",
-                                        **PUBLISHED_OPTIONS, **(LIVE_OPTIONS if method in LIVE else {}))
+METHOD_OPTIONS = {method: options_model(f"{method.title().replace('-', '')}Options", **PUBLISHED_OPTIONS,
+                                        **(LIVE_OPTIONS if method in LIVE else AGENT_OPTIONS))
                   for method in METHODS}
+
+
+REFERENCES = {"search-o1": "https://github.com/sunnynexus/Search-o1",
+              "search-r1": "https://github.com/PeterGriffinJin/Search-R1"}
 
 
 @hookimpl
 def register_rewriters(register):
     for method, description in METHODS.items():
-        runtime = ("published_data", "concurrency") if method in LIVE else ("published_data",)
-        register(RewriterSpec(name=method, factory=partial(make_rewriter, method), description=description,
-                              options=METHOD_OPTIONS[method], runtime_options=runtime,
-                              model_options=("llm",),  # identified by its model (model_meta), not the server
-                              reference="https://github.com/R2MED/R2MED/blob/main/src/generate_hypothetical_doc.py"))
+        agent = method in AGENTS
+        register(RewriterSpec(
+            name=method, factory=partial(make_agent if agent else make_rewriter, method), description=description,
+            options=METHOD_OPTIONS[method], runtime_options=("published_data", "concurrency"),
+            model_options=("llm",),  # identified by its model (model_meta), not the server
+            members_option="searcher" if agent else None,  # -o SEARCHER.key=value: the searcher's options
+            reference=REFERENCES.get(method, "https://github.com/R2MED/R2MED/blob/main/src/generate_hypothetical_doc.py")))
 
 
 def make_rewriter(method: str, **options):
     from .rewriter import GARRewriter
 
     return GARRewriter(method, **options)
+
+
+def make_agent(method: str, **options):
+    from .agent import SearchAgent
+
+    return SearchAgent(method, **options)

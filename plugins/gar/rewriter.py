@@ -29,9 +29,8 @@ class GARRewriter:
                  seed: int | None = None,
                  concurrency: int = 8, examples: str = "") -> None:
         if bool(source) == bool(llm):
-            what = "-o source=LLM (published generations)" + ("" if method.startswith("search") else
-                                                              " or -o llm=SPEC (generate live)")
-            raise UserError(f"rewriter '{method}' needs exactly one of {what}")
+            raise UserError(f"rewriter '{method}' needs exactly one of -o source=LLM (published generations) or "
+                            "-o llm=SPEC (generate live)")
         if hub_split and not source:
             raise UserError(f"-o {method}.hub_split={hub_split} goes with -o source=LLM (published generations)")
         self.method, self.source, self.published_data, self.llm = method, source, published_data, llm

@@ -26,7 +26,7 @@ def plugins_command(component, as_json):
                 entry = reg.component(component)
             except UserError as e:  # "--plugin NAME: no such component ..." as this command's error
                 raise UserError(f"r2med plugins {component}: {str(e).partition(': ')[2]}") from None
-        show_component(entry, as_json)
+        show_component(entry, as_json, tasks=[e.spec for e in reg.entries["task"]])
         return
     rows: dict[tuple[str, str | None], dict] = {}
     for kind, entries in reg.entries.items():
@@ -87,15 +87,18 @@ def list_command(what, as_json):
     out.print(table)
 
 
-def show_component(entry, as_json: bool) -> None:
-    """One component: what it is, and a table of its options (type, default, bounds, help)."""
+def show_component(entry, as_json: bool, tasks=()) -> None:
+    """One component: what it is, and a table of its options (type, default, bounds, help); for a
+    component whose factory describes its inputs (the dense retrievers), the text each task's
+    query and documents become."""
     spec = entry.spec
     options = spec.option_schema()
+    described = component_inputs(spec, tasks)
     if as_json:
         click.echo(json.dumps({"kind": spec.kind, "name": spec.name, "aliases": list(spec.aliases),
                                "plugin": entry.plugin.name, "version": entry.plugin.version,
                                "description": spec.description, "reference": spec.reference,
-                               "options": options}, indent=2))
+                               "options": options, **described}, indent=2))
         return
     aliases = f" (also: {', '.join(spec.aliases)})" if spec.aliases else ""
     version = f" {entry.plugin.version}" if entry.plugin.version else ""
@@ -106,17 +109,56 @@ def show_component(entry, as_json: bool) -> None:
         out.print(f"Reference: {escape(spec.reference)}")
     if not options:
         out.print("No options.")
-        return
-    out.print(f"Options: -o KEY=VALUE (or -o {escape(spec.name)}.KEY=VALUE in a pipeline)")
+    else:
+        out.print(f"Options: -o KEY=VALUE (or -o {escape(spec.name)}.KEY=VALUE in a pipeline)")
+        table = Table()
+        for col in ("Option", "Accepts", "Default", "Description"):
+            table.add_column(col)
+        for key, o in options.items():
+            note = (" [runtime: never changes results]" if o["runtime"] else
+                    " [chooses the model: identified by its name and revision]" if o["model"] else "")
+            default = "(required)" if o["required"] else _default(o["default"])
+            table.add_row(escape(key), escape(o["accepts"]), escape(default), escape(o["description"] + note))
+        out.print(table)
+    if described:
+        show_inputs(described)
+
+
+INPUT_KINDS = {"query": "Query", "document": "Document", "generated": "Generated document"}
+
+
+def component_inputs(spec, tasks) -> dict:
+    """``{"inputs": {task: {"query": ..., "document": ..., "generated": ...}}, "input_notes": [...]}``
+    from a factory with ``describe_inputs(tasks)``, ``{text}`` standing for an input's own text;
+    ``{}`` for any other factory. A plugin whose description fails is named, not fatal."""
+    describe = getattr(spec.factory, "describe_inputs", None)
+    if not callable(describe):
+        return {}
+    try:
+        described = describe(list(tasks))
+        inputs = {str(t): {k: str(v[k]) for k in INPUT_KINDS if k in v} for t, v in described["inputs"].items()}
+        return {"inputs": inputs, "input_notes": [str(n) for n in described.get("input_notes", [])]}
+    except Exception as e:  # a third-party factory's bug must not break the listing
+        err.print(f"[yellow]warning:[/] {escape(spec.name)}: cannot describe its inputs "
+                  f"({escape(printable(f'{type(e).__name__}: {e}'))})")
+        return {}
+
+
+def show_inputs(described: dict) -> None:
+    """The inputs compactly: tasks with the same inputs on one line, newlines shown as ``\\n``."""
+    groups: dict[tuple, list[str]] = {}
+    for task, texts in described["inputs"].items():
+        groups.setdefault(tuple(texts.get(k, "") for k in INPUT_KINDS), []).append(task)
+    out.print("Inputs per task ({text}: the query's or document's own text):")
     table = Table()
-    for col in ("Option", "Accepts", "Default", "Description"):
+    for col in ("Tasks", *INPUT_KINDS.values()):
         table.add_column(col)
-    for key, o in options.items():
-        note = (" [runtime: never changes results]" if o["runtime"] else
-                " [chooses the model: identified by its name and revision]" if o["model"] else "")
-        default = "(required)" if o["required"] else _default(o["default"])
-        table.add_row(escape(key), escape(o["accepts"]), escape(default), escape(o["description"] + note))
+    for texts, names in groups.items():
+        label = "every task" if len(groups) == 1 and len(names) > 1 else ", ".join(names)
+        table.add_row(escape(printable(label)), *(escape(printable(t)) for t in texts))
     out.print(table)
+    for note in described["input_notes"]:
+        out.print(f"- {escape(printable(note))}")
 
 
 def _default(value) -> str:

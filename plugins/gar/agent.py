@@ -1,0 +1,167 @@
+"""Search agents as rewriters: an LLM reasons in one assistant turn, asks for searches of the
+task's corpus through any registered retriever (``-o searcher=NAME``, default ``bm25``), reads the
+results, and answers; R2MED's rule then turns the trajectory into the query's generated document.
+
+The loops themselves (prompts, special tokens, limits, extraction) are each method's own module,
+faithful to its reference code: ``search_o1.py`` (sunnynexus/Search-o1) and ``search_r1.py``
+(PeterGriffinJin/Search-R1). This module runs them: many queries in flight (``-o concurrency``),
+their searches batched by the ``Searcher``, every LLM answer in the generation cache (so a killed
+run resends no finished turn and a rerun sends nothing), every query's trajectory kept beside the
+results (``<Task>.trajectories.jsonl``). ``-o source=LLM`` replays the published generations instead.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from .rewriter import GARRewriter
+
+
+@dataclass(frozen=True)
+class Settings:
+    """An agent's limits, each None where the method's default applies."""
+
+    max_turns: int | None = None
+    search_limit: int | None = None
+    docs: int | None = None  # documents per search
+    max_tokens: int | None = None  # per generation
+
+
+@dataclass
+class AgentResult:
+    """One query's run: the whole assistant text, R2MED's query text taken from it, and the
+    trajectory (turns, searches and the documents they found, tokens), kept as data."""
+
+    output: str
+    answer: str
+    trajectory: dict[str, Any] = field(default_factory=dict)
+
+
+class Loop(Protocol):
+    """What a search method's module provides (``search_o1``, ``search_r1``)."""
+
+    NAME: str
+    PROMPTS: str  # the method's prompt templates, verbatim: their hash is part of the run's identity
+
+    def defaults(self, model: str) -> dict[str, Any]:
+        """Sampling parameters (temperature, top_p, top_k, repetition_penalty, max_tokens, seed) and
+        limits (max_turns, search_limit, docs) as the method's reference runs ``model``."""
+
+    def leaderboard_name(self, model: str) -> str | None:
+        """The leaderboard's name of a served model ("Qwen2.5-7b-it-em-ppo"); None: its own name."""
+
+    def run(self, question: str, *, task_key: str, model: str, settings: dict[str, Any],
+            turn: Callable[..., Any], search: Callable[[str, int], list], tokenizer: Any = None) -> AgentResult:
+        """One query's loop: ``turn(Turn, sampling=None)`` extends an assistant turn (an empty
+        ``partial`` starts one: an ordinary chat request), with the run's sampling or, for a step
+        the method samples its own way, ``sampling`` in its place; ``search(text, k)`` the
+        searcher's top ``k`` hits; ``tokenizer``: the model's, when the run has it (``-o template``),
+        for a method that cuts text by tokens."""
+
+
+def loop_of(method: str) -> Loop:
+    if method == "search-o1":
+        from . import search_o1
+
+        return search_o1
+    from . import search_r1
+
+    return search_r1
+
+
+class SearchAgent(GARRewriter):
+    """Search-o1 or Search-R1, live (``-o llm=``) over any OpenAI-compatible server, searching the
+    task's corpus with the ``searcher`` retriever (its options: ``-o SEARCHER.key=value``); or the
+    published generations (``-o source=``)."""
+
+    tunes_across_tasks = False  # a composite of its searcher (Composite), tuned on nothing
+
+    def __init__(self, method: str, *, searcher: str, template: str, top_k: int | None,
+                 repetition_penalty: float | None, max_turns: int | None, search_limit: int | None,
+                 docs: int | None, member_options: dict[str, list[str]], context, **options: Any) -> None:
+        super().__init__(method, **options)
+        self.searcher_name, self.template = searcher, template
+        self.searcher_options = tuple(member_options.get(searcher, ()))
+        self.sampling |= {"top_k": top_k, "repetition_penalty": repetition_penalty}
+        self.settings = Settings(max_turns, search_limit, docs, self.sampling["max_tokens"])
+        # the searcher is created now (cheap: it indexes on its first search), so its model identifies the run
+        self.members = [context.retriever(searcher, *self.searcher_options)] if self.llm else []
+
+    def label(self) -> str:
+        """As the leaderboard names the method's rows: "Search-R1 (Qwen2.5-7b-it-em-ppo)"."""
+        if self.source:
+            return super().label()
+        from r2med_tasks.llm import llm_model_name
+
+        from .rewriter import METHOD_NAMES
+
+        model = llm_model_name(self.llm)
+        shown = loop_of(self.method).leaderboard_name(model) or model.rstrip("/").rpartition("/")[2]
+        return f"{METHOD_NAMES[self.method]} ({shown})"
+
+    def model_meta(self) -> dict:
+        """The LLM's model; the method's prompts and the searcher's model make the revision."""
+        meta = super().model_meta()
+        if not self.llm:
+            return meta
+        import hashlib
+        import json
+
+        from r2med_tasks.components import DescribesModel
+
+        searcher = self.members[0]
+        searched = dict(searcher.model_meta()) if isinstance(searcher, DescribesModel) else {}
+        identity = {"prompts": hashlib.sha256(loop_of(self.method).PROMPTS.encode()).hexdigest(),
+                    "searcher": [self.searcher_name, searched.get("name"), str(searched.get("revision"))]}
+        digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
+        return {**meta, "revision": f"{meta['revision']}+{digest}"}
+
+    def rewrite(self, queries, *, task, context):
+        if self.source:
+            return super().rewrite(queries, task=task, context=context)
+        from r2med_tasks.llm import GenerationCache, Usage, continue_cached, llm_model_name, map_concurrently
+        from r2med_tasks.searcher import Searcher
+
+        from .rewriter import DEFAULT_KEY
+
+        loop = loop_of(self.method)
+        model = llm_model_name(self.llm)
+        defaults = loop.defaults(model)
+        sampling = {k: defaults.get(k) if v is None else v for k, v in self.sampling.items()}
+        settings = {k: defaults.get(k) if v is None else v for k, v in vars(self.settings).items()}
+        clients: dict[tuple, Any] = {}
+        lock = threading.Lock()
+
+        def client_for(step: dict | None):
+            """The run's client, or one sampling as a step of the method does (made once)."""
+            params = {**sampling, **(step or {})}
+            params.pop("max_tokens", None)  # each turn says its own
+            key = tuple(sorted(params.items()))
+            with lock:
+                if key not in clients:
+                    clients[key] = context.llm(self.llm, **params, concurrency=self.concurrency,
+                                               template=self.template or None)
+                return clients[key]
+
+        client = client_for(None)
+        self.model, self.usage = client.model, Usage()
+        cache = GenerationCache(context.cache("generations", "chat.jsonl"))
+        searcher = Searcher(self.members[0], context.corpus, task, context, label=self.searcher_name)
+
+        def turn(request, sampling: dict | None = None):
+            return continue_cached(client_for(sampling), cache, [request], usage=self.usage)[0]
+
+        def one(i: int, abort) -> AgentResult:
+            result = loop.run(queries[i].text, task_key=task.key or DEFAULT_KEY, model=model, settings=settings,
+                              turn=turn, search=searcher.search_one, tokenizer=client.tokenizer())
+            advance(1)
+            return result
+
+        advance = context.progress(f"{loop.NAME} reasoning and searching", len(queries))
+        results = map_concurrently(one, range(len(queries)), self.concurrency, name=loop.NAME, finish_running=True)
+        context.keep("trajectories", [{"query_id": q.id, "query": q.text, "output": r.output, "answer": r.answer,
+                                       **r.trajectory} for q, r in zip(queries, results)])
+        return [replace(q, generated=(r.answer,), method=self.method, reasoning=True) for q, r in zip(queries, results)]
