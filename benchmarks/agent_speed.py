@@ -1,8 +1,8 @@
 """Search agents against the server-bound ideal: how close ``search-r1`` (and ``search-o1``) come to
 an LLM server that answers every request after a fixed latency.
 
-A local OpenAI-compatible server, in a process of its own (``/v1/models``, ``/v1/chat/completions``), answers each request
-after ``--latency`` seconds, however many are in flight, with a scripted agent: a Search-R1 turn
+A local OpenAI-compatible server (``latency_server.py``) answers each request after ``--latency``
+seconds, however many are in flight, with a scripted agent: a Search-R1 turn
 first asks for a search, then answers; a Search-o1 turn first searches, its Reason-in-Documents step
 reports, then it answers. N queries of R2MED's offline sample (repeated to N) run through the
 agent's ``rewrite``, searching the sample's corpus with BM25, at each ``--concurrency``. With C
@@ -16,73 +16,38 @@ within 1.2x). Each run starts from an empty generation cache.
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import multiprocessing
 import tempfile
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from functools import partial
 from pathlib import Path
+
+from latency_server import LatencyServer
 
 MODEL = "PeterJinGo/SearchR1-nq_hotpotqa_train-qwen2.5-7b-it-em-ppo"
 QWQ = "Qwen/QwQ-32B"
 TURNS = {"search-r1": 2, "search-o1": 3}  # requests per query the scripts below make
 
 
-def answer(method: str, body: dict) -> str:
-    """The scripted agent: search once, then answer."""
+def answer(method: str, body: dict) -> tuple[str, str | None]:
+    """The scripted agent: search once, then answer; and the stop string that ended the text."""
     messages = body.get("messages", [])
     sofar = messages[-1]["content"] if messages and messages[-1]["role"] == "assistant" else ""
     user = messages[0]["content"] if messages else ""
     if method == "search-r1":
-        return "<answer> a cell answer </answer>" if "<information>" in sofar else \
+        text = "<answer> a cell answer </answer>" if "<information>" in sofar else \
             "<think> I need facts. </think>\n<search> cell biology </search>"
-    if "**Final Information**" in user or "Task Instruction" in user and "Searched Web Pages" in user:
-        return "**Final Information**\nCells divide."  # the Reason-in-Documents step
-    if "<|begin_search_result|>" in sofar:
-        return "Done.</think>\nThe answer is cell division."
-    # the server stops at the end token; the question's end in the reasoning makes each query's step its own
-    return f"Let me search about {user[-40:]!r}.\n<|begin_search_query|>cell biology"
-
-
-def serve(method: str, model: str, latency: float, port) -> None:
-    """The server, in a process of its own (so its work is not the agent's): ``port`` gets its port."""
-    class Handler(BaseHTTPRequestHandler):
-        disable_nagle_algorithm = True
-        protocol_version = "HTTP/1.1"  # connections kept open, as vLLM's server keeps them
-
-        def log_message(self, *args):
-            pass
-
-        def reply(self, payload: dict) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self):
-            self.reply({"object": "list", "data": [{"id": model, "object": "model", "root": model}]})
-
-        def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            time.sleep(latency)
-            text = answer(method, body)
-            stop = next((s for s in body.get("stop", []) if s in text), None)
-            if method == "search-o1" and "<|begin_search_query|>" in text and "Final" not in text \
-                    and "<|end_search_query|>" in body.get("stop", []):
-                stop = "<|end_search_query|>"
-            self.reply({"id": "x", "object": "chat.completion", "model": model, "created": 0,
-                        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                     "finish_reason": "stop", "stop_reason": stop}],
-                        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}})
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    httpd.request_queue_size = 256
-    port.put(httpd.server_address[1])
-    httpd.serve_forever()
+    elif "**Final Information**" in user or "Task Instruction" in user and "Searched Web Pages" in user:
+        text = "**Final Information**\nCells divide."  # the Reason-in-Documents step
+    elif "<|begin_search_result|>" in sofar:
+        text = "Done.</think>\nThe answer is cell division."
+    else:  # the server stops at the end token; the question's end in the reasoning makes each query's step its own
+        text = f"Let me search about {user[-40:]!r}.\n<|begin_search_query|>cell biology"
+    stop = next((s for s in body.get("stop", []) if s in text), None)
+    if method == "search-o1" and "<|begin_search_query|>" in text and "Final" not in text \
+            and "<|end_search_query|>" in body.get("stop", []):
+        stop = "<|end_search_query|>"
+    return text, stop
 
 
 def measure(method: str, queries: int, latency: float, concurrency: int) -> float:
@@ -94,11 +59,9 @@ def measure(method: str, queries: int, latency: float, concurrency: int) -> floa
     from r2med_tasks.tasks import SAMPLE_TASK
 
     model = MODEL if method == "search-r1" else QWQ
-    port = multiprocessing.Queue()
-    process = multiprocessing.Process(target=serve, args=(method, model, latency, port), daemon=True)
-    process.start()
-    url = f"http://127.0.0.1:{port.get(timeout=30)}/v1#{model}"
-    with tempfile.TemporaryDirectory() as cache:
+    with LatencyServer(partial(answer, method), model, latency) as base_url, \
+            tempfile.TemporaryDirectory() as cache:
+        url = f"{base_url}#{model}"
         data = SAMPLE_TASK.load(cache_dir=Path(cache))
         asked = [Query(f"{data.queries[i % len(data.queries)].id}-{i}", data.queries[i % len(data.queries)].text
                        + f" ({i})") for i in range(queries)]
@@ -110,7 +73,6 @@ def measure(method: str, queries: int, latency: float, concurrency: int) -> floa
         started = time.perf_counter()
         rewritten = agent.rewrite(asked, task=SAMPLE_TASK, context=context)
         wall = time.perf_counter() - started
-    process.terminate()
     assert len(rewritten) == queries and all(q.generated for q in rewritten)
     return wall
 

@@ -1,13 +1,15 @@
 """A sweep's wall time next to the same runs made one after another, and what the full R2MED
 reproduction costs on N GPUs.
 
-Part 1 (measured here): P pipelines (BM25 at several k1/b, and ``st`` with all-MiniLM-L6-v2 cut to
-one layer) × T tasks of a small synthetic copy of R2MED (``synthetic_corpus.py``'s shape, scaled),
-timed three ways, each into a fresh results and cache folder:
+Part 1 (measured here): P pipelines (BM25 at several k1/b; with ``--with-st`` also ``st`` with
+all-MiniLM-L6-v2 cut to one layer) × T tasks of a small synthetic copy of R2MED
+(``synthetic_corpus.py``'s shape, scaled), timed four ways, each into a fresh results and cache
+folder, with each sweep's ratio to ``--executor local`` (the target: ``auto`` no slower than it):
 
 - ``r2med-run x P``          one process per pipeline, one after another (what running the
                              leaderboard's commands by hand does)
 - ``sweep --executor local`` one process, one job after another
+- ``sweep --executor auto``  the default: here a pool of processes (no GPU, no cluster named)
 - ``sweep --executor ray``   a local Ray instance on this machine's cores (its start included)
 
 Part 2 (projected): GPU-hours to encode R2MED's 357k documents with each published dense model,
@@ -19,7 +21,7 @@ GPUs: the dense encodings (the bulk) packed onto N GPUs, each model's corpus spl
 ``-o ray_actors``; BM25, the published generations and the API models need no GPU. Every line says
 whether it is measured or estimated.
 
-    python benchmarks/sweep_speed.py [--docs 2000] [--tasks 2] [--bm25 4] [--gpus 1,8,32]
+    python benchmarks/sweep_speed.py [--docs 2000] [--tasks 2] [--bm25 4] [--with-st] [--gpus 1,8,32]
 """
 
 from __future__ import annotations
@@ -74,9 +76,10 @@ def measure_sweep(args, work: Path) -> None:
     subprocess.run([sys.executable, str(Path(__file__).parent / "synthetic_corpus.py"), str(data), "--scale",
                     f"{scale:.6f}"], check=True, capture_output=True)
     tasks = ",".join(sorted(p.name for p in data.iterdir() if p.is_dir())[:args.tasks])
-    model = small_model(work)
     grid = [(k1, b) for k1 in (0.9, 1.2, 1.5, 2.0) for b in (0.4, 0.75)][:args.bm25]
-    lines = [f"--plugin bm25 -o k1={k1} -o b={b}" for k1, b in grid] + [f"--plugin st -o model={model}"]
+    lines = [f"--plugin bm25 -o k1={k1} -o b={b}" for k1, b in grid]
+    if args.with_st:
+        lines.append(f"--plugin st -o model={small_model(work)}")
     (work / "sweep.txt").write_text("\n".join(lines) + "\n")
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     times = {}
@@ -84,14 +87,17 @@ def measure_sweep(args, work: Path) -> None:
     times[f"r2med-run x {len(lines)}"] = sum(
         run([sys.executable, "-m", "r2med_tasks.cli", "run", *line.split(), *common, "--output",
              str(work / "seq"), "--cache-dir", str(work / "seq-cache")], env) for line in lines)
-    for executor in ("local", "ray"):
+    for executor in ("local", "auto", "ray"):
         times[f"sweep --executor {executor}"] = run(
             [sys.executable, "-m", "r2med_tasks.cli", "sweep", str(work / "sweep.txt"), *common, "--executor",
              executor, "--output", str(work / executor), "--cache-dir", str(work / f"{executor}-cache")], env)
     print(f"Part 1, measured on this machine ({os.cpu_count()} cores): {len(lines)} pipelines × "
           f"{len(tasks.split(','))} tasks, {args.docs} documents in all")
+    local = times["sweep --executor local"]
     for name, seconds in times.items():
-        print(f"  {name:<24} {seconds:7.1f} s")
+        print(f"  {name:<24} {seconds:7.1f} s  {seconds / local:5.2f}x local")
+    ratio = times["sweep --executor auto"] / local
+    print(f"  auto vs local: {ratio:.2f}x  {'met' if ratio <= 1.0 else 'MISSED'} (<= 1.0x)")
 
 
 def measured_minilm_docs_per_s(n: int = 64) -> float:
@@ -141,12 +147,15 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=2, help="tasks (of 8, default: 2)")
     parser.add_argument("--bm25", type=int, default=4, help="BM25 pipelines (k1 × b grid, default: 4)")
     parser.add_argument("--gpus", default="1,8,32", help="GPU counts to project for (default: 1,8,32)")
+    parser.add_argument("--with-st", action="store_true", help="also a dense pipeline (MiniLM cut to one layer)")
     parser.add_argument("--skip-sweep", action="store_true", help="only the projection")
+    parser.add_argument("--skip-projection", action="store_true", help="only the sweep")
     args = parser.parse_args()
     if not args.skip_sweep:
         with tempfile.TemporaryDirectory() as tmp:
             measure_sweep(args, Path(tmp))
-    project([int(n) for n in args.gpus.split(",")])
+    if not args.skip_projection:
+        project([int(n) for n in args.gpus.split(",")])
 
 
 if __name__ == "__main__":

@@ -75,11 +75,18 @@ class Chromium:
         return json.loads(message)
 
     def open(self, url: str, width: int, height: int = 900) -> None:
-        """Load ``url`` in a ``width`` × ``height`` viewport (a phone's, below 600 px) and wait for it."""
+        """Load ``url`` in a ``width`` × ``height`` viewport (a phone's, below 600 px) and wait for it.
+        An address that differs from the page's only after ``#`` loads afresh too (reloaded), as a
+        shared address opens in a new tab."""
         self.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1,
                                                          "mobile": width < 600}, session=True)
         self.events.clear()
-        self.send("Page.navigate", {"url": url}, session=True)
+        if "loaderId" not in self.send("Page.navigate", {"url": url}, session=True):  # moved within the page
+            while not any(e.get("method") == "Page.navigatedWithinDocument" and e["params"].get("url") == url
+                          for e in self.events):
+                self.events.append(self._receive())
+            self.events.clear()
+            self.send("Page.reload", {"ignoreCache": False}, session=True)
         while not any(e.get("method") == "Page.loadEventFired" for e in self.events):
             self.events.append(self._receive())
 
@@ -134,8 +141,10 @@ class Chromium:
         shutil.rmtree(self.profile, ignore_errors=True)
 
 
-def write_result(folder: Path, task: str, ndcg: float, name: str, extra: dict | None = None) -> None:
-    """An mteb TaskResult on R2MED's official data (mteb's pinned revision) and its model_meta.json."""
+def write_result(folder: Path, task: str, ndcg: float, name: str, extra: dict | None = None,
+                 meta: dict | None = None) -> None:
+    """An mteb TaskResult on R2MED's official data (mteb's pinned revision) and its model_meta.json
+    (``meta``: more of mteb's ModelMeta fields, such as ``n_parameters``)."""
     from r2med_tasks.tasks import R2MED_TASKS
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -145,7 +154,7 @@ def write_result(folder: Path, task: str, ndcg: float, name: str, extra: dict | 
     (folder / f"{task}.json").write_text(json.dumps({
         "dataset_revision": revision, "task_name": task, "mteb_version": "2.0", "evaluation_time": 1.0,
         "scores": {"test": [scores]}}))
-    (folder / "model_meta.json").write_text(json.dumps({"name": name, "revision": folder.name}))
+    (folder / "model_meta.json").write_text(json.dumps({"name": name, "revision": folder.name, **(meta or {})}))
 
 
 def write_published_config_run(folder: Path, command: str, name: str, scores: dict[str, float]) -> None:
@@ -165,9 +174,14 @@ def write_published_config_run(folder: Path, command: str, name: str, scores: di
          "command": shlex.split(command)}))
 
 
+# What mteb's ModelMeta records of intfloat/e5-base-v2 (mteb.get_model_meta), as its results carry it.
+E5_META = {"n_parameters": 109000000, "open_weights": True, "license": "mit"}
+
+
 def demo_results(root: Path) -> tuple[Path, Path]:
-    """A results folder (a reproduction of the published BM25, a new system) and an MTEB results
-    folder (one model), as a reader's would be; returns both."""
+    """A results folder (a reproduction of the published BM25, a new system with every metric,
+    mteb's nAUCs among them) and an MTEB results folder (one model, with its size and licence), as
+    a reader's would be; returns both."""
     from r2med_tasks.leaderboard import published_row
     from r2med_tasks.tasks import R2MED_TASKS
 
@@ -178,8 +192,10 @@ def demo_results(root: Path) -> tuple[Path, Path]:
                                 for i, (t, v) in enumerate(bm25.scores.items())})
     for i, task in enumerate(R2MED_TASKS):
         write_result(results / "acme__med-embed" / "v2", task.name, 0.30 + 0.03 * i, "acme/med-embed",
-                     {"ndcg_at_1": 0.2 + 0.02 * i, "recall_at_100": 0.6 + 0.02 * i, "map_at_10": 0.15 + 0.01 * i})
-        write_result(mteb / "intfloat__e5-base-v2" / "1c644c92", task.name, 0.12 + 0.02 * i, "intfloat/e5-base-v2")
+                     {"ndcg_at_1": 0.2 + 0.02 * i, "recall_at_100": 0.6 + 0.02 * i, "map_at_10": 0.15 + 0.01 * i,
+                      "nauc_ndcg_at_10_max": round(0.1234 + 0.01 * i, 4)})
+        write_result(mteb / "intfloat__e5-base-v2" / "1c644c92", task.name, 0.12 + 0.02 * i, "intfloat/e5-base-v2",
+                     meta=E5_META)
     return results, mteb
 
 
@@ -203,7 +219,7 @@ def main() -> int:
             for width, height in ((1500, 1150), (400, 1500)):
                 browser.open(page.as_uri(), width)
                 browser.screenshot(out / f"leaderboard-{width}.png", height=height)
-                charts = browser.js("document.querySelector('.charts').getBoundingClientRect().top + scrollY - 50")
+                charts = browser.js("document.getElementById('charts-title').getBoundingClientRect().top + scrollY - 10")
                 browser.screenshot(out / f"leaderboard-charts-{width}.png", top=charts, height=height)
                 print(out / f"leaderboard-{width}.png", out / f"leaderboard-charts-{width}.png")
         finally:

@@ -9,7 +9,8 @@ from importlib.metadata import PackageNotFoundError, version
 
 from .api import as_mteb_model, evaluate, pipeline
 from .components import (CombinesGenerated, Composite, DeclaresResources, DescribesModel, Labelled, RerankDepth,
-                         Reranker, RerankerSpec, Retriever, RetrieverSpec, Rewriter, RewriterSpec, Run, Summarizes)
+                         Reranker, RerankerSpec, ReportsUsage, Retriever, RetrieverSpec, Rewriter, RewriterSpec, Run,
+                         Summarizes)
 from .context import Context
 from .data import Corpus, Query
 from .errors import PluginError, UserError
@@ -25,7 +26,7 @@ except PackageNotFoundError:  # running from a source tree
 
 __all__ = [
     "CombinesGenerated", "Composite", "Context", "Corpus", "DeclaresResources", "DescribesModel", "Labelled", "PluginError", "Query", "R2MED_TASKS",
-    "RerankDepth", "Reranker", "RerankerSpec", "Retriever", "RetrieverSpec", "Rewriter", "RewriterSpec",
+    "RerankDepth", "Reranker", "RerankerSpec", "ReportsUsage", "Retriever", "RetrieverSpec", "Rewriter", "RewriterSpec",
     "Run", "RunOutcome", "Summarizes", "TaskOutcome", "TaskSpec", "UserError", "__version__", "as_mteb_model", "evaluate",
     "Options", "hookimpl", "options_model", "pipeline",
 ]

@@ -173,7 +173,7 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
     from .evaluation import score
     from .fusion import fuse
     from .layout import RunFolder, run_name
-    from .outcomes import RunOutcome, TaskOutcome
+    from .outcomes import RunOutcome, TaskOutcome, average_ci
     from .results import ResultFolder, RunSpec, code_versions, digest, locked, slug
     from .runs import read_trec
 
@@ -253,11 +253,11 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
             scores, per_query = score(fused, judgments)
             folder.write(task.name, data_id["revision"], spec.task_identity(task.name, data_id),
                          scores, fused, per_query, evaluation_time=0.0, phases=[])
-            outcomes.append(TaskOutcome(task.name, task.short_name, task.group, scores["main_score"], len(per_query),
-                                        "computed", data_id["official"], str(folder.path)))
+            outcomes.append(TaskOutcome.read(task, folder, status="computed", official_data=data_id["official"]))
     main = next(iter(by_kind.values()))
     return RunOutcome(main.display_name, main.label, main.name, main.revision, main.experiment,
-                      [str(f.path) for f in by_kind.values()], outcomes, command=shlex.join(words))
+                      [str(f.path) for f in by_kind.values()], outcomes, command=shlex.join(words),
+                      average_ci=average_ci(outcomes))
 
 
 def _task_qrels(task, data_dir: Path | None, cache_dir: Path | None) -> tuple[dict, dict]:

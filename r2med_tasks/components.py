@@ -231,6 +231,17 @@ class Summarizes(Protocol):
 
 
 @runtime_checkable
+class ReportsUsage(Protocol):
+    """A component that calls an LLM: ``usage``, the ``r2med_tasks.llm.Usage`` its calls are tallied
+    in (passed as ``usage=`` to ``generate_cached``/``continue_cached``/``ChatClient.generate``, made
+    with ``model=`` and the ``-o price=`` it was given), None while it has called none. One tally
+    for the component's life or a new one per call: the runner counts what each call added, so a
+    task's usage (its cost file, ``--json``) is what that task's calls cost, cache hits apart."""
+
+    usage: Any
+
+
+@runtime_checkable
 class RerankDepth(Protocol):
     """How many of the first stage's documents per query a reranker re-scores (default: all kept)."""
 

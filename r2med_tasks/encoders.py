@@ -21,18 +21,32 @@ from .errors import UserError
 
 
 def parse_devices(device: str) -> list[str]:
-    """``""`` (best available), ``cpu``, ``cuda``, ``cuda:N`` or a comma list of CUDA devices."""
-    import torch
-
+    """``""`` (best available), ``cpu``, ``cuda``, ``cuda:N`` or a comma list of CUDA devices.
+    Imports torch only on a machine with an NVIDIA device, so a warm run (every embedding cached)
+    on a CPU machine never pays for it."""
     devices = [d.strip() for d in device.split(",") if d.strip()]
     if not devices:
-        return ["cuda" if torch.cuda.is_available() else "cpu"]
+        return ["cuda" if cuda_available() else "cpu"]
     for d in devices:
-        if d.startswith("cuda") and not torch.cuda.is_available():
-            raise UserError(f"--device {device}: CUDA is not available here; use -o device=cpu")
         if d != "cpu" and not d.startswith("cuda"):
             raise UserError(f"-o device={device}: expected cpu, cuda or cuda:N (comma-separated for several GPUs)")
+        if d.startswith("cuda") and not cuda_available():
+            raise UserError(f"--device {device}: CUDA is not available here; use -o device=cpu")
     return devices
+
+
+def cuda_available() -> bool:
+    """torch's answer, asked only where an NVIDIA device could be: none is visible (no device file,
+    no driver, ``CUDA_VISIBLE_DEVICES`` empty or -1) means no CUDA, without importing torch."""
+    import glob
+
+    if os.environ.get("CUDA_VISIBLE_DEVICES", "0").strip() in ("", "-1"):
+        return False
+    if not (glob.glob("/dev/nvidia[0-9]*") or os.path.isdir("/proc/driver/nvidia/gpus")):
+        return False
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def quiet_transformers() -> None:
@@ -74,12 +88,15 @@ def run_batches(texts: Sequence[Any], batch_size: int, replicas: Sequence[Any],
             done.append((b, encode_batch(replicas[slot], [texts[i] for i in b])))
         return done
 
-    with ThreadPoolExecutor(max_workers=len(replicas)) as pool:
-        try:
-            parts = [p for part in pool.map(work, range(len(replicas))) for p in part]
-        except BaseException:
-            stop.set()
-            raise
+    if len(replicas) == 1:  # in this thread: a worker thread's own malloc arena would only add memory
+        parts = work(0)
+    else:
+        with ThreadPoolExecutor(max_workers=len(replicas)) as pool:
+            try:
+                parts = [p for part in pool.map(work, range(len(replicas))) for p in part]
+            except BaseException:
+                stop.set()
+                raise
     dim = parts[0][1].shape[1]
     out = np.empty((len(texts), dim), dtype=np.float32)
     for index, emb in parts:

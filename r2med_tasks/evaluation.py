@@ -6,7 +6,9 @@ TaskResults r2med writes are indistinguishable from mteb's. It is computed here,
 and numpy only, because importing mteb (sklearn, pandas, datasets) and running its evaluator cost
 seconds per run; ``tests/test_mteb_adapter.py`` proves it equal to mteb's own
 ``calculate_retrieval_scores`` + ``make_score_dict`` on many constructed runs, so a new mteb that
-computes otherwise fails there. Per-query values come from the same pytrec_eval call.
+computes otherwise fails there. Per-query values come from the same pytrec_eval call, with two
+more per query that mteb does not compute and its score dict never holds (:func:`judgment_coverage`:
+judged@10 and the condensed-list nDCG@10).
 """
 
 from __future__ import annotations
@@ -24,8 +26,13 @@ MAIN_SCORE = "ndcg_at_10"
 # the published evaluation (BEIR's ``EvaluateRetrieval.evaluate``, pytrec_eval inside) with the full
 # judgments, absent documents included, averaged over every query holding a judgment, all-0 ones too.
 SCORING = "full-qrels/all-judged-queries"
-PER_QUERY = {"ndcg_at_10": "ndcg_cut_10", "recall_at_10": "recall_10", "recall_at_100": "recall_100",
-             "map_at_10": "map_cut_10"}
+# The per-query file's columns (``<Task>.per_query.tsv``, after ``query_id``): pytrec_eval's
+# per-query measures (column -> pytrec_eval's key), then how much of the top 10 was judged.
+PYTREC_PER_QUERY = {"ndcg_at_10": "ndcg_cut_10", "recall_at_10": "recall_10", "recall_at_100": "recall_100",
+                    "map_at_10": "map_cut_10"}
+COVERAGE = ("judged_at_10", "ndcg_at_10_condensed")  # :func:`judgment_coverage`
+PER_QUERY = (*PYTREC_PER_QUERY, *COVERAGE)
+JUDGED_DEPTH = 10
 
 
 def check_run(run: Run, qrels: dict, doc_ids: set[str], *, component: str) -> None:
@@ -55,7 +62,9 @@ def check_run(run: Run, qrels: dict, doc_ids: set[str], *, component: str) -> No
 
 
 def score(run: Run, qrels: dict[str, dict[str, int]]) -> tuple[dict, dict]:
-    """mteb's score dict for a retrieval split, and per-query metrics."""
+    """mteb's score dict for a retrieval split, and per-query metrics: the :data:`PER_QUERY`
+    columns of each scored query (pytrec_eval's, then :func:`judgment_coverage`'s, which the score
+    dict never holds: it stays mteb's)."""
     import pytrec_eval
 
     run = {qid: dict(zip(docs, map(float, docs.values()))) for qid, docs in run.items()}
@@ -63,8 +72,41 @@ def score(run: Run, qrels: dict[str, dict[str, int]]) -> tuple[dict, dict]:
     all_scores = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
     scores = _score_dict(run, qrels, all_scores)
     scores["main_score"] = scores[MAIN_SCORE]
-    per_query = {qid: {name: m[key] for name, key in PER_QUERY.items()} for qid, m in all_scores.items()}
+    coverage = judgment_coverage(run, qrels, all_scores)
+    per_query = {qid: {**{name: m[key] for name, key in PYTREC_PER_QUERY.items()}, **coverage[qid]}
+                 for qid, m in all_scores.items()}
     return scores, per_query
+
+
+def judgment_coverage(run: Run, qrels: dict[str, dict[str, int]], queries) -> dict[str, dict[str, float]]:
+    """Per query of ``queries`` (the scored ones), how far its top 10 was judged:
+
+    ``judged_at_10``
+        The share of the top 10 that carries a judgment of the query in ``qrels`` (any grade, 0
+        included), over 10 whatever the number of documents retrieved: ir_measures' ``Judged@10``
+        (its count over the cutoff; trec_eval's P@10 with every judged document counted relevant).
+        An empty slot counts as a hole, as nDCG@10 counts it as a miss, so a run returning fewer
+        documents never looks better judged. The top 10 is the ranking nDCG@10 is computed on,
+        trec_eval's: by score, ties by document id, both descending.
+    ``ndcg_at_10_condensed``
+        nDCG@10 on the condensed list (Sakai 2007, "Alternatives to Bpref"): each ranking without
+        its unjudged documents, the rest in their order (their scores kept), scored as the main
+        nDCG@10 is (pytrec_eval's ``ndcg_cut_10`` against the full judgments). A query left with no
+        judged document scores 0.
+    """
+    import pytrec_eval
+
+    out: dict[str, dict[str, float]] = {}
+    condensed: dict[str, dict[str, float]] = {}
+    for qid in queries:
+        docs, judged = run.get(qid, {}), qrels.get(qid, {})
+        top = sorted(docs.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)[:JUDGED_DEPTH]
+        out[qid] = {"judged_at_10": sum(1 for d, _ in top if d in judged) / JUDGED_DEPTH}
+        condensed[qid] = {d: s for d, s in docs.items() if d in judged}
+    ndcg = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(condensed)
+    for qid, row in out.items():
+        row["ndcg_at_10_condensed"] = ndcg.get(qid, {}).get("ndcg_cut_10", 0.0)
+    return out
 
 
 # pytrec_eval's measure and mteb's key for it, in the order mteb's score dict holds them

@@ -8,7 +8,8 @@ derived once and a file is read one way. The layout is mteb 2.x's ``ResultCache`
     <output>/<org__model>/<revision>/                      results on R2MED's data from the hub
         <Task>.json (TaskResult), model_meta.json, run_settings.jsonl,
         <Task>.trec, <Task>.per_query.tsv,
-        r2med/pipeline.json (the run's record), r2med/<Task>.identity.json, r2med/lock
+        r2med/pipeline.json (the run's record), r2med/<Task>.identity.json, r2med/lock,
+        r2med/<Task>.cost.json (seconds per stage and LLM usage; never part of the identity)
     <output>/<org__model>/<revision>/experiments/<name>/   an option variant (mteb's experiment)
     <output>/local-data/<org__model>/<revision>/...        the same, for data read from local files
                                                            (--data-dir, the offline sample)
@@ -22,12 +23,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 from pathlib import Path
 from typing import Any
 
-from .files import MissingFile, UnreadableFile, read_json_object, read_text
+from .files import MissingFile, UnreadableFile, parse_json, read_bytes, read_json_object, read_text
 
 EXPERIMENTS = "experiments"  # mteb's folder for experiment variants
 LOCAL_DATA = "local-data"  # the tree of results on data read from local files
@@ -116,6 +118,11 @@ class RunFolder:
     def identity_file(self, task_name: str) -> Path:
         return self.path / "r2med" / f"{task_name}.identity.json"
 
+    def cost_file(self, task_name: str) -> Path:
+        """What computing the task cost (:meth:`cost`), written with its files and never part of its
+        identity; under ``r2med/``, so no reader of ``<Task>.json`` TaskResults (mteb's) takes it for one."""
+        return self.path / "r2med" / f"{task_name}.cost.json"
+
     @property
     def record_file(self) -> Path:
         return self.path / "r2med" / RECORD
@@ -187,6 +194,35 @@ class RunFolder:
     def model_meta(self) -> dict[str, Any]:
         return self._object(self.model_meta_file) or {}
 
+    def cost(self, task_name: str) -> dict[str, Any] | None:
+        """What computing a task cost, as recorded when it was computed: ``{"seconds": {stage:
+        seconds}, "usage": {"requests", "cached", "prompt_tokens", "completion_tokens",
+        "reasoning_tokens", "usd"} or None}`` (stages: :data:`COST_STAGES`, those that ran; usage None
+        when no component called an LLM; usd None when a price was unknown). None when there is no
+        such record (results written before r2med recorded costs, a fused run), when it is not the
+        one written with the task's files (its manifest lists no file of that content), or when it
+        is malformed (:meth:`problems` says why)."""
+        path = self.cost_file(task_name)
+        try:
+            data = read_bytes(path, MAX_RECORD_BYTES)
+        except MissingFile:
+            return None
+        except UnreadableFile as e:
+            self.problems()[path] = str(e)
+            return None
+        manifest = self._object(self.manifest_file(task_name)) or {}
+        if manifest.get(path.relative_to(self.path).as_posix()) != hashlib.sha256(data).hexdigest():
+            return None  # left by an earlier computation of the task (or edited): not this result's
+        try:
+            cost = parse_json(data)
+        except UnreadableFile as e:
+            self.problems()[path] = str(e)
+            return None
+        if not _cost_shaped(cost):
+            self.problems()[path] = "not a cost record ({\"seconds\": {...}, \"usage\": {...} or null})"
+            return None
+        return cost
+
     def task_result(self, path: Path) -> dict[str, Any]:
         """A TaskResult file's JSON object (one of :meth:`task_files`), read within
         :data:`MAX_TASK_RESULT_BYTES`; raises :class:`UnreadableFile` saying why not."""
@@ -227,33 +263,71 @@ class RunFolder:
         files = sorted(self.path.glob("*.per_query.tsv"))
         if not files:
             raise UserError(f"{self.path}: no <Task>.per_query.tsv files; pass a results folder written by r2med-run")
-        out: dict[str, dict[str, float]] = {}
-        for path in files:
-            try:
-                text = read_text(path, MAX_TABLE_BYTES)
-            except UnreadableFile as e:
-                raise UserError(f"{path}: {e}; pass a results folder written by r2med-run") from None
-            lines = [line.removesuffix("\r") for line in text.split("\n")]  # (str.splitlines also splits at \x1c...)
-            if lines and not lines[-1]:
-                lines.pop()
-            header = lines[0].split("\t") if lines else []
-            if "ndcg_at_10" not in header:
-                raise UserError(f"{path}:1: no ndcg_at_10 column")
-            col = header.index("ndcg_at_10")
-            scores: dict[str, float] = {}
-            first: dict[str, int] = {}
-            for n, line in enumerate(lines[1:], 2):
-                fields = line.split("\t")
-                try:
-                    query, value = fields[0], float(fields[col])
-                except (IndexError, ValueError):
-                    raise UserError(f"{path}:{n}: expected a query id and an nDCG@10 value") from None
-                if query in first:
-                    raise UserError(f"{path}:{n}: query {query!r} appears twice (first on line {first[query]}); "
-                                    "a query has one value: pass a results folder written by r2med-run")
-                first[query], scores[query] = n, value
-            out[path.name.removesuffix(".per_query.tsv")] = scores
-        return out
+        return {path.name.removesuffix(".per_query.tsv"): {q: row["ndcg_at_10"] for q, row in
+                                                           _per_query_rows(path, ("ndcg_at_10",)).items()}
+                for path in files}
+
+    def per_query_scores(self, task_name: str,
+                         columns: tuple[str, ...] = ("ndcg_at_10",)) -> dict[str, dict[str, float]]:
+        """query -> {column: value} of a task's per-query file, for those of ``columns`` the file has
+        (``ndcg_at_10`` it must have; a file written before a column existed lacks it)."""
+        return _per_query_rows(self.per_query(task_name), columns)
+
+
+def _per_query_rows(path: Path, columns: tuple[str, ...]) -> dict[str, dict[str, float]]:
+    """A per-query file's rows, query -> {column: value} for the ``columns`` its header has; a
+    one-line UserError naming the file (and line) for a file that is no such table."""
+    from .errors import UserError
+
+    try:
+        text = read_text(path, MAX_TABLE_BYTES)
+    except UnreadableFile as e:
+        raise UserError(f"{path}: {e}; pass a results folder written by r2med-run") from None
+    lines = [line.removesuffix("\r") for line in text.split("\n")]  # (str.splitlines also splits at \x1c...)
+    if lines and not lines[-1]:
+        lines.pop()
+    header = lines[0].split("\t") if lines else []
+    if "ndcg_at_10" not in header:
+        raise UserError(f"{path}:1: no ndcg_at_10 column")
+    wanted = [(c, header.index(c)) for c in columns if c in header]
+    rows: dict[str, dict[str, float]] = {}
+    first: dict[str, int] = {}
+    for n, line in enumerate(lines[1:], 2):
+        fields = line.split("\t")
+        try:
+            query, row = fields[0], {c: float(fields[i]) for c, i in wanted}
+        except (IndexError, ValueError):
+            what = "an nDCG@10 value" if wanted == [("ndcg_at_10", header.index("ndcg_at_10"))] else \
+                f"numbers in its columns ({', '.join(c for c, _ in wanted)})"
+            raise UserError(f"{path}:{n}: expected a query id and {what}") from None
+        if query in first:
+            raise UserError(f"{path}:{n}: query {query!r} appears twice (first on line {first[query]}); "
+                            "a query has one value: pass a results folder written by r2med-run")
+        first[query], rows[query] = n, row
+    return rows
+
+
+COST_STAGES = ("rewrite", "index", "search", "rerank", "score")
+"""The stages a cost record times: rewriting queries, indexing (encoding) the corpus, searching
+(encoding queries and searching), reranking, scoring."""
+USAGE_COUNTS = ("requests", "cached", "prompt_tokens", "completion_tokens", "reasoning_tokens")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
+def _cost_shaped(cost: Any) -> bool:
+    """Whether a cost file holds what r2med writes there (see :meth:`RunFolder.cost`)."""
+    if not isinstance(cost, dict) or not isinstance(cost.get("seconds"), dict):
+        return False
+    if not all(k in COST_STAGES and _number(v) for k, v in cost["seconds"].items()):
+        return False
+    usage = cost.get("usage")
+    if usage is None:
+        return "usage" in cost
+    return (isinstance(usage, dict) and all(isinstance(usage.get(k), int) and _number(usage[k]) for k in USAGE_COUNTS)
+            and (usage.get("usd") is None or _number(usage["usd"])) and "usd" in usage)
 
 
 def runs_under(root: Path) -> list[RunFolder]:

@@ -88,6 +88,17 @@ class Row:
     metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # task name -> every metric shipped (0-1)
     joined: list[Row] = field(default_factory=list)  # your runs of this published row's configuration
     components: dict = field(default_factory=dict)  # a run's stages as recorded: kind -> component, label, members
+    # What a run's per-query files say (published rows and MTEB results have none: all stay empty or None).
+    per_query: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)  # task -> query -> nDCG@10
+    data: dict[str, dict] = field(default_factory=dict, repr=False)  # task -> stored data identity
+    judged: dict[str, float] = field(default_factory=dict)  # task -> mean judged@10 (0-1)
+    condensed: dict[str, float] = field(default_factory=dict)  # task -> condensed-list nDCG@10 ×100 (2 decimals)
+    ci: dict[str, list[float]] = field(default_factory=dict)  # task -> 95% interval of nDCG@10 ×100 (add_intervals)
+    average_ci: list[float] | None = None  # 95% interval of the average over the shown tasks ×100 (add_intervals)
+    tied: bool | None = None  # not separable from the best comparable row (mark_ties); None: not comparable
+    tie_p: float | None = None  # Holm-adjusted p-value against the best row (None for the best itself)
+    tie_best: str | None = None  # the best row of the comparison group (its system)
+    costs: dict[str, dict] = field(default_factory=dict, repr=False)  # task -> what computing it cost (RunFolder.cost)
 
     def component_names(self, kind: str) -> list[str]:
         """The names and labels a filter on ``kind`` matches: the shown label, the recorded component
@@ -128,7 +139,50 @@ class Row:
             return leaderboard_average([self.scores[t] for t in tasks])
         return self.average if len(tasks) == len(R2MED_TASKS) else None
 
+    @property
+    def judged_at_10(self) -> float | None:
+        """The mean over the row's datasets of their judged@10 (0-1); None when one has none (a
+        published row, an MTEB result, a per-query file written before r2med kept judged@10)."""
+        return self.judged_over(list(self.scores))
 
+    def judged_over(self, tasks: list[str]) -> float | None:
+        """The mean judged@10 over those of ``tasks`` the row has, None unless each of them has one."""
+        present = [t for t in tasks if t in self.scores]
+        if not present or any(t not in self.judged for t in present):
+            return None
+        return sum(self.judged[t] for t in present) / len(present)
+
+    @property
+    def usd_per_query(self) -> float | None:
+        """Dollars of LLM use per scored query over the row's datasets (0.0: no LLM called); None when
+        a dataset has no cost record or no per-query scores, or a price was unknown."""
+        usd = [(c["usage"] or {"usd": 0.0})["usd"] for c in self._costs()]
+        return None if not usd or None in usd else sum(usd) / self._n_queries()
+
+    @property
+    def seconds_per_query(self) -> float | None:
+        """Wall seconds of the recorded stages per scored query over the row's datasets (None as above)."""
+        costs = self._costs()
+        return sum(sum(c["seconds"].values()) for c in costs) / self._n_queries() if costs else None
+
+    def _costs(self) -> list[dict]:
+        """The cost records of all the row's datasets, or none unless each has one and its per-query scores."""
+        tasks = list(self.scores)
+        if not tasks or any(t not in self.costs or t not in self.per_query for t in tasks):
+            return []
+        return [self.costs[t] for t in tasks]
+
+    def _n_queries(self) -> int:
+        return sum(len(self.per_query[t]) for t in self.scores)
+
+    @property
+    def tie_mark(self) -> str:
+        """"≈" for a row statistically tied for first (the best of its comparison group, or not
+        separable from it: :func:`mark_ties`), else empty."""
+        return TIE_MARK if self.tied else ""
+
+
+TIE_MARK = "≈"
 PUBLISHED_CHOICES = ("leaderboard", "all", "none")
 PUBLISHED_KINDS = ("leaderboard", "repository", "paper")
 
@@ -282,6 +336,12 @@ def result_rows(folder: Path, warn, *, mteb: bool = False, shipped: list[Path] |
                 folders[key] = run
             systems[key].scores[task] = leaderboard_value(main)
             systems[key].metrics[task] = _metrics(path, test, warn)
+            _read_per_query(systems[key], run, task, main, identity, warn)
+            cost = run.cost(task) if identity else None
+            if cost is None:
+                systems[key].costs.pop(task, None)
+            else:
+                systems[key].costs[task] = cost
         for path, why in run.problems().items():
             warn(f"{path}: {why}; not read")
     for key, row in systems.items():
@@ -290,6 +350,92 @@ def result_rows(folder: Path, warn, *, mteb: bool = False, shipped: list[Path] |
             if note:
                 row.notes.append(note)
     return list(systems.values())
+
+
+def _read_per_query(row: Row, run: RunFolder, task: str, main: float, identity: dict | None, warn) -> None:
+    """A run's per-query scores of ``task`` into ``row`` (nDCG@10, judged@10, condensed nDCG@10),
+    with the data identity they were scored on: what its intervals and ties are computed from. Only
+    a task r2med wrote (it has a stored identity) has them; a per-query file that is no such table,
+    holds a value that is no score, or whose nDCG@10 does not average to the TaskResult's (mteb
+    keeps 5 decimals) is left out with one warning: the row then shows no interval for the task."""
+    from .errors import UserError
+    from .evaluation import COVERAGE, MAIN_SCORE
+
+    path = run.per_query(task)
+    row.per_query.pop(task, None)  # (another folder of the same identity wrote this task's score)
+    row.data.pop(task, None)
+    row.judged.pop(task, None)
+    row.condensed.pop(task, None)
+    if identity is None or not path.exists():
+        return
+    try:
+        table = run.per_query_scores(task, (MAIN_SCORE, *COVERAGE))
+    except UserError as e:
+        warn(f"{e}; no interval or tie for this task")
+        return
+    if not table:
+        warn(f"{path}: no query; no interval or tie for this task")
+        return
+    values = [v for r in table.values() for v in r.values()]
+    if any(not 0.0 <= v <= 1.0 for v in values):  # (NaN too)
+        warn(f"{path}: a value that is not a score between 0 and 1; no interval or tie for this task")
+        return
+    ndcg = {q: r[MAIN_SCORE] for q, r in table.items()}
+    if abs(sum(ndcg.values()) / len(ndcg) - main) > 5.1e-6:
+        warn(f"{path}: its nDCG@10 values average {sum(ndcg.values()) / len(ndcg):.5f}, not the TaskResult's "
+             f"{main:.5f}; no interval or tie for this task")
+        return
+    row.per_query[task], row.data[task] = ndcg, identity["data"]
+    for column, into, scale in (("judged_at_10", row.judged, float), ("ndcg_at_10_condensed", row.condensed,
+                                                                       leaderboard_value)):
+        if all(column in r for r in table.values()):
+            into[task] = scale(sum(r[column] for r in table.values()) / len(table))
+
+
+def add_intervals(rows: list[Row], tasks: list[str]) -> None:
+    """Each row's 95% percentile bootstrap intervals (10,000 resamples of its queries,
+    ``default_rng(0)``; :mod:`r2med_tasks.uncertainty`), ×100 and rounded to 2 decimals like its
+    scores, computed on the unrounded per-query nDCG@10: ``ci`` per shown task it has per-query
+    scores for, and ``average_ci``, of its average over ``tasks`` (each task's queries resampled
+    within the task), when it has per-query scores for all of them. Runs joined to a published row
+    get theirs too; rows without per-query scores (published ones) keep none."""
+    from .uncertainty import average_interval_of, mean_interval, x100
+
+    for row in [r for top in rows for r in (top, *top.joined)]:
+        row.ci = {t: x100(mean_interval(list(row.per_query[t].values()))) for t in tasks if t in row.per_query}
+        row.average_ci = x100(average_interval_of({t: list(row.per_query[t].values()) for t in tasks})) \
+            if tasks and all(t in row.per_query for t in tasks) else None
+
+
+def mark_ties(rows: list[Row], tasks: list[str], *, alpha: float | None = None, trials: int = 10000,
+              seed: int = 0) -> None:
+    """Which rows cannot be told apart from the best, on the average over ``tasks``.
+
+    Rows are comparable when they have per-query scores for every task in ``tasks`` scored on the same
+    data (the same stored data identities). In each group of two or more comparable rows, the best is
+    the one with the highest average (the first listed on equal averages, as ranked); every other row
+    is compared with it by a paired sign-flip randomization test on the difference of averages
+    (``significance.average_randomization``: 10,000 trials, ``seed`` 0, on the queries both scored), and
+    the p-values are adjusted with Holm's method over the family of those comparisons. A row is
+    ``tied`` when its adjusted p-value is at least 0.05, the best row is tied (the top of its group),
+    and ``tie_p`` / ``tie_best`` say against what. A row that is in no such group (a published row,
+    a lone run) has ``tied`` None.
+    """
+    from .significance import ALPHA, ties_with_best
+
+    groups: dict[str, list[Row]] = {}
+    for row in rows:
+        row.tied = row.tie_p = row.tie_best = None
+        if tasks and all(t in row.per_query for t in tasks):
+            groups.setdefault(json.dumps([row.data[t] for t in tasks], sort_keys=True), []).append(row)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        best = min(range(len(members)), key=lambda i: (-members[i].average_over(tasks), i))
+        result = ties_with_best({i: [r.per_query[t] for t in tasks] for i, r in enumerate(members)}, best,
+                                alpha=ALPHA if alpha is None else alpha, trials=trials, seed=seed)
+        for i, row in enumerate(members):
+            row.tied, row.tie_p, row.tie_best = result[i]["tied"], result[i]["p_holm"], members[best].system
 
 
 def _task_result(run: RunFolder, path: Path, warn) -> tuple[str, float, dict, object] | None:
@@ -468,6 +614,11 @@ def merge(rows: list[Row]) -> list[Row]:
         if first.kind != "run":
             continue  # a published row's figures are the published ones: a run never fills one in
         for task, value in row.scores.items():
+            if task not in first.scores and task in row.per_query:  # its per-query scores come with it
+                first.per_query[task], first.data[task] = row.per_query[task], row.data[task]
+                for mine, theirs in ((first.judged, row.judged), (first.condensed, row.condensed)):
+                    if task in theirs:
+                        mine[task] = theirs[task]
             first.scores.setdefault(task, value)
     return list(merged.values())
 
@@ -549,14 +700,24 @@ def records_of(rows: list[Row], tasks: list[str], commands: bool = False) -> tup
         return ["Rank", "System", "Avg", "Command", "Live command"], [
             [i, r.system, r.average_over(tasks), r.command or None, r.live_command or None]
             for i, r in enumerate(rows, 1)]
-    header = ["Rank", "System", "Rewriter", "Retriever", "Reranker", "Avg", *(SHORT[t] for t in tasks), "Source"]
+    header = ["Rank", "System", "Rewriter", "Retriever", "Reranker", "Avg", "Avg 95% CI", "Tied",
+              *(SHORT[t] for t in tasks), "Judged@10", "Source"]
     records = []
     for i, r in enumerate(rows, 1):
         avg = r.average_over(tasks)
         marks = ("" if avg is not None else " (incomplete)") + ("; " + "; ".join(r.notes) if r.notes else "")
-        records.append([i, r.system, r.rewriter, r.retriever, r.reranker, avg, *(r.scores.get(t) for t in tasks),
+        records.append([i, r.system, r.rewriter, r.retriever, r.reranker, avg, interval_text(r.average_ci),
+                        TIED_TEXT[r.tied], *(r.scores.get(t) for t in tasks), r.judged_over(tasks),
                         r.source + marks])
     return header, records
+
+
+TIED_TEXT = {True: "yes", False: "no", None: None}  # the Tied column (None: no per-query scores to compare)
+
+
+def interval_text(ci: list[float] | None) -> str | None:
+    """An interval as the text formats show it: "38.12–44.90"."""
+    return None if ci is None else f"{ci[0]:.2f}–{ci[1]:.2f}"
 
 
 def render(rows, tasks: list[str], fmt: str, commands: bool = False, wide: bool = False, width: int = 120) -> str:
@@ -570,9 +731,19 @@ def render(rows, tasks: list[str], fmt: str, commands: bool = False, wide: bool 
         return render_html(rows, tasks)
     if fmt == "json":
         keys = ([h.lower().replace(" ", "_") for h in header] if commands else
-                ["rank", "system", "rewriter", "retriever", "reranker", "average", *(SHORT[t] for t in tasks), "source"])
+                ["rank", "system", "rewriter", "retriever", "reranker", "average", "average_ci", "tied",
+                 *(SHORT[t] for t in tasks), "judged_at_10", "source"])
         keys = ["average" if k == "avg" else k for k in keys]
-        extra = (lambda r: {}) if commands else (lambda r: {"kind": r.kind, "provenance": r.provenance})
+
+        def extra(r: Row) -> dict:  # the statistics as numbers (the records hold their text)
+            if commands:
+                return {}
+            return {"kind": r.kind, "provenance": r.provenance, "average_ci": r.average_ci, "tied": r.tied,
+                    "tie_p": r.tie_p, "tie_best": r.tie_best,
+                    "ci": {SHORT[t]: r.ci[t] for t in tasks if t in r.ci},
+                    "judged": {SHORT[t]: r.judged[t] for t in tasks if t in r.judged},
+                    "ndcg_at_10_condensed": {SHORT[t]: r.condensed[t] for t in tasks if t in r.condensed},
+                    "usd_per_query": r.usd_per_query, "seconds_per_query": r.seconds_per_query}
         return json.dumps([{**dict(zip(keys, rec)), "local_data": r.local, **extra(r)} for rec, r in zip(records, rows)],
                           indent=2) + "\n"
 
@@ -593,9 +764,12 @@ def render(rows, tasks: list[str], fmt: str, commands: bool = False, wide: bool 
 
 
 def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, width: int = 120) -> str:
-    """The rich table as text. By default it fits ``width`` (≤ 120) columns: rank, system, source, average and the
-    datasets under short headers; ``wide`` (or ``--format json``) has rewriter, retriever, reranker
-    and the source's path and notes."""
+    """The rich table as text. By default it fits ``width`` (≤ 120) columns: rank, system (on at
+    most two lines, shortened at a word boundary), source, average (≈: tied for first) and
+    the datasets under short headers, as many as fit beside a system column of at least
+    :data:`SYSTEM_MIN` characters (the caption names those left out); ``wide`` (or ``--format
+    json``) has every column: rewriter, retriever, reranker, the statistics, the source's path and
+    notes."""
     from rich import box
     from rich.console import Console
     from rich.markup import escape
@@ -604,27 +778,39 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
     def cell(v):
         return "" if v is None else f"{v:.2f}" if isinstance(v, float) else printable(v)
 
-    live = []
+    live, left_out, tied = [], [], False
     if commands:  # the live commands below the table, where a sweep of the table does not run them
         live = [f"{LIVE_PREFIX}#{rec[0]} {rec[1]}: {rec[4]}" for rec in records if rec[4]]
         header, records = header[:4], [rec[:4] for rec in records]
     if not (wide or commands):
-        header = ["#", "System", "Src", "Avg", *(ABBREVIATIONS[SHORT[t]] for t in tasks)]
-        records = [[i, r.system, ORIGINS[r.origin], r.average_over(tasks), *(r.scores.get(t) for t in tasks)]
+        tied = any(getattr(r, "tied", None) for r in rows)
+        shown = _fitting(rows, tasks, width, tied)
+        left_out = [t for t in tasks if t not in shown]
+        header = ["#", "System", "Src", "Avg", *(ABBREVIATIONS[SHORT[t]] for t in shown)]
+        records = [[i, r.system, ORIGINS[r.origin], _average_cell(r, tasks, tied), *(r.scores.get(t) for t in shown)]
                    for i, r in enumerate(rows, 1)]
+        system_width = min(SYSTEM_MAX, max([6, *(len(printable(r.system)) for r in rows)]),
+                           max(1, width - _width_without_system(rows, tasks, shown, tied)))
+        for rec in records:
+            rec[1] = two_lines(printable(rec[1]), system_width)
     table = Table(title="R2MED leaderboard: nDCG@10 ×100", title_justify="left", box=box.SIMPLE_HEAD,
                   caption_justify="left")
-    numeric = {"Rank", "#", "Avg", *SHORT.values(), *ABBREVIATIONS.values()}
+    numeric = {"Rank", "#", "Avg", "Judged@10", *SHORT.values(), *ABBREVIATIONS.values()}
     for col in header:
-        table.add_column(col, justify="right" if col in numeric else "left", no_wrap=col in numeric,
+        table.add_column(col, justify="right" if col in numeric else "left",
+                         no_wrap=col in numeric or not (wide or commands),
                          overflow="fold" if col == "Command" or wide else "ellipsis",
-                         max_width=None if wide or col != "System" else 40)
-    for rec in records:
-        table.add_row(*(escape(cell(v)) for v in rec))
+                         max_width=None if wide or col != "System" else SYSTEM_MAX)
+    for rec in records:  # (the default table's System cells are printable already, wrapped on purpose)
+        table.add_row(*(escape(v if i == 1 and not (wide or commands) else cell(v)) for i, v in enumerate(rec)))
     if not (wide or commands):
-        table.caption = ("  ".join(f"{ABBREVIATIONS[SHORT[t]]}={SHORT[t]}" for t in tasks) +
+        table.caption = ("  ".join(f"{ABBREVIATIONS[SHORT[t]]}={SHORT[t]}" for t in tasks if t not in left_out) +
+                         (f"\nNot shown at {width} columns: {', '.join(SHORT[t] for t in left_out)} (a wider "
+                          "terminal or --wide shows them)." if left_out else "") +
                          "\nSrc: board = leaderboard, repo = authors' repository, paper = another paper, run = "
-                         "your run, mteb = MTEB results, local = local data. No Avg: incomplete. --wide: every column.")
+                         "your run, mteb = MTEB results, local = local data. No Avg: incomplete. " +
+                         (f"{TIE_MARK}: tied for first (not separable from the best row). " if tied else "") +
+                         "--wide: every column.")
     console = Console(file=io.StringIO(), width=1000 if wide else width, highlight=False, color_system=None,
                       force_terminal=False)
     console.print(table, crop=False)
@@ -635,6 +821,98 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
         for line in live:
             console.print(printable(line), soft_wrap=True, markup=False)
     return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines()) + "\n"
+
+
+SYSTEM_MIN, SYSTEM_MAX = 18, 40  # the terminal table's System column: datasets give way below the minimum
+
+
+def _average_cell(row, tasks, tied: bool) -> str:
+    avg = row.average_over(tasks)
+    text = "" if avg is None else f"{avg:.2f}"
+    return f"{text} {TIE_MARK if getattr(row, 'tied', None) else ' '}" if tied else text
+
+
+def _width_without_system(rows, tasks: list[str], shown: list[str], tied: bool) -> int:
+    """The terminal table's width less its System column's text: every other column's widest cell
+    (the average is over ``tasks``; ``shown``: the datasets with a column), and the box's spacing (an
+    edge, and a space either side of each column)."""
+    widths = [len(str(max(len(rows), 1))), max([3, *(len(ORIGINS[r.origin]) for r in rows)]),
+              max([3, *(len(_average_cell(r, tasks, tied)) for r in rows)])]
+    for t in shown:
+        widths.append(max([len(ABBREVIATIONS[SHORT[t]]), *(len(f"{r.scores[t]:.2f}") for r in rows if t in r.scores)]))
+    return sum(widths) + 3 * (len(widths) + 1) + 1
+
+
+def _fitting(rows, tasks: list[str], width: int, tied: bool) -> list[str]:
+    """The datasets that fit in ``width`` beside rank, a System column of at least
+    :data:`SYSTEM_MIN`, source and average: the first ones, in the table's order."""
+    shown = list(tasks)
+    while shown and _width_without_system(rows, tasks, shown, tied) + SYSTEM_MIN > width:
+        shown.pop()
+    return shown
+
+
+def two_lines(text: str, width: int) -> str:
+    """``text`` wrapped at word boundaries (spaces, else hyphens too; a single long word folded)
+    into at most two lines of ``width`` characters; where it needs more, its paths keep their last
+    part (``…/name``) and the second line is shortened with :func:`shorten`."""
+    import textwrap
+
+    if len(text) <= width:
+        return text
+    for hyphens, fold, paths in ((False, False, False), (True, False, False), (True, True, False),
+                                 (True, False, True)):  # what it takes to fit
+        if paths:
+            text = " ".join(_path_tail(word) for word in text.split(" "))
+        lines = textwrap.wrap(text, width, break_long_words=fold, break_on_hyphens=hyphens)
+        if len(lines) <= 2 and all(len(line) <= width for line in lines):
+            break
+    if not lines or not text.startswith(lines[0]) or len(lines[0]) > width:
+        return shorten(text, width)
+    rest = text[len(lines[0]):].strip()
+    return f"{lines[0].rstrip()}\n{shorten(rest, width)}" if rest else lines[0]
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, cut only where a reader expects it: first each path
+    (a word with a ``/``: a model's folder, a hub id) keeps only its last part (``…/all-MiniLM-L6-v2``,
+    an option keeping its ``name=``), the longest first; then the text ends at the last word boundary
+    that fits (a space; within a long word, a ``-`` or ``_``) with ``…``. Only a single word with no
+    boundary is cut where it must."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    words = text.split(" ")
+    for i in sorted(range(len(words)), key=lambda i: -len(words[i])):
+        if len(" ".join(words)) <= width:
+            break
+        words[i] = _path_tail(words[i])
+    text = " ".join(words)
+    if len(text) <= width:
+        return text
+    room = width - 1
+    cut = text.rfind(" ", 0, room + 1)
+    if cut < room / 2:  # a long word: its own boundaries, never inside a path (but in its last part, if need be)
+        start = text.rfind(" ", 0, room) + 1
+        word = text[start:text.find(" ", start) if " " in text[start:] else len(text)]
+        inner = max(text.rfind("-", 0, room + 1), text.rfind("_", 0, room + 1))
+        if "/" not in word or cut <= 0 and inner > start + word.rfind("/"):
+            cut = max(cut, inner)
+    if cut <= 0:
+        return text[:room] + "…"
+    return text[:cut].rstrip(" +-_·,;:/") + "…"
+
+
+def _path_tail(word: str) -> str:
+    """A path's last part: ``/data/models/all-MiniLM-L6-v2`` as ``…/all-MiniLM-L6-v2``,
+    ``model=/data/x/y`` as ``model=…/y`` (unchanged when that is no shorter)."""
+    name, eq, value = word.partition("=")
+    if not eq or "/" not in value or "/" in name:
+        name, eq, value = "", "", word
+    parts = [p for p in value.split("/") if p]
+    tail = f"{name}{eq}…/{parts[-1]}" if len(parts) > 1 else word
+    return tail if len(tail) < len(word) else word
 
 
 PUBLISHED_ORG = "r2med-leaderboard"  # the leaderboard's rows

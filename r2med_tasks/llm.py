@@ -14,7 +14,9 @@
   (search agents), through ``/chat/completions`` with vLLM's ``continue_final_message`` or, given
   ``template=`` (a tokenizer), a chat template rendered here and ``/completions``;
   ``continue_cached(client, cache, turns)`` as ``generate_cached``, keyed by ``turn_key``.
-- ``Usage`` and ``cost(model, usage)``: requests sent, cache hits, tokens, and dollars for known models.
+- ``Usage``: requests sent, cache hits, tokens (reasoning tokens where the server reports them) and
+  dollars, each answer priced as it arrives (``-o price=IN,OUT``, else the dated table shipped in
+  ``data/prices/prices.json``: ``price_table()``, ``price_of(model)``); ``cost(model, usage)``.
 - Shared with the embedding clients (``r2med_plugins.dense.api``): ``openai_client`` (the one place
   an ``openai.OpenAI`` is built: base URL, key, timeout, no SDK retries, no redirects),
   ``APICaller`` (the retry loop: ``RetryPolicy``, ``Retry-After``, one-line ``UserError``s; its
@@ -33,6 +35,7 @@ and its HTTP library. Importing this module imports no ``openai``/``httpx``.
 from __future__ import annotations
 
 import email.utils
+import functools
 import hashlib
 import json
 import logging
@@ -581,51 +584,134 @@ class Generation:
     finish_reason: str | None
     model: str
     stop: str | None = None
+    reasoning_tokens: int = 0  # of completion_tokens, where the server says (usage.completion_tokens_details)
 
 
 @dataclass
 class Usage:
     """A tally: ``sent`` requests answered by the API (tokens are theirs: what was billed) and
-    ``cached`` answers taken from the cache instead."""
+    ``cached`` answers taken from the cache instead (which cost nothing).
+
+    Each answer is priced as it arrives (:meth:`add`): at ``price`` (dollars per million input and
+    output tokens: a component's ``-o price=IN,OUT``) when set, else at the table's price of the
+    model that answered, else of ``model`` (the one asked for); ``usd`` is None once an answer had
+    no known price. Safe to share between threads. ``tally()`` copies the counts; ``a - b`` and
+    ``a + b`` subtract and add them (what a call added: the runner's per-task usage)."""
 
     sent: int = 0
     cached: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    # the dollars of the answers whose price is known, and how many had none (``usd``); equality
+    # compares the counts, the model and the price, not these
+    priced_usd: float = field(default=0.0, compare=False)
+    unpriced: int = field(default=0, compare=False)
+    model: str = ""
+    price: tuple[float, float] | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    COUNTS = ("sent", "cached", "prompt_tokens", "completion_tokens", "reasoning_tokens", "priced_usd", "unpriced")
+
+    @property
+    def usd(self) -> float | None:
+        """Dollars of the answers sent; None when one had no known price (cache hits cost nothing)."""
+        return None if self.unpriced else self.priced_usd
 
     def describe(self, model: str) -> str:
         """One line for the end of a run: requests, cache hits, tokens and, when known, the cost."""
-        dollars = cost(model, self)
-        price = f", about ${dollars:.2f}" if dollars is not None else ""
+        dollars = self.usd if self.sent else None
+        price = f", about {usd_text(dollars)}" if dollars is not None else ""
+        reasoning = f" ({self.reasoning_tokens:,} reasoning)" if self.reasoning_tokens else ""
         return (f"{redact(model)}: {self.sent} requests sent, {self.cached} answered from the cache, "
-                f"{self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion tokens{price}")
+                f"{self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion tokens{reasoning}{price}")
 
     def add(self, generation: Generation) -> None:
-        self.sent += 1
-        self.prompt_tokens += generation.prompt_tokens
-        self.completion_tokens += generation.completion_tokens
+        """Count an answer the API sent, priced (see the class)."""
+        price = self.price or price_of(generation.model) or price_of(self.model)
+        with self._lock:
+            self.sent += 1
+            self.prompt_tokens += generation.prompt_tokens
+            self.completion_tokens += generation.completion_tokens
+            self.reasoning_tokens += generation.reasoning_tokens
+            if price is None:
+                self.unpriced += 1
+            else:
+                self.priced_usd += dollars(price, generation.prompt_tokens, generation.completion_tokens)
+
+    def add_cached(self, n: int) -> None:
+        """Count ``n`` answers taken from the cache."""
+        with self._lock:
+            self.cached += n
+
+    def tally(self) -> Usage:
+        """The counts, copied (without ``model`` and ``price``)."""
+        with self._lock:
+            return Usage(**{name: getattr(self, name) for name in self.COUNTS})
+
+    def __add__(self, other: Usage) -> Usage:
+        mine, theirs = self.tally(), other.tally()
+        return Usage(**{name: getattr(mine, name) + getattr(theirs, name) for name in self.COUNTS})
+
+    def __sub__(self, other: Usage) -> Usage:
+        mine, theirs = self.tally(), other.tally()
+        return Usage(**{name: getattr(mine, name) - getattr(theirs, name) for name in self.COUNTS})
+
+    def to_json(self) -> dict[str, Any]:
+        """As a task's cost file and ``--json`` show it."""
+        t = self.tally()
+        return {"requests": t.sent, "cached": t.cached, "prompt_tokens": t.prompt_tokens,
+                "completion_tokens": t.completion_tokens, "reasoning_tokens": t.reasoning_tokens,
+                "usd": None if t.usd is None else round(t.usd, 10)}
 
 
-# US dollars per million tokens (input, output): OpenAI list prices, standard tier, without the
-# cached-input and Batch API discounts (so an upper bound). Checked 2025; update as prices change.
-PRICES: dict[str, tuple[float, float]] = {
-    "gpt-4o": (2.50, 10.00),
-    "gpt-4o-2024-11-20": (2.50, 10.00),
-    "gpt-4o-2024-08-06": (2.50, 10.00),
-    "gpt-4o-2024-05-13": (5.00, 15.00),
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4o-mini-2024-07-18": (0.15, 0.60),
-    "o3-mini": (1.10, 4.40),
-    "o3-mini-2025-01-31": (1.10, 4.40),
-}
+def usd_text(amount: float) -> str:
+    """Dollars as a summary shows them: cents, or four decimals under a dollar ("$0.0012")."""
+    return f"${amount:.2f}" if amount >= 1 or amount == 0 else f"${amount:.4f}"
+
+
+def dollars(price: tuple[float, float], prompt_tokens: int, completion_tokens: int) -> float:
+    """What tokens cost at ``price`` (dollars per million input and output tokens)."""
+    return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
+
+
+PRICE_HELP = ("dollars per million input and output tokens, IN,OUT (e.g. 2.5,10), for the reported cost "
+              "(default: the price table shipped with r2med, r2med_tasks/data/prices/prices.json; a model it lacks "
+              "has no cost)")
+
+
+def price_field() -> tuple[Any, Any]:
+    """The ``-o price=IN,OUT`` option of every component that calls an LLM (a runtime option: never
+    in a run's identity), as ``options_model`` takes it."""
+    from typing import Annotated
+
+    from pydantic import Field
+
+    amount = Annotated[float, Field(ge=0)]
+    return tuple[amount, amount] | None, Field(None, description=PRICE_HELP)
+
+
+@functools.cache
+def price_table() -> dict[str, tuple[float, float]]:
+    """The shipped price table (``r2med_tasks/data/prices/prices.json``: each model's input and output
+    price, its source and when it was checked): model -> (input, output), dollars per million tokens."""
+    from importlib.resources import files
+
+    table = json.loads(files("r2med_tasks").joinpath("data", "prices", "prices.json").read_text(encoding="utf-8"))
+    return {model: (float(entry["input"]), float(entry["output"])) for model, entry in table["models"].items()}
+
+
+def price_of(model: str | None) -> tuple[float, float] | None:
+    """A model's price in the shipped table (``price_table()``), None when it has none."""
+    return price_table().get(model) if model else None
 
 
 def cost(model: str, usage: Usage, prices: dict[str, tuple[float, float]] | None = None) -> float | None:
-    """Dollars for ``usage``'s tokens at ``model``'s price (``PRICES`` unless given); None if unknown."""
-    price = (PRICES if prices is None else prices).get(model)
+    """Dollars for ``usage``'s tokens at ``model``'s price (the shipped table unless given); None if unknown."""
+    price = (price_table() if prices is None else prices).get(model)
     if price is None:
         return None
-    return (usage.prompt_tokens * price[0] + usage.completion_tokens * price[1]) / 1_000_000
+    return dollars(price, usage.prompt_tokens, usage.completion_tokens)
 
 
 # --------------------------------------------------------------------------------------------
@@ -782,9 +868,11 @@ def _generation(obj: dict, text: str, finish: str | None, requested_model: str, 
     usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else {}
     model = obj.get("model") if isinstance(obj.get("model"), str) and obj.get("model") else requested_model
     model = redact(model)  # stored and shown: never a secret a spec or a server put there
+    details = usage.get("completion_tokens_details")  # OpenAI's, and vLLM's with a reasoning parser
+    reasoning = _count(details.get("reasoning_tokens")) if isinstance(details, dict) else 0
     return Generation(text=text, prompt_tokens=_count(usage.get("prompt_tokens")),
                       completion_tokens=_count(usage.get("completion_tokens")), finish_reason=finish, model=model,
-                      stop=stop)
+                      stop=stop, reasoning_tokens=reasoning)
 
 
 def parse_chat_completion(payload: bytes, requested_model: str) -> Generation:
@@ -1328,7 +1416,7 @@ def _entry(obj: dict) -> tuple[str, Generation] | None:
         return None
     return obj["key"], Generation(text=obj["text"], prompt_tokens=obj["prompt_tokens"],
                                   completion_tokens=obj["completion_tokens"], finish_reason=finish,
-                                  model=obj["model"], stop=stop)
+                                  model=obj["model"], stop=stop, reasoning_tokens=_count(obj.get("reasoning_tokens")))
 
 
 class GenerationCache:
@@ -1374,6 +1462,8 @@ class GenerationCache:
         record = {"key": key, **asdict(generation)}
         if record["stop"] is None:
             del record["stop"]  # the lines of answers that are not continued turns stay as they were
+        if not record["reasoning_tokens"]:
+            del record["reasoning_tokens"]  # likewise for answers without reasoning tokens reported
         self._journal.append([record])
         self._entries[key] = generation
 
@@ -1417,7 +1507,7 @@ def _through_cache(cache: GenerationCache, keys: list[str], send: Callable[[list
             to_send.append(i)
     hits = len(keys) - len(to_send)
     if usage is not None:
-        usage.cached += hits
+        usage.add_cached(hits)
     if to_send:
         log_line(hits, len(to_send))
 

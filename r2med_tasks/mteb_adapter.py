@@ -165,12 +165,13 @@ def model_meta(info: dict[str, Any], update: dict[str, Any], *, registered: bool
 def model_meta_text(info: dict[str, Any], update: dict[str, Any], *, registered: bool) -> str:
     """``model_meta.json``'s text for :func:`model_meta`'s ``ModelMeta``.
 
-    A name in r2med's own namespace (``r2med/...``, which mteb never registers) whose fields are
+    A name in r2med's own namespaces (``r2med/...``, ``local/...`` for a local folder's model, which
+    mteb never registers) whose fields are
     plain ones, of the values ``ModelMeta`` accepts unchanged, is written from ``ModelMeta``'s empty
     fields without importing mteb: its import costs seconds and ~300 MB resident for the rest of
     a run (tests/test_mteb_adapter.py checks both texts are the same, field order included)."""
     fields = {k: v for k, v in {**info, **update}.items() if k in EMPTY_MODEL_META}
-    if info["name"].startswith(OWN_NAMESPACE) and fields.keys() <= _PLAIN.keys() \
+    if info["name"].startswith(OWN_NAMESPACES) and fields.keys() <= _PLAIN.keys() \
             and all(_PLAIN[k](v) for k, v in fields.items()):
         meta = {**EMPTY_MODEL_META, **fields}
         meta["is_cross_encoder"] = "cross-encoder" in meta["model_type"]  # ModelMeta derives it so
@@ -178,7 +179,7 @@ def model_meta_text(info: dict[str, Any], update: dict[str, Any], *, registered:
     return json.dumps(model_meta(info, update, registered=registered).to_dict(), default=str, indent=4)
 
 
-OWN_NAMESPACE = "r2med/"
+OWN_NAMESPACES = ("r2med/", "local/")
 # ``ModelMeta.create_empty().to_dict()`` of the supported mteb, keys in its order (a test compares).
 EMPTY_MODEL_META: dict[str, Any] = {
     "loader_kwargs": {}, "name": "no_model_name/available", "revision": "no_revision_available",
@@ -205,6 +206,8 @@ _PLAIN = {
     "framework": lambda v: isinstance(v, list) and all(isinstance(f, str) and f in FRAMEWORKS for f in v),
     "reference": lambda v: v is None or (isinstance(v, str) and v.startswith("https://") and v.isascii()
                                          and not any(c.isspace() for c in v)),
+    "similarity_fn_name": lambda v: v is None or v in ("cosine", "dot", "MaxSim"),  # ModelMeta's names for them
+    "adapted_from": lambda v: v is None or isinstance(v, str),
     "experiment_kwargs": lambda v: v is None or (isinstance(v, dict) and all(isinstance(k, str) for k in v)),
     "model_type": lambda v: isinstance(v, list) and bool(v) and all(isinstance(t, str) and t in MODEL_TYPES
                                                                     for t in v),

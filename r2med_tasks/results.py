@@ -225,14 +225,17 @@ class ResultFolder(RunFolder):
 
     def write(self, task_name: str, dataset_revision: str, identity: dict[str, Any], scores: dict, ranked: Run,
               per_query: dict, *, evaluation_time: float, phases: list[dict[str, Any]],
-              kept: dict[str, list[dict]] | None = None) -> None:
+              kept: dict[str, list[dict]] | None = None, cost: dict[str, Any] | None = None) -> None:
         """Write a task's files as one: each is prepared beside its target, then all are put in
         place (the TaskResult last, so readers see the previous result until the new one is whole),
         then the manifest of their hashes that marks the task finished. A failure before that point
         (a full disk) leaves the previous result as it was; a kill during it leaves files the
         manifest does not match, so the task is recomputed. The bytes are mteb's, written without
         importing mteb (the warm path of a run never does). ``kept``: rows a component asked to
-        keep (``context.keep``), written as ``<Task>.<name>.jsonl`` with the rest."""
+        keep (``context.keep``), written as ``<Task>.<name>.jsonl`` with the rest. ``cost``: what
+        computing it cost (``{"seconds": {...}, "usage": {...} or None}``, see ``RunFolder.cost``),
+        written as ``r2med/<Task>.cost.json`` with the rest (never part of the identity); without one,
+        an earlier computation's is removed."""
         from .mteb_adapter import task_result_text
 
         if not self.model_meta_file.exists():
@@ -246,6 +249,7 @@ class ResultFolder(RunFolder):
             self.identity_file(task_name): json.dumps(identity, indent=2, ensure_ascii=False, default=str) + "\n",
             **{self.kept_file(task_name, name): "".join(json.dumps(row, ensure_ascii=False, default=str) + "\n"
                                                        for row in rows) for name, rows in (kept or {}).items()},
+            **({self.cost_file(task_name): json.dumps(cost, indent=2) + "\n"} if cost is not None else {}),
             self.task_json(task_name): task_result_text(task_name, dataset_revision, scores, evaluation_time, phases),
         }
         encoded = {path: text.encode("utf-8") for path, text in files.items()}
@@ -257,6 +261,8 @@ class ResultFolder(RunFolder):
             *([(self.run_settings_file, settings.encode("utf-8"))] if settings is not None else []),
             *encoded.items(),
             (self.manifest_file(task_name), (json.dumps(manifest, indent=2) + "\n").encode("utf-8"))])
+        if cost is None:  # an earlier computation's (the manifest no longer lists it: RunFolder.cost ignores it)
+            self.cost_file(task_name).unlink(missing_ok=True)
 
     def task_file_names(self, task_name: str) -> list[str]:
         """The files a task's manifest covers, relative to the folder."""

@@ -9,6 +9,7 @@ Each results folder is locked for the run, so two processes never interleave one
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Sequence
 from contextlib import contextmanager
@@ -21,13 +22,13 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from .combine import default_query
-from .components import KEEP_TAIL, RerankDepth, combines_generated
+from .components import KEEP_TAIL, RerankDepth, ReportsUsage, combines_generated
 from .context import Context
 from .data import Query, TaskData, hash_ahead
 from .errors import FILE_PROBLEMS, PluginError, UserError
 from .evaluation import check_run, score
-from .llm import RetryLine
-from .outcomes import RunOutcome, TaskOutcome
+from .llm import RetryLine, Usage
+from .outcomes import RunOutcome, TaskOutcome, average_ci
 from .pipelines import Pipeline, Stage, retriever_stage, without_secrets
 from .registry import Registry
 from .results import ResultFolder, Status, locked
@@ -35,17 +36,90 @@ from .runs import rank
 from .tasks import TaskSpec
 
 
+STAGES = {"Rewriting queries": "rewrite", "Encoding corpus": "index", "Encoding queries": "search",
+          "Reranking": "rerank", "Scoring": "score"}  # phase -> the stage a cost file times (layout.COST_STAGES)
+
+
+_APPENDING = threading.Lock()
+
+
 class Phases:
-    """Wall-clock phases of one task, in the shape mteb stores as ``evaluation_phases``."""
+    """Wall-clock phases of one task, in the shape mteb stores as ``evaluation_phases``; and, for its
+    cost file, how deep each phase nests and what LLM usage the components it called added
+    (``phase(name, *components)``: those that report usage, ``ReportsUsage``)."""
 
     def __init__(self) -> None:
         self.items: list[dict[str, Any]] = []
+        self.marks: list[tuple[int, Usage | None]] = []  # each item's nesting depth and the usage added in it
+        self._nesting = threading.local()  # stages that overlap (index while rewriting) nest apart
+
+    @property
+    def _depth(self) -> int:
+        return getattr(self._nesting, "depth", 0)
+
+    @_depth.setter
+    def _depth(self, value: int) -> None:
+        self._nesting.depth = value
 
     @contextmanager
-    def __call__(self, name: str):
+    def __call__(self, name: str, *components: Any):
+        watched = [(c, c.usage, c.usage.tally()) if isinstance(c.usage, Usage) else (c, None, None)
+                   for c in components if isinstance(c, ReportsUsage)]
         start = time.time()
-        yield
-        self.items.append({"name": name, "start": start, "end": time.time(), "split": "test", "subset": "default"})
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+        with _APPENDING:  # items and marks stay pairs
+            self.items.append({"name": name, "start": start, "end": time.time(), "split": "test",
+                               "subset": "default"})
+            self.marks.append((self._depth, _added(watched)))
+
+    def cost(self, since: int = 0) -> dict[str, Any]:
+        """``{"seconds": {stage: s}, "usage": {...} or None}`` of the phases recorded from item
+        ``since`` on (a saved run's, inside the task's): seconds of the outermost ones only (a phase
+        inside another is part of its time), usage of all (None when no component reported any)."""
+        marks = self.marks[since:]
+        top = min((depth for depth, _ in marks), default=0)
+        seconds: dict[str, float] = {}
+        usage: Usage | None = None
+        for item, (depth, added) in zip(self.items[since:], marks):
+            stage = STAGES.get(item["name"])
+            if stage is not None and depth == top:
+                seconds[stage] = seconds.get(stage, 0.0) + max(0.0, item["end"] - item["start"])
+            if added is not None:
+                usage = added if usage is None else usage + added
+        return {"seconds": {k: round(v, 3) for k, v in seconds.items()},
+                "usage": usage.to_json() if usage is not None else None}
+
+
+def _added(watched: list[tuple[Any, Usage | None, Usage | None]]) -> Usage | None:
+    """The usage the watched components added since their tallies were taken: what a component's
+    tally holds now, less what it held (when it is the same tally; a new one is all new)."""
+    total = None
+    for component, before, tally in watched:
+        now = component.usage
+        if not isinstance(now, Usage):
+            continue
+        added = now - tally if now is before and tally is not None else now.tally()
+        total = added if total is None else total + added
+    return total
+
+
+def with_recorded(cost: dict[str, Any], recorded: dict[str, Any] | None) -> dict[str, Any]:
+    """A cost with an earlier one added (a reused first stage's, as its cost file recorded it)."""
+    if recorded is None:
+        return cost
+    seconds = dict(recorded["seconds"])
+    for stage, s in cost["seconds"].items():
+        seconds[stage] = round(seconds.get(stage, 0.0) + s, 3)
+    usages = [u for u in (recorded["usage"], cost["usage"]) if u is not None]
+    usage = None
+    if usages:
+        usage = {k: sum(u[k] for u in usages) for k in usages[0] if k != "usd"}
+        usage["usd"] = None if any(u["usd"] is None for u in usages) else round(sum(u["usd"] for u in usages), 10)
+    return {"seconds": seconds, "usage": usage}
 
 
 class SubProgress:
@@ -174,7 +248,7 @@ def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, dat
                 claimed.prune()
     main = next(iter(folders.values()))[0]
     return RunOutcome(main.display_name, main.label, main.name, main.revision, main.experiment,
-                      [str(f.path) for f, _ in folders.values()], outcomes)
+                      [str(f.path) for f, _ in folders.values()], outcomes, average_ci=average_ci(outcomes))
 
 
 @dataclass
@@ -218,9 +292,8 @@ class _Run:
                 data_id = task.data_identity(self.data_dir, only_task=self.only_task)
                 status = folder.status(task.name, folder.spec.task_identity(task.name, data_id))
                 if status.reuse and not self.overwrite:
-                    ndcg, n = folder.load(task.name)
-                    outcomes.append(TaskOutcome(task.name, task.short_name, task.group, ndcg, n, "cached",
-                                                data_id["official"], str(folder.path)))
+                    outcomes.append(TaskOutcome.read(task, folder, status="cached",  # as it was computed
+                                                     official_data=data_id["official"]))
                 else:
                     if status.reason and not self.overwrite:
                         self.console.print(f"{escape(task.short_name)}: recomputing, {escape(status.reason)}",
@@ -228,9 +301,8 @@ class _Run:
 
                     def step(text: str, _task=task) -> None:
                         progress.update(bar, description=f"{_task.short_name}: {text}")
-                    ndcg, n, official = self.evaluate(task, folder, first_folder, step=step, context=context)
-                    outcomes.append(TaskOutcome(task.name, task.short_name, task.group, ndcg, n, "computed",
-                                                official, str(folder.path)))
+                    _, _, official = self.evaluate(task, folder, first_folder, step=step, context=context)
+                    outcomes.append(TaskOutcome.read(task, folder, status="computed", official_data=official))
                 progress.advance(bar)
         return outcomes
 
@@ -265,9 +337,11 @@ class _Run:
             self.console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
 
         reused = first_folder is not None and not self.overwrite and _reusable(first_folder, task, data_id)
+        first_cost = None
         if reused:
             step("first stage from its saved run")
             ranked = first_folder.read_run(task.name)  # a reranker reuses the first stage, never recomputes it
+            first_cost = first_folder.cost(task.name)  # what computing it cost, counted in this task's
         else:
             ranked = first_stage(pipeline, task, data, phase, step, context)
         if current.held_out is not None:  # a component tuned on these queries: never scored on them
@@ -287,8 +361,8 @@ class _Run:
             self.console.print(f"[yellow]warning:[/] {task.name}: {len(empty)} queries got no documents; "
                                "they score 0 in the averages")
         step("scoring")
-        with phase("Scoring"):
-            ndcg, n = _save(folder, task, data, data_id, ranked, started, phase, extra_scores, kept=current.kept)
+        ndcg, n = _save(folder, task, data, data_id, ranked, started, phase, extra_scores, kept=current.kept,
+                        first_cost=first_cost)
         return ndcg, n, data_id["official"]
 
     def task_context(self, context: Context, current: _Current, phase: Phases, step) -> Context:
@@ -332,7 +406,7 @@ class _Run:
                 key = (folder.path, task.name)
                 if (key in self.fresh or not self.overwrite) and _reusable(folder, task, data_id):
                     return folder.read_run(task.name)
-                started = time.time()
+                started, since = time.time(), len(phase.items)  # its cost: the phases from here on
                 data = current.data if here else task.load(self.data_dir, only_task=self.only_task,
                                                            cache_dir=context.cache_dir)
                 if not here:
@@ -341,8 +415,10 @@ class _Run:
                 if queries is None:
                     ranked = first_stage(sub, task, data, phase, step, context)
                 else:
+                    step(f"indexing {len(data.corpus):,} documents ({sub.retriever.spec.name})")
+                    index_stage(sub, task, data, phase, context)
                     ranked = search_stage(sub, task, data, list(queries), phase, step, context)
-                _save(folder, task, data, data_id, ranked, started, phase)
+                _save(folder, task, data, data_id, ranked, started, phase, since=since)
                 self.fresh.add(key)
                 return ranked
             finally:
@@ -366,15 +442,18 @@ def _reusable(folder: ResultFolder, task: TaskSpec, data_id: dict) -> bool:
 
 
 def _save(folder: ResultFolder, task: TaskSpec, data: TaskData, data_id: dict, ranked, started: float,
-          phase: Phases, extra_scores: dict | None = None, kept: dict[str, list[dict]] | None = None
-          ) -> tuple[float, int]:
+          phase: Phases, extra_scores: dict | None = None, kept: dict[str, list[dict]] | None = None, *,
+          since: int = 0, first_cost: dict | None = None) -> tuple[float, int]:
     """Score a run against the task's judgments and write it, with its identity (and what its
-    components kept), as ``folder``'s result for the task; returns the main score and the number
-    of scored queries."""
-    scores, per_query = score(ranked, data.qrels)
+    components kept, and its cost: the phases from item ``since`` on, plus a reused first stage's
+    recorded ``first_cost``), as ``folder``'s result for the task; returns the main score and the
+    number of scored queries."""
+    with phase("Scoring"):
+        scores, per_query = score(ranked, data.qrels)
     scores.update(extra_scores or {})
     folder.write(task.name, data.revision, folder.spec.task_identity(task.name, data_id), scores, ranked, per_query,
-                 evaluation_time=time.time() - started, phases=list(phase.items), kept=kept)
+                 evaluation_time=time.time() - started, phases=list(phase.items), kept=kept,
+                 cost=with_recorded(phase.cost(since), first_cost))
     return scores["main_score"], len(per_query)
 
 
@@ -386,29 +465,69 @@ def _without(data: TaskData, held_out: set[str]) -> TaskData:
 
 
 def first_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, phase: Phases, step, context: Context):
-    """[rewriter] -> retriever: each query's top-k documents."""
-    queries = data.queries
-    if "rewriter" in pipeline.stages:
-        stage = pipeline.stages["rewriter"]
-        step(f"rewriting queries ({stage.spec.name})")
-        with phase("Rewriting queries"), calling(stage, task, "rewriting queries of", context):
-            queries = stage.instance.rewrite(queries, task=task, context=context)
-        if sorted(q.id for q in queries) != sorted(q.id for q in data.queries):
-            raise PluginError(f"{stage.label} must return one rewritten query per input query")
+    """[rewriter] -> retriever: each query's top-k documents. The corpus is indexed while the
+    rewriter works (the index does not depend on the queries), so a run takes as long as the slower
+    of the two; search starts once every query is rewritten, so each query's results are those the
+    two stages give one after the other."""
+    if "rewriter" not in pipeline.stages:
+        step(f"indexing {len(data.corpus):,} documents ({pipeline.retriever.spec.name})")
+        index_stage(pipeline, task, data, phase, context)
+        return search_stage(pipeline, task, data, data.queries, phase, step, context)
+    stage = pipeline.stages["rewriter"]
+    indexing = Background(lambda: index_stage(pipeline, task, data, phase, context.with_(
+        progress=SubProgress(context.progress.progress) if isinstance(context.progress, SubProgress)
+        else context.progress)))
+    step(f"rewriting queries ({stage.spec.name}) while indexing {len(data.corpus):,} documents "
+         f"({pipeline.retriever.spec.name})")
+    with phase("Rewriting queries", stage.instance), calling(stage, task, "rewriting queries of", context):
+        queries = stage.instance.rewrite(data.queries, task=task, context=context)
+    if sorted(q.id for q in queries) != sorted(q.id for q in data.queries):
+        raise PluginError(f"{stage.label} must return one rewritten query per input query")
+    if not indexing.done():
+        step(f"indexing {len(data.corpus):,} documents ({pipeline.retriever.spec.name})")
+    indexing.result()
     return search_stage(pipeline, task, data, queries, phase, step, context)
 
 
+class Background:
+    """``work()`` in a thread of its own, started at once; ``result()`` waits for it and raises what
+    it raised. A daemon thread: a failed or interrupted run does not wait for it to exit."""
+
+    def __init__(self, work) -> None:
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(work,), daemon=True, name="r2med-index")
+        self._thread.start()
+
+    def _run(self, work) -> None:
+        try:
+            work()
+        except BaseException as e:  # re-raised in the caller's thread
+            self._error = e
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def result(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+
+def index_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, phase: Phases, context: Context) -> None:
+    """The retriever indexes (encodes) the task's corpus."""
+    retriever = pipeline.retriever
+    with phase("Encoding corpus", retriever.instance), calling(retriever, task, "indexing", context):
+        retriever.instance.index(data.corpus, task=task, context=context)
+
+
 def search_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, queries: list[Query], phase: Phases, step,
-            context: Context):
-    """The retriever over (rewritten) queries: each query's top-k documents."""
+                 context: Context):
+    """The retriever, its corpus indexed, over (rewritten) queries: each query's top-k documents."""
     retriever = pipeline.retriever
     if not combines_generated(retriever.instance):  # the documented default, never silence
         queries = [Query(q.id, default_query(q)) if q.generated else q for q in queries]
-    step(f"indexing {len(data.corpus):,} documents ({retriever.spec.name})")
-    with phase("Encoding corpus"), calling(retriever, task, "indexing", context):
-        retriever.instance.index(data.corpus, task=task, context=context)
     step(f"searching {len(queries)} queries")
-    with phase("Encoding queries"), calling(retriever, task, "searching", context):
+    with phase("Encoding queries", retriever.instance), calling(retriever, task, "searching", context):
         run = retriever.instance.search(queries, task=task, top_k=pipeline.top_k, context=context)
     check_run(run, data.qrels, set(data.corpus.ids), component=retriever.label)
     return rank(run, pipeline.top_k)
@@ -423,7 +542,7 @@ def rerank_stage(stage: Stage, task: TaskSpec, data: TaskData, ranked, phase: Ph
     keep_tail = bool({**stage.spec.defaults, **stage.options}.get(KEEP_TAIL, False))
     step(f"reranking the top {k} ({stage.spec.name})")
     candidates = {qid: dict(list(docs.items())[:k]) for qid, docs in ranked.items()}
-    with phase("Reranking"), calling(stage, task, "reranking", context):
+    with phase("Reranking", stage.instance), calling(stage, task, "reranking", context):
         reranked = stage.instance.rerank(data.queries, data.corpus, candidates, task=task, context=context)
     check_run(reranked, data.qrels, set(data.corpus.ids), component=stage.label)
     out = {}

@@ -17,6 +17,17 @@ they share. Two paired tests are available:
 Across tasks (R2MED has 8 datasets), p-values are adjusted with Holm–Bonferroni: it controls the
 family-wise error rate (the chance of any false positive among the 8 comparisons) without assuming
 the tests are independent, and it is uniformly more powerful than plain Bonferroni.
+
+On the R2MED average (:func:`average_randomization`, :func:`ties_with_best`): the same sign-flip
+test with the average itself as the statistic. The average is the plain mean of the per-task means,
+so a query of task t weighs 1/(T·n_t); under the null hypothesis every query's difference still has
+either sign with probability 1/2, so flipping the signs of the weighted differences ``d_q / n_t``
+gives the exact randomization distribution of the difference of averages (a stratified paired
+randomization test). It is :func:`paired_randomization` applied to the weighted differences.
+
+``compare`` also reports the 95% paired bootstrap interval of each difference and of the difference
+of averages (:mod:`r2med_tasks.uncertainty`: 10,000 resamples of the queries, within each task,
+``default_rng(seed)``).
 """
 
 from __future__ import annotations
@@ -27,9 +38,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TESTS", "compare", "holm", "paired_randomization", "paired_t"]
+__all__ = ["ALPHA", "TESTS", "average_randomization", "compare", "holm", "paired_randomization", "paired_t",
+           "ties_with_best"]
 
 TESTS = ("randomization", "t")
+ALPHA = 0.05  # a row is tied with the best when its Holm-adjusted p-value is at least this
 
 # Upper bound on the entries of one block of random signs (int8: about 1 MiB per block).
 _BLOCK_ENTRIES = 1 << 20
@@ -119,6 +132,68 @@ def holm(p_values: Mapping[str, float]) -> dict[str, float]:
     return {key: adjusted[key] for key, _ in items}
 
 
+def average_randomization(
+    a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], *, trials: int = 10000, seed: int = 0
+) -> float:
+    """Two-sided p-value of the paired sign-flip randomization test on the difference of two
+    averages of per-task means (``a[t]``, ``b[t]``: task t's per-query scores, paired by position).
+
+    The statistic is ``mean_t(mean_q(b[t] - a[t]))``, the difference of the averages the leaderboard
+    ranks by; flipping each query's difference independently gives its randomization distribution.
+    Computed as :func:`paired_randomization` of the differences weighted by 1/n_t (the constant 1/T
+    does not change which flips are as extreme), with the same ``trials`` and ``seed`` rules.
+    """
+    if len(a) != len(b) or not a:
+        raise ValueError(f"need the same tasks, at least one, for both systems (got {len(a)} and {len(b)})")
+    weighted = [_differences(x, y, min_n=1) / len(x) for x, y in zip(a, b)]
+    d = np.concatenate(weighted)
+    return paired_randomization(np.zeros_like(d), d, trials=trials, seed=seed)
+
+
+def ties_with_best(
+    per_query: Mapping[Any, Sequence[Mapping[str, float]]],
+    best: Any,
+    *,
+    alpha: float = ALPHA,
+    trials: int = 10000,
+    seed: int = 0,
+) -> dict[Any, dict[str, Any]]:
+    """Which systems are not separable from ``best`` on the average of per-task means.
+
+    ``per_query`` maps each system to its per-task scores (a list, one ``{query id: score}`` per
+    task, the same tasks in the same order for every system). Each system other than ``best`` is
+    compared with ``best`` by :func:`average_randomization` on the queries both scored in each task;
+    the p-values are adjusted with :func:`holm` over the family of those comparisons (each system
+    against the best); a system is ``tied`` when its adjusted p-value is at least ``alpha`` (the test
+    cannot tell it from the best). ``best`` itself is tied (it is the top of its group), with no
+    p-value. A system sharing no query with ``best`` in some task cannot be compared: ``tied`` None.
+
+    Returns system -> ``{"p_value", "p_holm", "tied"}``. The result depends only on the scores,
+    ``trials`` and ``seed`` (every comparison starts ``default_rng(seed)`` afresh; only Holm's
+    adjustment depends on how many systems are compared).
+    """
+    reference = per_query[best]
+    raw: dict[Any, float] = {}
+    out: dict[Any, dict[str, Any]] = {best: {"p_value": None, "p_holm": None, "tied": True}}
+    for system, tasks in per_query.items():
+        if system == best:
+            continue
+        if len(tasks) != len(reference):
+            raise ValueError(f"system {system!r} has {len(tasks)} tasks, the best {len(reference)}")
+        a, b = [], []
+        for ref, scores in zip(reference, tasks):
+            common = [q for q in ref if q in scores]
+            a.append([float(ref[q]) for q in common])
+            b.append([float(scores[q]) for q in common])
+        if not all(a):
+            out[system] = {"p_value": None, "p_holm": None, "tied": None}
+            continue
+        raw[system] = average_randomization(a, b, trials=trials, seed=seed)
+    for system, p_adj in holm(raw).items():
+        out[system] = {"p_value": raw[system], "p_holm": p_adj, "tied": p_adj >= alpha}
+    return {system: out[system] for system in per_query}
+
+
 def compare(
     per_query_a: Mapping[str, Mapping[str, float]],
     per_query_b: Mapping[str, Mapping[str, float]],
@@ -127,6 +202,7 @@ def compare(
     trials: int = 10000,
     seed: int = 0,
     average_over: Collection[str] | None = None,
+    resamples: int = 10000,
 ) -> dict[str, Any]:
     """Compare system B against system A, per task and on average over tasks.
 
@@ -135,7 +211,9 @@ def compare(
     ``dropped_a`` (only in A) and ``dropped_b`` (only in B). Per task the result holds ``n_queries``,
     ``dropped_a``, ``dropped_b``, ``mean_a``, ``mean_b``, ``difference`` (``mean_b - mean_a``),
     ``p_value`` (from ``test``: ``"randomization"`` with ``trials`` and ``seed``, or ``"t"``) and
-    ``p_holm`` (Holm-adjusted across the compared tasks).
+    ``p_holm`` (Holm-adjusted across the compared tasks) and ``difference_ci``, the 95% paired
+    bootstrap interval of ``difference`` (``resamples`` draws of the common queries,
+    ``default_rng(seed)``; :func:`r2med_tasks.uncertainty.difference_interval`), in the same 0-1 unit.
 
     ``average`` is the unweighted mean over the compared tasks of the per-task means (as the R2MED
     leaderboard averages tasks, each task counting once whatever its size) for A and B, and their
@@ -144,6 +222,9 @@ def compare(
     when no compared task counts. It deliberately carries **no p-value**: a test over a handful of
     task means has little power, and pooling queries across tasks would weight tasks by their
     size, unlike the average reported. Use the per-task (Holm-adjusted) p-values for significance.
+    It carries ``difference_ci``: the 95% interval of the difference of averages, resampling each
+    task's common queries within the task (paired, stratified; one ``default_rng(seed)`` drawing the
+    tasks in order; :func:`r2med_tasks.uncertainty.average_difference_interval`).
 
     Tasks present in only one system are listed in ``tasks_only_in_a`` / ``tasks_only_in_b``.
     Everything returned is plain dicts, lists, ints, floats and strings (JSON-serialisable).
@@ -158,7 +239,10 @@ def compare(
             f"no task in common between the two systems (A has {sorted(map(str, per_query_a))}, "
             f"B has {sorted(map(str, per_query_b))})"
         )
+    from .uncertainty import average_difference_interval, difference_interval
+
     tasks: dict[str, dict[str, Any]] = {}
+    paired: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for task in common:
         qa, qb = per_query_a[task], per_query_b[task]
         qids = [q for q in qa if q in qb]
@@ -186,7 +270,9 @@ def compare(
             "mean_b": mean_b,
             "difference": mean_b - mean_a,
             "p_value": float(p),
+            "difference_ci": list(difference_interval(a, b, resamples=resamples, seed=seed)),
         }
+        paired[task] = (a, b)
     for task, p_adj in holm({task: r["p_value"] for task, r in tasks.items()}).items():
         tasks[task]["p_holm"] = float(p_adj)
     counted = [r for task, r in tasks.items() if average_over is None or task in average_over]
@@ -194,10 +280,13 @@ def compare(
     if counted:
         avg_a = sum(r["mean_a"] for r in counted) / len(counted)
         avg_b = sum(r["mean_b"] for r in counted) / len(counted)
-        average = {"n_tasks": len(counted), "mean_a": avg_a, "mean_b": avg_b, "difference": avg_b - avg_a}
+        pairs = [paired[task] for task in tasks if average_over is None or task in average_over]
+        average = {"n_tasks": len(counted), "mean_a": avg_a, "mean_b": avg_b, "difference": avg_b - avg_a,
+                   "difference_ci": list(average_difference_interval(pairs, resamples=resamples, seed=seed))}
     result: dict[str, Any] = {"test": test}
     if test == "randomization":
-        result.update(trials=int(trials), seed=int(seed))
+        result.update(trials=int(trials))
+    result.update(seed=int(seed), resamples=int(resamples))  # the seed serves the bootstrap too
     result.update(
         tasks=tasks,
         average=average,

@@ -1,5 +1,6 @@
 """Sweeps: many pipelines × tasks, each pipeline on each task an independent job, run one after
-another in this process or as Ray tasks across a cluster, all into one shared results folder.
+another in this process, side by side in a pool of processes, or as Ray tasks across a cluster,
+all into one shared results folder.
 
 A sweep is ``r2med-run`` argument lines (``r2med leaderboard --commands`` in any of its formats
 works as is) or a TOML file: pipelines × an options grid × tasks. Every job runs through the
@@ -21,6 +22,7 @@ import math
 import os
 import re
 import shlex
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -351,8 +353,9 @@ def _inside(cwd: str | None):
 class Board:
     """The live view's state: each job queued, running (since when, which attempt), done or failed."""
 
-    def __init__(self, jobs: list[Job]) -> None:
+    def __init__(self, jobs: list[Job], clock: Callable[[], float] = time.time) -> None:
         self.jobs = jobs
+        self.clock = clock  # the running jobs' times are counted on it (a test's fake clock)
         self.state = {j.index: "queued" for j in jobs}
         self.started: dict[int, float] = {}
         self.attempts = {j.index: 0 for j in jobs}
@@ -362,7 +365,7 @@ class Board:
         if self.state[index] in ("done", "failed"):
             return
         self.state[index] = "running"
-        self.started.setdefault(index, time.time())
+        self.started.setdefault(index, self.clock())
         self.attempts[index] = attempts if attempts is not None else self.attempts[index] + 1
 
     def finish(self, outcome: Outcome) -> None:
@@ -374,22 +377,45 @@ class Board:
     def counts(self) -> dict[str, int]:
         return {s: sum(1 for v in self.state.values() if v == s) for s in ("queued", "running", "done", "failed")}
 
-    def render(self):
+    def render(self, width: int = 100):
+        """The live view as a rich table fitting ``width`` columns: the running and failed jobs (at most
+        30), each with its pipeline (shortened at word boundaries, a model's path to its last part),
+        its tasks, its state and, while it runs, the time since it started, on :attr:`clock` now.
+        Called at every refresh of the view (``rich.live.Live(get_renderable=...)``), so the times
+        tick between changes of state."""
         from rich.markup import escape
         from rich.table import Table
 
+        from .leaderboard import shorten
+
         counts = self.counts()
         table = Table(title=", ".join(f"{n} {s}" for s, n in counts.items()), title_justify="left")
-        for col in ("Pipeline", "Task", "State", "Time"):
-            table.add_column(col)
-        now = time.time()
-        shown = [j for j in self.jobs if self.state[j.index] in ("running", "failed")]
-        for j in shown[:30]:
+        now = self.clock()
+        shown = [j for j in self.jobs if self.state[j.index] in ("running", "failed")][:30]
+        rows = []
+        for j in shown:
             state = self.state[j.index]
             retry = f" (attempt {self.attempts[j.index]})" if self.attempts[j.index] > 1 else ""
-            since = f"{now - self.started[j.index]:.0f}s" if state == "running" else ""
-            table.add_row(escape(j.pipeline[:70]), escape(",".join(j.tasks)), state + retry, since)
+            since = elapsed(now - self.started[j.index]) if state == "running" and j.index in self.started else ""
+            rows.append([j.pipeline, ",".join(j.tasks), state + retry, since])
+        others = [max([len(col), *(len(r[i]) for r in rows)]) for i, col in enumerate(("Task", "State", "Time"), 1)]
+        room = max(20, width - sum(others) - 3 * 4 - 1)  # the heavy box: an edge and a space either side of a column
+        table.add_column("Pipeline", no_wrap=True, max_width=room)
+        for col in ("Task", "State", "Time"):
+            table.add_column(col, no_wrap=True, justify="right" if col == "Time" else "left")
+        for pipeline, tasks, state, since in rows:
+            table.add_row(escape(shorten(pipeline, room)), escape(tasks), state, since)
         return table
+
+
+def elapsed(seconds: float) -> str:
+    """A running job's time: 7s, 1m05s, 2h03m."""
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
 def run_local(jobs: list[Job], board: Board, refresh: Callable[[], None] = lambda: None) -> list[Outcome]:
@@ -401,6 +427,95 @@ def run_local(jobs: list[Job], board: Board, refresh: Callable[[], None] = lambd
         board.finish(Outcome.of(job, run_job(job.args, cwd)))
         refresh()
     return [board.outcomes[j.index] for j in jobs]
+
+
+def run_in_pool(jobs: list[Job], board: Board, *, workers: int | None = None, retries: int = 3,
+                refresh: Callable[[], None] = lambda: None) -> list[Outcome]:
+    """The chains side by side in a pool of processes (one per CPU core, at most one per chain),
+    started once for the sweep; each chain's next job goes to a worker when its previous one ends. A
+    job whose worker died is run again in a new pool, up to ``retries`` times. ``refresh`` is called
+    at least four times a second (the live view needs no thread of its own).
+
+    On Linux, from a process with no other thread, the workers are forked: they start at once with
+    everything this process imported (the plugins included), where a spawned worker imports it all
+    again; elsewhere, or with threads about (which a fork would copy mid-step), they are spawned."""
+    import threading
+    from collections import deque
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+    from multiprocessing import get_context
+
+    chains: dict[int, list[Job]] = {}
+    for job in jobs:
+        chains.setdefault(job.chain, []).append(job)
+    waiting = deque(chains.values())
+    size = max(1, min(workers or os.cpu_count() or 1, len(waiting)))
+    cwd = os.getcwd()
+    lost: deque[tuple[Job, list[Job]]] = deque()  # jobs of a pool that broke, to run again
+    while waiting or lost:
+        forks = sys.platform.startswith("linux") and threading.active_count() == 1
+        with ProcessPoolExecutor(max_workers=size, mp_context=get_context("fork" if forks else "spawn")) as pool:
+            running: dict[Any, tuple[Job, list[Job]]] = {}  # future -> its job and the rest of its chain
+
+            def submit(job: Job, rest: list[Job], pool=pool, running=running) -> None:
+                board.start(job.index)
+                running[pool.submit(run_job, job.args, cwd)] = (job, rest)
+
+            while (lost or waiting) and len(running) < size:
+                if lost:
+                    submit(*lost.popleft())
+                else:
+                    chain = waiting.popleft()
+                    submit(chain[0], chain[1:])
+            broken = False
+            while running:
+                done, _ = wait(list(running), timeout=0.25, return_when=FIRST_COMPLETED)
+                for future in done:
+                    job, rest = running.pop(future)
+                    try:
+                        result = future.result()
+                    except BrokenProcessPool:  # a worker died (killed, out of memory): this pool is done
+                        broken = True
+                        if board.attempts[job.index] <= retries:
+                            lost.append((job, rest))
+                        else:
+                            board.finish(Outcome(job, None, "its worker process died"))
+                            if rest:
+                                waiting.appendleft(rest)
+                        continue
+                    board.finish(Outcome.of(job, result))
+                    if broken:
+                        if rest:
+                            waiting.appendleft(rest)
+                    elif rest:
+                        submit(rest[0], rest[1:])
+                    elif waiting:
+                        chain = waiting.popleft()
+                        submit(chain[0], chain[1:])
+                refresh()
+    return [board.outcomes[j.index] for j in jobs]
+
+
+def choose_executor(jobs: list[Job], *, address: str | None) -> tuple[str, str | None]:
+    """``--executor auto``: Ray when a cluster is named (``--address``, ``RAY_ADDRESS``) or jobs run local
+    models on this machine's GPUs (Ray shares them out); one job after another in this process when
+    jobs run local models without a GPU (torch already keeps every core busy, and each process would
+    hold its own copy of the model); else a pool of processes. With it, a note when the choice needs
+    saying (GPU jobs without Ray installed)."""
+    if address or os.environ.get("RAY_ADDRESS"):
+        return "ray", None
+    if any(j.gpu for j in jobs):
+        import importlib.util
+
+        from .encoders import cuda_available
+
+        if not cuda_available():
+            return "local", None
+        if importlib.util.find_spec("ray") is not None:
+            return "ray", None
+        return "local", ("Jobs run local models on GPUs and Ray is not installed (pip install 'r2med[ray]'), so "
+                         "they run one after another in this process.")
+    return "pool", None
 
 
 def run_on_ray(jobs: list[Job], board: Board, *, address: str | None = None, retries: int = 3,

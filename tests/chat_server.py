@@ -45,6 +45,11 @@ replaces it); ``models_status``: 401 (the key is refused, as ``"401"`` above), 4
 servers without the list), another status (an error echoing the key) or None; ``models_body``: bytes
 answered instead of the list (HTTP 200). These requests are recorded apart, in ``model_requests``
 (``requests`` and ``count`` stay the chat requests), and take no scripted fault.
+
+Usage as reported (the block at the end of ``ChatServer``): every answer's ``usage`` object is
+recorded in ``reported``, as ``(request body, usage)``, so a test sums what the server reported;
+``reasoning_tokens`` (an int, or ``callable(body) -> int``), when set, is reported in each answer as
+OpenAI and vLLM's reasoning parsers report it, ``usage.completion_tokens_details.reasoning_tokens``.
 """
 
 from __future__ import annotations
@@ -110,6 +115,8 @@ class ChatServer(LocalServer):
         self.refuse_continue = False
         self.stop_reasons = True
         self._down_after: tuple[int, str, dict] | None = None
+        self.reported: list[tuple[Any, dict]] = []  # see "usage as reported" below
+        self.reasoning_tokens: int | Callable[[Any], int] | None = None
         super().__init__(api_key)
 
     def fail_after(self, k: int, mode: str = "500", **options: Any) -> None:
@@ -134,6 +141,23 @@ class ChatServer(LocalServer):
         """The last user message of every recorded request, in arrival order."""
         return [last_user(r.body["messages"]) for r in self.requests]
 
+    # -- usage as reported ------------------------------------------------------------------------
+    def _reported(self, payload: bytes, body: Any) -> bytes:
+        """An answer as it goes out: its usage recorded (with reasoning tokens when scripted)."""
+        try:
+            answer = json.loads(payload)
+        except ValueError:
+            return payload
+        if not isinstance(answer, dict) or not isinstance(answer.get("usage"), dict):
+            return payload
+        if self.reasoning_tokens is not None:
+            n = self.reasoning_tokens(body) if callable(self.reasoning_tokens) else self.reasoning_tokens
+            answer["usage"]["completion_tokens_details"] = {"reasoning_tokens": n}
+            payload = json.dumps(answer).encode()
+        with self._lock:
+            self.reported.append((body, answer["usage"]))
+        return payload
+
     # -- the handler -----------------------------------------------------------------------------
     def _handler(self):
         server = self
@@ -141,6 +165,12 @@ class ChatServer(LocalServer):
         class Handler(JSONHandler):
             fake = server
             protocol_version = "HTTP/1.1"
+            _body: Any = None
+
+            def _send(self, status: int, payload: bytes, headers: dict | None = None) -> None:
+                if status == 200:  # "usage as reported"
+                    payload = server._reported(payload, self._body)
+                super()._send(status, payload, headers)
 
             def do_GET(self) -> None:  # noqa: N802
                 headers = {k.lower(): v for k, v in self.headers.items()}
@@ -166,6 +196,7 @@ class ChatServer(LocalServer):
                     body = json.loads(raw)
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
+                self._body = body  # "usage as reported"
                 with server._lock:
                     server.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()},
                                                     body))

@@ -288,3 +288,19 @@ def snapshot(folder: Path) -> dict[Path, tuple[bytes, int | None]]:
     pipeline.json (rewritten, with the same bytes, by a run that changes nothing)."""
     return {p: (p.read_bytes(), None if p.name == "pipeline.json" else p.stat().st_mtime_ns)
             for p in sorted(folder.rglob("*")) if p.is_file() and p.name != "lock"}
+
+
+@pytest.fixture
+def docs_agent_plugin(tmp_path, monkeypatch):
+    """docs/writing-plugins.md's searching agent, taken from the page's text and loaded as the plugin
+    ``ask-search-answer`` (R2MED_PLUGINS), as a reader would install it."""
+    from r2med_tasks import plugins as plugins_module
+
+    page = (TESTS.parent / "docs" / "writing-plugins.md").read_text(encoding="utf-8")
+    code = page.split("<!-- example: agent plugin -->", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "ask_search_answer.py").write_text(code)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("R2MED_PLUGINS", "ask_search_answer")
+    monkeypatch.setattr(plugins_module, "_plugins", None)
+    monkeypatch.delitem(sys.modules, "ask_search_answer", raising=False)
+    return "ask-search-answer"

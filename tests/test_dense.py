@@ -101,17 +101,57 @@ def saved_run(results, task="R2MEDSampleRetrieval"):
     return read_trec(one_dir(results.results_dirs) / f"{task}.trec")
 
 
-def test_second_run_encodes_only_queries(small_model_path, evaluate, count_encoded):
+def test_warm_run_encodes_nothing_and_changed_queries_only_those(small_model_path, evaluate, count_encoded):
     n_docs = len(read_jsonl(SAMPLE / "corpus.jsonl"))
     first = evaluate("st", model=str(small_model_path), output="a")
     assert count_encoded["texts"] == n_docs + 10
     count_encoded["texts"] = 0
     second = evaluate("st", model=str(small_model_path), output="b")
-    assert count_encoded["texts"] == 10  # the queries only
+    assert count_encoded["texts"] == 0  # corpus and queries read back
+    prompted = evaluate("st", model=str(small_model_path), output="p", query_prompt="query: ")
+    assert count_encoded["texts"] == 10  # another query prompt: the queries only, documents read back
+    assert saved_run(prompted) != saved_run(first)
+    count_encoded["texts"] = 0
     no_cache = evaluate("st", model=str(small_model_path), output="c", cache=False)
+    assert count_encoded["texts"] == n_docs + 10
     for run in (second, no_cache):
         assert saved_run(run) == saved_run(first)
         assert run["R2MEDSampleRetrieval"].ndcg_at_10 == first["R2MEDSampleRetrieval"].ndcg_at_10
+
+
+def test_damaged_query_embeddings_are_encoded_again(small_model_path, evaluate, tmp_path, count_encoded):
+    first = evaluate("st", model=str(small_model_path), output="a")
+    stored = list((tmp_path / "cache" / "query-embeddings").glob("*/*.npy"))
+    assert len(stored) == 1
+    for damage in (b"not numpy", None):
+        if damage is None:  # a readable file of the wrong shape
+            np.save(stored[0], np.zeros((3, 384), dtype=np.float32))
+        else:
+            stored[0].write_bytes(damage)
+        count_encoded["texts"] = 0
+        again = evaluate("st", model=str(small_model_path), output="b", overwrite=True)
+        assert count_encoded["texts"] == 10
+        assert saved_run(again) == saved_run(first)
+
+
+def test_fully_warm_run_imports_no_torch(small_model_path, evaluate, tmp_path):
+    """A run whose corpus and query embeddings are all cached loads no model library (a fresh process)."""
+    import subprocess
+    import sys
+
+    evaluate("st", model=str(small_model_path), output="cold")
+    probe = ("import atexit, sys\n"
+             "atexit.register(lambda: print('HEAVY', sorted(m for m in ('torch', 'transformers', "
+             "'sentence_transformers') if m in sys.modules)))\n"
+             "from r2med_tasks.cli import run_main\n"
+             "sys.argv[0] = 'r2med-run'\n"
+             "run_main()\n")
+    proc = subprocess.run([sys.executable, "-c", probe, "--plugin", "st", "-o", f"model={small_model_path}",
+                           "--tasks", "sample", "--output", str(tmp_path / "warm"), "--cache-dir",
+                           str(tmp_path / "cache"), "--json"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "HEAVY []"
+    assert list((tmp_path / "warm").rglob("R2MEDSampleRetrieval.trec"))
 
 
 def test_killed_encoding_resumes_from_last_chunk(small_model_path, evaluate, tmp_path, count_encoded):
@@ -337,6 +377,33 @@ def test_published_retriever_runs_on_local_weights(small_model_path, evaluate):
     st = evaluate("st", model=str(small_model_path), output="st")
     assert contriever["R2MEDSampleRetrieval"].ndcg_at_10 == pytest.approx(st["R2MEDSampleRetrieval"].ndcg_at_10,
                                                                           abs=1e-5)
+
+
+def test_changed_local_weights_never_reuse_cached_embeddings(small_model_path, evaluate, tmp_path):
+    """The same folder with other weights in it: corpus and queries are encoded again (new cache
+    entries), and the run equals one on those weights from an empty cache."""
+    import shutil
+
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    import r2med_tasks as r2med
+
+    weights = tmp_path / "weights"
+    shutil.copytree(small_model_path, weights)
+    first = evaluate("contriever", model=str(weights), output="a")
+    model = SentenceTransformer(str(weights), device="cpu")
+    with torch.no_grad():
+        table = model[0].auto_model.embeddings.word_embeddings.weight
+        table.add_(torch.randn(table.shape, generator=torch.Generator().manual_seed(0)) * 0.5)
+    model.save(str(weights))
+    changed = evaluate("contriever", model=str(weights), output="b")
+    assert changed.revision != first.revision
+    for kind in ("embeddings", "query-embeddings"):
+        assert len([p for p in (tmp_path / "cache" / kind).iterdir() if p.is_dir()]) == 2, kind
+    fresh = r2med.evaluate(r2med.pipeline("contriever", model=str(weights)), tasks="sample",
+                           output=tmp_path / "c", cache_dir=tmp_path / "fresh-cache")
+    assert saved_run(changed) == saved_run(fresh) != saved_run(first)
 
 
 def test_every_published_model_is_listed_with_its_reference(run_cli):

@@ -430,8 +430,9 @@ def test_the_api_retriever_shows_its_retries_on_the_runs_line(server, tmp_path, 
 
 @pytest.mark.parametrize("name, encoder", [("openai", OpenAIEncoder), ("voyage", VoyageEncoder)])
 def test_api_retriever_end_to_end(name, encoder, server, run_cli, tmp_path, monkeypatch):
-    """`r2med-run --plugin openai` scores the sample through the API client; a rerun sends only the
-    queries (corpus embeddings come from the cache); the key reaches no file."""
+    """`r2med-run --plugin openai` scores the sample through the API client; a rerun sends nothing
+    (corpus and query embeddings come from the cache), other queries only themselves; the key reaches
+    no file."""
     import json
 
     monkeypatch.setattr(encoder, "tokenizer", lambda self: SpaceTokenizer())
@@ -442,8 +443,11 @@ def test_api_retriever_end_to_end(name, encoder, server, run_cli, tmp_path, monk
     n_sent = sum(len(batch) for batch in server.inputs())
     assert n_sent == 48 + 10
     code, out2, _ = run_cli(*args, "--output", tmp_path / "b")
-    assert sum(len(batch) for batch in server.inputs()) - n_sent == 10
+    assert sum(len(batch) for batch in server.inputs()) == n_sent
     assert json.loads(out)["tasks"][0]["ndcg_at_10"] == json.loads(out2)["tasks"][0]["ndcg_at_10"]
+    code, _, err = run_cli(*args, "-o", "concurrency=2", "--output", tmp_path / "c", "--overwrite")
+    assert code == 0, err
+    assert sum(len(batch) for batch in server.inputs()) == n_sent  # a runtime option: still all cached
     for path in [*tmp_path.rglob("*.json"), *tmp_path.rglob("*.tsv"), *tmp_path.rglob("*.trec")]:
         text = path.read_text(errors="ignore")
         assert KEY not in text and VKEY not in text

@@ -130,21 +130,11 @@ def test_other_documented_commands_run(plugins, tmp_path, monkeypatch):
     assert (tmp_path / "board.html").read_text().startswith("<!DOCTYPE html>")
 
 
-def test_the_agent_plugin_on_the_page_runs(run_cli, tmp_path, chat_server, monkeypatch):
+def test_the_agent_plugin_on_the_page_runs(run_cli, tmp_path, chat_server, docs_agent_plugin):
     """docs/writing-plugins.md's searching agent, taken from the page's text: registered as a plugin,
     run against a local LLM server, its search reaching the searcher and its trajectory kept."""
     import json
-    import sys
 
-    from r2med_tasks import plugins as plugins_module
-
-    page = (ROOT / "docs" / "writing-plugins.md").read_text(encoding="utf-8")
-    code = page.split("<!-- example: agent plugin -->", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
-    (tmp_path / "ask_search_answer.py").write_text(code)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("R2MED_PLUGINS", "ask_search_answer")
-    monkeypatch.setattr(plugins_module, "_plugins", None)
-    monkeypatch.delitem(sys.modules, "ask_search_answer", raising=False)
     chat_server.script = lambda context, partial: ("endometriosis pain treatment" if "search query" in str(context)
                                                    else "an answer about endometriosis")
     args = ["run", "--plugin", "ask-search-answer", "-o", f"llm={chat_server.url}#m", "--plugin", "bm25",

@@ -25,7 +25,7 @@ import pytrec_eval
 from packaging.requirements import Requirement
 
 from r2med_tasks import mteb_adapter
-from r2med_tasks.evaluation import K_VALUES, PER_QUERY, score
+from r2med_tasks.evaluation import K_VALUES, PER_QUERY, PYTREC_PER_QUERY, score
 from test_imports import ALL_IMPORTS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,7 +102,8 @@ def test_scores_equal_pytrec_eval_and_hand_computed_values():
     expected = pytrec_eval.RelevanceEvaluator(QRELS, measures).evaluate(RUN)
     assert per_query.keys() == expected.keys()
     for qid in expected:
-        for name, measure in PER_QUERY.items():
+        assert list(per_query[qid]) == list(PER_QUERY)  # judged@10 and condensed nDCG: tests/test_judged.py
+        for name, measure in PYTREC_PER_QUERY.items():
             assert per_query[qid][name] == expected[qid][measure]
 
     names = {"ndcg_at": "ndcg_cut", "map_at": "map_cut", "recall_at": "recall", "precision_at": "P", "hit_rate_at": "success"}
@@ -189,7 +190,8 @@ def test_scores_equal_mtebs_evaluator(case):
     differ = {k: (ours[k], theirs[k]) for k in theirs if not same(ours[k], theirs[k])}
     assert not differ, differ
     assert list(ours_per_query) == list(theirs_per_query)
-    assert ours_per_query == {q: {name: m[key] for name, key in PER_QUERY.items()} for q, m in theirs_per_query.items()}
+    assert {q: {name: m[name] for name in PYTREC_PER_QUERY} for q, m in ours_per_query.items()} == \
+        {q: {name: m[key] for name, key in PYTREC_PER_QUERY.items()} for q, m in theirs_per_query.items()}
 
 
 def test_constructed_runs_reach_the_cases_they_are_named_for():
@@ -306,7 +308,7 @@ def test_model_meta_written_without_mteb_is_mteb_s():
     assert list(mteb_adapter.EMPTY_MODEL_META) == list(ModelMeta.create_empty().to_dict())
     (framework,) = typing.get_args(ModelMeta.model_fields["framework"].annotation)
     assert mteb_adapter.FRAMEWORKS == set(typing.get_args(framework))
-    assert not [m.name for m in mteb.get_model_metas() if (m.name or "").startswith(mteb_adapter.OWN_NAMESPACE)]
+    assert not [m.name for m in mteb.get_model_metas() if (m.name or "").startswith(mteb_adapter.OWN_NAMESPACES)]
 
     def by_mteb(info, update, registered):
         return json.dumps(mteb_adapter.model_meta(info, update, registered=registered).to_dict(), default=str,
@@ -320,7 +322,14 @@ def test_model_meta_written_without_mteb_is_mteb_s():
              ({"name": "r2med/hybrid", "revision": "f5fdcd38e868", "framework": []}, {"experiment_kwargs": None},
               False),
              ({"name": "r2med/mine", "revision": "0"}, {"experiment_kwargs": {"top_k": 10}}, True),
-             ({**bm25, "name": "r2med/splade", "model_type": ["sparse"]}, {"experiment_kwargs": None}, True)]
+             ({**bm25, "name": "r2med/splade", "model_type": ["sparse"]}, {"experiment_kwargs": None}, True),
+             ({"name": "local/minilm", "revision": "local-cc3dd7cbff2c3089", "framework": ["Sentence Transformers",
+              "PyTorch"], "similarity_fn_name": "cosine", "use_instructions": False, "open_weights": True},
+              {"experiment_kwargs": None}, True),
+             ({"name": "r2med/e5", "revision": "0", "adapted_from": "intfloat/e5-mistral-7b-instruct",
+               "similarity_fn_name": "dot"}, {"experiment_kwargs": None}, True),
+             ({"name": "r2med/colbert", "revision": "0", "similarity_fn_name": "MaxSim", "adapted_from": None},
+              {"experiment_kwargs": None}, True)]
     for info, update, registered in cases:
         assert mteb_adapter.model_meta_text(info, update, registered=registered) == \
             by_mteb(info, update, registered), info

@@ -1,6 +1,6 @@
 """Everything that runs on Ray, in one module: conftest's scheduler sends the module to one
 pytest worker as a whole, which starts one local Ray (2 CPUs) for all of it, while the other worker
-runs the rest of the suite; the local sweep is here too, as it shares the one-by-one reference runs.
+runs the rest of the suite; the local and process-pool sweeps are here too, as they share the one-by-one reference runs.
 
 - Ray actors fill the embedding cache with exactly the embeddings one process computes, one actor
   dying on its first chunk (issue #17).
@@ -116,6 +116,47 @@ def test_local_sweep_gives_the_runs_made_one_by_one(run_cli, dies_once, one_by_o
     board = {r["label"]: r["average_ndcg_at_10_x100"] for r in first["leaderboard"]}
     assert len(board) == 5 and list(board.values()) == sorted(board.values(), reverse=True)
     again = sweep_json(run_cli, sweep, *common)
+    assert {t["status"] for j in again["jobs"] for t in j["run"]["tasks"]} == {"cached"}
+
+
+@pytest.mark.parametrize("where", ["in-process", "command"])
+def test_pool_sweep_survives_a_lost_worker_and_reruns_nothing(where, run_cli, dies_once, one_by_one,
+                                                                small_model_path, tmp_path, monkeypatch):
+    """The default executor for pipelines without local models: a pool of processes (spawned here,
+    where pytest's threads run; forked by the command, which has none). Every .trec is
+    byte-identical to the one-by-one runs; the job whose worker died ran again (and any job that
+    shared its pool); a second sweep computes nothing."""
+    import json
+    import subprocess
+    import sys
+
+    data_dir, expected, runs = one_by_one
+    sweep = sweep_file(tmp_path, small_model_path, runs, models=False)
+    marker = tmp_path / "died"
+    monkeypatch.setenv("R2MED_TEST_DIE_ONCE", str(marker))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(TESTS / "plugins_for_tests"),
+                                                                os.environ.get("PYTHONPATH")) if p))
+    common = ["--data-dir", data_dir, "--tasks", TASKS, "--output", tmp_path / "swept", "--cache-dir",
+              tmp_path / "cache"]
+
+    def sweep_outcome(*extra) -> dict:
+        if where == "in-process":
+            return sweep_json(run_cli, sweep, *common, *extra)
+        done = subprocess.run([sys.executable, "-m", "r2med_tasks.cli", "sweep", str(sweep), *map(str, common),
+                               *extra, "--json"], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    code, out, _ = run_cli("sweep", sweep, *common, "--dry-run")
+    assert code == 0 and "executor pool" in out
+    first = sweep_outcome()
+    assert first["failed"] == 0 and len(first["jobs"]) == 6
+    assert marker.exists()  # a worker did die
+    rerun = [j for j in first["jobs"] if j["attempts"] > 1]
+    assert {j["attempts"] for j in rerun} == {2} and any("dies-once" in j["pipeline"] for j in rerun)
+    assert_same_results(tmp_path / "swept", expected, subset=True)
+    assert len(result_files(tmp_path / "swept")) == 6
+    again = sweep_outcome()
     assert {t["status"] for j in again["jobs"] for t in j["run"]["tasks"]} == {"cached"}
 
 

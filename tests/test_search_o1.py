@@ -25,7 +25,7 @@ import pytest
 from conftest import SAMPLE, read_jsonl, read_trec
 
 from r2med_plugins.gar import search_o1
-from r2med_tasks.llm import ChatClient, GenerationCache, continue_cached, generate_cached
+from r2med_tasks.llm import ChatClient, GenerationCache, continue_cached
 from r2med_tasks.searcher import Hit
 
 COMMIT = "6ced48f"

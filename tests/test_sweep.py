@@ -167,3 +167,42 @@ def test_documented_sweeps_are_accepted(run_cli, tmp_path, monkeypatch):
         assert code == 0, f"`{command}` -> {err}"
         assert json.loads(out), command
     assert sum(c.startswith("r2med sweep") for c in commands) >= 3
+
+
+@pytest.mark.parametrize("gpu_jobs, address, ray_address, cuda, ray_installed, expected, note", [
+    (False, None, None, False, True, "pool", False),   # nothing on a GPU: processes side by side
+    (False, "auto", None, False, False, "ray", False),  # a cluster named: Ray
+    (False, None, "ray://head:10001", False, False, "ray", False),
+    (True, None, None, False, True, "local", False),   # local models without a GPU: torch keeps the cores busy
+    (True, None, None, True, True, "ray", False),      # GPUs to share out
+    (True, None, None, True, False, "local", True),    # ... but no Ray: one after another, said once
+])
+def test_auto_executor(gpu_jobs, address, ray_address, cuda, ray_installed, expected, note, monkeypatch):
+    import importlib.util
+
+    from r2med_tasks import encoders
+    from r2med_tasks.sweep import Job, choose_executor
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    if ray_address:
+        monkeypatch.setenv("RAY_ADDRESS", ray_address)
+    monkeypatch.setattr(encoders, "cuda_available", lambda: cuda)
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: (find_spec("json") if ray_installed else None) if name == "ray"
+                        else find_spec(name, *a))
+    jobs = [Job(0, "s:1", "--plugin bm25", ("--plugin", "bm25"), ("Biology",), "out", 0),
+            Job(1, "s:2", "--plugin st", ("--plugin", "st"), ("Biology",), "out", 1, gpu=gpu_jobs)]
+    chosen, said = choose_executor(jobs, address=address)
+    assert chosen == expected and bool(said) == note
+
+
+def test_cuda_is_not_asked_of_torch_where_no_nvidia_device_is(monkeypatch):
+    """Choosing a device (or an executor) on a machine without an NVIDIA device imports no torch."""
+    code = ("import sys\nfrom r2med_tasks.encoders import cuda_available, parse_devices\n"
+            "assert cuda_available() is False and parse_devices('') == ['cpu']\n"
+            "print('torch' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**__import__("os").environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"

@@ -88,3 +88,44 @@ class EmbeddingCache:
         """(first document index, embeddings) per chunk, memory-mapped."""
         for i in range(self.n_chunks):
             yield i * self.chunk_size, np.load(self.chunk_path(i), mmap_mode="r", allow_pickle=False)
+
+
+
+QUERY_FORMAT = "r2med-query-embeddings/1"
+
+
+class QueryEmbeddingCache:
+    """The embeddings of one encoding call's texts (a task's queries, the generated documents) under
+    one ``identity`` (what determines a query's embedding: model, revision, prompt or instruction,
+    length, pooling): a warm run reads them back and loads no model at all.
+
+    Keyed by the whole ordered list of texts, not text by text: a model batches the texts it is given
+    together, and a text's embedding can differ in its last bits with its batch mates, so only the
+    same call is sure to give the same numbers. One ``.npy`` per call, written atomically; one that
+    cannot be read or does not fit (its shape, a value that is not finite) is encoded again."""
+
+    def __init__(self, identity: dict[str, Any], root: Path) -> None:
+        self.identity = {"format": QUERY_FORMAT, "texts": identity}
+        self.folder = root / folder_key(self.identity)
+
+    def path(self, texts: list[str]) -> Path:
+        blob = json.dumps(texts, ensure_ascii=True, separators=(",", ":"))  # a lone surrogate as itself
+        return self.folder / f"{hashlib.sha256(blob.encode('ascii')).hexdigest()[:32]}.npy"
+
+    def encode(self, texts: list[str], encode: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+        """``texts``' embeddings, as ``encode(texts)`` gives them: read back when this call was made before."""
+        path = self.path(texts)
+        try:
+            stored = np.load(path, allow_pickle=False)
+            if (stored.dtype == np.float32 and stored.ndim == 2 and stored.shape[0] == len(texts)
+                    and np.isfinite(stored).all()):
+                return stored
+        except (OSError, ValueError, EOFError):
+            pass
+        fresh = np.ascontiguousarray(encode(texts), dtype=np.float32)
+        if fresh.ndim != 2 or fresh.shape[0] != len(texts):
+            raise ValueError(f"encoder returned {fresh.shape[0] if fresh.ndim else 0} embeddings for {len(texts)} texts")
+        atomic.write_json(self.folder / "identity.json", self.identity)
+        with atomic.replacing(path) as f:
+            np.save(f, fresh, allow_pickle=False)
+        return fresh

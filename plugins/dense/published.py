@@ -95,12 +95,29 @@ class PublishedModel:
         c = self.config
         return self._encode(texts, c.generated_instruction(task.key), c.query_max_length, "query")
 
+    def query_identity(self, task, kind: str) -> dict[str, Any]:
+        """As ``document_identity``, for what ``encode_queries`` (kind "query") or ``encode_generated``
+        ("generated") gives."""
+        c = self.config
+        model = (c.hf_doc_model or c.hf_model) if self.article_queries else c.hf_model
+        instruction = c.query_instruction(task.key) if kind == "query" else c.generated_instruction(task.key)
+        return {"model": model, "revision": c.revision, "backend": c.backend, "instruction": instruction,
+                "pooling": c.pooling, "normalize": c.normalize, "max_length": c.query_max_length,
+                "dtype": self.effective_dtype(), "append_eos": c.append_eos,
+                "padding_side": c.padding_side or "tokenizer default", **self._recipe_identity()}
+
+    def _recipe_identity(self) -> dict[str, Any]:
+        """Fields named only where used, so the other configurations' cache keys stay as they were:
+        FlagEmbedding's recipe, and the content of weights other than the published ones."""
+        c = self.config
+        return {**({"special_tokens": c.special_tokens} if c.special_tokens else {}),
+                **({"cast_module": True} if c.cast_module else {}),
+                **({"weights": self.weights_revision} if self.weights_revision else {})}
+
     def document_identity(self, task) -> dict[str, Any]:
         c = self.config
         return {"model": c.hf_doc_model or c.hf_model, "revision": c.revision, "backend": c.backend,
                 "doc_instruction": c.doc_instruction(task.key), "pooling": c.pooling, "normalize": c.normalize,
                 "max_length": c.doc_max_length, "dtype": self.effective_dtype(), "doc_as_pair": c.doc_as_pair,
                 "append_eos": c.append_eos, "padding_side": c.padding_side or "tokenizer default",
-                # FlagEmbedding's recipe, named only where used (other configurations' cache keys unchanged)
-                **({"special_tokens": c.special_tokens} if c.special_tokens else {}),
-                **({"cast_module": True} if c.cast_module else {})}
+                **self._recipe_identity()}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from contextlib import suppress
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -25,7 +26,7 @@ from r2med_tasks.encoders import length_sorted_batches
 from r2med_tasks.errors import PluginError, UserError
 from r2med_tasks.llm import ShowsRetries
 
-from .cache import EmbeddingCache
+from .cache import EmbeddingCache, QueryEmbeddingCache
 from .search import cosine_top_k
 
 
@@ -40,6 +41,11 @@ class Model(Protocol):
     def document_identity(self, task) -> dict[str, Any]:
         """Everything that determines a document's embedding (keys the cache)."""
 
+    def query_identity(self, task, kind: str) -> dict[str, Any]:
+        """Optional: everything that determines the embedding of a query (``kind`` "query") or of a
+        generated document ("generated"); with it, query embeddings are cached too and a warm run
+        loads no model."""
+
     def model_meta(self) -> dict[str, Any]: ...
 
 
@@ -52,6 +58,7 @@ class DenseRetriever:
         self.drop_identical_ids, self.ray_actors, self.gpu_memory_gb = drop_identical_ids, ray_actors, gpu_memory_gb
         self._ids: list[str] = []
         self._chunks: list[tuple[int, np.ndarray]] = []
+        self._query_cache: Path | None = None  # with the corpus cache on: where query embeddings are kept
 
     def model_meta(self) -> dict[str, Any]:
         return self.model.model_meta()
@@ -67,9 +74,8 @@ class DenseRetriever:
         if isinstance(self.model, ShowsRetries):  # an API model: its retries on the run's status line
             self.model.show_retries(context.retries)
         self._ids = corpus.ids
-        texts = corpus.texts
         if not self.use_cache:
-            self._chunks = [(0, self.model.encode_documents(texts, task))]
+            self._chunks = [(0, self.model.encode_documents(corpus.texts, task))]
             return
         identity = self.model.document_identity(task)
         if "corpus" in identity:  # would be overwritten by the corpus checksum: two models, one cache
@@ -81,11 +87,22 @@ class DenseRetriever:
         if todo:
             what = f"{todo:,} of {len(corpus):,}" if todo < len(corpus) else f"{len(corpus):,}"
             advance = context.progress(f"encoding {what} documents", todo)
+            texts = corpus.texts  # read only when some chunk is to be encoded
             if self.ray_actors:
                 fill_on_ray(cache, texts, self.model, task, self.ray_actors, advance)
             else:
                 cache.fill(lambda start, stop: encode_chunk(self.model, texts[start:stop], task, advance))
         self._chunks = list(cache.chunks())
+        self._query_cache = context.cache("query-embeddings")
+
+    def _encoded(self, texts: list[str], task, kind: str) -> np.ndarray:
+        """The model's embeddings of ``texts`` (queries or generated documents), read back from the
+        query-embedding cache when this very call was made before."""
+        encode = self.model.encode_queries if kind == "query" else self.model.encode_generated
+        identity = getattr(self.model, "query_identity", None)
+        if self._query_cache is None or identity is None:
+            return encode(texts, task)
+        return QueryEmbeddingCache(identity(task, kind), self._query_cache).encode(texts, lambda t: encode(t, task))
 
     def query_embeddings(self, queries, task) -> np.ndarray:
         """One vector per query; with generated documents, the published rule: the mean of the
@@ -94,10 +111,10 @@ class DenseRetriever:
 
         parts = [dense_query(q) for q in queries]
         heads = [p if isinstance(p, str) else p[0] for p in parts]
-        embeddings = self.model.encode_queries(heads, task)
+        embeddings = self._encoded(heads, task, "query")
         tails = [(i, doc) for i, p in enumerate(parts) if not isinstance(p, str) for doc in p[1:]]
         if tails:
-            generated = self.model.encode_generated([doc for _, doc in tails], task)
+            generated = self._encoded([doc for _, doc in tails], task, "generated")
             sums, counts = embeddings.astype(np.float32).copy(), np.ones(len(parts), dtype=np.float32)
             for (i, _), vector in zip(tails, generated):
                 sums[i] += vector

@@ -151,6 +151,11 @@ class SentenceTransformerModel:
         return {"model": meta["name"], "revision": meta["revision"], "doc_prompt": self.doc_prompt,
                 "max_length": self.max_length, "normalize": True}
 
+    def query_identity(self, task, kind: str) -> dict:
+        meta = self.model_meta()
+        return {"model": meta["name"], "revision": meta["revision"], "max_length": self.max_length, "normalize": True,
+                "prompt": self.query_prompt if kind == "query" else ""}
+
     def encode_queries(self, texts: list[str], task):
         return self.encoder().encode(texts, self.query_prompt)
 

@@ -13,6 +13,7 @@ from pydantic import Field
 
 from r2med_tasks.components import RewriterSpec
 from r2med_tasks.hookspecs import hookimpl
+from r2med_tasks.llm import price_field
 from r2med_tasks.options import Identified, file_content, options_model
 
 METHODS = {
@@ -46,6 +47,7 @@ LIVE_OPTIONS = {
                                     description="generation limit (default: 10240 except on OpenAI)")),
     "seed": (int | None, Field(None, ge=0, le=2**31 - 1, description="sampling seed (default: 42 except on OpenAI)")),
     "concurrency": (int, Field(8, ge=1, le=256, description="requests in flight")),
+    "price": price_field(),
     "examples": (Annotated[str, Identified(file_content)],
                  Field("", description="Query2Doc few-shot examples: a local copy of the original "
                                             "src/example.py or a JSON {key: text} (default: that file, fetched "
@@ -75,6 +77,7 @@ AGENT_OPTIONS = {
     "docs": (int | None, Field(None, ge=1, le=1000, description="documents each search returns (default: the "
                                                                 "method's)")),
     "concurrency": (int, Field(8, ge=1, le=256, description="queries in flight")),
+    "price": LIVE_OPTIONS["price"],
 }
 
 # built once, at import: the registry is rebuilt by every command (and every test)
@@ -93,7 +96,7 @@ def register_rewriters(register):
         agent = method in AGENTS
         register(RewriterSpec(
             name=method, factory=partial(make_agent if agent else make_rewriter, method), description=description,
-            options=METHOD_OPTIONS[method], runtime_options=("published_data", "concurrency"),
+            options=METHOD_OPTIONS[method], runtime_options=("published_data", "concurrency", "price"),
             model_options=("llm",),  # identified by its model (model_meta), not the server
             members_option="searcher" if agent else None,  # -o SEARCHER.key=value: the searcher's options
             reference=REFERENCES.get(method, "https://github.com/R2MED/R2MED/blob/main/src/generate_hypothetical_doc.py")))

@@ -147,7 +147,9 @@ class SearchAgent(GARRewriter):
                 return clients[key]
 
         client = client_for(None)
-        self.model, self.usage = client.model, Usage()
+        self.model = client.model
+        if self.usage is None:  # one tally for the run's tasks (the runner counts what each call adds)
+            self.usage = Usage(model=client.model, price=self.price)
         cache = GenerationCache(context.cache("generations", "chat.jsonl"))
         searcher = Searcher(self.members[0], context.corpus, task, context, label=self.searcher_name)
 

@@ -27,7 +27,7 @@ class GARRewriter:
     def __init__(self, method: str, *, source: str = "", published_data: str = "", hub_split: str = "", llm: str = "",
                  temperature: float | None = None, top_p: float | None = None, max_tokens: int | None = None,
                  seed: int | None = None,
-                 concurrency: int = 8, examples: str = "") -> None:
+                 concurrency: int = 8, examples: str = "", price: tuple[float, float] | None = None) -> None:
         if bool(source) == bool(llm):
             raise UserError(f"rewriter '{method}' needs exactly one of -o source=LLM (published generations) or "
                             "-o llm=SPEC (generate live)")
@@ -37,7 +37,8 @@ class GARRewriter:
         self.hub_split = hub_split or source.replace("-", "_")  # the hub's split names: o3_mini, qwen_72b, ...
         self.sampling = {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens, "seed": seed}
         self.concurrency, self.examples = concurrency, examples
-        self.usage = None
+        self.price = tuple(price) if price else None  # -o price=IN,OUT: what the usage is priced at
+        self.usage = None  # the LLM calls' Usage (ReportsUsage), from the first live call on
         self.model = ""
 
     def label(self) -> str:
@@ -117,7 +118,9 @@ class GARRewriter:
                      "max_tokens": None if on_openai else 10240, "seed": None if on_openai else 42}
         params = {k: published[k] if s[k] is None else s[k] for k in published}
         client = context.llm(self.llm, **params, concurrency=self.concurrency)
-        self.model, self.usage = client.model, Usage()
+        self.model = client.model
+        if self.usage is None:  # one tally for the run's tasks (the runner counts what each call adds)
+            self.usage = Usage(model=client.model, price=self.price)
         key = task.key or DEFAULT_KEY
         examples = self._query2doc_examples(context) if self.method == "query2doc" else None
         passages = self._lamer_passages(queries, task, context) if self.method == "lamer" else {}

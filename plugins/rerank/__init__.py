@@ -14,6 +14,7 @@ from pydantic import Field
 
 from r2med_tasks.components import RerankerSpec
 from r2med_tasks.hookspecs import hookimpl
+from r2med_tasks.llm import price_field
 from r2med_tasks.options import options_model
 
 # name: (model, logit used, leaderboard-style name, reference)
@@ -65,6 +66,7 @@ LLM_RERANK_OPTIONS = options_model(
                                                                     "default)")),
     max_tokens=(int | None, Field(None, ge=1, le=2**31 - 1, description="generation limit (default: the server's)")),
     concurrency=(int, Field(8, ge=1, le=256, description="requests in flight")),
+    price=price_field(),
 )
 
 
@@ -96,7 +98,7 @@ def register_rerankers(register):
         description="listwise LLM reranking, RankGPT's sliding window (ReasonRank's reasoning prompt with "
                     "-o reasoning=true), over any LLM backend; answers cached",
         options=LLM_RERANK_OPTIONS,
-        runtime_options=("concurrency",),
+        runtime_options=("concurrency", "price"),
         model_options=("llm",),  # identified by its model (model_meta), not the server
         reference="https://github.com/sunnweiwei/RankGPT",
     ))

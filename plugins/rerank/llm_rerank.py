@@ -9,7 +9,8 @@ LEADERBOARD_NAMES = {"liuwenhan/reasonrank-32B": "ReasonRank(32B)", "liuwenhan/r
 
 class LLMReranker:
     def __init__(self, *, llm: str, rerank_k: int, window: int, step: int, passage_words: int, reasoning: bool,
-                 temperature: float | None, max_tokens: int | None, concurrency: int) -> None:
+                 temperature: float | None, max_tokens: int | None, concurrency: int,
+                 price: tuple[float, float] | None = None) -> None:
         from r2med_tasks.errors import UserError
 
         if not llm:
@@ -18,7 +19,8 @@ class LLMReranker:
         self.passage_words, self.reasoning = passage_words, reasoning
         self.sampling = {"temperature": temperature, "max_tokens": max_tokens or None,  # None: the server's default
                          "concurrency": concurrency}
-        self.usage = None
+        self.price = tuple(price) if price else None  # -o price=IN,OUT: what the usage is priced at
+        self.usage = None  # the LLM calls' Usage (ReportsUsage), from the first call on
         self.model = ""
 
     def label(self) -> str:
@@ -40,7 +42,9 @@ class LLMReranker:
         from .listwise import ListwiseReranker
 
         client = context.llm(self.llm, **self.sampling)
-        self.model, self.usage = client.model, Usage()
+        self.model = client.model
+        if self.usage is None:  # one tally for the run's tasks (the runner counts what each call adds)
+            self.usage = Usage(model=client.model, price=self.price)
         reranker = ListwiseReranker(client, GenerationCache(context.cache("generations", "chat.jsonl")), window=self.window,
                                     step=self.step, passage_words=self.passage_words, reasoning=self.reasoning,
                                     usage=self.usage)

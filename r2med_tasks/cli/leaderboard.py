@@ -49,6 +49,8 @@ def leaderboard_command(folders, mteb_results, which, no_published, include_loca
     """
     from .. import atomic
     from ..leaderboard import (
+        add_intervals,
+        mark_ties,
         merge,
         published_rows,
         ranked,
@@ -56,6 +58,7 @@ def leaderboard_command(folders, mteb_results, which, no_published, include_loca
         result_rows,
         select,
     )
+    from ..tasks import R2MED_TASKS
 
     with user_errors():
         tasks = r2med_task_names(task_names)
@@ -77,8 +80,13 @@ def leaderboard_command(folders, mteb_results, which, no_published, include_loca
             if not found and not shipped:
                 warn(f"{folder}: no results of R2MED tasks (runs on other tasks, such as sample, are not ranked)")
             rows += found
-        chosen, tasks = select(ranked(merge(rows)), tasks=tasks, rewriter=rewriter, retriever=retriever,
+        board = ranked(merge(rows))
+        if not commands:  # ties over every row on the shown datasets, before the filters: the view never moves them
+            mark_ties(board, [t.name for t in R2MED_TASKS if tasks is None or t.name in tasks])
+        chosen, tasks = select(board, tasks=tasks, rewriter=rewriter, retriever=retriever,
                                reranker=reranker, top=top, include_local=include_local)
+        if not commands:
+            add_intervals(chosen, tasks)
         width = min(120, out.width) if output is None and out.is_terminal else 120
         text = render(chosen, tasks, fmt, commands=commands, wide=wide, width=width)
     text = text.encode("utf-8", "replace").decode("utf-8")  # a lone surrogate from a file's "\ud800" is "?"
@@ -132,17 +140,18 @@ def r2med_task_names(tokens) -> list[str] | None:
 @click.option("--test", type=click.Choice(["randomization", "t"]), default="randomization", show_default=True,
               help="Paired test over queries: sign-flip randomization or paired t-test.")
 @click.option("--trials", type=click.IntRange(1), default=10000, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
+              help="Seed of the randomization test and of the bootstrap intervals (numpy default_rng).")
 @click.option("--allow-different-data", is_flag=True,
               help="Compare tasks whose runs were scored on different data (another revision, local files, "
                    "other judgments); the output says what differs.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def compare_command(run_a, run_b, task_names, test, trials, seed, allow_different_data, as_json):
-    """Per-dataset and average nDCG@10 difference of two runs (B - A), with a paired significance
-    test over queries per dataset and Holm's correction across datasets. The average is over
-    R2MED's datasets only, as the leaderboard's; other tasks (sample) are shown apart. Tasks whose
-    stored data identities differ (another dataset revision, local files, other judgments) are
-    refused unless --allow-different-data.
+    """Per-dataset and average nDCG@10 difference of two runs (B - A), with its 95% paired bootstrap
+    interval and a paired significance test over queries per dataset (Holm's correction across
+    datasets). The average is over R2MED's datasets only, as the leaderboard's; other tasks
+    (sample) are shown apart. Tasks whose stored data identities differ (another dataset revision,
+    local files, other judgments) are refused unless --allow-different-data.
 
     RUN_A and RUN_B are results folders of r2med-run (<output>/<model>/<revision>/).
     """
@@ -180,13 +189,13 @@ def compare_command(run_a, run_b, task_names, test, trials, seed, allow_differen
         return
     table = Table(title=f"nDCG@10 ×100: B ({escape(printable(run_b))}) - A ({escape(printable(run_a))})",
                   title_justify="left")
-    for col in ("Task", "Queries", "A", "B", "B - A", "p", "p (Holm)"):
+    for col in ("Task", "Queries", "A", "B", "B - A", "95% CI of B - A", "p", "p (Holm)"):
         table.add_column(col, justify="left" if col == "Task" else "right")
 
     def add(name: str, t: dict) -> None:
         table.add_row(escape(printable(name)), str(t["n_queries"]), f"{100 * t['mean_a']:.2f}",
-                      f"{100 * t['mean_b']:.2f}", f"{100 * t['difference']:+.2f}", f"{t['p_value']:.4f}",
-                      f"{t['p_holm']:.4f}")
+                      f"{100 * t['mean_b']:.2f}", f"{100 * t['difference']:+.2f}", difference_ci(t),
+                      f"{t['p_value']:.4f}", f"{t['p_holm']:.4f}")
 
     for name, t in result["tasks"].items():
         if name not in result["tasks_outside_average"]:
@@ -195,11 +204,15 @@ def compare_command(run_a, run_b, task_names, test, trials, seed, allow_differen
     if avg is not None:
         table.add_section()
         table.add_row(f"Average of {avg['n_tasks']} R2MED tasks", "", f"{100 * avg['mean_a']:.2f}",
-                      f"{100 * avg['mean_b']:.2f}", f"{100 * avg['difference']:+.2f}", "", "")
+                      f"{100 * avg['mean_b']:.2f}", f"{100 * avg['difference']:+.2f}", difference_ci(avg), "", "")
     if result["tasks_outside_average"]:
         table.add_section()
         for name in result["tasks_outside_average"]:
             add(f"{name} (not R2MED: not averaged)", result["tasks"][name])
+    table.caption = (f"95% CI: paired percentile bootstrap over the common queries ({result['resamples']:,} "
+                     f"resamples, seed {result['seed']}; for the average, each task's queries are resampled "
+                     "within the task)")
+    table.caption_justify = "left"
     out.print(table)
     for task, lines in data_differences.items():
         warn(f"{task}: the runs were scored on different data ({'; '.join(lines)}); the difference is not a "
@@ -208,6 +221,12 @@ def compare_command(run_a, run_b, task_names, test, trials, seed, allow_differen
         if t["dropped_a"] or t["dropped_b"]:
             warn(f"{task}: only the {t['n_queries']} queries both runs scored are compared ({t['dropped_a']} only "
                  f"in A, {t['dropped_b']} only in B)")
+
+
+def difference_ci(t: dict) -> str:
+    """A difference's 95% interval as the table shows it (×100): "[-1.20, +3.45]"."""
+    lo, hi = t["difference_ci"]
+    return f"[{100 * lo:+.2f}, {100 * hi:+.2f}]"
 
 
 def different_data(folders, tasks: list[str]) -> dict[str, list[str]]:

@@ -126,6 +126,9 @@ def print_summary(outcome, as_json: bool) -> None:
     label = f"Average of {len(tasks)} task{'s' if len(tasks) != 1 else ''}"
     table.add_row(label, "", "", f"{average:.2f}", *versus(average, published_average), *([""] if cached else []))
     out.print(table)
+    line = cost_line(outcome.totals(), reused=cached)
+    if line:
+        out.print(escape(line), soft_wrap=True)
     r2med = {t.name for t in R2MED_TASKS}
     if compared:
         out.print(f"Published: the R2MED leaderboard's row {escape(row.system)!r}")
@@ -133,3 +136,27 @@ def print_summary(outcome, as_json: bool) -> None:
         out.print("Local data: not R2MED's data at mteb's pinned revisions, so no published comparison")
     for folder in outcome.results_dirs:
         out.print(f"Results: {escape(printable(folder))}")
+
+
+def cost_line(totals: dict, *, reused: bool = False) -> str | None:
+    """The run's totals under the table: LLM requests and tokens, dollars, and wall seconds per stage
+    (a reused task's as its cost file recorded them); None when no task recorded any."""
+    from ..layout import COST_STAGES
+    from ..llm import usd_text
+
+    seconds = {k: v for k, v in (totals.get("seconds") or {}).items() if v is not None}
+    usage = totals.get("usage")
+    parts = []
+    if usage:
+        cached = f" (+{usage['cached']:,} from the cache)" if usage.get("cached") else ""
+        reasoning = f" ({usage['reasoning_tokens']:,} reasoning)" if usage.get("reasoning_tokens") else ""
+        usd = usage.get("usd")
+        price = "cost unknown (no price: -o price=IN,OUT)" if usd is None else usd_text(usd)
+        parts.append(f"{usage['requests']:,} LLM requests{cached}, {usage['prompt_tokens']:,} prompt + "
+                     f"{usage['completion_tokens']:,} completion tokens{reasoning}, {price}")
+    if seconds:
+        stages = ", ".join(f"{stage} {seconds[stage]:.1f}" for stage in COST_STAGES if stage in seconds)
+        parts.append(f"{sum(seconds.values()):.1f} s ({stages})")
+    if not parts:
+        return None
+    return "Total: " + "; ".join(parts) + (" (reused tasks as recorded when computed)" if reused else "")

@@ -40,24 +40,26 @@ Examples:
               help="Tasks of the lines that name none (names, aliases, groups or r2med; comma-separated or repeated).")
 @click.option("--cache-dir", type=PathOption(), metavar="DIR", envvar="R2MED_CACHE_DIR",
               help="Cache folder of every job (on a cluster: shared storage, so embeddings are encoded once).")
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="local: one job after another in this process; ray: one Ray task per pipeline and task.")
+@click.option("--executor", type=click.Choice(["auto", "pool", "local", "ray"]), default="auto", show_default=True,
+              help="auto: ray with --address/$RAY_ADDRESS or GPU jobs, local for local models without a GPU, "
+                   "else pool; pool: chains side by side, one process per CPU core; local: one job after "
+                   "another in this process; ray: one Ray task per pipeline and task.")
 @click.option("--address", metavar="ADDRESS",
               help="Ray cluster to join: auto (the one on this machine) or ray://HOST:10001 (default: "
                    "$RAY_ADDRESS, else a new local Ray using this machine's CPUs and GPUs).")
 @click.option("--gpu-memory", type=click.FloatRange(1), default=80.0, show_default=True, metavar="GB",
               help="Memory of one of the cluster's GPUs: a job with a model estimated at X GB asks for X/GB of a GPU.")
 @click.option("--retries", type=click.IntRange(0), default=3, show_default=True,
-              help="Times a job whose worker died is run again (Ray).")
+              help="Times a job whose worker died is run again (pool, Ray).")
 @click.option("--dry-run", is_flag=True, help="Check every line and list the jobs and what each requests; run nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome (or the --dry-run jobs) as JSON.")
 def sweep_command(file, output, data_dir, task_names, cache_dir, executor, address, gpu_memory, retries, dry_run,
                   as_json):
-    from ..sweep import Board, plan_sweep, run_local, run_on_ray, sweep_lines
+    from ..sweep import Board, choose_executor, plan_sweep, run_in_pool, run_local, run_on_ray, sweep_lines
 
     with user_errors():
-        if address and executor != "ray":
-            raise UserError("--address: only with --executor ray")
+        if address and executor not in ("ray", "auto"):
+            raise UserError("--address: only with --executor ray (or auto)")
         if file == "-":
             text, source = sys.stdin.read(), "<stdin>"
         else:
@@ -69,24 +71,28 @@ def sweep_command(file, output, data_dir, task_names, cache_dir, executor, addre
                           cache_dir=cache_dir)
         for folder in dict.fromkeys(Path(j.output) for j in jobs):  # an unwritable one stops it before any job
             check_output_folder(folder, create=not dry_run)
+        if executor == "auto":
+            executor, note = choose_executor(jobs, address=address)
+            if note:
+                err.print(escape(note), soft_wrap=True)
         if dry_run:
-            print_jobs(jobs, as_json)
+            print_jobs(jobs, as_json, executor)
             return
         from contextlib import redirect_stdout
 
-        from rich.live import Live
-
         board = Board(jobs)
         # stdout is the summary's (--json); what Ray prints there meanwhile (a worker's death) goes to stderr
-        with redirect_stdout(sys.stderr), Live(board.render(), console=err, transient=True,
-                                                refresh_per_second=4) as live:
-            def refresh() -> None:
-                live.update(board.render())
+        # the pool's loop refreshes the view itself: no thread, so its workers can be forked
+        with redirect_stdout(sys.stderr), live_view(board, err, thread=executor != "pool") as live:
+            def refresh() -> None:  # at once when a job's state changes (the clock ticks in between)
+                live.refresh()
 
             try:
                 if executor == "ray":
                     outcomes = run_on_ray(jobs, board, address=address, retries=retries, gpu_memory_gb=gpu_memory,
                                           refresh=refresh, note=lambda line: err.print(escape(line)))
+                elif executor == "pool":
+                    outcomes = run_in_pool(jobs, board, retries=retries, refresh=refresh)
                 else:
                     outcomes = run_local(jobs, board, refresh)
             except KeyboardInterrupt:
@@ -99,13 +105,24 @@ def sweep_command(file, output, data_dir, task_names, cache_dir, executor, addre
         raise click.exceptions.Exit(1)
 
 
-def print_jobs(jobs, as_json: bool) -> None:
-    rows = [{"job": j.index + 1, "line": j.line, "pipeline": j.pipeline, "tasks": list(j.tasks), "output": j.output,
+def live_view(board, console, *, thread: bool = True):
+    """The sweep's live view: ``board`` rendered anew at each refresh, four times a second (so the
+    running jobs' times tick between changes of state; by a thread of its own, or, without
+    ``thread``, by the executor's calls) and whenever a job's state changes, at the console's width
+    at that moment."""
+    from rich.live import Live
+
+    return Live(console=console, transient=True, refresh_per_second=4, auto_refresh=thread,
+                get_renderable=lambda: board.render(width=console.width))
+
+
+def print_jobs(jobs, as_json: bool, executor: str) -> None:
+    rows = [{"job": j.index + 1, "executor": executor, "line": j.line, "pipeline": j.pipeline, "tasks": list(j.tasks), "output": j.output,
              "chain": j.chain, "gpu": j.gpu, "gpu_memory_gb": j.gpu_memory_gb, "args": list(j.args)} for j in jobs]
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
-    table = Table(title=f"{len(jobs)} jobs ({len({j.chain for j in jobs})} chains run side by side)",
+    table = Table(title=f"{len(jobs)} jobs ({len({j.chain for j in jobs})} chains), executor {executor}",
                   title_justify="left")
     for col in ("Job", "Pipeline", "Task", "Chain", "Needs"):
         table.add_column(col)
