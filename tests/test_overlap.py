@@ -30,9 +30,10 @@ def test_corpus_is_encoded_while_the_llm_answers_and_the_run_equals_the_sequenti
 
     monkeypatch.setattr(SentenceTransformerEncoder, "encode", encode)
     seen_in_flight = []
+    first = threading.Lock()
 
     def first_answer_waits_for_encoding(body):  # bounded: a sequential runner would only be slow here
-        if not seen_in_flight:
+        if first.acquire(blocking=False):  # the first request only (several are in flight at once)
             seen_in_flight.append(encoding.wait(timeout=20))
         return 0.0
 
@@ -53,6 +54,7 @@ def test_corpus_is_encoded_while_the_llm_answers_and_the_run_equals_the_sequenti
     monkeypatch.setattr(runner, "Background", Inline)
     encoding.clear()
     seen_in_flight.clear()
+    first.release()
     sequential = run_hyde_dense(run_cli, tmp_path, chat_server, small_model_path, "sequential")
     assert seen_in_flight == [True]  # encoded before any request
     for name in ("R2MEDSampleRetrieval.trec", "R2MEDSampleRetrieval.per_query.tsv"):
