@@ -54,7 +54,7 @@ def measure(method: str, queries: int, latency: float, concurrency: int) -> floa
     """Wall seconds of the agent's ``rewrite`` over ``queries`` sample queries."""
     import r2med_tasks as r2med
     from r2med_tasks.api import registry
-    from r2med_tasks.data import Query
+    from r2med_tasks.taskdata import Query
     from r2med_tasks.pipelines import base_context
     from r2med_tasks.tasks import SAMPLE_TASK
 

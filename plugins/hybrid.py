@@ -1,8 +1,9 @@
 """``hybrid``: fuse several retrievers' rankings (RRF by default, Cormack et al. 2009).
 
-A composite retriever, as mteb's HybridSearch is a search model: each member runs as its own
-pipeline (with the selected rewriter) through ``context.saved_run``, its results saved beside the
-fused ones and reused when their identity matches, so fusing never recomputes a member. With
+A composite retriever, as mteb's HybridSearch is a search model: the harness creates its members,
+and each runs as its own pipeline (with the selected rewriter) through ``context.saved_run``, its
+results saved beside the fused ones and reused when their identity matches, so fusing never
+recomputes a member. With
 ``-o tune=FILE`` the weights are chosen per task group on the listed queries, which are then left
 out of scoring (``context.hold_out``).
 """
@@ -11,28 +12,42 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from r2med_tasks.components import RetrieverSpec
 from r2med_tasks.errors import UserError
+from r2med_tasks.fusion import DEFAULT_DEPTH, DEFAULT_METHOD, DEFAULT_RRF_K, METHODS
 from r2med_tasks.hookspecs import hookimpl
-from r2med_tasks.options import Identified, file_content, options_model
+from r2med_tasks.options import Identified, Options, file_content
 
-FUSIONS = ("rrf", "zscore", "minmax", "linear")
-HYBRID_OPTIONS = options_model(
-    "HybridOptions",
-    members=(tuple[str, ...], Field(("bm25", "nvembed"),
-                                    description="comma-separated retrievers (member options: -o MEMBER.key=value)")),
-    fusion=(Literal[FUSIONS], Field("rrf", description="rrf, zscore, minmax or linear")),
-    weights=(tuple[Annotated[float, Field(ge=0)], ...],
-             Field((), description="comma-separated, one weight per member (default: equal)")),
-    rrf_k=(int, Field(60, ge=0, le=1_000_000,  # beyond, 1/(k + r) no longer tells ranks apart in a float
-                      description="RRF's k: a document at rank r scores 1/(k + r)")),
-    depth=(int, Field(100, ge=1, description="documents taken from each member's run")),
-    tune=(Annotated[str, Identified(file_content)],
-          Field("", description="JSON file {task: [query ids]}: tune weights on those queries, score only "
-                                     "the others")),
-)
+
+class HybridOptions(Options):
+    """The members and how their runs are fused; the rules between options are ``fusable``'s."""
+
+    members: tuple[str, ...] = Field(("bm25", "nvembed"), description="comma-separated retrievers (member options: "
+                                                                      "-o MEMBER.key=value)")
+    fusion: Literal[METHODS] = Field(DEFAULT_METHOD, description="rrf, zscore, minmax or linear")
+    weights: tuple[Annotated[float, Field(ge=0)], ...] = Field(
+        (), description="comma-separated, one weight per member (default: equal)")
+    rrf_k: int = Field(DEFAULT_RRF_K, ge=0, le=1_000_000,  # beyond, 1/(k + r) no longer tells ranks apart in a float
+                       description="RRF's k: a document at rank r scores 1/(k + r)")
+    depth: int = Field(DEFAULT_DEPTH, ge=1, description="documents taken from each member's run")
+    tune: Annotated[str, Identified(file_content)] = Field(
+        "", description="JSON file {task: [query ids]}: tune weights on those queries, score only the others")
+
+    @model_validator(mode="after")
+    def fusable(self):
+        """Two members at least; weights, when given, one per member, not all 0, and not with ``tune``."""
+        if len(self.members) < 2:
+            raise ValueError("-o hybrid.members: name at least two retrievers, e.g. members=bm25,nvembed")
+        if self.weights and len(self.weights) != len(self.members):
+            raise ValueError(f"-o hybrid.weights: {len(self.weights)} weights for {len(self.members)} members")
+        if self.weights and not any(self.weights):
+            raise ValueError("-o hybrid.weights: every weight is 0, so every fused score would be 0; give at least "
+                             "one member a weight > 0")
+        if self.weights and self.tune:
+            raise ValueError("-o hybrid.tune and -o hybrid.weights exclude each other: tuning chooses the weights")
+        return self
 
 
 @hookimpl
@@ -41,7 +56,7 @@ def register_retrievers(register):
         name="hybrid",
         factory=HybridRetriever,
         description="fuse member retrievers' top-k runs: RRF (k=60) or z-score / min-max / linear score fusion",
-        options=HYBRID_OPTIONS,
+        options=HybridOptions,
         model_options=("members",),  # the members' own configurations identify them
         members_option="members",
         reference="https://doi.org/10.1145/1571941.1572114",
@@ -51,25 +66,14 @@ def register_retrievers(register):
 class HybridRetriever:
     combines_generated = True  # each member combines the rewriter's documents by its own rule
 
-    def __init__(self, members: tuple[str, ...], fusion: str, weights: tuple[float, ...], rrf_k: int, depth: int,
-                 tune: str, *, member_options: dict[str, list[str]], context) -> None:
-        if len(members) < 2:
-            raise UserError("-o hybrid.members: name at least two retrievers, e.g. members=bm25,nvembed")
-        if fusion not in FUSIONS:
-            raise UserError(f"-o hybrid.fusion={fusion}: use one of {', '.join(FUSIONS)}")
-        self.weights = [float(w) for w in weights] or None
-        if self.weights is not None and len(self.weights) != len(members):
-            raise UserError(f"-o hybrid.weights: {len(self.weights)} weights for {len(members)} members")
-        if self.weights is not None and not any(self.weights):
-            raise UserError("-o hybrid.weights: every weight is 0, so every fused score would be 0; give at least "
-                            "one member a weight > 0")
-        self.member_names, self.fusion, self.rrf_k, self.depth = list(members), fusion, rrf_k, depth
-        self.member_options = {m: tuple(member_options.get(m, ())) for m in members}
-        self.members = [context.retriever(m, *self.member_options[m]) for m in members]  # cheap: models load later
-        self.tuning = _read_tuning(tune) if tune else None
+    def __init__(self, options: HybridOptions, members: list) -> None:
+        """``members``: the retrievers ``options.members`` names, created by the harness (cheap: models
+        load later)."""
+        self.weights = [float(w) for w in options.weights] or None
+        self.member_names, self.members = list(options.members), list(members)
+        self.fusion, self.rrf_k, self.depth = options.fusion, options.rrf_k, options.depth
+        self.tuning = _read_tuning(options.tune) if options.tune else None
         self.tunes_across_tasks = self.tuning is not None
-        if self.tuning is not None and self.weights is not None:
-            raise UserError("-o hybrid.tune and -o hybrid.weights exclude each other: tuning chooses the weights")
         self._tuned: dict[str, list[float]] = {}
 
     def model_meta(self) -> dict:
@@ -98,7 +102,7 @@ class HybridRetriever:
             left = context.hold_out(self.tuning_queries(task), r2med_tuned_weights=weights,
                                     r2med_tuning_queries=len(judged))
             _check_split(task, len(judged), left)
-        runs = [context.saved_run(m, self.member_options[m], queries=queries) for m in self.member_names]
+        runs = [context.saved_run(m, queries=queries) for m in self.members]
         return self.fuse(runs, top_k=top_k, weights=weights)
 
     def fuse(self, runs, top_k: int, weights: list[float] | None = None):
@@ -119,7 +123,7 @@ class HybridRetriever:
             for t in (t for t in context.tasks if (t.group or t.name) == group):
                 judged = context.tuning_judgments(t, self.tuning_queries(t))
                 _check_split(t, len(judged), None)
-                runs = [context.saved_run(m, self.member_options[m], task=t) for m in self.member_names]
+                runs = [context.saved_run(m, task=t) for m in self.members]
                 members.append((runs, judged))
             best, best_value = None, -1.0
             for weights in self.weight_grid():

@@ -42,7 +42,8 @@ def register_retrievers(register):
 
 
 class RunFileRetriever:
-    def __init__(self, path: str, name: str) -> None:
+    def __init__(self, options) -> None:  # RUN_FILE_OPTIONS
+        path, name = options.path, options.name
         if not path:
             raise UserError("retriever 'run-file' needs -o path=FILE.trec, or a folder of <Task>.trec files")
         self.path = Path(path).expanduser()

@@ -8,11 +8,10 @@ is cheap: no torch, no mteb.
 from importlib.metadata import PackageNotFoundError, version
 
 from .api import as_mteb_model, evaluate, pipeline
-from .components import (CombinesGenerated, Composite, DeclaresResources, DescribesModel, Labelled, RerankDepth,
-                         Reranker, RerankerSpec, ReportsUsage, Retriever, RetrieverSpec, Rewriter, RewriterSpec, Run,
-                         Summarizes)
-from .context import Context
-from .data import Corpus, Query
+from .components import (CombinesGenerated, Composite, DeclaresResources, DescribesModel, RerankDepth, Reranker,
+                         RerankerSpec, ReportsUsage, Retriever, RetrieverSpec, Rewriter, RewriterSpec, Run)
+from .context import CompositeContext, Context
+from .taskdata import Corpus, Query
 from .errors import PluginError, UserError
 from .hookspecs import hookimpl
 from .options import Options, options_model
@@ -25,8 +24,8 @@ except PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0"
 
 __all__ = [
-    "CombinesGenerated", "Composite", "Context", "Corpus", "DeclaresResources", "DescribesModel", "Labelled", "PluginError", "Query", "R2MED_TASKS",
+    "CombinesGenerated", "Composite", "CompositeContext", "Context", "Corpus", "DeclaresResources", "DescribesModel", "PluginError", "Query", "R2MED_TASKS",
     "RerankDepth", "Reranker", "RerankerSpec", "ReportsUsage", "Retriever", "RetrieverSpec", "Rewriter", "RewriterSpec",
-    "Run", "RunOutcome", "Summarizes", "TaskOutcome", "TaskSpec", "UserError", "__version__", "as_mteb_model", "evaluate",
+    "Run", "RunOutcome", "TaskOutcome", "TaskSpec", "UserError", "__version__", "as_mteb_model", "evaluate",
     "Options", "hookimpl", "options_model", "pipeline",
 ]

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import UserError
+from .fusion import DEFAULT_DEPTH, DEFAULT_METHOD, DEFAULT_RRF_K
+from .runs import DEFAULT_TOP_K
 
 if TYPE_CHECKING:
     from .outcomes import RunOutcome
@@ -42,14 +44,13 @@ def pipeline(*components: str, top_k: int = 100, device: str | None = None,
     """A pipeline ``[rewriter] -> retriever -> [reranker]`` from component names, as ``--plugin``
     names them. Keyword options go to every selected component that accepts them (``-o key=value``);
     ``options={"bm25.k1": 1.2}`` addresses one component (``-o name.key=value``)."""
-    from .context import default_cache_dir
     from .options import option_text
-    from .pipelines import base_context, build_pipeline, instantiate
+    from .pipelines import build_pipeline, instantiate
 
     reg = registry()
     tokens = [f"{key}={option_text(value)}" for key, value in {**shared, **(options or {})}.items()]
     built = build_pipeline(reg, list(components), tokens, top_k=top_k, device=device)
-    instantiate(built, base_context(reg, cache_dir=default_cache_dir()))
+    instantiate(built, reg)
     return built
 
 
@@ -83,8 +84,7 @@ def evaluate(model: Any, tasks: str | Sequence[str] | None = None, *, data_dir: 
 
 def _as_pipeline(model: Any, reg: Registry, *, top_k: int, device: str | None) -> Pipeline:
     from .components import Retriever
-    from .context import default_cache_dir
-    from .pipelines import Pipeline, base_context, build_pipeline, check_interface, instantiate
+    from .pipelines import Pipeline, build_pipeline, check_interface, instantiate
 
     if isinstance(model, Pipeline):
         if top_k != 100 and model.top_k != top_k:
@@ -95,14 +95,14 @@ def _as_pipeline(model: Any, reg: Registry, *, top_k: int, device: str | None) -
     if _is_sentence_transformer(model):  # the st retriever encodes with the object itself
         built = build_pipeline(reg, ["st"], [], top_k=top_k, device=device)
         built.retriever.options["model"] = model
-        instantiate(built, base_context(reg, cache_dir=default_cache_dir()))
+        instantiate(built, reg)
         return built
     if isinstance(model, Retriever):
         check_interface(model, "retriever", f"retriever {type(model).__name__}")
         with_object = _with_object(reg, model)
         built = build_pipeline(with_object, [f"retriever:{OBJECT}"], [], top_k=top_k)
         built.not_a_command = f"a {type(model).__name__} object passed to r2med_tasks.evaluate"
-        instantiate(built, base_context(with_object, cache_dir=default_cache_dir()))
+        instantiate(built, with_object)
         return built
     raise UserError(f"evaluate(): {type(model).__name__} is not a component name, a pipeline, a "
                     "sentence-transformers model or a retriever (index/search with context=)")
@@ -122,7 +122,7 @@ def _with_object(reg: Registry, retriever: Any) -> Registry:
     from .registry import Registered
 
     module = type(retriever).__module__.split(".")[0]
-    spec = RetrieverSpec(name=OBJECT, factory=lambda: retriever,
+    spec = RetrieverSpec(name=OBJECT, factory=lambda options: retriever,
                          description=f"{type(retriever).__name__} passed to evaluate()")
     entries = {k: list(v) for k, v in reg.entries.items()}
     entries["retriever"].append(Registered(spec, PluginInfo(module, _version(module), module)))
@@ -161,21 +161,22 @@ def task_spec(name: str) -> TaskSpec:
 
 
 def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, task_name: str | None = None,
-              data_dir: str | Path | None = None, output: str | Path = "results", fusion: str = "rrf",
-              weights: Sequence[float] | None = None, rrf_k: int = 60, depth: int = 100, top_k: int = 100,
+              data_dir: str | Path | None = None, output: str | Path = "results", fusion: str = DEFAULT_METHOD,
+              weights: Sequence[float] | None = None, rrf_k: int = DEFAULT_RRF_K, depth: int = DEFAULT_DEPTH,
+              top_k: int = DEFAULT_TOP_K,
               cache_dir: str | Path | None = None, on_wait=lambda message: None) -> RunOutcome:
     """Fuse runs made anywhere into a new results folder (what ``r2med fuse`` does): ``inputs`` are
     TREC run files of one task (with ``qrels``) or results folders (every task they all have).
     ``cache_dir`` (default: the user's cache folder) keeps a local corpus's checked document ids."""
     import shlex
 
-    from .data import read_qrels
     from .evaluation import score
     from .fusion import fuse
     from .layout import RunFolder, run_name
     from .outcomes import RunOutcome, TaskOutcome, average_ci
     from .results import ResultFolder, RunSpec, code_versions, digest, locked, slug
     from .runs import read_trec
+    from .validation import read_qrels
 
     if len(inputs) < 2:
         raise UserError("r2med fuse: give at least two runs")
@@ -207,7 +208,7 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
                  for name, paths in zip(names, zip(*(p for _, p in jobs)))]
     config = {"fusion": fusion, "weights": weight_list, "rrf_k": rrf_k, "depth": depth, "top_k": top_k,
               "inputs": inputs_id}
-    defaults = {"weights": None, "rrf_k": 60, "depth": 100, "top_k": 100}
+    defaults = {"weights": None, "rrf_k": DEFAULT_RRF_K, "depth": DEFAULT_DEPTH, "top_k": DEFAULT_TOP_K}
     words = ["r2med", "fuse", *given, "--fusion", fusion]
     words += [w for flag, value in (("--qrels", qrels), ("--task", task_name), ("--data-dir", data_dir))
               if value is not None for w in (flag, str(value))]

@@ -10,7 +10,7 @@ name. Retrievers call :func:`bm25_query` or :func:`dense_query`; rewriters only 
 
 from __future__ import annotations
 
-from .data import Query
+from .taskdata import Query
 
 # Methods the published evaluation code accepts as ``gar_method`` (run.py choices).
 GAR_METHODS: tuple[str, ...] = ("hyde", "query2doc", "lamer", "search-o1", "search-r1")

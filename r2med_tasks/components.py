@@ -1,7 +1,8 @@
 """What a plugin registers (specs) and what a selected spec creates (components).
 
-A spec is cheap metadata plus a factory. The factory runs only for components a run selects,
-with the spec's option defaults overridden by the user's ``-o key=value``.
+A spec is cheap metadata plus a factory. The factory runs only for components a run selects, with
+one instance of the spec's options: the defaults overridden by the user's ``-o key=value``,
+validated whole.
 """
 
 from __future__ import annotations
@@ -12,14 +13,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 
 from . import options as _options
 from .context import Context
-from .data import Corpus, Query
+from .taskdata import Corpus, Query
 from .errors import UserError
-from .options import Options, legacy_options
+from .options import Options
 from .runs import Run  # query id -> {document id: score}; re-exported, defined in runs.py
 from .tasks import TaskSpec
 
@@ -32,15 +33,16 @@ class ComponentSpec:
     """A named, configurable component.
 
     ``options`` is a pydantic model, one field per accepted ``-o`` key, with its type, default,
-    bounds and ``description`` (``r2med_tasks.options``; a plain dict of defaults, the legacy
-    form, becomes such a model with types inferred from the defaults). ``runtime_options`` never
-    change results (batch size, device) and so stay out of the run's identity; ``model_options``
-    choose the model, whose name and revision (``model_meta()``) already identify them.
+    bounds and ``description`` (``r2med_tasks.options``); its validators (``model_validator``)
+    hold the rules between options. The factory gets one validated instance of it,
+    ``factory(options)``, so each option is declared once. ``runtime_options`` never change
+    results (batch size, device) and so stay out of the run's identity; ``model_options`` choose
+    the model, whose name and revision (``model_meta()``) already identify them.
 
-    A component built of other registered retrievers (``hybrid``) names the option that lists them
-    in ``members_option``: ``-o MEMBER.key=value`` for one of them then reaches the factory in
-    ``member_options`` ({member: ["key=value", ...]}), and the factory gets the creation
-    ``context`` (to create them with ``context.retriever``).
+    A composite, built of other registered retrievers (``hybrid``), names the option that lists
+    them in ``members_option``: the harness creates each member (its options: ``-o
+    MEMBER.key=value``) and calls ``factory(options, members)``, the created retrievers in the
+    option's order; the composite's calls get a ``CompositeContext``.
     """
 
     name: str
@@ -53,38 +55,53 @@ class ComponentSpec:
     reference: str | None = None
     members_option: str | None = None
     kind: ClassVar[str] = "component"
-    core_options: ClassVar[tuple[str, ...]] = ()  # the harness's, added to every spec of the kind; never the factory's
+    stage_options: ClassVar[type[BaseModel] | None] = None  # the harness's options of every stage of the kind
 
     def __post_init__(self) -> None:
-        if isinstance(self.options, Mapping):  # legacy: {key: default}
-            object.__setattr__(self, "options", legacy_options(self.options, f"{self.name}Options"))
+        if isinstance(self.options, Mapping):
+            raise TypeError(f"{self.kind} '{self.name}': options is a dict of defaults, which r2med no longer takes; "
+                            "declare a pydantic model, options_model('MyOptions', key=(type, Field(default, "
+                            "description=...))) or a class deriving from r2med_tasks.Options (see docs/plugins.md)")
         if not (isinstance(self.options, type) and issubclass(self.options, BaseModel)):
             raise TypeError(f"{self.kind} '{self.name}': options must be a pydantic model class "
                             f"(r2med_tasks.options_model), not {type(self.options).__name__}")
+        taken = sorted(set(self.options.model_fields) & set(self.stage_options.model_fields if self.stage_options
+                                                            else ()))
+        if taken:
+            raise TypeError(f"{self.kind} '{self.name}': option '{taken[0]}' is the harness's (every {self.kind} has "
+                            "it); give the plugin's option another name")
         if self.options not in _CHECKED:  # once per options class: the registry is rebuilt by every command
             _options.check_defaults(self.options, f"{self.kind} '{self.name}'")
             _CHECKED.add(self.options)
 
+    def _model_of(self, key: str) -> type[BaseModel]:
+        """The model declaring ``key``: the stage's (the harness's option) or the component's."""
+        stage = self.stage_options
+        return stage if stage is not None and key in stage.model_fields else self.options
+
     @property
     def defaults(self) -> dict[str, Any]:
-        """Every option's default."""
-        return _options.defaults(self.options)
+        """Every option's default, the stage's included."""
+        stage = _options.defaults(self.stage_options) if self.stage_options else {}
+        return _options.defaults(self.options) | stage
 
     def option_fields(self) -> dict[str, FieldInfo]:
-        """The options' pydantic fields (type, default, bounds, description), in declaration order."""
-        return dict(self.options.model_fields)
+        """The options' pydantic fields (type, default, bounds, description), in declaration order,
+        then the stage's."""
+        return {**self.options.model_fields, **(self.stage_options.model_fields if self.stage_options else {})}
 
     def option_schema(self) -> dict[str, dict[str, Any]]:
         """The options as plain JSON-shaped data, for listings (see ``r2med_tasks.options.schema``)."""
-        return _options.schema(self.options, runtime=self.runtime_options, model_choice=self.model_options)
+        own = _options.schema(self.options, runtime=self.runtime_options, model_choice=self.model_options)
+        return own | (_options.schema(self.stage_options) if self.stage_options else {})
 
     def parse(self, key: str, raw: str) -> Any:
         """The typed value of ``-o key=raw``; a one-line UserError naming the option otherwise."""
-        return _options.parse(self.options, key, raw, where=f"-o {self.name}.{key}")
+        return _options.parse(self._model_of(key), key, raw, where=f"-o {self.name}.{key}")
 
     def identity_value(self, key: str, value: Any) -> Any:
         """What an option's value stands for in a run's identity (``r2med_tasks.options.Identified``)."""
-        return _options.identity_value(self.options, key, value)
+        return _options.identity_value(self._model_of(key), key, value)
 
     def identifies_results(self, key: str) -> bool:
         """Whether an option can change results and is not a model choice (which the model's name and
@@ -97,17 +114,24 @@ class ComponentSpec:
         module, _, attr = self.factory.partition(":")
         return getattr(importlib.import_module(module), attr)
 
-    def create(self, options: Mapping[str, Any], *, member_options: Mapping[str, list[str]] | None = None,
-               context: Any = None) -> Any:
-        """The component: ``factory(**values)``, the defaults overridden by ``options`` (values
-        ``parse`` returned); a composite also gets ``member_options`` and ``context``."""
-        values = {k: v for k, v in {**self.defaults, **options}.items() if k not in self.core_options}
-        missing = [k for k in self.options.model_fields if k not in values and k not in self.core_options]
+    def options_of(self, values: Mapping[str, Any]) -> BaseModel:
+        """The component's options instance: ``values`` (the user's, as ``parse`` returned them) over
+        the defaults, validated whole; the stage's options stay the harness's. A refusal is one
+        UserError line naming the options."""
+        stage = self.stage_options.model_fields if self.stage_options else {}
+        own = {k: v for k, v in values.items() if k not in stage}
+        missing = [k for k, f in self.options.model_fields.items() if f.is_required() and k not in own]
         if missing:
             raise UserError(f"{self.kind} '{self.name}' needs " + ", ".join(f"-o {self.name}.{k}=..." for k in missing))
-        if self.members_option:
-            values |= {"member_options": dict(member_options or {}), "context": context}
-        return self.resolve_factory()(**values)
+        return _options.validated(self.options, own, component=f"{self.kind} '{self.name}'", name=self.name)
+
+    def create(self, options: BaseModel | Mapping[str, Any] | None = None, members: Sequence[Any] = ()) -> Any:
+        """The component: ``factory(options)``, or a composite's ``factory(options, members)``;
+        ``options``: its instance (``options_of``), or the values to make it of."""
+        if not isinstance(options, BaseModel):
+            options = self.options_of(options or {})
+        factory = self.resolve_factory()
+        return factory(options, list(members)) if self.members_option else factory(options)
 
 
 @dataclass(frozen=True)
@@ -120,42 +144,30 @@ class RewriterSpec(ComponentSpec):
     kind: ClassVar[str] = "rewriter"
 
 
-KEEP_TAIL = "keep_tail"
-KEEP_TAIL_HELP = ("keep the first stage's documents below the reranked top rerank_k, in their order (default: "
-                  "only the reranked list is scored, as published)")
-_WITH_CORE_OPTIONS: dict[type, type] = {}  # a reranker's options class -> it with the harness's options
+class RerankStageOptions(Options):
+    """The harness's options of a reranker stage: every reranker accepts them (``r2med plugins NAME``
+    lists them after its own), the runner applies them, the reranker never sees them."""
+
+    keep_tail: bool = Field(False, description="keep the first stage's documents below the reranked top rerank_k, "
+                                               "in their order (default: only the reranked list is scored, as "
+                                               "published)")
 
 
 @dataclass(frozen=True)
 class RerankerSpec(ComponentSpec):
-    """A reranker. Every reranker also accepts the harness's ``-o keep_tail=true`` (handled by the
-    runner, never passed to the factory): the published runs score only the reranked top
-    ``rerank_k``; with it the first stage's remaining documents stay below them."""
+    """A reranker; its stage also takes :class:`RerankStageOptions` (``-o keep_tail=true``: the
+    published runs score only the reranked top ``rerank_k``; with it the first stage's remaining
+    documents stay below them)."""
 
     kind: ClassVar[str] = "reranker"
-    core_options: ClassVar[tuple[str, ...]] = (KEEP_TAIL,)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.options in _WITH_CORE_OPTIONS.values():
-            return
-        if self.options not in _WITH_CORE_OPTIONS:
-            if KEEP_TAIL in self.options.model_fields:
-                raise TypeError(f"reranker '{self.name}': option '{KEEP_TAIL}' is the harness's (every reranker has "
-                                "it); give the plugin's option another name")
-            from pydantic import Field, create_model
-
-            _WITH_CORE_OPTIONS[self.options] = create_model(
-                self.options.__name__, __base__=self.options,
-                **{KEEP_TAIL: (bool, Field(False, description=KEEP_TAIL_HELP))})
-        object.__setattr__(self, "options", _WITH_CORE_OPTIONS[self.options])
+    stage_options: ClassVar[type[BaseModel] | None] = RerankStageOptions
 
 
 @dataclass(frozen=True)
 class LLMSpec:
     """An LLM backend. ``factory(spec, **sampling)`` gets the whole ``-o llm=`` value and the
-    sampling parameters and returns a client with ``model``, ``params`` and
-    ``generate(requests, on_result=, usage=)`` (see ``r2med_tasks.llm.ChatClient``)."""
+    sampling parameters and returns an ``r2med_tasks.llm.LLMClient`` (``model``, ``params``,
+    ``generate(requests, on_result=, usage=)``), checked when a component asks for it."""
 
     name: str
     factory: Callable[..., Any] | str
@@ -211,32 +223,21 @@ class Reranker(Protocol):
 @runtime_checkable
 class DescribesModel(Protocol):
     """Names the model behind the results: at least ``name`` (containing "/") and ``revision``,
-    plus any mteb ``ModelMeta`` field and ``display_name`` (as a leaderboard prints it)."""
+    plus any mteb ``ModelMeta`` field and ``display_name``, as a leaderboard prints it: the stage's
+    name in the pipeline's name ("o3-mini" in "o3-mini + BM25"; without it, a rewriter or reranker
+    is named by its component's name)."""
 
     def model_meta(self) -> dict[str, Any]: ...
 
 
 @runtime_checkable
-class Labelled(Protocol):
-    """A rewriter's or reranker's name in the pipeline's name ("o3-mini" in "o3-mini + BM25")."""
-
-    def label(self) -> str: ...
-
-
-@runtime_checkable
-class Summarizes(Protocol):
-    """One line for the user after the run (LLM requests, tokens, cost), or None."""
-
-    def summary(self) -> str | None: ...
-
-
-@runtime_checkable
 class ReportsUsage(Protocol):
     """A component that calls an LLM: ``usage``, the ``r2med_tasks.llm.Usage`` its calls are tallied
-    in (passed as ``usage=`` to ``generate_cached``/``continue_cached``/``ChatClient.generate``, made
+    in (passed as ``usage=`` to ``generate_cached``/``continue_cached``/``LLMClient.generate``, made
     with ``model=`` and the ``-o price=`` it was given), None while it has called none. One tally
     for the component's life or a new one per call: the runner counts what each call added, so a
-    task's usage (its cost file, ``--json``) is what that task's calls cost, cache hits apart."""
+    task's usage (its cost file, ``--json``) is what that task's calls cost, cache hits apart; the
+    run's closing line for the component is its last tally's (requests, cache hits, tokens, cost)."""
 
     usage: Any
 
@@ -271,8 +272,9 @@ class DeclaresResources(Protocol):
 
 @runtime_checkable
 class Composite(Protocol):
-    """A retriever built from other retrievers (``hybrid``): its ``members``, and whether it is
-    tuned across a task group (then the group's tasks run as one job, as in one ``r2med-run``)."""
+    """A component built of other retrievers (``hybrid``): the ``members`` it uses, of those its
+    factory got, and whether it is tuned across a task group (then the group's tasks run as one
+    job, as in one ``r2med-run``)."""
 
     members: Sequence[Any]
     tunes_across_tasks: bool

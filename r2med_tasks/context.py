@@ -1,20 +1,23 @@
 """What the harness hands a component with every call: the explicit channel for everything a
 component may need beyond its options and its inputs.
 
-No environment variables, no global plugin manager, no signature inspection: a component reads
-its cache folder, reports progress, asks for an LLM client or another registered retriever, and
-finds the task's local folder here.
+No environment variables, no global plugin manager, no signature inspection. Every component gets
+a :class:`Context`: its cache folder, progress bars, a line to the user, rows to keep beside the
+results, the task's corpus, an LLM client (``llm``) and a retriever to search with
+(``searcher``). A composite (a component built of other retrievers, ``ComponentSpec.members_option``)
+gets a :class:`CompositeContext`, which adds the run's tasks, its members' saved runs and scoring
+on a held-out split.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from .data import Corpus
+    from .taskdata import Corpus
     from .llm import RetryLine
     from .searcher import Searcher
 
@@ -35,46 +38,30 @@ class Context:
     """One call's context.
 
     ``cache_dir``: where this component keeps what is expensive to rebuild (indexes, embeddings,
-    generations; subfolders are the component's to choose). ``progress``: see :class:`Progress`.
-    ``log``: one line to the user (a warning or a summary). ``corpus``: the task's corpus, for a
-    rewriter that needs documents (LameR). ``data_folder``: the task's local folder, when it came
-    from one (published generations are read beside it). ``llm(spec, **sampling)``: a chat client
-    of a registered LLM backend (``r2med list llms``, made by ``chat_clients``), showing its
-    retries on ``retries``, the run's one status line for API retries (``r2med_tasks.llm.RetryLine``;
-    a component that calls an API itself hands it to its client: ``ShowsRetries``; by default
-    retries are only logged). ``retriever(name, **options)``: a new
-    instance of a registered retriever, for components built on another (LameR on BM25);
-    ``options`` may also be ``-o``-style ``"key=value"`` strings.
+    generations; subfolders are the component's to choose; ``cache(*parts)``). ``progress``: see
+    :class:`Progress`. ``log``: one line to the user (a warning or a summary). ``keep(name,
+    rows)``: rows of data the component wants kept beside the task's results (an agent's
+    trajectories), written as ``<Task>.<name>.jsonl`` with them. ``retries``: the run's one status
+    line for API retries (``r2med_tasks.llm.RetryLine``; a component that calls an API itself
+    hands it to its client, ``ShowsRetries``; by default retries are only logged). ``corpus``: the
+    task's corpus (``corpus.folder``: the task's local folder, when it came from one; published
+    generations are read beside it).
 
-    ``searcher(task, name, *options)``: a registered retriever indexed over this task's corpus, for a
-    component that searches while it works (an agent): ``Searcher.search(texts, top_k)`` gives each
-    text's best documents, concurrent searches batched. ``keep(name, rows)``: rows of data the
-    component wants kept beside the task's results (an agent's trajectories), written as
-    ``<Task>.<name>.jsonl`` with them.
-
-    For components composed of other retrievers (``hybrid``): ``tasks``, the run's tasks;
-    ``saved_run(retriever, options, task=, queries=)``, the top-k run of another registered
-    retriever on a task as its own pipeline (this run's rewriter, then that retriever), read from its
-    results folder when its identity matches, else computed and saved there; and, for a component
-    that tunes on a user-given split of queries, ``tuning_judgments(task, query_ids)`` (the
-    judgments of those queries only) and ``hold_out(query_ids, **scores)`` (leave those queries out
-    of this task's scoring and record ``scores`` beside it), so a tuned number is never measured
-    on the queries it was tuned on.
+    ``llm(spec, **sampling)``: a chat client (``r2med_tasks.llm.LLMClient``) of a registered LLM
+    backend (``r2med list llms``), showing its retries on ``retries``. ``searcher(task, name,
+    *options)``: a registered retriever indexed over this call's corpus, for a component that
+    searches while it works (an agent, LameR). ``chat_clients`` and ``retrievers`` are what those
+    two make their clients and retrievers with (the run's registered plugins).
     """
 
     cache_dir: Path
     progress: Progress = no_progress
     log: Callable[[str], None] = lambda line: None
-    corpus: Corpus | None = None
-    data_folder: Path | None = None
-    chat_clients: Callable[..., Any] = field(default=lambda spec, **sampling: _none("an LLM backend"))
-    retries: RetryLine = field(default_factory=lambda: _silent_retry_line())
-    retriever: Callable[..., Any] = field(default=lambda name, *options, **kw: _none("a retriever"))
     keep: Callable[[str, list[dict]], None] = lambda name, rows: None
-    tasks: tuple[Any, ...] = ()
-    saved_run: Callable[..., Any] = field(default=lambda retriever, options=(), **kw: _none("saved run"))
-    tuning_judgments: Callable[..., Any] = field(default=lambda task, query_ids: _none("judgments"))
-    hold_out: Callable[..., Any] = field(default=lambda query_ids, **scores: _none("held-out scoring"))
+    retries: RetryLine = field(default_factory=lambda: _silent_retry_line())
+    corpus: Corpus | None = None
+    chat_clients: Callable[..., Any] = field(default=lambda spec, **sampling: _none("an LLM backend"))
+    retrievers: Callable[..., Any] = field(default=lambda name, *options: _none("a retriever"))
 
     def llm(self, spec: str, **sampling: Any) -> Any:
         """A chat client for ``-o llm=spec`` (``chat_clients``), its retries shown on ``retries``."""
@@ -87,12 +74,13 @@ class Context:
 
     def searcher(self, task: Any, name: str = "bm25", *options: str) -> Searcher:
         """Retriever ``name`` (with ``-o``-style ``options``, "k1=1.2") indexed over this call's
-        corpus (``corpus``), for a component that searches while it works."""
+        corpus (``corpus``) on its first search: ``Searcher.search(texts, top_k)`` gives each text's
+        best documents, concurrent searches batched."""
         from .searcher import Searcher
 
         if self.corpus is None:
             _none("corpus to search")
-        return Searcher(self.retriever(name, *options), self.corpus, task, self, label=name)
+        return Searcher(self.retrievers(name, *options), self.corpus, task, self.ordinary(), label=name)
 
     def cache(self, *parts: str) -> Path:
         """A path under the cache folder."""
@@ -100,6 +88,42 @@ class Context:
 
     def with_(self, **changes: Any) -> Context:
         return replace(self, **changes)
+
+    def ordinary(self) -> Context:
+        """This context as an ordinary component gets it (a composite hands it to its members)."""
+        return self if type(self) is Context else Context(**{f.name: getattr(self, f.name) for f in fields(Context)})
+
+    def composed(self, **services: Any) -> CompositeContext:
+        """This context with a composite's ``services`` (``CompositeContext``'s fields; one not
+        given refuses with one line when called)."""
+        return CompositeContext(**{f.name: getattr(self, f.name) for f in fields(Context)}, **services)
+
+
+@dataclass(frozen=True)
+class CompositeContext(Context):
+    """What a composite's calls get: the ordinary context and
+
+    ``tasks``, the run's tasks; ``saved_run(member, task=, queries=)``, the top-k run of one of its
+    members (a retriever its factory got) on a task as its own pipeline (this run's rewriter, then
+    that member), read from its results folder when its identity matches, else computed and saved
+    there (``queries``: already rewritten); and, for a composite that tunes on a user-given split
+    of queries, ``tuning_judgments(task, query_ids)`` (the judgments of those queries only) and
+    ``hold_out(query_ids, **scores)`` (leave those queries out of this task's scoring and record
+    ``scores`` beside it), so a tuned number is never measured on the queries it was tuned on.
+    """
+
+    tasks: tuple[Any, ...] = ()
+    saved_run: Callable[..., Any] = field(default=lambda member, **kw: _none("saved run"))
+    tuning_judgments: Callable[..., Any] = field(default=lambda task, query_ids: _none("judgments"))
+    hold_out: Callable[..., Any] = field(default=lambda query_ids, **scores: _none("held-out scoring"))
+
+
+def for_component(context: Context, composes: bool) -> Context:
+    """The context a component's call gets: a composite's when it ``composes`` (the services the
+    caller has none of refuse with one line), else the ordinary one."""
+    if composes:
+        return context if isinstance(context, CompositeContext) else context.composed()
+    return context.ordinary()
 
 
 def _silent_retry_line() -> RetryLine:

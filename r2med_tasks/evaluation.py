@@ -14,6 +14,7 @@ judged@10 and the condensed-list nDCG@10).
 from __future__ import annotations
 
 import math
+import re
 from decimal import ROUND_HALF_UP, Decimal
 from operator import itemgetter
 
@@ -33,6 +34,9 @@ PYTREC_PER_QUERY = {"ndcg_at_10": "ndcg_cut_10", "recall_at_10": "recall_10", "r
 COVERAGE = ("judged_at_10", "ndcg_at_10_condensed")  # :func:`judgment_coverage`
 PER_QUERY = (*PYTREC_PER_QUERY, *COVERAGE)
 JUDGED_DEPTH = 10
+# The metric families that are always scores in [0, 1] (tables show them ×100); mteb's normalised
+# AUCs, which can be negative, are not.
+SCORE_FAMILIES = re.compile(r"^(ndcg|map|recall|precision|mrr|hit_rate)_at_\d+$|^(mrr|accuracy)$")
 
 
 def check_run(run: Run, qrels: dict, doc_ids: set[str], *, component: str) -> None:

@@ -36,13 +36,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from .runs import Run
+from .runs import DEFAULT_TOP_K, Run
 
 METHODS = ("rrf", "zscore", "minmax", "linear")
+# The defaults of every way to fuse (``fuse``, ``r2med fuse``, the ``hybrid`` retriever): RRF with
+# k=60 over each member's top 100 documents (Cormack et al., 2009).
+DEFAULT_METHOD = "rrf"
+DEFAULT_RRF_K = 60
+DEFAULT_DEPTH = 100
 
 
-def fuse(runs: Sequence[Run], *, method: str = "rrf", weights: Sequence[float] | None = None,
-         rrf_k: int = 60, depth: int = 100, top_k: int = 100) -> Run:
+def fuse(runs: Sequence[Run], *, method: str = DEFAULT_METHOD, weights: Sequence[float] | None = None,
+         rrf_k: int = DEFAULT_RRF_K, depth: int = DEFAULT_DEPTH, top_k: int = DEFAULT_TOP_K) -> Run:
     """Fuse ``runs`` query by query with ``method``; see the module docstring for the conventions."""
     runs = list(runs)
     if method not in METHODS:

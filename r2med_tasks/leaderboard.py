@@ -40,30 +40,15 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .evaluation import leaderboard_average, leaderboard_value
+from .api import registry
+from .evaluation import SCORE_FAMILIES, leaderboard_average, leaderboard_value
 from .files import MalformedJSON, UnreadableFile, read_bytes, unit_score
-from .layout import (
-    MAX_TASK_RESULT_BYTES,
-    RunFolder,
-    folder_path,
-    runs_under,
-    slug,
-)
-from .published import (
-    MANIFEST,
-    PUBLISHED_CSV,
-    REPOSITORY,
-    manifest_text,
-    paper_runs,
-    published_runs,
-    shipped_files,
-)
+from .layout import MAX_TASK_RESULT_BYTES, RunFolder, runs_under
+from .published import PUBLISHED_CSV, PUBLISHED_KINDS, paper_runs, published_runs, shipped_files
 from .published import provenance as run_provenance
 from .results import canonical, differences
-from .tasks import PINNED_REVISIONS, R2MED_TASKS
+from .tasks import PINNED_REVISIONS, R2MED_TASKS, SHORT_NAMES
 from .terminal import printable
-
-SHORT = {t.name: t.short_name for t in R2MED_TASKS}
 
 
 @dataclass
@@ -184,7 +169,6 @@ class Row:
 
 TIE_MARK = "≈"
 PUBLISHED_CHOICES = ("leaderboard", "all", "none")
-PUBLISHED_KINDS = ("leaderboard", "repository", "paper")
 
 
 def published_rows(path: Path = PUBLISHED_CSV, which: str = "leaderboard") -> list[Row]:
@@ -274,19 +258,14 @@ def _command_check(command: str | list[str]) -> tuple[dict | None, str | None]:
 
     try:
         request = parse_command(command).request
-        built = build_pipeline(_registry(), list(request.components), list(request.options), top_k=request.top_k,
+        built = build_pipeline(_installed_registry(), list(request.components), list(request.options), top_k=request.top_k,
                                device=request.device)
         return canonical(built.config()), None
     except UserError as e:
         return None, str(e)
 
 
-@functools.cache
-def _registry():
-    from .plugins import get_plugins
-    from .registry import build_registry
-
-    return build_registry(get_plugins())
+_installed_registry = functools.cache(registry)  # built once: every run's command is checked against it
 
 
 def result_rows(folder: Path, warn, *, mteb: bool = False, shipped: list[Path] | None = None) -> list[Row]:
@@ -346,7 +325,7 @@ def result_rows(folder: Path, warn, *, mteb: bool = False, shipped: list[Path] |
             warn(f"{path}: {why}; not read")
     for key, row in systems.items():
         if row.kind == "run":
-            row.command, note = run_command(folders[key].record(), list(row.scores))
+            row.command, note = recorded_command(folders[key].record(), list(row.scores))
             if note:
                 row.notes.append(note)
     return list(systems.values())
@@ -456,7 +435,7 @@ def _task_result(run: RunFolder, path: Path, warn) -> tuple[str, float, dict, ob
         missing = "task_name" if not isinstance(task, str) else "scores.test[0].main_score"
         warn(f"{path}: not an mteb TaskResult with a test score (no {missing}); skipped")
         return None
-    if task not in SHORT:
+    if task not in SHORT_NAMES:
         return None  # another benchmark's task
     raw = test["main_score"]
     main = unit_score(raw)
@@ -467,9 +446,6 @@ def _task_result(run: RunFolder, path: Path, warn) -> tuple[str, float, dict, ob
             warn(f"{path}: nDCG@10 {_shown(raw)} is not a score between 0 and 1; skipped")
         return None
     return task, main, test, data.get("dataset_revision")
-
-
-SCORE_FAMILIES = re.compile(r"^(ndcg|map|recall|precision|mrr|hit_rate)_at_\d+$|^(mrr|accuracy)$")
 
 
 def _metrics(path: Path, test: dict, warn) -> dict[str, float]:
@@ -549,7 +525,7 @@ def _run_row(run: RunFolder, record: dict, key: tuple, local: bool) -> Row:
                components=stages)
 
 
-def run_command(record: dict, tasks: list[str]) -> tuple[str, str | None]:
+def recorded_command(record: dict, tasks: list[str]) -> tuple[str, str | None]:
     """The command a run's record stores, for the run's ``tasks`` (mteb names), and a note when
     there is none to show: no command can build the run, or the stored one no longer builds the
     stored configuration (a plugin's defaults changed since). An ``r2med-run`` command is checked
@@ -571,7 +547,7 @@ def run_command(record: dict, tasks: list[str]) -> tuple[str, str | None]:
         changed = "; ".join(differences(record.get("config") or {}, built))
         return "", f"no command: its recorded command now builds another configuration ({changed})"
     every = {t.name for t in R2MED_TASKS}
-    shown = None if set(tasks) == every else [SHORT.get(t, t) for t in sorted(tasks, key=_task_order)]
+    shown = None if set(tasks) == every else [SHORT_NAMES.get(t, t) for t in sorted(tasks, key=_task_order)]
     return command_line(words, tasks=shown), None
 
 
@@ -608,7 +584,7 @@ def merge(rows: list[Row]) -> list[Row]:
         first = merged[key]
         if key != row.key:  # a run of a published row's configuration: pages show it beside the row
             first.joined.append(row)
-        differing = [SHORT[t] for t in row.scores if t in first.scores and abs(first.scores[t] - row.scores[t]) > 1e-9]
+        differing = [SHORT_NAMES[t] for t in row.scores if t in first.scores and abs(first.scores[t] - row.scores[t]) > 1e-9]
         if differing:
             first.notes.append(f"{row.source} differs on {', '.join(differing)}")
         if first.kind != "run":
@@ -701,7 +677,7 @@ def records_of(rows: list[Row], tasks: list[str], commands: bool = False) -> tup
             [i, r.system, r.average_over(tasks), r.command or None, r.live_command or None]
             for i, r in enumerate(rows, 1)]
     header = ["Rank", "System", "Rewriter", "Retriever", "Reranker", "Avg", "Avg 95% CI", "Tied",
-              *(SHORT[t] for t in tasks), "Judged@10", "Source"]
+              *(SHORT_NAMES[t] for t in tasks), "Judged@10", "Source"]
     records = []
     for i, r in enumerate(rows, 1):
         avg = r.average_over(tasks)
@@ -732,7 +708,7 @@ def render(rows, tasks: list[str], fmt: str, commands: bool = False, wide: bool 
     if fmt == "json":
         keys = ([h.lower().replace(" ", "_") for h in header] if commands else
                 ["rank", "system", "rewriter", "retriever", "reranker", "average", "average_ci", "tied",
-                 *(SHORT[t] for t in tasks), "judged_at_10", "source"])
+                 *(SHORT_NAMES[t] for t in tasks), "judged_at_10", "source"])
         keys = ["average" if k == "avg" else k for k in keys]
 
         def extra(r: Row) -> dict:  # the statistics as numbers (the records hold their text)
@@ -740,9 +716,9 @@ def render(rows, tasks: list[str], fmt: str, commands: bool = False, wide: bool 
                 return {}
             return {"kind": r.kind, "provenance": r.provenance, "average_ci": r.average_ci, "tied": r.tied,
                     "tie_p": r.tie_p, "tie_best": r.tie_best,
-                    "ci": {SHORT[t]: r.ci[t] for t in tasks if t in r.ci},
-                    "judged": {SHORT[t]: r.judged[t] for t in tasks if t in r.judged},
-                    "ndcg_at_10_condensed": {SHORT[t]: r.condensed[t] for t in tasks if t in r.condensed},
+                    "ci": {SHORT_NAMES[t]: r.ci[t] for t in tasks if t in r.ci},
+                    "judged": {SHORT_NAMES[t]: r.judged[t] for t in tasks if t in r.judged},
+                    "ndcg_at_10_condensed": {SHORT_NAMES[t]: r.condensed[t] for t in tasks if t in r.condensed},
                     "usd_per_query": r.usd_per_query, "seconds_per_query": r.seconds_per_query}
         return json.dumps([{**dict(zip(keys, rec)), "local_data": r.local, **extra(r)} for rec, r in zip(records, rows)],
                           indent=2) + "\n"
@@ -786,7 +762,7 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
         tied = any(getattr(r, "tied", None) for r in rows)
         shown = _fitting(rows, tasks, width, tied)
         left_out = [t for t in tasks if t not in shown]
-        header = ["#", "System", "Src", "Avg", *(ABBREVIATIONS[SHORT[t]] for t in shown)]
+        header = ["#", "System", "Src", "Avg", *(ABBREVIATIONS[SHORT_NAMES[t]] for t in shown)]
         records = [[i, r.system, ORIGINS[r.origin], _average_cell(r, tasks, tied), *(r.scores.get(t) for t in shown)]
                    for i, r in enumerate(rows, 1)]
         system_width = min(SYSTEM_MAX, max([6, *(len(printable(r.system)) for r in rows)]),
@@ -795,7 +771,7 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
             rec[1] = two_lines(printable(rec[1]), system_width)
     table = Table(title="R2MED leaderboard: nDCG@10 ×100", title_justify="left", box=box.SIMPLE_HEAD,
                   caption_justify="left")
-    numeric = {"Rank", "#", "Avg", "Judged@10", *SHORT.values(), *ABBREVIATIONS.values()}
+    numeric = {"Rank", "#", "Avg", "Judged@10", *SHORT_NAMES.values(), *ABBREVIATIONS.values()}
     for col in header:
         table.add_column(col, justify="right" if col in numeric else "left",
                          no_wrap=col in numeric or not (wide or commands),
@@ -804,8 +780,8 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
     for rec in records:  # (the default table's System cells are printable already, wrapped on purpose)
         table.add_row(*(escape(v if i == 1 and not (wide or commands) else cell(v)) for i, v in enumerate(rec)))
     if not (wide or commands):
-        table.caption = ("  ".join(f"{ABBREVIATIONS[SHORT[t]]}={SHORT[t]}" for t in tasks if t not in left_out) +
-                         (f"\nNot shown at {width} columns: {', '.join(SHORT[t] for t in left_out)} (a wider "
+        table.caption = ("  ".join(f"{ABBREVIATIONS[SHORT_NAMES[t]]}={SHORT_NAMES[t]}" for t in tasks if t not in left_out) +
+                         (f"\nNot shown at {width} columns: {', '.join(SHORT_NAMES[t] for t in left_out)} (a wider "
                           "terminal or --wide shows them)." if left_out else "") +
                          "\nSrc: board = leaderboard, repo = authors' repository, paper = another paper, run = "
                          "your run, mteb = MTEB results, local = local data. No Avg: incomplete. " +
@@ -839,7 +815,7 @@ def _width_without_system(rows, tasks: list[str], shown: list[str], tied: bool) 
     widths = [len(str(max(len(rows), 1))), max([3, *(len(ORIGINS[r.origin]) for r in rows)]),
               max([3, *(len(_average_cell(r, tasks, tied)) for r in rows)])]
     for t in shown:
-        widths.append(max([len(ABBREVIATIONS[SHORT[t]]), *(len(f"{r.scores[t]:.2f}") for r in rows if t in r.scores)]))
+        widths.append(max([len(ABBREVIATIONS[SHORT_NAMES[t]]), *(len(f"{r.scores[t]:.2f}") for r in rows if t in r.scores)]))
     return sum(widths) + 3 * (len(widths) + 1) + 1
 
 
@@ -913,128 +889,3 @@ def _path_tail(word: str) -> str:
     parts = [p for p in value.split("/") if p]
     tail = f"{name}{eq}…/{parts[-1]}" if len(parts) > 1 else word
     return tail if len(tail) < len(word) else word
-
-
-PUBLISHED_ORG = "r2med-leaderboard"  # the leaderboard's rows
-REPOSITORY_ORG = "r2med-repository"  # the authors' repository's other runs
-# Medical-Sciences was updated on the hub (2025-06-05) after the published runs; mteb pins the
-# updated revision. The published results say so instead of claiming a revision they never saw.
-PRE_UPDATE = {"R2MEDMedicalSciencesRetrieval": "before-1b48911514c80bf9182222d99752ad75e23b4b47"}
-# Sources whose runs came after that update, on the hub's data then (loaded without a revision):
-# the ReasonEmbed paper's (October 2025). Their results record mteb's pinned revisions.
-AFTER_UPDATE_SOURCES = ("ReasonEmbed paper",)
-
-
-def published_revision(task_name: str, source: str = "") -> str:
-    """The dataset revision a published result records: mteb's pinned revision (the data the
-    published runs used), except where the hub data changed after them (a ``before-<revision>``
-    marker naming the pinned revision they predate); ``source``: the row's, whose runs may
-    postdate the change."""
-    if any(marker in source for marker in AFTER_UPDATE_SOURCES):
-        return PINNED_REVISIONS[task_name]
-    return PRE_UPDATE.get(task_name, PINNED_REVISIONS[task_name])
-
-
-def write_published(dest: Path) -> list[Path]:
-    """Every published run as mteb results: the leaderboard's rows in
-    ``dest/r2med-leaderboard__<system>/published/``, the authors' repository's other runs in
-    ``dest/r2med-repository__<system>/published/`` (runs published in other papers, kind
-    ``paper``, are the package's data only: ``results/`` ships those two kinds of folder). Each
-    holds a TaskResult per dataset (every metric the authors report where their repository has the
-    run, else nDCG@10, the one metric the leaderboard shows), written by the mteb adapter as every result is, ``model_meta.json`` and, in
-    ``r2med/pipeline.json``, the system's name, kind and provenance. Generated from the shipped
-    data, so the files are computed, never hand-written."""
-    from . import atomic
-    from .mteb_adapter import model_meta_text, task_result_text
-
-    linked = {r["name"]: r for r in published_runs("leaderboard")}
-    repository = {r["name"]: r for r in published_runs("repository")}
-    written = []
-    for row in published_rows(which="all"):
-        if row.kind not in ("leaderboard", "repository"):
-            continue
-        run = linked.get(row.system) if row.kind == "leaderboard" else repository[row.system]
-        org = PUBLISHED_ORG if row.kind == "leaderboard" else REPOSITORY_ORG
-        folder = RunFolder(folder_path(dest, f"{org}/{slug(row.system)}", "published", None, local=False))
-        for task in R2MED_TASKS:
-            if run is not None:
-                metrics = dict(run["metrics"][task.short_name])
-            elif task.name in row.scores:
-                metrics = {"ndcg_at_10": round(row.scores[task.name] / 100, 6)}
-            else:
-                continue
-            atomic.write_text(folder.task_json(task.name), task_result_text(
-                task.name, published_revision(task.name, row.source), {**metrics, "main_score": metrics["ndcg_at_10"]},
-                evaluation_time=None, phases=[]))
-            written.append(folder.task_json(task.name))
-        reference = "https://r2med.github.io/#leaderboard" if row.kind == "leaderboard" else \
-            f"https://github.com/R2MED/R2MED/tree/{next(reversed(run['files']))}/results"
-        atomic.write_text(folder.model_meta_file, model_meta_text(
-            {"name": f"{org}/{slug(row.system)}", "revision": "published", "reference": reference}, {},
-            registered=False))
-        atomic.write_json(folder.record_file, {
-            "name": row.system, "published": {"kind": row.kind, "rewriter": row.rewriter, "retriever": row.retriever,
-                                              "reranker": row.reranker, "average": row.average,
-                                              "command": row.command, "source": row.source,
-                                              "provenance": row.provenance, "notes": row.notes}})
-        written += [folder.model_meta_file, folder.record_file]
-    return written
-
-
-# docs/reproducing.md's table of every published run sits between these lines (a test checks it
-# equals ``runs_table()``; regenerate with ``python -m r2med_tasks.leaderboard table``).
-TABLE_START = "<!-- published runs: generated by `python -m r2med_tasks.leaderboard table` -->"
-TABLE_END = "<!-- end of published runs -->"
-AS_THE_AUTHORS = "reproduced as the authors ran it (*)"
-
-
-def known_difference(row) -> str:
-    """What is still known to differ between a published row and its command (beyond the notes
-    that apply to every run: Medical-Sciences' hub update, float-level differences)."""
-    if row.kind == "leaderboard" and not row.command:
-        return "no command: an external submission, average only"
-    if any(marker in row.source for marker in AFTER_UPDATE_SOURCES):
-        return ("the ReasonEmbed authors' FlagEmbedding run (*): faiss inner product over fp16 vectors, cosine "
-                "here (float-level ties); their weights' and data's hub revisions unpinned")
-    if row.reranker != "-" and "ReasonRank" in row.reranker:
-        return "ReasonRank's own runs; `llm-rerank` cuts passages by words, not tokens"
-    if row.system == "MedCPT":
-        return ("9.02 matches no known configuration; the command reproduces the repository's 7.87 "
-                "(MedCPT (repository))")
-    if row.system == "MedCPT (repository)":
-        return AS_THE_AUTHORS + " (Article encoder for queries)"
-    if row.reranker != "-":
-        return AS_THE_AUTHORS
-    if row.kind == "leaderboard" and "R2MED/R2MED@" not in " ".join(row.provenance):
-        return "not in the authors' repository: the leaderboard's nDCG@10 only"
-    return "–"
-
-
-def runs_table() -> str:
-    """Every published run (leaderboard rows first, in rank order, then the repository's other
-    runs) with its average, where its figures come from, its command and any known difference."""
-    lines = [TABLE_START, "", "| # | run | kind | avg | figures | command | known difference |",
-             "|---|---|---|---|---|---|---|"]
-    for i, row in enumerate(published_rows(which="all"), 1):
-        commits = [p.split("@")[1].split(":")[0] for p in row.provenance if p.startswith(f"{REPOSITORY}@")]
-        figures = ("repo " + ", ".join(commits)) if commits else "leaderboard"
-        if row.kind == "leaderboard" and commits:
-            figures = "leaderboard; repo " + ", ".join(commits)
-        elif not commits and "r2med.github.io" not in " ".join(row.provenance):  # another paper's figures
-            figures = row.source.removeprefix("published (").removesuffix(")")
-        average = f"{row.average:.2f}" if row.average is not None else ""
-        cells = [str(i), row.system, row.kind, average, figures, row.command or "–", known_difference(row)]
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    return "\n".join([*lines, "", TABLE_END]) + "\n"
-
-
-if __name__ == "__main__":  # regenerates the shipped files: python -m r2med_tasks.leaderboard [results | table]
-    import sys
-
-    if sys.argv[1:] == ["table"]:
-        print(runs_table(), end="")
-    else:  # the mteb results and, shipped with the package, their manifest
-        from . import atomic
-
-        root = Path(sys.argv[1] if len(sys.argv) > 1 else "results")
-        atomic.write_text(MANIFEST, manifest_text(root, write_published(root)))

@@ -37,7 +37,7 @@ class SearchModel:
         stages run as they do in a run."""
         import hashlib
 
-        from .data import Corpus
+        from .taskdata import Corpus
 
         columns = corpus.column_names if hasattr(corpus, "column_names") else []
         ids = [str(i) for i in corpus["id"]]
@@ -53,7 +53,7 @@ class SearchModel:
                hf_subset: str = "default", top_k: int = 100, encode_kwargs: Any = None, top_ranked: Any = None,
                num_proc: int | None = None, **kwargs: Any) -> dict[str, dict[str, float]]:
         """The pipeline's stages, run by the runner's own code (mteb scores the result)."""
-        from .data import Query, TaskData
+        from .taskdata import Query, TaskData
         from .pipelines import Pipeline
         from .runner import Phases, first_stage, rerank_stage
 

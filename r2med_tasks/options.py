@@ -11,8 +11,9 @@ or an ordinary ``class BM25Options(Options)`` (any ``pydantic.BaseModel`` works)
 strings are parsed by the field's type: numbers (never with ``_``, which Python would read as a digit
 separator, ``1_5`` as 15; an integer within a signed 64-bit range; ``-0.0`` is 0.0), ``true/false``
 (``1/0``, ``yes/no``, ``on/off``), comma-separated tuples, ``none``/``null``/empty for optional
-fields. The legacy form, a plain dict of defaults, still works: each type is inferred from its
-default (``legacy_options``).
+fields. Each value is checked as it is parsed (:func:`parse`), then the options are validated whole
+(:func:`validated`), so a rule between options is the model's own ``pydantic.model_validator``; the
+component gets that one instance.
 
 An option whose text is not what identifies it says so with :class:`Identified` in its annotation:
 a file is identified by its content (:func:`file_content`), so a run's identity holds no machine
@@ -24,14 +25,15 @@ name and revision identify it)::
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 
 from .errors import UserError
 
@@ -104,19 +106,6 @@ def options_model(name: str, /, **fields: Any) -> type[BaseModel]:
     return create_model(name, __base__=Options, **fields)
 
 
-def legacy_options(defaults: Mapping[str, Any], name: str = "LegacyOptions") -> type[BaseModel]:
-    """The legacy ``options={key: default}``: each type inferred from its default (tuples and lists
-    of text, ``None`` optional text, anything else taken as given)."""
-    def typed(value: Any) -> Any:
-        if value is None:
-            return str | None
-        if isinstance(value, (list, tuple)):
-            return tuple[str, ...]
-        return type(value) if type(value) in (bool, int, float, str) else Any
-
-    return options_model(name, **{k: (typed(v), tuple(v) if isinstance(v, list) else v) for k, v in defaults.items()})
-
-
 def defaults(model: type[BaseModel]) -> dict[str, Any]:
     """Every option that has a default, and that default."""
     return {k: f.get_default(call_default_factory=True) for k, f in model.model_fields.items() if not f.is_required()}
@@ -161,6 +150,22 @@ def parse(model: type[BaseModel], key: str, raw: str, *, where: str) -> Any:
     except ValidationError as e:
         raise UserError(f"{where}={raw}: {_problem(model, key, e)}") from None
     return _settled(validated, f"{where}={raw}")
+
+
+def validated(model: type[BaseModel], values: Mapping[str, Any], *, component: str, name: str) -> BaseModel:
+    """The options instance a component gets: ``values`` (what :func:`parse` returned) over the
+    defaults, validated whole, so the model's own validators (a rule between options) hold. A
+    refusal is one :class:`UserError` line: ``-o NAME.key=value: ...`` for one option, else
+    ``component: ...`` with the validator's message (which names the options it relates)."""
+    try:
+        return model.model_validate(dict(values))
+    except ValidationError as e:
+        first = e.errors(include_url=False)[0]
+        key = first["loc"][0] if first["loc"] else None
+        if key in model.model_fields:
+            value = values[key] if key in values else defaults(model).get(key)
+            raise UserError(f"-o {name}.{key}={option_text(value)}: {_problem(model, key, e)}") from None
+        raise UserError(f"{component}: {first.get('ctx', {}).get('error', first['msg'])}") from None
 
 
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1  # a signed 64-bit integer: what numpy, torch and C libraries take
@@ -224,10 +229,17 @@ def schema(model: type[BaseModel], *, runtime: tuple[str, ...] = (), model_choic
 # -- internals -------------------------------------------------------------------------------------
 
 def _validate(model: type[BaseModel], key: str, value: Any) -> Any:
-    """One field validated as the model validates it (type, bounds, the model's field validators)."""
-    validated = model.__pydantic_validator__.validate_assignment(model.model_construct(), key, value)
-    instance = validated[0] if isinstance(validated, tuple) else validated
-    return getattr(instance, key)
+    """One option's value checked alone: its type and bounds, as the model declares them. The
+    model's validators, which may relate it to other options, run when the options are
+    validated whole (:func:`validated`)."""
+    return _field_adapter(model, key).validate_python(value)
+
+
+@functools.lru_cache(maxsize=None)
+def _field_adapter(model: type[BaseModel], key: str) -> TypeAdapter:
+    field = model.model_fields[key]
+    annotated = Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation
+    return TypeAdapter(annotated, config=ConfigDict(**model.model_config))  # its settings: Options refuse NaN
 
 
 _PHRASES = {
@@ -241,7 +253,8 @@ _PHRASES = {
 def _problem(model: type[BaseModel], key: str, error: ValidationError) -> str:
     first = error.errors(include_url=False)[0]
     ctx = first.get("ctx") or {}
-    where = "".join(f" item {p + 1}" for p in first["loc"][1:] if isinstance(p, int))
+    loc = first["loc"][1:] if first["loc"][:1] == (key,) else first["loc"]  # whole or alone: the same words
+    where = "".join(f" item {p + 1}" for p in loc if isinstance(p, int))
     if first["type"] in _PHRASES:
         phrase = _PHRASES[first["type"]].format(**{k: _number(v) for k, v in ctx.items()})
     elif first["type"] == "literal_error":

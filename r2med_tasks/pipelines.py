@@ -3,14 +3,13 @@ names and ``-o`` options, and the identity that names its results."""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .components import PROTOCOLS, Composite, DescribesModel, Labelled
-from .context import Context
+from .components import PROTOCOLS, Composite, DescribesModel
+from .context import Context, for_component
 from .errors import PluginError, UserError
 from .options import option_text, writable
 from .registry import Registered, Registry
@@ -26,6 +25,7 @@ class Stage:
     options: dict[str, Any] = field(default_factory=dict)  # user-set options only
     member_options: dict[str, list[str]] = field(default_factory=dict)  # a composite's -o MEMBER.key=value
     member_specs: dict[str, Any] = field(default_factory=dict)  # a composite's member name -> its spec
+    members: list[Stage] = field(default_factory=list)  # a composite's created members, in its option's order
     instance: Any = None
     _meta: dict[str, Any] | None = None
 
@@ -36,6 +36,10 @@ class Stage:
     @property
     def label(self) -> str:
         return f"{self.spec.kind} '{self.spec.name}' (from {self.entry.plugin.name})"
+
+    def context(self, context: Context) -> Context:
+        """What this stage's component gets of ``context``: a composite's context, or the ordinary one."""
+        return for_component(context, composes=self.spec.members_option is not None)
 
     def config(self) -> dict[str, Any]:
         """The component and every option value that can change results (defaults included), each
@@ -81,8 +85,8 @@ class Stage:
         return {"name": meta["name"], "revision": str(meta["revision"])}
 
     def label_in_name(self) -> str:
-        """How the stage appears in a pipeline's name: its label, else its component's name."""
-        return (self.instance.label() if isinstance(self.instance, Labelled) else None) or self.spec.name
+        """How the stage appears in a pipeline's name: its model's display name, else its component's name."""
+        return self.model_meta().get("display_name") or self.spec.name
 
     def model_meta(self) -> dict[str, Any]:
         if self._meta is None:
@@ -313,21 +317,27 @@ def _route_options(stages: dict[str, Stage], option_tokens: list[str], registry:
             owner.member_options.setdefault(prefix, []).append(f"{key}={raw}")
 
 
-def instantiate(pipeline: Pipeline, context: Context) -> None:
-    """Create each selected component (cheap: models load on first use) and check its interface;
-    ``context`` is what a composite creates its members with."""
+def instantiate(pipeline: Pipeline, registry: Registry) -> None:
+    """Create each selected component (cheap: models load on first use) and check its interface; a
+    composite's members are created from ``registry`` first."""
     for stage in pipeline.ordered():
         if stage.instance is None:
-            _create(stage, context)
+            _create(stage, registry)
 
 
-def _create(stage: Stage, context: Context) -> None:
+def _create(stage: Stage, registry: Registry) -> None:
+    """``stage``'s component: its options validated whole, then (a composite) its members created,
+    then the factory called."""
+    options = stage.spec.options_of(stage.options)
+    stage.members = [retriever_stage(registry, name, stage.member_options.get(name, ())) for name in _members(stage)]
     try:
-        stage.instance = stage.spec.create(stage.options, member_options=stage.member_options, context=context)
+        stage.instance = stage.spec.create(options, [m.instance for m in stage.members])
     except UserError:
         raise
     except Exception as e:
-        raise PluginError(f"{stage.label} could not be created: {type(e).__name__}: {e}") from e
+        hint = (" (a factory is called with one argument, the options instance, and a composite's also with its "
+                "members: see docs/plugins.md#specs)" if isinstance(e, TypeError) else "")
+        raise PluginError(f"{stage.label} could not be created: {type(e).__name__}: {e}{hint}") from e
     check_interface(stage.instance, stage.spec.kind, stage.label)
 
 
@@ -335,37 +345,26 @@ METHODS = {"retriever": ("index", "search"), "rewriter": ("rewrite",), "reranker
 
 
 def check_interface(instance: Any, kind: str, label: str) -> None:
-    """The component implements its kind's protocol, every method taking ``context=`` (checked
-    once, here, so a plugin written for an older r2med fails with one line, not mid-run)."""
+    """The component implements its kind's protocol (checked once, here, so a plugin written for an
+    older r2med fails with one line, not mid-run; the arguments its methods take are checked by
+    the calls themselves)."""
     protocol = PROTOCOLS[kind]
     if not isinstance(instance, protocol):
         raise PluginError(f"{label}: its factory returned {type(instance).__name__}, "
                           f"which lacks the {protocol.__name__} methods ({', '.join(METHODS[kind])})")
-    for name in METHODS[kind]:
-        try:
-            params = inspect.signature(getattr(instance, name)).parameters.values()
-        except (TypeError, ValueError):  # a builtin or C method: nothing to check
-            continue
-        if not any(p.name == "context" or p.kind is p.VAR_KEYWORD for p in params):
-            raise PluginError(f"{label}: its {name}() takes no context= argument; every component method "
-                              "receives a Context (see docs/plugins.md)")
 
 
-def retriever_stage(registry: Registry, name: str, tokens: Sequence[str], context: Context,
-                    options: dict[str, Any] | None = None) -> Stage:
-    """A created retriever ``name`` with ``-o``-style ``tokens`` ("k1=1.2") and typed ``options``."""
-    stage = Stage(registry.component(f"retriever:{name}"), dict(options or {}))
+def retriever_stage(registry: Registry, name: str, tokens: Sequence[str]) -> Stage:
+    """A created retriever ``name`` with ``-o``-style ``tokens`` ("k1=1.2")."""
+    stage = Stage(registry.component(f"retriever:{name}"))
     _route_options({"retriever": stage}, [f"{stage.spec.name}.{t}" for t in tokens], registry)
-    _create(stage, context)
+    _create(stage, registry)
     return stage
 
 
 def base_context(registry: Registry, *, cache_dir: Path, log=lambda line: None) -> Context:
     """What every component call of a run gets before the runner adds the task's parts: the cache
-    folder, a line to the user, and LLM clients and retrievers from the registered plugins."""
-
-    def retriever(name: str, *tokens: str, **options: Any):
-        return retriever_stage(registry, name, tokens, context, options).instance
-
-    context = Context(cache_dir=cache_dir, log=log, chat_clients=registry.llm, retriever=retriever)
-    return context
+    folder, a line to the user, and LLM clients and retrievers (to search with) from the registered
+    plugins."""
+    return Context(cache_dir=cache_dir, log=log, chat_clients=registry.llm,
+                   retrievers=lambda name, *tokens: retriever_stage(registry, name, tokens).instance)

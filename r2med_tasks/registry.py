@@ -13,7 +13,7 @@ import difflib
 from dataclasses import dataclass, field
 
 from .components import SPEC_TYPES, ComponentSpec, LLMSpec
-from .errors import UserError
+from .errors import PluginError, UserError
 from .plugins import PluginInfo, Plugins
 from .tasks import GROUPS, TaskSpec, normalize
 
@@ -70,7 +70,7 @@ class Registry:
 
     def llm(self, spec: str, **sampling) -> object:
         """A client for ``-o llm=PREFIX:MODEL`` (or ``BASE_URL#MODEL``) from the registered backends."""
-        from .llm import show_url  # a URL spec may hold a password or key
+        from .llm import LLMClient, show_url  # a URL spec may hold a password or key
 
         prefix = spec.split(":", 1)[0].strip().lower() if ":" in spec else ""
         backends = self.names("llm")
@@ -80,7 +80,13 @@ class Registry:
             known = ", ".join(sorted(e.spec.name for e in self.entries["llm"])) or "none"
             raise UserError(f"-o llm={show_url(spec)}: no LLM backend '{prefix or show_url(spec)}'; write PREFIX:MODEL with a prefix "
                             f"among {known}, or BASE_URL#MODEL (see `r2med list llms`)")
-        return backends[normalize(prefix)].spec.create(spec, **sampling)
+        entry = backends[normalize(prefix)]
+        client = entry.spec.create(spec, **sampling)
+        if not isinstance(client, LLMClient):
+            raise PluginError(f"llm '{entry.spec.name}' (from {entry.plugin.name}): its factory returned "
+                              f"{type(client).__name__}, which lacks an LLM client's model, params and "
+                              "generate(requests, on_result=, usage=) (r2med_tasks.llm.LLMClient)")
+        return client
 
     def tasks(self, tokens: list[str]) -> list[TaskSpec]:
         """Resolve task names, aliases, group names or ``r2med`` (all eight) to task specs."""

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .errors import UserError
+from .runs import DEFAULT_TOP_K
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from .tasks import TaskSpec
 
 DEFAULT_OUTPUT = Path("results")
-DEFAULT_TOP_K = 100
 
 class PathOption(click.Path):
     """A path option's value: never empty (``--output ""`` would write into the current folder)."""
@@ -224,9 +224,8 @@ def prepare(request: RunRequest, *, pipeline: Pipeline | None = None, registry: 
     check_output_folder(request.output, create=False)
     cache_dir = request.cache_dir or default_cache_dir()
     check_output_folder(cache_dir, create=False, option="--cache-dir")
-    context = base_context(registry, cache_dir=cache_dir, log=log)
-    instantiate(pipeline, context)
-    return Prepared(request, registry, pipeline, tasks, context)
+    instantiate(pipeline, registry)
+    return Prepared(request, registry, pipeline, tasks, base_context(registry, cache_dir=cache_dir, log=log))
 
 
 def execute(request: RunRequest, *, console: Console, log: Callable[[str], None] = lambda line: None,
@@ -234,17 +233,17 @@ def execute(request: RunRequest, *, console: Console, log: Callable[[str], None]
     """Run a request: evaluate its pipeline on its tasks, reusing every task whose stored identity
     matches, and write the results; ``console`` shows progress and warnings, ``log`` gets the
     components' lines."""
-    from .components import Summarizes
+    from .components import ReportsUsage
     from .layout import check_output_folder
+    from .llm.usage import Usage
     from .runner import run_pipeline
 
     ready = prepare(request, pipeline=pipeline, registry=registry, log=log)
     check_output_folder(request.output, create=True)
     outcome = run_pipeline(ready.pipeline, ready.tasks, output=request.output, data_dir=request.data_dir,
-                           overwrite=request.overwrite, context=ready.context, console=console,
-                           registry=ready.registry)
-    outcome.summaries = [line for stage in ready.pipeline.ordered()
-                         if isinstance(stage.instance, Summarizes) and (line := stage.instance.summary())]
+                           overwrite=request.overwrite, context=ready.context, console=console)
+    usages = [stage.instance.usage for stage in ready.pipeline.ordered() if isinstance(stage.instance, ReportsUsage)]
+    outcome.summaries = [usage.describe(usage.model) for usage in usages if isinstance(usage, Usage)]  # LLM calls' cost
     words, _ = ready.pipeline.command()
     if words is not None:
         outcome.command = command_line(words, tasks=[t.short_name for t in ready.tasks] if request.tasks else None,

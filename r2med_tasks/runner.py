@@ -22,15 +22,15 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from .combine import default_query
-from .components import KEEP_TAIL, RerankDepth, ReportsUsage, combines_generated
-from .context import Context
-from .data import Query, TaskData, hash_ahead
+from .components import RerankDepth, ReportsUsage, combines_generated
+from .context import CompositeContext, Context
+from .datafiles import hash_ahead
+from .taskdata import Query, TaskData
 from .errors import FILE_PROBLEMS, PluginError, UserError
 from .evaluation import check_run, score
 from .llm import RetryLine, Usage
 from .outcomes import RunOutcome, TaskOutcome, average_ci
-from .pipelines import Pipeline, Stage, retriever_stage, without_secrets
-from .registry import Registry
+from .pipelines import Pipeline, Stage, without_secrets
 from .results import ResultFolder, Status, locked
 from .runs import rank
 from .tasks import TaskSpec
@@ -162,7 +162,9 @@ def calling(stage: Stage, task: TaskSpec, what: str, context: Context):
         raise PluginError(f"{stage.label} failed while {what} {task.name}: {type(e).__name__}: {e} "
                           "(rerun with --debug for the traceback)") from e
     except Exception as e:
-        raise PluginError(f"{stage.label} failed while {what} {task.name}: {type(e).__name__}: {e} "
+        hint = (" (its methods take the arguments of docs/plugins.md#component-interfaces, task= and context= "
+                "among them)" if isinstance(e, TypeError) and "unexpected keyword argument" in str(e) else "")
+        raise PluginError(f"{stage.label} failed while {what} {task.name}: {type(e).__name__}: {e}{hint} "
                           "(rerun with --debug for the traceback)") from e
     finally:
         if isinstance(context.progress, SubProgress):
@@ -227,12 +229,11 @@ def _claimed(folders: Folders, pipeline: Pipeline, output: Path,
 
 
 def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: Path | None,
-                 overwrite: bool, context: Context, console: Console, registry: Registry | None = None) -> RunOutcome:
+                 overwrite: bool, context: Context, console: Console) -> RunOutcome:
     """Evaluate ``pipeline`` on ``tasks``; ``context`` is what every component call gets (the runner
-    adds the task's corpus, folder, progress bars and saved runs, whose retrievers come from
-    ``registry``). Tasks on local data and tasks on the hub's data go to folders of their own."""
-    run = _Run(pipeline, tasks, output=output, data_dir=data_dir, overwrite=overwrite, console=console,
-               registry=registry)
+    adds the task's corpus, progress bars and kept rows, and a composite's services: its members'
+    saved runs). Tasks on local data and tasks on the hub's data go to folders of their own."""
+    run = _Run(pipeline, tasks, output=output, data_dir=data_dir, overwrite=overwrite, console=console)
     local = run.local_folders()  # a task missing from --data-dir stops the run before any folder is made
     folders: Folders = {}
     for task in tasks:
@@ -267,10 +268,10 @@ class _Run:
     """One ``run_pipeline`` call: its tasks, and the saved runs its components ask for."""
 
     def __init__(self, pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: Path | None,
-                 overwrite: bool, console: Console, registry: Registry | None) -> None:
+                 overwrite: bool, console: Console) -> None:
         self.pipeline, self.tasks, self.output, self.data_dir = pipeline, tasks, output, data_dir
-        self.overwrite, self.console, self.registry = overwrite, console, registry
-        self.subpipelines: dict[tuple, Pipeline] = {}
+        self.overwrite, self.console = overwrite, console
+        self.subpipelines: dict[int, Pipeline] = {}  # id of a composite's member -> its saved runs' pipeline
         self.fresh: set[tuple[Path, str]] = set()  # saved runs computed in this run (reused under --overwrite)
 
     def waiting(self, message: str) -> None:
@@ -284,8 +285,7 @@ class _Run:
         with Progress(*columns, console=self.console, transient=True, disable=not self.console.is_terminal) \
                 as progress:
             bar = progress.add_task("", total=len(self.tasks))
-            context = context.with_(progress=SubProgress(progress), tasks=tuple(self.tasks),
-                                    retries=retry_row(progress))
+            context = context.with_(progress=SubProgress(progress), retries=retry_row(progress))
             hash_ahead(local)
             for task in self.tasks:
                 folder, first_folder = folders[self.is_local(task)]
@@ -365,13 +365,13 @@ class _Run:
                         first_cost=first_cost)
         return ndcg, n, data_id["official"]
 
-    def task_context(self, context: Context, current: _Current, phase: Phases, step) -> Context:
-        """The context of one task's component calls: its corpus and folder, and saved runs."""
+    def task_context(self, context: Context, current: _Current, phase: Phases, step) -> CompositeContext:
+        """The context of one task's component calls: its corpus and kept rows, and for composites
+        the run's tasks, their members' saved runs and held-out scoring (each component gets what
+        its kind may see: ``for_component``)."""
 
-        def saved_run(retriever: str, options: Sequence[str] = (), *, task: TaskSpec | None = None,
-                      queries: Sequence[Query] | None = None):
-            return self.saved_run(retriever, tuple(options), task or current.task, queries, current, context,
-                                  phase, step)
+        def saved_run(member, *, task: TaskSpec | None = None, queries: Sequence[Query] | None = None):
+            return self.saved_run(member, task or current.task, queries, current, context, phase, step)
 
         def tuning_judgments(task: TaskSpec, query_ids) -> dict[str, dict[str, int]]:
             qrels = current.data.qrels if task.name == current.task.name else \
@@ -388,15 +388,15 @@ class _Run:
                 raise PluginError(f"context.keep({name!r}): a name of lower-case letters, digits, - and _")
             current.kept[name] = [dict(row) for row in rows]
 
-        return context.with_(corpus=current.data.corpus, data_folder=current.data.folder, saved_run=saved_run,
-                             tuning_judgments=tuning_judgments, hold_out=hold_out, keep=keep)
+        return context.with_(corpus=current.data.corpus, keep=keep).composed(
+            tasks=tuple(self.tasks), saved_run=saved_run, tuning_judgments=tuning_judgments, hold_out=hold_out)
 
-    def saved_run(self, retriever: str, options: tuple[str, ...], task: TaskSpec, queries, current: _Current,
-                  context: Context, phase: Phases, step):
-        """The run of this run's rewriter + ``retriever`` on ``task``: from its own results folder
-        when its identity matches, else computed (with ``queries`` when given: already rewritten)
-        and saved there."""
-        sub = self.subpipeline(retriever, options, context)
+    def saved_run(self, member: Any, task: TaskSpec, queries, current: _Current, context: Context, phase: Phases,
+                  step):
+        """The run of this run's rewriter + ``member`` (a retriever the harness created for a
+        composite) on ``task``: from its own results folder when its identity matches, else computed
+        (with ``queries`` when given: already rewritten) and saved there."""
+        sub = self.subpipeline(member)
         folder = ResultFolder(self.output, sub.spec(), local=self.is_local(task))
         here = task.name == current.task.name
         data_id = current.data_id if here else task.data_identity(self.data_dir, only_task=self.only_task)
@@ -411,7 +411,7 @@ class _Run:
                                                            cache_dir=context.cache_dir)
                 if not here:
                     data_id = task.data_identity(self.data_dir, only_task=self.only_task, revision=data.revision)
-                    context = context.with_(corpus=data.corpus, data_folder=data.folder)
+                    context = context.with_(corpus=data.corpus)
                 if queries is None:
                     ranked = first_stage(sub, task, data, phase, step, context)
                 else:
@@ -424,17 +424,19 @@ class _Run:
             finally:
                 folder.prune()
 
-    def subpipeline(self, retriever: str, options: tuple[str, ...], context: Context) -> Pipeline:
-        """This run's rewriter (the same instance) + another retriever, created once per run."""
-        key = (retriever, options)
-        if key not in self.subpipelines:
-            if self.registry is None:
-                raise PluginError(f"saved run of '{retriever}': run_pipeline was given no registry")
-            stages = {"retriever": retriever_stage(self.registry, retriever, options, context)}
+    def subpipeline(self, member: Any) -> Pipeline:
+        """This run's rewriter (the same instance) + a composite's member (its stage, as the harness
+        created it), once per run."""
+        if id(member) not in self.subpipelines:
+            found = [m for stage in self.pipeline.ordered() for m in stage.members if m.instance is member]
+            if not found:
+                raise PluginError(f"context.saved_run({type(member).__name__} object): not a member the harness "
+                                  "created for a composite (saved_run takes one of the retrievers its factory got)")
+            stages = {"retriever": found[0]}
             if "rewriter" in self.pipeline.stages:
                 stages = {"rewriter": self.pipeline.stages["rewriter"], **stages}
-            self.subpipelines[key] = Pipeline(stages, self.pipeline.top_k)
-        return self.subpipelines[key]
+            self.subpipelines[id(member)] = Pipeline(stages, self.pipeline.top_k)
+        return self.subpipelines[id(member)]
 
 
 def _reusable(folder: ResultFolder, task: TaskSpec, data_id: dict) -> bool:
@@ -461,7 +463,7 @@ def _without(data: TaskData, held_out: set[str]) -> TaskData:
     """The task without the held-out queries."""
     qrels = {q: r for q, r in data.qrels.items() if q not in held_out}
     return TaskData(data.corpus, [q for q in data.queries if q.id in qrels], qrels, data.revision, data.source,
-                    data.warnings, data.folder)
+                    data.warnings)
 
 
 def first_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, phase: Phases, step, context: Context):
@@ -480,7 +482,7 @@ def first_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, phase: Phase
     step(f"rewriting queries ({stage.spec.name}) while indexing {len(data.corpus):,} documents "
          f"({pipeline.retriever.spec.name})")
     with phase("Rewriting queries", stage.instance), calling(stage, task, "rewriting queries of", context):
-        queries = stage.instance.rewrite(data.queries, task=task, context=context)
+        queries = stage.instance.rewrite(data.queries, task=task, context=stage.context(context))
     if sorted(q.id for q in queries) != sorted(q.id for q in data.queries):
         raise PluginError(f"{stage.label} must return one rewritten query per input query")
     if not indexing.done():
@@ -517,7 +519,7 @@ def index_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, phase: Phase
     """The retriever indexes (encodes) the task's corpus."""
     retriever = pipeline.retriever
     with phase("Encoding corpus", retriever.instance), calling(retriever, task, "indexing", context):
-        retriever.instance.index(data.corpus, task=task, context=context)
+        retriever.instance.index(data.corpus, task=task, context=retriever.context(context))
 
 
 def search_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, queries: list[Query], phase: Phases, step,
@@ -528,7 +530,8 @@ def search_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, queries: li
         queries = [Query(q.id, default_query(q)) if q.generated else q for q in queries]
     step(f"searching {len(queries)} queries")
     with phase("Encoding queries", retriever.instance), calling(retriever, task, "searching", context):
-        run = retriever.instance.search(queries, task=task, top_k=pipeline.top_k, context=context)
+        run = retriever.instance.search(queries, task=task, top_k=pipeline.top_k,
+                                        context=retriever.context(context))
     check_run(run, data.qrels, set(data.corpus.ids), component=retriever.label)
     return rank(run, pipeline.top_k)
 
@@ -539,11 +542,12 @@ def rerank_stage(stage: Stage, task: TaskSpec, data: TaskData, ranked, phase: Ph
     only they are scored, as published, unless ``-o keep_tail=true`` keeps the rest below them in
     their first-stage order."""
     k = (stage.instance.rerank_k if isinstance(stage.instance, RerankDepth) else None) or depth
-    keep_tail = bool({**stage.spec.defaults, **stage.options}.get(KEEP_TAIL, False))
+    keep_tail = {**stage.spec.defaults, **stage.options}["keep_tail"]  # the stage's option, not the reranker's
     step(f"reranking the top {k} ({stage.spec.name})")
     candidates = {qid: dict(list(docs.items())[:k]) for qid, docs in ranked.items()}
     with phase("Reranking", stage.instance), calling(stage, task, "reranking", context):
-        reranked = stage.instance.rerank(data.queries, data.corpus, candidates, task=task, context=context)
+        reranked = stage.instance.rerank(data.queries, data.corpus, candidates, task=task,
+                                         context=stage.context(context))
     check_run(reranked, data.qrels, set(data.corpus.ids), component=stage.label)
     out = {}
     for qid, docs in ranked.items():

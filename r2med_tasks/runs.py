@@ -18,6 +18,8 @@ from pathlib import Path
 
 from . import atomic
 
+DEFAULT_TOP_K = 100  # documents a run keeps per query unless told (r2med-run --top-k, r2med fuse --top-k)
+
 Run = dict[str, dict[str, float]]
 
 

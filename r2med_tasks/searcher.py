@@ -77,7 +77,7 @@ class Searcher:
 
     def _run(self, batch: list[_Search]) -> None:
         """One call to the retriever for every text of ``batch``; each search gets its own hits."""
-        from .data import Query
+        from .taskdata import Query
 
         try:
             if not self._indexed:

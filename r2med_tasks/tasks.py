@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .data import FILES, TaskData, load_hub, load_local, local_revision
+from .datafiles import FILES
+from .loading import load_hub, load_local, local_revision
+from .taskdata import TaskData
 from .errors import UserError
 
 if TYPE_CHECKING:
@@ -177,6 +179,8 @@ R2MED_TASKS: tuple[TaskSpec, ...] = (
 
 # mteb name -> the hub revision mteb pins; results on another revision are not on the official data.
 PINNED_REVISIONS = {t.name: t.revision for t in R2MED_TASKS}
+# mteb name -> the short name tables, commands and charts show ("R2MEDBiologyRetrieval" -> "Biology").
+SHORT_NAMES = {t.name: t.short_name for t in R2MED_TASKS}
 
 SAMPLE_TASK = TaskSpec(
     name="R2MEDSampleRetrieval",

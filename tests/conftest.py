@@ -29,10 +29,126 @@ sys.path.insert(0, str(TESTS / "plugins_for_tests"))
 RAY_MODULE = "tests/test_ray.py"
 
 
+# -- Markers (registered in pyproject.toml, --strict-markers). `pytest -q` runs every test;
+# `pytest -m "not slow"` is the fast loop (README, "Developing"). ---------------------------------
+
+# ``model``, ``browser`` and ``ray`` follow from the fixtures a test uses (directly or through
+# another fixture); the few tests that load torch or transformers without one carry
+# @pytest.mark.model themselves.
+MARKING_FIXTURES = {
+    "model": {"model_path", "small_model_path", "cross_encoder_path",  # MiniLM's weights, torch
+              "tokenizer_dir"},  # MiniLM's tokenizer files, loaded by transformers in completions mode
+    "browser": {"browser"},  # headless Chromium (test_leaderboard_page.py)
+    "ray": {"ray_instance"},  # a local Ray (test_ray.py)
+}
+
+# ``slow``: what the fast loop leaves out, chosen by measuring (`pytest --durations=0`, and each
+# test's CPU seconds): the Ray module, and elsewhere the long tail of single tests, each the slowest
+# way to reach a module that faster tests reach too. About 45 of 1,750 tests and 40% of the suite's
+# CPU time: the fast loop takes about 50 s where the suite takes 90 s (two workers, two cores).
+# Keys are test files; a name covers every parameter of its test, ``name[id]`` one of them. Add a
+# test here when it takes more than about a second of CPU and a faster test covers its module.
+SLOW_TESTS: dict[str, dict[str, str]] = {
+    "test_ray.py": {  # one local Ray and reference runs with a model, for the whole module
+        "test_ray_actors_store_the_single_process_embeddings": "Ray actors, Ray's start",
+        "test_ray_sweep_survives_a_lost_worker_and_reruns_nothing": "Ray tasks",
+        "test_local_sweep_gives_the_runs_made_one_by_one": "needs the module's reference runs",
+        "test_pool_sweep_survives_a_lost_worker_and_reruns_nothing": "needs the module's reference runs",
+    },
+    "test_hostile_runs.py": {
+        "test_a_second_ctrl_c_quits_at_once_with_one_line[dense encoding]": "[bm25 indexing] stays",
+        "test_a_terminal_that_cannot_show_every_character_gets_replacements[latin-1]": "[ascii] stays",
+        "test_swapped_weights_are_another_model": "two dense runs",
+        "test_encodings_at_other_thread_counts_agree_within_the_documented_tolerance": "three encodings",
+        "test_a_full_standard_output_is_not_blamed_on_the_output_folder": "a subprocess run",
+        "test_the_file_size_limit_names_the_file": "a subprocess run",
+    },
+    "test_api.py": {
+        "test_a_sentence_transformer_object_scores_exactly_as_the_cli": "full MiniLM, twice",
+        "test_mteb_evaluate_runs_an_r2med_retriever": "mteb.evaluate",
+        "test_evaluate_a_component_by_name_writes_and_resumes_as_the_cli": "three runs",
+    },
+    "test_run.py": {"test_st_on_data_dir_writes_mteb_results": "full MiniLM on three tasks"},
+    "test_identity.py": {
+        "test_mteb_and_r2med_results_of_one_model_and_revision_are_one_row": "mteb.evaluate with a model",
+        "test_escaping_revision_writes_nothing_outside_output": "a dense run",
+        "test_concurrent_runs_on_different_data_each_print_their_own_scores": "subprocess runs",
+        "test_option_variants_are_experiments_and_rows_of_their_own": "four runs",
+    },
+    "test_plugins.py": {  # pip installs the example packages
+        "test_installed_plugin_is_listed_and_broken_one_reported": "pip install",
+        "test_installed_plugin_runs_beside_a_broken_one": "pip install",
+        "test_load_plugins_env_restricts_third_party": "pip install",
+    },
+    "test_rerank.py": {
+        "test_pair_scores_survive_a_failed_run_and_serve_reruns": "four reranking runs",
+        "test_first_stage_is_reused_from_disk": "test_cross_encoder_reorders_only_the_top_k stays",
+    },
+    "test_gar.py": {
+        "test_ctrl_c_keeps_the_answers_in_flight[True]": "[False] stays",
+        "test_published_generations_with_a_dense_retriever": "dense runs; test_published_generations_with_bm25 stays",
+    },
+    "test_leaderboard.py": {"test_shipped_published_results_are_generated_and_load_in_mteb": "mteb loads every result"},
+    "test_tasks.py": {
+        "test_tasks_match_mteb_registry": "mteb's task registry",
+        "test_mteb_task_adapter_matches_harness": "mteb.evaluate with a model",
+    },
+    "test_authors_models.py": {"test_rankllama_feeds_the_pairs_the_authors_fed": "tokenizes 1,024-token pairs"},
+    "test_run_file.py": {
+        "test_a_run_file_feeds_a_reranker_as_its_retriever_would": "test_rerank's reranking runs stay",
+    },
+    "test_bm25_fast.py": {
+        "test_every_distinct_token_of_the_synthetic_and_sample_corpora": "25,000 tokens, both analyzers",
+    },
+    "test_untrusted_results.py": {  # each case is an `r2med leaderboard` subprocess; a case of each kind stays
+        "test_the_leaderboard_degrades_on_a_terminal_that_cannot_show_every_character[latin-1]": "[ascii] stays",
+        **{f"test_a_hostile_folder_is_one_warning_and_the_board_is_still_right[{case}]": f"[{stays}] stays"
+           for case, stays in [("main_score a string", "main_score NaN"), ("main_score true", "main_score missing"),
+                               ("symlink to /dev/zero", "model_meta.json a symlink to /dev/zero"),
+                               ("FIFO named like a result", "record a FIFO"),
+                               ("invented system claiming to be published", "forged published row with 99.00s")]},
+    },
+    "test_dense.py": {
+        "test_changed_local_weights_never_reuse_cached_embeddings": "three dense runs",
+        "test_published_retriever_runs_on_local_weights": "a dense run",
+        "test_damaged_query_embeddings_are_encoded_again": "two dense runs; the warm-run test stays",
+    },
+    "test_published.py": {"test_shipped_mteb_results_regenerate_and_load": "mteb loads every result"},
+    "test_search_r1.py": {"test_end_to_end_with_a_dense_retriever": "test_end_to_end_with_bm25 stays"},
+    "test_packaging.py": {"test_package_data_ships_in_the_wheel": "builds the wheel"},
+}
+
+
+def _marks_of(item) -> list[str]:
+    fixtures = set(getattr(item, "fixturenames", ()))
+    marks = [mark for mark, names in MARKING_FIXTURES.items() if fixtures & names]
+    slow = SLOW_TESTS.get(item.path.name, {})
+    if item.name in slow or getattr(item, "originalname", item.name) in slow:
+        marks.append("slow")
+    return marks
+
+
+def _check_slow_tests(items) -> None:
+    """A SLOW_TESTS entry must name a test of its module: a renamed test would leave the list
+    silently, and the fast loop would slow down without anyone noticing."""
+    modules = {item.path.name: item.module for item in items if getattr(item, "module", None) is not None}
+    for file, tests in SLOW_TESTS.items():
+        missing = [name for name in tests if file in modules and not hasattr(modules[file], name.split("[")[0])]
+        if missing:
+            raise pytest.UsageError(f"tests/conftest.py SLOW_TESTS names {', '.join(missing)}, which {file} no "
+                                    "longer has; update the entry to the test's new name (or remove it)")
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by the markers added here
 def pytest_collection_modifyitems(items):
-    """The Ray module first: it runs as one unit on one worker (see pytest_xdist_make_scheduler)
-    and is the suite's longest stretch; started first, the other worker runs everything else beside
-    it, where started last (in file order) it would leave that worker idle at the end."""
+    """Markers from fixtures and SLOW_TESTS; then the Ray module first: it runs as one unit on one
+    worker (see pytest_xdist_make_scheduler) and is the suite's longest stretch; started first, the
+    other worker runs everything else beside it, where started last (in file order) it would leave
+    that worker idle at the end."""
+    _check_slow_tests(items)
+    for item in items:
+        for mark in _marks_of(item):
+            item.add_marker(mark)
     items.sort(key=lambda item: item.nodeid.split("::")[0] != RAY_MODULE)  # stable: file order otherwise
 
 
@@ -172,6 +288,8 @@ def write_jsonl(path: Path, rows) -> Path:
 
 
 def read_jsonl(path: Path) -> list[dict]:
+    """Plain JSON lines (the sample's files, trajectories, caches), read without the package: the
+    tests' inputs and references must not depend on the task-file reader they test."""
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
@@ -193,18 +311,21 @@ def make_data_dir(root: Path) -> Path:
 
 
 def qrels_of(folder: Path) -> dict[str, dict[str, int]]:
+    """A task folder's judgments for pytrec_eval, read without the package (an independent
+    reference: the scores it checks come from the package's own reading of the qrels)."""
     qrels: dict[str, dict[str, int]] = {}
     for row in read_jsonl(folder / "qrels.jsonl"):
         qrels.setdefault(str(row["q_id"]), {})[str(row["p_id"])] = int(row["score"])
     return qrels
 
 
-def read_trec(path: Path) -> dict[str, list[tuple[str, float]]]:
-    run: dict[str, list[tuple[str, float]]] = {}
-    for line in path.read_text().splitlines():
-        qid, _, doc_id, _rank, score, _tag = line.split()
-        run.setdefault(qid, []).append((doc_id, float(score)))
-    return run
+def read_ranking(path: Path) -> dict[str, list[tuple[str, float]]]:
+    """A TREC run file as the package reads it (``r2med_tasks.runs.read_trec``), each query's
+    documents as a list of ``(document id, score)`` best first, so that ``==`` compares the order
+    too (two runs as dicts compare equal whatever their order)."""
+    from r2med_tasks.runs import read_trec
+
+    return {qid: list(docs.items()) for qid, docs in read_trec(path).items()}
 
 
 def r2med_command(*args, env=None, **kwargs) -> subprocess.CompletedProcess:
@@ -261,7 +382,7 @@ def chat_server(monkeypatch):
 
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.setattr("r2med_tasks.llm.DEFAULT_RETRY", RetryPolicy(backoff=0.001, backoff_max=0.004,
+    monkeypatch.setattr("r2med_tasks.llm.endpoint.DEFAULT_RETRY", RetryPolicy(backoff=0.001, backoff_max=0.004,
                                                                       retry_after_max=0.01))
     with ChatServer() as srv:
         yield srv

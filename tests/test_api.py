@@ -123,7 +123,7 @@ def test_a_retriever_without_combination_gets_the_generated_documents_by_the_def
     class Plugin:
         @hookimpl
         def register_retrievers(self, register):
-            register(RetrieverSpec(name="recorder", factory=lambda: recorder))
+            register(RetrieverSpec(name="recorder", factory=lambda options: recorder))
 
     register(Plugin(), "recorder-plugin")
     data = published_dir(tmp_path, "hyde", "qwen-7b")
@@ -137,6 +137,7 @@ def test_a_retriever_without_combination_gets_the_generated_documents_by_the_def
     assert recorder.seen == {q["id"]: q["text"] * 2 + " " + hy_doc(q) for q in QUERIES}
 
 
+@pytest.mark.model  # mteb's evaluation loads torch and sentence-transformers
 def test_mteb_evaluate_runs_an_r2med_retriever(plugins, tmp_path):
     import mteb
 

@@ -34,12 +34,9 @@ def option_defaults(plugins, token: str) -> dict:
     return {name: field.default for name, field in spec.options.model_fields.items()}
 
 
-def factory_defaults(plugins, token: str, factory) -> dict:
-    """The option defaults a component's factory takes (options the harness handles itself left out)."""
-    import inspect
-
-    accepted = inspect.signature(factory).parameters
-    return {k: v for k, v in option_defaults(plugins, token).items() if k in accepted}
+def options_of(plugins, token: str, **values):
+    """The options instance a component's factory gets: its defaults, ``values`` over them."""
+    return build_registry(plugins).component(token).spec.options_of(values)
 
 
 # -- item 3: RankLLaMA at 1024 tokens -----------------------------------------------------------------
@@ -75,7 +72,6 @@ def test_rankllama_feeds_the_pairs_the_authors_fed(plugins, model_path):
 
     from r2med_plugins.rerank.rankllama import RankLlamaReranker
 
-    defaults = option_defaults(plugins, "reranker:rankllama")
     tokenizer = AutoTokenizer.from_pretrained(str(model_path))
     seen = []
 
@@ -84,9 +80,7 @@ def test_rankllama_feeds_the_pairs_the_authors_fed(plugins, model_path):
             seen.extend(ids[mask.bool()].tolist() for ids, mask in zip(input_ids, attention_mask))
             return type("Out", (), {"logits": input_ids.sum(dim=1, keepdim=True).float()})()
 
-    reranker = RankLlamaReranker(adapter="castorini/rankllama-v1-7b-lora-passage", base="meta-llama/Llama-2-7b-hf",
-                                 rerank_k=10, max_length=defaults["max_length"], batch_size=8, device="cpu",
-                                 dtype=defaults["dtype"], cache=False)
+    reranker = RankLlamaReranker(options_of(plugins, "reranker:rankllama", batch_size=8, device="cpu", cache=False))
     reranker._replicas = [(tokenizer, Model(), "cpu")]
     long_doc = " ".join(f"glucose{i} insulin" for i in range(700))  # well over 1024 tokens
     pairs = [("What lowers glucose?", long_doc), ("IL-6?", TEXTS[1]), ("q", TEXTS[2])]
@@ -107,6 +101,7 @@ def test_the_authors_loaded_cross_encoders_without_a_dtype():
     assert dtypes == ["", "torch.float16"]  # bge/mono: no dtype (fp32); llama: fp16
 
 
+@pytest.mark.model  # torch
 @pytest.mark.parametrize("name", ["bge-reranker", "monobert"])
 def test_cross_encoders_load_in_fp32_on_gpu_by_default(plugins, monkeypatch, name):
     import torch
@@ -116,12 +111,11 @@ def test_cross_encoders_load_in_fp32_on_gpu_by_default(plugins, monkeypatch, nam
     loads = []
     monkeypatch.setattr(cross_encoder, "parse_devices", lambda device: ["cuda:0"])
     monkeypatch.setattr("sentence_transformers.CrossEncoder", lambda *a, **kw: loads.append(kw) or object())
-    defaults = factory_defaults(plugins, f"reranker:{name}", make_cross_encoder)
-    reranker = make_cross_encoder(name, **defaults)
+    reranker = make_cross_encoder(name, options_of(plugins, f"reranker:{name}"))
     reranker._load()
     assert [kw["model_kwargs"]["dtype"] for kw in loads] == [torch.float32]
     assert reranker.identity()["dtype"] == "torch.float32"
-    half = make_cross_encoder(name, **{**defaults, "dtype": "fp16"})  # the option still gives fp16
+    half = make_cross_encoder(name, options_of(plugins, f"reranker:{name}", dtype="fp16"))  # the option gives fp16
     assert half.identity()["dtype"] == "torch.float16"
 
 
@@ -140,16 +134,15 @@ def test_the_authors_encoded_medcpt_queries_with_the_article_encoder():
 def test_medcpt_default_encodes_queries_with_the_article_encoder(plugins):
     from r2med_plugins.dense import published_retriever
 
-    defaults = factory_defaults(plugins, "retriever:medcpt", published_retriever)
-    assert defaults["article_queries"] is True
-    retriever = published_retriever("medcpt", **{**defaults, "device": "cpu"})
+    assert options_of(plugins, "retriever:medcpt").article_queries is True
+    retriever = published_retriever("medcpt", options_of(plugins, "retriever:medcpt", device="cpu"))
     encoder = retriever.model.encoder()
     assert encoder.query_model == encoder.doc_model == "ncbi/MedCPT-Article-Encoder"
-    chosen = published_retriever("medcpt", **{**defaults, "device": "cpu", "model": "org/queries",
-                                              "doc_model": "org/articles"})
+    chosen = published_retriever("medcpt", options_of(plugins, "retriever:medcpt", device="cpu", model="org/queries",
+                                                      doc_model="org/articles"))
     chosen_encoder = chosen.model.encoder()
     assert chosen_encoder.query_model == "org/articles"  # the document encoder, whatever its weights
-    own = published_retriever("medcpt", **{**defaults, "device": "cpu", "article_queries": False})
+    own = published_retriever("medcpt", options_of(plugins, "retriever:medcpt", device="cpu", article_queries=False))
     own_encoder = own.model.encoder()
     assert (own_encoder.query_model, own_encoder.doc_model) == ("ncbi/MedCPT-Query-Encoder",
                                                                 "ncbi/MedCPT-Article-Encoder")

@@ -28,15 +28,16 @@ def assert_user_error(code, err, *fragments):
         assert fragment in err, err
 
 
-def register_retriever(register, name, factory):
-    """Register ``factory`` as the retriever ``name`` of a plugin "<name>-plugin"."""
+def register_retriever(register, name, make):
+    """Register the retriever ``name`` of a plugin "<name>-plugin", which ``make()`` builds (it has no
+    options: its factory ignores the empty options instance)."""
     from r2med_tasks.components import RetrieverSpec
     from r2med_tasks.hookspecs import hookimpl
 
     class Plugin:
         @hookimpl
         def register_retrievers(self, register):
-            register(RetrieverSpec(name=name, factory=factory))
+            register(RetrieverSpec(name=name, factory=lambda options: make()))
 
     register(Plugin(), f"{name}-plugin")
 
@@ -128,7 +129,7 @@ def test_answers_never_reach_components(register, run_cli, tmp_path):
     class SpyPlugin:
         @hookimpl
         def register_retrievers(self, register):
-            register(RetrieverSpec(name="spy", factory=Spy))
+            register(RetrieverSpec(name="spy", factory=lambda options: Spy()))
 
     register(SpyPlugin())
     code, _, err = run_cli("run", "--plugin", "spy", "--tasks", "sample", "--output", tmp_path / "out")
@@ -159,7 +160,7 @@ def test_plugin_bad_output(register, run_cli, tmp_path, bad, message):
     class BadPlugin:
         @hookimpl
         def register_retrievers(self, register):
-            register(RetrieverSpec(name="bad", factory=Bad))
+            register(RetrieverSpec(name="bad", factory=lambda options: Bad()))
 
     register(BadPlugin(), "bad-plugin")
     code, _, err = run_cli("run", "--plugin", "bad", "--tasks", "sample", "--output", tmp_path / "out")
@@ -214,9 +215,14 @@ def test_a_model_that_cannot_exist_is_refused_before_any_work(run_cli, tmp_path,
 @pytest.mark.parametrize("ref", ["sentence-transformers/all-MiniLM-L6-v2", "Alibaba-NLP/gte-Qwen2-1.5B-instruct",
                                  "bert-base-uncased"])
 def test_hub_ids_pass_the_model_check(ref):
+    """A hub id is accepted as written (the hub decides whether it exists, when the model loads);
+    the same name written as a relative path is a folder that is not there."""
+    from r2med_tasks.errors import UserError
     from r2med_tasks.models import check_model_ref
 
-    check_model_ref(ref, option="st.model")  # the hub decides whether they exist, when the model loads
+    assert check_model_ref(ref, option="st.model") is None
+    with pytest.raises(UserError, match=r"^-o st\.model=\./.*: no such folder, and not a hub id"):
+        check_model_ref(f"./{ref}", option="st.model")
 
 
 # -- The table: every bad input gets one line naming where and what to do, exit status 2, no

@@ -167,23 +167,25 @@ def test_corrupt_index_cache_is_rebuilt_with_one_warning(run_cli, tmp_path):
 def test_every_kind_of_unreadable_cache_is_rebuilt(tmp_path, damage):
     from types import SimpleNamespace
 
+    from r2med_plugins.bm25 import BM25_OPTIONS
     from r2med_plugins.bm25.retriever import BM25Retriever
     from r2med_tasks.context import Context
-    from r2med_tasks.data import Corpus
+    from r2med_tasks.taskdata import Corpus
 
     docs = _corpus(50)
     corpus = Corpus([f"d{i}" for i in range(len(docs))], docs, "checksum")
     lines = []
     context = Context(cache_dir=tmp_path, log=lines.append)
     task = SimpleNamespace(name="T")
-    BM25Retriever(0.9, 0.4, "bm25", True).index(corpus, task=task, context=context)
+    options = BM25_OPTIONS(k1=0.9, b=0.4, query_weighting="bm25", cache=True)
+    BM25Retriever(options).index(corpus, task=task, context=context)
     (stored,) = tmp_path.rglob("*.npz")
     if damage == "other corpus":
         BM25Index.build([["a"], ["b"]]).save(stored.parent)
     else:
         stored.write_bytes({"garbage zip": b"PK\x03\x04" + bytes(range(256)) * 8, "empty": b"",
                             "not a zip": b"not an index"}[damage])
-    retriever = BM25Retriever(0.9, 0.4, "bm25", True)
+    retriever = BM25Retriever(options)
     retriever.index(corpus, task=task, context=context)
     assert len(lines) == 1 and "rebuilding" in lines[0]
     assert retriever._index.num_docs == len(docs)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import pytrec_eval
 
-from conftest import SAMPLE, qrels_of, read_jsonl, read_trec
+from conftest import SAMPLE, qrels_of, read_jsonl, read_ranking
 
 
 def one_dir(dirs) -> Path:
@@ -44,7 +44,7 @@ def test_bm25_equals_gensim_reference(run_cli, tmp_path):
                              "--cache-dir", tmp_path / "cache", "--top-k", "20", "--json")
     assert code == 0, err
     summary = json.loads(out)
-    ours = read_trec(one_dir(summary["results_dirs"]) / "R2MEDSampleRetrieval.trec")
+    ours = read_ranking(one_dir(summary["results_dirs"]) / "R2MEDSampleRetrieval.trec")
     reference = gensim_reference(read_jsonl(SAMPLE / "corpus.jsonl"), read_jsonl(SAMPLE / "query.jsonl"), top_k=20)
     assert ours.keys() == reference.keys()
     for qid in reference:
@@ -87,7 +87,7 @@ def test_analysed_queries_are_stored_and_reused_only_for_the_same_texts(evaluate
     monkeypatch.setattr(retriever_module, "analyze", lambda text: analysed.append(text) or [])
     again = evaluate("bm25", output="again")
     assert analysed == [] and again["R2MEDSampleRetrieval"].ndcg_at_10 == first["R2MEDSampleRetrieval"].ndcg_at_10
-    assert read_trec(one_dir(again.results_dirs) / "R2MEDSampleRetrieval.trec") == read_trec(
+    assert read_ranking(one_dir(again.results_dirs) / "R2MEDSampleRetrieval.trec") == read_ranking(
         one_dir(first.results_dirs) / "R2MEDSampleRetrieval.trec")
     evaluate("bm25", top_k=5, output="k5")  # the same texts: still read
     assert analysed == []

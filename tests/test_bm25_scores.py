@@ -169,16 +169,18 @@ def test_a_save_removes_postings_no_index_names(tmp_path) -> None:
 
 @pytest.mark.parametrize("damage", ["truncated postings", "previous format", "postings removed"])
 def test_retriever_rebuilds_a_damaged_cache(tmp_path, damage) -> None:
+    from r2med_plugins.bm25 import BM25_OPTIONS
     from r2med_plugins.bm25.retriever import BM25Retriever
     from r2med_tasks.context import Context
-    from r2med_tasks.data import Corpus
+    from r2med_tasks.taskdata import Corpus
 
     texts = [f"patient {i} with fever {'cough ' * (i % 4)}" for i in range(60)]
     corpus = Corpus([f"d{i}" for i in range(len(texts))], texts, "checksum")
     lines = []
     context = Context(cache_dir=tmp_path, log=lines.append)
     task = SimpleNamespace(name="T")
-    first = BM25Retriever(0.9, 0.4, "bm25", True)
+    options = BM25_OPTIONS(k1=0.9, b=0.4, query_weighting="bm25", cache=True)
+    first = BM25Retriever(options)
     first.index(corpus, task=task, context=context)
     (stored,) = tmp_path.rglob("bm25_index.npz")
     (postings,) = stored.parent.glob("postings-*")
@@ -194,7 +196,7 @@ def test_retriever_rebuilds_a_damaged_cache(tmp_path, damage) -> None:
         for f in postings.iterdir():
             f.unlink()
         postings.rmdir()
-    retriever = BM25Retriever(0.9, 0.4, "bm25", True)
+    retriever = BM25Retriever(options)
     retriever.index(corpus, task=task, context=context)
     assert len(lines) == (0 if damage == "postings removed" else 1)  # a removed folder: an interrupted save
     assert all("rebuilding" in line for line in lines)

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLE, read_jsonl, write_jsonl
-from r2med_tasks import data as data_module
-from r2med_tasks.data import load_local
+from r2med_tasks import datafiles, loading
+from r2med_tasks.loading import load_local
 from r2med_tasks.errors import UserError
 from r2med_tasks.tasks import TaskSpec
 
@@ -35,13 +35,13 @@ def folder(tmp_path) -> Path:
 @pytest.fixture
 def parses(monkeypatch) -> list[str]:
     """The names of the files ``read_jsonl`` parses from now on."""
-    seen, real = [], data_module.read_jsonl
+    seen, real = [], loading.read_jsonl
 
     def counting(path):
         seen.append(path.name)
         return real(path)
 
-    monkeypatch.setattr(data_module, "read_jsonl", counting)
+    monkeypatch.setattr(loading, "read_jsonl", counting)
     return seen
 
 
@@ -58,7 +58,8 @@ def test_a_second_load_reads_the_cached_ids_and_parses_the_texts_only_when_read(
     assert parses == ["query.jsonl", "qrels.jsonl"]
     assert warm.corpus.ids == full.corpus.ids and len(warm.corpus) == len(full.corpus)
     assert warm.corpus.checksum == full.corpus.checksum and warm.revision == full.revision
-    assert warm.queries == full.queries and warm.qrels == full.qrels and warm.folder == full.folder
+    assert warm.queries == full.queries and warm.qrels == full.qrels
+    assert warm.corpus.folder == full.corpus.folder == folder
     assert warm.warnings == full.warnings and len(full.warnings) == 2
     assert parses == ["query.jsonl", "qrels.jsonl"]
     assert warm.corpus.texts == full.corpus.texts and warm.corpus.texts is warm.corpus.texts
@@ -140,7 +141,7 @@ def test_fuse_keeps_the_ids_in_its_cache_dir(evaluate, run_cli, data_dir, tmp_pa
 
 
 class CountingHashlib:
-    """``hashlib`` for ``r2med_tasks.data``, recording every digest it computes."""
+    """``hashlib`` for ``r2med_tasks.datafiles``, recording every digest it computes."""
 
     def __init__(self) -> None:
         self.digests: list[str] = []
@@ -159,7 +160,7 @@ class CountingHashlib:
 
 
 def file_digests(folder: Path) -> list[str]:
-    return [hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in data_module.FILES]
+    return [hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in datafiles.FILES]
 
 
 @pytest.mark.parametrize("cached,ahead", [(False, False), (True, False), (True, True)],
@@ -170,11 +171,11 @@ def test_a_run_hashes_each_file_once(folder, tmp_path, monkeypatch, cached, ahea
     cache = tmp_path / "cache" if cached else None
     if cached:
         task.load(folder.parent, cache_dir=cache)
-        monkeypatch.setattr(data_module, "_DIGESTS", {})  # as a new process: the ids are cached, no digest
+        monkeypatch.setattr(datafiles, "_DIGESTS", {})  # as a new process: the ids are cached, no digest
     counting = CountingHashlib()
-    monkeypatch.setattr(data_module, "hashlib", counting)
+    monkeypatch.setattr(datafiles, "hashlib", counting)
     if ahead:
-        data_module.hash_ahead([folder])
+        datafiles.hash_ahead([folder])
     identity = task.data_identity(folder.parent)
     data = task.load(folder.parent, cache_dir=cache)
     assert data.revision == identity["revision"]
@@ -188,14 +189,14 @@ def test_a_file_changed_between_identity_and_load_is_hashed_again(folder):
     write_jsonl(folder / "query.jsonl", queries[:-1])
     data = task.load(folder.parent)
     assert data.revision != identity["revision"]
-    assert data.revision == task.data_identity(folder.parent)["revision"] == data_module._revision(file_digests(folder))
+    assert data.revision == task.data_identity(folder.parent)["revision"] == loading._revision(file_digests(folder))
 
 
 def test_a_failed_hash_ahead_is_redone_or_named_when_its_task_comes(folder, monkeypatch):
     """A background hash that fails (a read error) is done again by the task's own read, which
     names the file in one line if it fails too."""
     task = TaskSpec(name="R2MEDBiologyRetrieval", short_name="Biology", description="")
-    real, failures = data_module._sha256_of, {"left": 3}  # the three background hashes fail
+    real, failures = datafiles._sha256_of, {"left": 3}  # the three background hashes fail
 
     def flaky(path):
         if failures["left"]:
@@ -203,13 +204,13 @@ def test_a_failed_hash_ahead_is_redone_or_named_when_its_task_comes(folder, monk
             raise PermissionError(13, "Permission denied")
         return real(path)
 
-    monkeypatch.setattr(data_module, "_DIGESTS", {})
-    monkeypatch.setattr(data_module, "_sha256_of", flaky)
-    data_module.hash_ahead([folder])
-    assert task.data_identity(folder.parent)["revision"] == data_module._revision(file_digests(folder))
+    monkeypatch.setattr(datafiles, "_DIGESTS", {})
+    monkeypatch.setattr(datafiles, "_sha256_of", flaky)
+    datafiles.hash_ahead([folder])
+    assert task.data_identity(folder.parent)["revision"] == loading._revision(file_digests(folder))
 
-    monkeypatch.setattr(data_module, "_DIGESTS", {})
+    monkeypatch.setattr(datafiles, "_DIGESTS", {})
     failures["left"] = 99
-    data_module.hash_ahead([folder])
+    datafiles.hash_ahead([folder])
     with pytest.raises(UserError, match=r"^\S*corpus.jsonl: cannot read it \(Permission denied\)"):
         task.data_identity(folder.parent)

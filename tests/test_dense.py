@@ -11,7 +11,7 @@ import pytest
 from r2med_plugins.dense.cache import EmbeddingCache
 from r2med_plugins.dense.search import cosine_top_k
 
-from conftest import SAMPLE, read_jsonl, read_trec, write_jsonl
+from conftest import SAMPLE, read_jsonl, read_ranking, write_jsonl
 
 
 def brute_force(queries, docs, k):
@@ -97,8 +97,8 @@ def one_dir(dirs) -> Path:
 
 
 def saved_run(results, task="R2MEDSampleRetrieval"):
-    """A results folder's run, read by the tests' own TREC parser."""
-    return read_trec(one_dir(results.results_dirs) / f"{task}.trec")
+    """A results folder's run, each query's documents best first."""
+    return read_ranking(one_dir(results.results_dirs) / f"{task}.trec")
 
 
 def test_warm_run_encodes_nothing_and_changed_queries_only_those(small_model_path, evaluate, count_encoded):
@@ -219,6 +219,7 @@ def test_mean_pooling_equals_sentence_transformers(minilm_config, model_path):
     assert ours == pytest.approx(st, abs=1e-5)
 
 
+@pytest.mark.model  # torch
 def test_last_token_pooling_with_either_padding():
     import torch
 

@@ -407,15 +407,17 @@ def test_the_api_retriever_shows_its_retries_on_the_runs_line(server, tmp_path, 
     """The `openai` retriever's requests retry on the line of the context it is called with
     (``ShowsRetries``), indexing and searching alike; nothing is shown once none waits."""
     from r2med_plugins.dense import published_retriever
+    from r2med_tasks.api import registry
     from r2med_tasks.context import Context
     from r2med_tasks.llm import RetryLine, RetryPolicy
     from r2med_tasks.tasks import SAMPLE_TASK
 
-    monkeypatch.setattr("r2med_tasks.llm.DEFAULT_RETRY", RetryPolicy(backoff=0.001, backoff_max=0.002))
+    monkeypatch.setattr("r2med_tasks.llm.endpoint.DEFAULT_RETRY", RetryPolicy(backoff=0.001, backoff_max=0.002))
     monkeypatch.setattr(OpenAIEncoder, "tokenizer", lambda self: SpaceTokenizer())
     data = SAMPLE_TASK.load()
-    retriever = published_retriever("openai", drop_identical_ids=True, cache=False, chunk_size=8192,
-                                    batch_size=None, base_url=server.url, concurrency=1)
+    options = registry().component("retriever:openai").spec.options_of(
+        {"drop_identical_ids": True, "cache": False, "base_url": server.url, "concurrency": 1})
+    retriever = published_retriever("openai", options)
     shown = []
     context = Context(tmp_path, retries=RetryLine(shown.append))
     server.fail("500", times=1)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from chat_server import fake_answer
-from conftest import SAMPLE, read_jsonl, read_trec, write_jsonl
+from conftest import SAMPLE, read_jsonl, read_ranking, write_jsonl
 
 QUERIES = read_jsonl(SAMPLE / "query.jsonl")
 CORPUS = read_jsonl(SAMPLE / "corpus.jsonl")
@@ -46,7 +46,7 @@ def one_dir(dirs) -> Path:
 def trec_of(evaluate, *components, **kwargs):
     """The run of a pipeline on Biology, through the Python API, and its results."""
     results = evaluate(*components, tasks="Biology", **kwargs)
-    return read_trec(next(one_dir(results.results_dirs).glob("*.trec"))), results
+    return read_ranking(next(one_dir(results.results_dirs).glob("*.trec"))), results
 
 
 @pytest.mark.parametrize("method, llm, rule, name", [
@@ -131,7 +131,7 @@ def test_live_generation_resumes_after_failure(run_cli, tmp_path, server):
 
 def test_live_answers_reach_bm25(run_cli, evaluate, tmp_path, server):
     code, out, err = live(run_cli, tmp_path, server)
-    ours = read_trec(one_dir(json.loads(out)["results_dirs"]) / "R2MEDSampleRetrieval.trec")
+    ours = read_ranking(one_dir(json.loads(out)["results_dirs"]) / "R2MEDSampleRetrieval.trec")
     answers = {}
     for request in server.requests:
         user = request.body["messages"][1]["content"]
@@ -140,7 +140,7 @@ def test_live_answers_reach_bm25(run_cli, evaluate, tmp_path, server):
     expected = rewritten_dir(tmp_path, answers)
     shutil.move(str(expected / "Biology"), str(expected / "sample"))
     reference = evaluate("bm25", data_dir=expected / "sample", output="ref")
-    assert ours == read_trec(one_dir(reference.results_dirs) / "R2MEDSampleRetrieval.trec")
+    assert ours == read_ranking(one_dir(reference.results_dirs) / "R2MEDSampleRetrieval.trec")
 
 
 def test_lamer_prompts_carry_bm25_top10(run_cli, evaluate, tmp_path, server):
@@ -148,7 +148,7 @@ def test_lamer_prompts_carry_bm25_top10(run_cli, evaluate, tmp_path, server):
 
     code, _, err = live(run_cli, tmp_path, server, "lamer")
     assert code == 0, err
-    top10 = read_trec(one_dir(evaluate("bm25", output="plain", top_k=10).results_dirs) / "R2MEDSampleRetrieval.trec")
+    top10 = read_ranking(one_dir(evaluate("bm25", output="plain", top_k=10).results_dirs) / "R2MEDSampleRetrieval.trec")
     text_of = {d["id"]: d["text"] for d in CORPUS}
     for request in server.requests:
         user = request.body["messages"][1]["content"]

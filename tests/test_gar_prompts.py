@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from r2med_plugins.gar import prompts, reasoning
+from r2med_plugins.gar import prompts, query2doc_examples, reasoning
 from r2med_plugins.gar.prompts import build_messages, build_prompt
 from r2med_plugins.gar.reasoning import is_reasoning_llm, query_text, strip_reasoning
 
@@ -372,7 +372,7 @@ def _example_py(tmp_path, body):
 def test_load_examples_from_python_literal(tmp_path):
     entries = ",\n".join(f'    "{k}": """Post: a\nPassage: b"""' for k in prompts.DATASET_KEYS)
     path = _example_py(tmp_path, f"Example = {{\n{entries}\n}}\n")
-    examples = prompts.load_query2doc_examples(path)
+    examples = query2doc_examples.load_query2doc_examples(path)
     assert examples["MedQA-Diag"] == "Post: a\nPassage: b"
 
 
@@ -380,7 +380,7 @@ def test_load_examples_from_python_with_names_and_concat(tmp_path):
     body = 'ex1 = "E1"\nex2 = "E2"\nsep = "\\n\\n"\nExample = {\n'
     body += "".join(f'    "{k}": ex1 + sep + ex2,\n' for k in prompts.DATASET_KEYS) + "}\n"
     body += 'import os\nos.system("echo never executed")\n'
-    examples = prompts.load_query2doc_examples(_example_py(tmp_path, body))
+    examples = query2doc_examples.load_query2doc_examples(_example_py(tmp_path, body))
     assert set(examples) == set(prompts.DATASET_KEYS)
     assert examples["PMC-Treat"] == "E1\n\nE2"
 
@@ -389,11 +389,11 @@ def test_load_examples_json_missing_key(tmp_path, monkeypatch):
     partial = tmp_path / "partial.json"
     partial.write_text(json.dumps({"Stack-Biology": "x"}), encoding="utf-8")
     with pytest.raises(ValueError, match="missing"):
-        prompts.load_query2doc_examples(partial)
+        query2doc_examples.load_query2doc_examples(partial)
 
     full = tmp_path / "examples.json"
     full.write_text(json.dumps(FAKE_EXAMPLES), encoding="utf-8")
-    loaded = prompts.load_query2doc_examples(full)
+    loaded = query2doc_examples.load_query2doc_examples(full)
     assert build_prompt("query2doc", "MedQA-Diag", "q", examples=loaded) == build_prompt(
         "query2doc", "MedQA-Diag", "q", examples=FAKE_EXAMPLES
     )

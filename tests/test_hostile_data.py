@@ -255,7 +255,7 @@ COLLIDING = [("d1\x00x", NUL), ("d1\ud800", SURROGATE), ("d1\x07", "contains the
 
 @pytest.mark.parametrize("bad, problem", COLLIDING)
 def test_task_data_refuses_colliding_ids(tmp_path, bad, problem):
-    from r2med_tasks.data import load_local
+    from r2med_tasks.loading import load_local
     from r2med_tasks.errors import UserError
 
     write_rows(tmp_path / "corpus.jsonl", [{"id": "d1", "text": "one"}, {"id": bad, "text": "two"}])
@@ -268,7 +268,8 @@ def test_task_data_refuses_colliding_ids(tmp_path, bad, problem):
 
 @pytest.mark.parametrize("bad, problem", COLLIDING)
 def test_hub_rows_refuse_colliding_ids(bad, problem):
-    from r2med_tasks.data import Rows, build_task_data
+    from r2med_tasks.datafiles import Rows
+    from r2med_tasks.validation import build_task_data
     from r2med_tasks.errors import UserError
 
     def rows(name, values):
@@ -308,7 +309,7 @@ def test_trec_file_refuses_control_characters_in_any_column(tmp_path):
 @pytest.mark.parametrize("line", ["q1 0 d1\x00x 0", '{"q_id": "q1", "p_id": "d1\\u0000x", "score": 0}',
                                   '{"q_id": "q1", "p_id": "d1\\ud800", "score": 0}'])
 def test_qrels_file_refuses_colliding_ids(tmp_path, line):
-    from r2med_tasks.data import read_qrels
+    from r2med_tasks.validation import read_qrels
     from r2med_tasks.errors import UserError
 
     path = tmp_path / "qrels.txt"
@@ -363,7 +364,7 @@ def test_a_component_returning_a_colliding_query_id_gets_one_line(register, run_
     class Plugin:
         @hookimpl
         def register_retrievers(self, register):
-            register(RetrieverSpec(name="colliding", factory=Colliding))
+            register(RetrieverSpec(name="colliding", factory=lambda options: Colliding()))
 
     register(Plugin(), "colliding-plugin")
     code, _, err = run_cli("run", "--plugin", "colliding", "--tasks", "sample", "--output", tmp_path / "out")
@@ -385,7 +386,7 @@ def test_a_component_returning_a_colliding_query_id_gets_one_line(register, run_
     (['{"q_id": "q1", "p_id": "d1", "score": 1' + "0" * 5000 + "}"], "qrels.txt:1: expected a qrels.jsonl row"),
 ])
 def test_qrels_file_grades_and_conflicts(tmp_path, lines, message):
-    from r2med_tasks.data import read_qrels
+    from r2med_tasks.validation import read_qrels
     from r2med_tasks.errors import UserError
 
     path = tmp_path / "qrels.txt"
@@ -396,7 +397,7 @@ def test_qrels_file_grades_and_conflicts(tmp_path, lines, message):
 
 
 def test_qrels_file_keeps_repeated_judgments_and_largest_grade(tmp_path):
-    from r2med_tasks.data import read_qrels
+    from r2med_tasks.validation import read_qrels
 
     path = tmp_path / "qrels.txt"
     path.write_text('q1 0 d1 1\nq1 0 d1 1\n{"q_id": "q1", "p_id": "d2", "score": "2"}\nq2 0 d1 2147483647\n',
@@ -407,7 +408,7 @@ def test_qrels_file_keeps_repeated_judgments_and_largest_grade(tmp_path):
 @pytest.mark.parametrize("content, message", [(b"\xff\xfeq", "qrels.txt: not UTF-8 text"),
                                               (None, "qrels.txt: no such file")])
 def test_qrels_file_unreadable(tmp_path, content, message):
-    from r2med_tasks.data import read_qrels
+    from r2med_tasks.validation import read_qrels
     from r2med_tasks.errors import UserError
 
     path = tmp_path / "qrels.txt"
@@ -419,7 +420,7 @@ def test_qrels_file_unreadable(tmp_path, content, message):
 
 def test_task_data_keeps_a_repeated_judgment_and_string_grades(tmp_path):
     """The same judgment twice is kept once, silently: it changes no number. A grade written "2" is 2."""
-    from r2med_tasks.data import load_local
+    from r2med_tasks.loading import load_local
 
     write_rows(tmp_path / "corpus.jsonl", [{"id": "d1", "text": "one"}, {"id": "d2", "text": "two"}])
     write_rows(tmp_path / "query.jsonl", [{"id": "q1", "text": "one?"}])
@@ -436,7 +437,7 @@ def test_task_data_keeps_a_repeated_judgment_and_string_grades(tmp_path):
 
 def test_some_empty_documents_are_kept(tmp_path):
     """An empty passage among others is data (it ranks last); only a corpus with no text at all is refused."""
-    from r2med_tasks.data import load_local
+    from r2med_tasks.loading import load_local
 
     write_rows(tmp_path / "corpus.jsonl", [{"id": "d1", "text": ""}, {"id": "d2", "text": "two"}])
     write_rows(tmp_path / "query.jsonl", [{"id": "q1", "text": "two?"}])
@@ -448,7 +449,8 @@ def test_a_corpus_checked_before_these_checks_is_checked_again(tmp_path):
     """The cached id list skips the corpus checks: one written before them (format 1) is not used."""
     import hashlib
 
-    from r2med_tasks.data import IDS_FORMAT, file_sha256, load_local
+    from r2med_tasks.datafiles import file_sha256
+    from r2med_tasks.loading import IDS_FORMAT, load_local
     from r2med_tasks.errors import UserError
 
     write_rows(tmp_path / "corpus.jsonl", [{"id": "d1", "text": "one"}, {"id": "d1\x00", "text": "two"}])

@@ -148,7 +148,7 @@ def test_a_failed_run_leaves_no_folder(plugins, register, run_cli, tmp_path):
     class Plugin:
         @hookimpl
         def register_retrievers(self, register):
-            register(RetrieverSpec(name="breaks", factory=Breaks))
+            register(RetrieverSpec(name="breaks", factory=lambda options: Breaks()))
 
     register(Plugin(), "broken-pkg")
     code, _, err = run_cli("run", "--plugin", "breaks", "--tasks", "sample", "--output", tmp_path / "out")

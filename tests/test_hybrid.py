@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import read_trec
+from conftest import read_ranking
+from r2med_tasks.runs import read_trec
 
 
 TASK = "R2MEDSampleRetrieval"
@@ -20,14 +21,13 @@ def one_dir(dirs) -> Path:
 
 
 def member_run(tmp_path, folder_name):
-    """A member's saved run, read by the test's own parser, as the harness's ``Run`` shape."""
-    ranked = read_trec(next((tmp_path / "out" / LOCAL_DATA / folder_name).rglob("R2MEDSampleRetrieval.trec")))
-    return {qid: dict(docs) for qid, docs in ranked.items()}
+    """A member's saved run (each query's documents best first)."""
+    return read_trec(next((tmp_path / "out" / LOCAL_DATA / folder_name).rglob("R2MEDSampleRetrieval.trec")))
 
 
 def test_rrf_equals_an_independent_computation(evaluate, tmp_path):
     results = evaluate("hybrid", members="bm25,bm25-okapi", top_k=20)
-    fused = read_trec(one_dir(results.results_dirs) / f"{TASK}.trec")
+    fused = read_ranking(one_dir(results.results_dirs) / f"{TASK}.trec")
     a, b = member_run(tmp_path, "r2med__bm25"), member_run(tmp_path, "r2med__bm25-okapi")
     for qid in fused:
         scores = {}
@@ -104,8 +104,8 @@ def test_fuse_command_matches_the_hybrid_retriever(run_cli, evaluate, tmp_path):
     code, out, err = run_cli("fuse", *map(str, members), "--output", tmp_path / "fused", "--json")
     assert code == 0, err
     fused = json.loads(out)
-    expected = read_trec(one_dir(hybrid.results_dirs) / f"{TASK}.trec")
-    assert read_trec(one_dir(fused["results_dirs"]) / "R2MEDSampleRetrieval.trec") == expected
+    expected = read_ranking(one_dir(hybrid.results_dirs) / f"{TASK}.trec")
+    assert read_ranking(one_dir(fused["results_dirs"]) / "R2MEDSampleRetrieval.trec") == expected
     assert fused["tasks"][0]["ndcg_at_10"] == hybrid[TASK].ndcg_at_10
 
     trecs = [str(m / "R2MEDSampleRetrieval.trec") for m in members]
@@ -175,8 +175,8 @@ def test_weights_are_tuned_per_task_group(run_cli, tmp_path, data_dir):
     assert len(recorded) == 3 and recorded[0] == recorded[1] == recorded[2]  # one weighting for the group
 
     def task_value(name, weights):
-        runs = [{q: dict(d) for q, d in read_trec(next((tmp_path / "out" / LOCAL_DATA / m).glob("*"))
-                                                  / f"R2MED{name.replace('-', '')}Retrieval.trec").items()}
+        trec = f"R2MED{name.replace('-', '')}Retrieval.trec"
+        runs = [read_trec(next((tmp_path / "out" / LOCAL_DATA / m).glob("*")) / trec)
                 for m in ("r2med__bm25", "r2med__bm25-okapi")]
         qrels = {q: r for q, r in qrels_of(data_dir / name).items() if q in split[name]}
         fused = fuse(runs, method="minmax", weights=weights, top_k=100)

@@ -312,12 +312,11 @@ def test_a_key_in_an_llm_url_never_reaches_plans_or_identities(plugins, run_cli,
                              "--output", tmp_path, "--dry-run", "--json")
     assert code == 0, err
     assert "s3cr3t" not in out + err
-    from r2med_tasks.context import default_cache_dir
-    from r2med_tasks.pipelines import base_context, instantiate
+    from r2med_tasks.pipelines import instantiate
 
     reg = registry()
     built = build_pipeline(reg, ["hyde", "bm25"], [f"llm={url}"])
-    instantiate(built, base_context(reg, cache_dir=default_cache_dir()))
+    instantiate(built, reg)
     spec = built.spec()
     # the LLM chooses the model: identified by its model (the spec's model name: no key, no server address)
     identity = json.dumps({"config": spec.config, "models": spec.models, "variant": spec.variant})

@@ -2,7 +2,7 @@
 
 Every ``import`` / ``from ... import`` statement of every module of ``r2med_tasks`` and
 ``r2med_plugins`` counts, at module level and inside functions alike (a lazy import is still a
-dependency), relative imports resolved against the importing module's package. Three rules:
+dependency), relative imports resolved against the importing module's package. The rules:
 
 (a) A built-in plugin package (``r2med_plugins.X``: the entry-point modules ``datasets``, ``bm25``,
     ``dense``, ``gar``, ``hybrid``, ``llm``, ``rerank``, ``run_file``) never imports another one:
@@ -10,13 +10,19 @@ dependency), relative imports resolved against the importing module's package. T
     use it too.
 (b) Plugins use only the core's public API: the modules in :data:`PUBLIC` (the plugin-author API,
     listed in docs/writing-plugins.md) and, from those and from the ``r2med_tasks`` package itself,
-    only names that do not start with ``_``. A module whose name starts with ``_`` is never public.
-    The rest of the core (runner, pipeline, registry, cli, results layout, ...) may change freely.
+    only names that do not start with ``_`` (from one with an ``__all__``, only its names). A module
+    whose name starts with ``_`` is never public. The rest of the core (runner, pipeline, registry,
+    cli, results layout, ...) may change freely.
 (c) No import cycles among ``r2med_tasks`` modules. Importing ``a.b.c`` runs the package ``a.b``'s
     ``__init__`` too, so that import counts as an edge to ``a.b`` as well (unless the importer lies
     inside ``a.b``, which is then already imported). Imports under ``if TYPE_CHECKING:`` never run
     and are left out of this rule only.
 (d) The library never imports the command line: no module outside ``r2med_tasks.cli`` imports it.
+(e) Modules along their seams: a split package's modules import each other in one order
+    (:data:`LAYERS`); only ``r2med_tasks.llm.endpoint`` imports the openai SDK; no module shadows a
+    data folder; no runtime module imports the build tools (``tools/``) or is a script itself; the
+    page's CSS and JS are package data; a constant's value is written in one module (known
+    exceptions in :data:`ALLOWED_SAME_VALUE`, likewise only shrinking) and a core name names one thing.
 
 Known exceptions are listed in :data:`ALLOWED_CROSS_PLUGIN` with who removes them; an entry
 that no longer matches any import fails :func:`test_allowlist_has_no_stale_entries`, so the list
@@ -26,6 +32,7 @@ only shrinks.
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,7 +49,7 @@ PUBLIC = {
     "r2med_tasks.combine",  # query + generated documents, per retriever family
     "r2med_tasks.components",  # specs and component protocols
     "r2med_tasks.context",  # what a component method gets as context=
-    "r2med_tasks.data",  # Corpus, Query, reading JSONL
+    "r2med_tasks.datafiles",  # reading JSONL, a task folder's files
     "r2med_tasks.encoders",  # devices, dtypes, batching, sentence-transformers
     "r2med_tasks.errors",  # UserError, PluginError
     "r2med_tasks.evaluation",  # scoring a run against judgments (tuning on a user's split)
@@ -54,6 +61,7 @@ PUBLIC = {
     "r2med_tasks.terminal",  # names from files made safe to print
     "r2med_tasks.options",  # option models of component specs
     "r2med_tasks.ranking",  # top-k of score arrays
+    "r2med_tasks.taskdata",  # Corpus, Query, TaskData
     "r2med_tasks.layout",  # the results layout: results folders' paths, names and records
     "r2med_tasks.runs",  # Run, rank, TREC files
     "r2med_tasks.searcher",  # Searcher, Hit: a retriever over a task's corpus, for agents
@@ -184,8 +192,18 @@ def test_allowlist_has_no_stale_entries():
 # ---------------------------------------------------------------- (b) only the public core
 
 
+@functools.cache
+def exported_names(module: str) -> frozenset[str] | None:
+    """A module's ``__all__`` as its source writes it (None without one)."""
+    for node in ast.parse(MODULES[module].read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return frozenset(ast.literal_eval(node.value))
+    return None
+
+
 def test_plugins_use_only_the_public_core():
-    exported = set(r2med_tasks.__all__)
+    """From a public module with an ``__all__`` (the package, ``r2med_tasks.llm``), only its names:
+    its own modules' layout may change."""
     bad = []
     for imp in ALL_IMPORTS:
         if not imp.importer.startswith(PLUGINS) or not (imp.target == CORE or imp.target.startswith(CORE + ".")):
@@ -194,8 +212,8 @@ def test_plugins_use_only_the_public_core():
             bad.append(f"{imp.where()} imports {imp.target}, which is not public core API")
         elif imp.name is not None and imp.name.startswith("_"):
             bad.append(f"{imp.where()} imports private name {imp.name} from {imp.target}")
-        elif imp.target == CORE and imp.name is not None and imp.name not in exported:
-            bad.append(f"{imp.where()} imports {imp.name} from r2med_tasks, which is not in r2med_tasks.__all__")
+        elif imp.name is not None and imp.name not in (exported_names(imp.target) or {imp.name}):
+            bad.append(f"{imp.where()} imports {imp.name} from {imp.target}, which is not in its __all__")
     assert not bad, "\n".join(bad)
 
 
@@ -279,3 +297,145 @@ def test_the_library_never_imports_the_command_line():
 def test_no_import_cycles_in_the_core():
     cycle = find_cycle(core_graph())
     assert cycle is None, "import cycle (lazy imports count): " + " -> ".join(cycle)
+
+
+# ---------------------------------------------------------------- (e) modules along their seams
+
+ROOT = Path(r2med_tasks.__file__).parent.parent
+
+# A package split into modules, in the order they may import each other: a module imports only
+# the ones before it (type-only imports aside) and never its own package (whose __init__ gathers
+# them); the package's __init__ imports only its modules (sweep's: none).
+LAYERS = {
+    "r2med_tasks.llm": ["secrets", "endpoint", "specs", "usage", "chat", "cache"],
+    "r2med_tasks.sweep": ["sources", "plan", "board", "executors"],
+}
+
+
+def test_split_packages_import_their_modules_in_order():
+    bad = []
+    for package, order in LAYERS.items():
+        modules = sorted(m.rpartition(".")[2] for m in MODULES if m.startswith(package + "."))
+        if sorted(order) != modules:
+            bad.append(f"{package}: modules {modules}, but LAYERS lists {sorted(order)}; place each in the order")
+        for imp in ALL_IMPORTS:
+            inside = imp.target == package or imp.target.startswith(package + ".")
+            if imp.type_only or not inside or imp.importer == imp.target:
+                continue
+            if imp.importer == package:
+                if package == "r2med_tasks.sweep" or imp.target == package:
+                    bad.append(f"{imp.where()}: the package's __init__ imports {imp.target}")
+                continue
+            if not imp.importer.startswith(package + "."):
+                continue
+            me, it = imp.importer.rpartition(".")[2], imp.target.rpartition(".")[2]
+            if imp.target == package:
+                bad.append(f"{imp.where()} imports its own package {package} (import the module instead)")
+            elif order.index(it) >= order.index(me):
+                bad.append(f"{imp.where()} imports {imp.target}, which comes after it in {package}: {order}")
+    assert not bad, "\n".join(bad)
+
+
+def test_only_the_endpoint_module_imports_the_openai_sdk():
+    """One place builds the SDK's client and handles its errors: the chat client and the embedding
+    encoders share it (``r2med_tasks.llm.Endpoint``), never a copy."""
+    bad = [f"{imp.where()} imports {imp.target}" for imp in ALL_IMPORTS
+           if imp.target.split(".")[0] in ("openai", "httpx") and imp.importer != "r2med_tasks.llm.endpoint"]
+    assert not bad, "\n".join(bad)
+
+
+def test_no_module_shadows_a_data_folder():
+    """``r2med_tasks/data/`` holds package data: no module named ``data`` (nor after any other
+    folder without ``__init__.py``) may shadow it."""
+    folders = [p for p in ROOT.joinpath("r2med_tasks").rglob("*") if p.is_dir() and p.name != "__pycache__"
+               and not (p / "__init__.py").exists()]
+    bad = [str(f.with_suffix(".py").relative_to(ROOT)) for f in folders if f.with_suffix(".py").exists()]
+    assert not bad, f"modules named like a data folder: {bad}"
+
+
+def test_runtime_modules_never_import_the_build_tools():
+    """The generators of shipped files live in ``tools/`` (not packaged); the library and plugins
+    neither import them nor carry a ``__main__`` block of their own."""
+    bad = [f"{imp.where()} imports {imp.target}" for imp in ALL_IMPORTS if imp.target.split(".")[0] == "tools"]
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if any(isinstance(n, ast.If) and "__main__" in ast.unparse(n.test) for n in tree.body):
+            bad.append(f"{module}: an `if __name__ == '__main__'` block (a generator belongs in tools/)")
+    assert not bad, "\n".join(bad)
+    assert {"published_record", "published_results", "runs_table"} <= {p.stem for p in (ROOT / "tools").glob("*.py")}
+
+
+def test_the_page_keeps_its_style_and_script_in_package_data():
+    """html.py writes the page; its CSS and JavaScript are files (``r2med_tasks/data/page/``),
+    so no string in the module but its docstrings is longer than a line or two of markup."""
+    tree = ast.parse(MODULES["r2med_tasks.html"].read_text(encoding="utf-8"))
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(n) is not None}
+    long = [(n.lineno, len(n.value)) for n in ast.walk(tree) if isinstance(n, ast.Constant)
+            and isinstance(n.value, str) and len(n.value) > 500 and id(n) not in docstrings]
+    assert not long, f"r2med_tasks/html.py: long strings (line, length) {long}; keep CSS/JS in data/page/"
+    assert {p.name for p in (ROOT / "r2med_tasks" / "data" / "page").iterdir()} >= {"leaderboard.css", "leaderboard.js"}
+
+
+# (module.CONSTANT, module.CONSTANT) written with the same value in two places -> who removes it.
+ALLOWED_SAME_VALUE: dict[frozenset[str], str] = {
+    frozenset({"r2med_plugins.gar.LIVE", "r2med_plugins.gar.prompts.METHODS"}):
+        "H16 (plugins/gar/__init__.py, in its options rework): LIVE is prompts.METHODS",
+}
+
+
+def _constant_values() -> dict[str, list[str]]:
+    """The source of each module-level constant that is a literal or a compiled pattern (12
+    characters or more) -> where it is written (``module.NAME``)."""
+    def literal(value: ast.expr) -> bool:
+        if isinstance(value, ast.Call) and ast.unparse(value.func) == "re.compile":
+            return all(isinstance(a, ast.Constant) for a in value.args)
+        try:
+            ast.literal_eval(value)
+        except ValueError:
+            return False
+        return True
+
+    found: dict[str, list[str]] = {}
+    for module, path in MODULES.items():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+                continue
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if (isinstance(target, ast.Name) and target.id.lstrip("_").isupper() and literal(node.value)
+                        and len(ast.unparse(node.value)) >= 12):
+                    found.setdefault(ast.dump(node.value), []).append(f"{module}.{target.id}")
+    return found
+
+
+@functools.cache
+def _repeated_constants() -> dict[frozenset[str], list[str]]:
+    return {frozenset(places): places for places in _constant_values().values()
+            if len({p.rpartition(".")[0] for p in places}) > 1}
+
+
+def test_each_constant_has_one_home():
+    """A value written in two modules drifts apart (the fusion defaults had four homes, the task
+    names' short forms two): one module defines it, the others import it."""
+    bad = [f"the same value in {', '.join(sorted(places))}" for key, places in _repeated_constants().items()
+           if key not in ALLOWED_SAME_VALUE]
+    assert not bad, "\n".join(bad)
+
+
+def test_same_value_allowlist_has_no_stale_entries():
+    stale = [f"{sorted(k)}: {why}" for k, why in ALLOWED_SAME_VALUE.items() if k not in _repeated_constants()]
+    assert not stale, "no longer repeated; remove from ALLOWED_SAME_VALUE:\n" + "\n".join(stale)
+
+
+def test_each_core_name_is_defined_once():
+    """Two core modules never define a public function or class of the same name (there were two
+    ``registry()`` and two ``run_command``): a name says which thing it is."""
+    defined: dict[str, list[str]] = {}
+    for module, path in MODULES.items():
+        if not module.startswith(CORE):
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+                defined.setdefault(node.name, []).append(module)
+    bad = [f"{name}: {', '.join(where)}" for name, where in defined.items() if len(where) > 1]
+    assert not bad, "defined in several core modules:\n" + "\n".join(bad)

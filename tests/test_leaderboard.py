@@ -339,7 +339,7 @@ def test_shipped_published_results_are_generated_and_load_in_mteb(tmp_path):
     import mteb
 
     from r2med_tasks.evaluation import leaderboard_value
-    from r2med_tasks.leaderboard import write_published
+    from tools.published_results import write_published
 
     shipped = Path(__file__).parent.parent / "results"
     written = write_published(tmp_path / "results")

@@ -192,7 +192,7 @@ def test_retries_are_one_status_line_not_a_line_each(server, caplog):
     with caplog.at_level(logging.DEBUG):
         assert c.generate(ask("a", "b")) == expected(ask("a", "b"))
     assert server.count == 4 and [r for r in caplog.records if r.levelno >= logging.WARNING] == []
-    assert len([r for r in caplog.records if r.name == "r2med_tasks.llm" and "retry 1 of 6" in r.getMessage()]) == 2
+    assert len([r for r in caplog.records if r.name == "r2med_tasks.llm.chat" and "retry 1 of 6" in r.getMessage()]) == 2
     first, second, *rest = shown
     assert first.startswith("retry 1 of 6 in ")
     assert first.endswith(f"s: HTTP 500 Internal Server Error: overloaded ({server.url}/chat/completions)")
@@ -512,12 +512,16 @@ def test_usage_and_cost(server, sleeps, tmp_path):
 
 
 def test_sdk_plumbing_is_shared():
-    """The embeddings clients and the chat client build the SDK and retry through the same code."""
+    """The embeddings clients and the chat client are one endpoint base: they build the SDK, read
+    their key and retry through the same code."""
     from r2med_plugins import llm as backends
     from r2med_plugins.dense import api
     from r2med_tasks import llm
 
-    assert api.openai_client is llm.openai_client and api.APICaller is llm.APICaller
+    for client in (api.OpenAIEncoder, api.VoyageEncoder, llm.ChatClient):
+        assert issubclass(client, llm.Endpoint)
+        assert all(getattr(client, name) is getattr(llm.Endpoint, name)
+                   for name in ("sdk", "key", "caller", "show_retries", "check_endpoint"))
     assert backends.ChatClient is llm.ChatClient
 
 
@@ -565,7 +569,7 @@ def test_retry_policy_sets_real_waits(server, monkeypatch):
         assert all(top / 2 <= policy.delay(attempt) <= top for _ in range(50))
     # options not given come from DEFAULT_RETRY, read when a client is built; given ones win
     assert ChatClient("m").retry == RetryPolicy(6, 1.0, 30.0, 60.0)
-    monkeypatch.setattr("r2med_tasks.llm.DEFAULT_RETRY", policy)
+    monkeypatch.setattr("r2med_tasks.llm.endpoint.DEFAULT_RETRY", policy)
     assert ChatClient("m").retry == policy and ChatClient("m", max_retries=1).retry == RetryPolicy(1, 0.01, 0.02)
     with pytest.raises(UserError, match="backoff"):
         ChatClient("m", retry=RetryPolicy(backoff=0))

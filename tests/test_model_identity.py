@@ -183,10 +183,15 @@ def test_a_folder_without_a_model_is_refused_and_not_read(tmp_path, hashed):
 @pytest.mark.parametrize("marker", ["config.json", "modules.json", "config_sentence_transformers.json",
                                     "sentence_bert_config.json", "adapter_config.json"])
 def test_a_folder_with_a_model_configuration_is_accepted(tmp_path, marker):
+    """The one configuration file makes a folder a model's (with or without the final slash);
+    without it, the folder is refused."""
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / marker).write_text("{}")
-    check_model_ref(str(tmp_path / "m"), option="st.model")
-    check_model_ref(str(tmp_path / "m") + "/", option="st.model")
+    assert check_model_ref(str(tmp_path / "m"), option="st.model") is None
+    assert check_model_ref(str(tmp_path / "m") + "/", option="st.model") is None
+    (tmp_path / "m" / marker).unlink()
+    with pytest.raises(UserError, match="not a model folder"):
+        check_model_ref(str(tmp_path / "m"), option="st.model")
 
 
 def test_the_cli_refuses_a_folder_without_a_model_in_one_line(run_cli, tmp_path):

@@ -171,7 +171,7 @@ def test_rows_carry_their_components_and_filters_find_third_party_ones(plugins, 
     class Plugin:
         @hookimpl
         def register_retrievers(self, register):
-            register(RetrieverSpec(name="toy", factory=Toy))
+            register(RetrieverSpec(name="toy", factory=lambda options: Toy()))
 
     register(Plugin(), "toy-pkg")
     out = tmp_path / "out"
@@ -328,12 +328,12 @@ def test_a_retriever_that_says_false_gets_the_default_combination(plugins, regis
     class Plugin:
         @hookimpl
         def register_retrievers(self, register):
-            register(RetrieverSpec(name="says-false", factory=recorder(False)))
-            register(RetrieverSpec(name="says-true", factory=recorder(True)))
+            register(RetrieverSpec(name="says-false", factory=lambda options: recorder(False)()))
+            register(RetrieverSpec(name="says-true", factory=lambda options: recorder(True)()))
 
         @hookimpl
         def register_rewriters(self, register):
-            register(RewriterSpec(name="appends", factory=Appends))
+            register(RewriterSpec(name="appends", factory=lambda options: Appends()))
 
     register(Plugin(), "recorders")
     evaluate("appends", "says-false")

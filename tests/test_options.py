@@ -20,7 +20,7 @@ from r2med_tasks.results import canonical
 
 
 class Echo:
-    def __init__(self, **options):
+    def __init__(self, options):
         self.options = options
 
     def index(self, corpus, *, task, context):
@@ -149,9 +149,11 @@ def test_defaults_and_fields():
     assert SPEC.option_fields()["count"].description == "a count"
 
 
-def test_factory_gets_every_value_as_keywords():
+def test_factory_gets_one_validated_options_instance():
     made = SPEC.create({"count": 9})
-    assert made.options == {**SPEC.defaults, "count": 9}
+    assert isinstance(made.options, KINDS)
+    assert made.options.model_dump() == {"count": 9, "ratio": 0.5, "flag": False, "text": "", "choice": "a",
+                                         "weights": (), "names": ("x", "y"), "limit": None, "label": None}
 
 
 def test_a_class_deriving_from_options_works_as_well():
@@ -167,17 +169,15 @@ def test_a_required_option_must_be_given():
     spec = RetrieverSpec(name="needs", factory=Echo, options=options_model("Needs", path=(str, Field(description="p"))))
     assert spec.defaults == {} and spec.option_schema()["path"]["required"] is True
     one_line_error(lambda: spec.create({}), "-o needs.path")
-    assert spec.create({"path": "x"}).options == {"path": "x"}
+    assert spec.create({"path": "x"}).options.path == "x"
 
 
-def test_legacy_dict_of_defaults_still_works():
-    spec = RetrieverSpec(name="old", factory=Echo, options={"n": 3, "x": 0.5, "flag": False, "names": ["a", "b"],
-                                                           "label": None, "text": ""})
-    assert spec.defaults == {"n": 3, "x": 0.5, "flag": False, "names": ("a", "b"), "label": None, "text": ""}
-    assert spec.parse("n", "4") == 4 and spec.parse("x", "2") == 2.0 and spec.parse("flag", "on") is True
-    assert spec.parse("names", "c,d") == ("c", "d") and spec.parse("label", "none") is None
-    one_line_error(lambda: spec.parse("n", "1.5"), "old.n")
-    assert spec.option_schema()["x"]["type"] == "number"
+def test_a_dict_of_defaults_is_refused_naming_the_model_forms():
+    with pytest.raises(TypeError) as e:
+        RetrieverSpec(name="old", factory=Echo, options={"n": 3, "flag": False})
+    message = str(e.value)
+    assert "\n" not in message and "retriever 'old'" in message
+    assert "options_model" in message and "r2med_tasks.Options" in message
 
 
 def test_bad_declarations_are_refused_at_registration(plugins, register):
@@ -221,12 +221,14 @@ def test_builtin_bounds(reg, component, key, raw):
     one_line_error(lambda: spec.parse(key, raw), f"-o {spec.name}.{key}={raw}")
 
 
-@pytest.mark.parametrize("component,key,raw", [("bm25", "k1", "0"), ("bm25", "b", "0"), ("bm25", "b", "1"),
-                                                ("hybrid", "rrf_k", "0"), ("hybrid", "depth", "1"),
-                                                ("llm-rerank", "temperature", "none"), ("hyde", "seed", "0"),
-                                                ("st", "max_length", "none"), ("nvembed", "batch_size", "none")])
-def test_builtin_edges_are_accepted(reg, component, key, raw):
-    reg.component(component).spec.parse(key, raw)
+@pytest.mark.parametrize("component,key,raw,value", [
+    ("bm25", "k1", "0", 0.0), ("bm25", "b", "0", 0.0), ("bm25", "b", "1", 1.0), ("hybrid", "rrf_k", "0", 0),
+    ("hybrid", "depth", "1", 1), ("llm-rerank", "temperature", "none", None), ("hyde", "seed", "0", 0),
+    ("st", "max_length", "none", None), ("nvembed", "batch_size", "none", None)])
+def test_builtin_edges_are_accepted(reg, component, key, raw, value):
+    """A bound's own value is accepted, as the option's type ("none": unset)."""
+    parsed = reg.component(component).spec.parse(key, raw)
+    assert parsed == value and type(parsed) is type(value)
 
 
 def test_every_builtin_default_is_within_its_bounds_and_documented(reg):
@@ -245,13 +247,11 @@ def test_sentinels_are_none(reg):
     assert reg.component("llm-rerank").spec.defaults["max_tokens"] is None
 
 
-def test_llm_reranker_sampling_unset_is_the_servers_default(reg, tmp_path):
-    from r2med_tasks.pipelines import base_context
-
+def test_llm_reranker_sampling_unset_is_the_servers_default(reg):
     default = build_pipeline(reg, ["bm25", "llm-rerank"], ["llm=openai:gpt-4o"])
     unset = build_pipeline(reg, ["bm25", "llm-rerank"], ["llm=openai:gpt-4o", "temperature=none", "max_tokens=64"])
-    instantiate(default, base_context(reg, cache_dir=tmp_path))
-    instantiate(unset, base_context(reg, cache_dir=tmp_path))
+    instantiate(default, reg)
+    instantiate(unset, reg)
     assert default.stages["reranker"].instance.sampling["temperature"] == 0.0
     assert default.stages["reranker"].instance.sampling["max_tokens"] is None
     assert unset.stages["reranker"].instance.sampling["temperature"] is None
@@ -260,13 +260,11 @@ def test_llm_reranker_sampling_unset_is_the_servers_default(reg, tmp_path):
 
 # -- through the pipeline and the command line -----------------------------------------------------
 
-def test_weights_arrive_as_floats(reg, tmp_path):
-    from r2med_tasks.pipelines import base_context
-
+def test_weights_arrive_as_floats(reg):
     pipeline = build_pipeline(reg, ["hybrid"], ["members=bm25,bm25-okapi", "weights=0.2,0.8", "rrf_k=10"])
     assert pipeline.retriever.options["weights"] == (0.2, 0.8)
     assert pipeline.retriever.options["rrf_k"] == 10
-    instantiate(pipeline, base_context(reg, cache_dir=tmp_path))
+    instantiate(pipeline, reg)
     assert pipeline.retriever.instance.weights == [0.2, 0.8]
     # the recorded configuration stays JSON-shaped: tuples are lists, numbers numbers
     options = canonical(pipeline.config())["retriever"]["options"]

@@ -25,7 +25,7 @@ class Constant:
 
 @hookimpl
 def register_retrievers(register):
-    register(RetrieverSpec(name="edited-constant", factory=Constant, description="tests only"))
+    register(RetrieverSpec(name="edited-constant", factory=lambda options: Constant(), description="tests only"))
 '''
 
 

@@ -10,7 +10,7 @@ from r2med_tasks.errors import UserError
 from r2med_tasks.registry import build_registry
 from pathlib import Path
 
-from conftest import SAMPLE, TESTS, r2med_command, read_jsonl
+from conftest import SAMPLE, TESTS, r2med_command, read_jsonl, read_ranking
 
 
 class Echo:
@@ -25,7 +25,7 @@ def retriever_plugin(name, **kw):
     class Plugin:
         @hookimpl
         def register_retrievers(self, register):
-            register(RetrieverSpec(name=name, factory=Echo, **kw))
+            register(RetrieverSpec(name=name, factory=lambda options: Echo(), **kw))
 
     return Plugin()
 
@@ -41,7 +41,7 @@ def test_hook_register_rewriters(plugins, register):
     class Plugin:
         @hookimpl
         def register_rewriters(self, register):
-            register(RewriterSpec(name="upper", factory=lambda: None))
+            register(RewriterSpec(name="upper", factory=lambda options: None))
 
     register(Plugin())
     assert build_registry(plugins).component("rewriter:upper").kind == "rewriter"
@@ -62,7 +62,7 @@ def test_hook_register_rerankers(plugins, register, run_cli, tmp_path):
     class Plugin:
         @hookimpl
         def register_rerankers(self, register):
-            register(RerankerSpec(name="shortest", factory=ShortestFirst))
+            register(RerankerSpec(name="shortest", factory=lambda options: ShortestFirst()))
 
     register(Plugin(), "rerank-pkg")
     code, out, err = run_cli("run", "--plugin", "bm25", "--plugin", "shortest", "--tasks", "sample", "--top-k", "5",
@@ -73,14 +73,12 @@ def test_hook_register_rerankers(plugins, register, run_cli, tmp_path):
     assert len(summary["results_dirs"]) == 1
     (folder,) = map(Path, summary["results_dirs"])
     texts = {r["id"]: r["text"] for r in read_jsonl(SAMPLE / "corpus.jsonl")}
-    for line in (folder / "R2MEDSampleRetrieval.trec").read_text().splitlines():
-        qid, _, doc, rank, score, _ = line.split()
-        assert doc in seen[qid] and float(score) == -len(texts[doc])
-    run = {}
-    for line in (folder / "R2MEDSampleRetrieval.trec").read_text().splitlines():
-        qid, _, doc, *_ = line.split()
-        run.setdefault(qid, []).append(len(texts[doc]))
-    assert all(lengths == sorted(lengths) for lengths in run.values()) and all(len(v) == 5 for v in seen.values())
+    run = read_ranking(folder / "R2MEDSampleRetrieval.trec")
+    assert run.keys() == seen.keys()
+    for qid, docs in run.items():
+        assert all(doc in seen[qid] and score == -len(texts[doc]) for doc, score in docs)
+        assert [len(texts[doc]) for doc, _ in docs] == sorted(len(texts[doc]) for doc, _ in docs)
+    assert all(len(v) == 5 for v in seen.values())
 
 
 def test_hook_register_tasks(plugins, register, run_cli, tmp_path):
@@ -101,7 +99,7 @@ def test_register_wrong_spec_type_marks_plugin_broken(plugins, register):
     class Plugin:
         @hookimpl
         def register_retrievers(self, register):
-            register(RewriterSpec(name="oops", factory=Echo))
+            register(RewriterSpec(name="oops", factory=lambda options: Echo()))
 
     register(Plugin(), "confused-pkg")
     register(retriever_plugin("echo"), "echo-pkg")
@@ -151,7 +149,7 @@ def test_a_clash_fails_only_the_lookups_of_its_names(plugins, register):
     class Plugin:
         @hookimpl
         def register_retrievers(self, register):
-            register(RetrieverSpec(name="bm25", factory=Echo, aliases=("my-bm25",)))
+            register(RetrieverSpec(name="bm25", factory=lambda options: Echo(), aliases=("my-bm25",)))
 
         @hookimpl
         def register_tasks(self, register):
@@ -177,7 +175,7 @@ def test_same_name_in_two_kinds_needs_a_kind(plugins, register, run_cli):
     class Plugin:
         @hookimpl
         def register_rewriters(self, register):
-            register(RewriterSpec(name="echo", factory=lambda: None))
+            register(RewriterSpec(name="echo", factory=lambda options: None))
 
     register(retriever_plugin("echo"), "echo-pkg")
     register(Plugin(), "rewriter-pkg")
@@ -189,7 +187,7 @@ def test_factory_returning_wrong_object(plugins, register, run_cli):
     class Plugin:
         @hookimpl
         def register_retrievers(self, register):
-            register(RetrieverSpec(name="nothing", factory=lambda: object()))
+            register(RetrieverSpec(name="nothing", factory=lambda options: object()))
 
     register(Plugin(), "nothing-pkg")
     code, _, err = run_cli("run", "--plugin", "nothing", "--tasks", "sample")
@@ -269,6 +267,10 @@ def test_unpackaged_module_through_env(tmp_path):
 
 
 def test_user_error_class_is_public():
+    """Plugins raise ``r2med_tasks.UserError`` (docs/writing-plugins.md): the core's class, exported."""
+    import r2med_tasks
+
+    assert r2med_tasks.UserError is UserError and "UserError" in r2med_tasks.__all__
     assert issubclass(UserError, Exception)
 
 

@@ -146,7 +146,7 @@ def test_every_shipped_mteb_result_is_the_authors_or_the_leaderboards():
 
 @needs_authors
 def test_the_shipped_record_and_csv_status_regenerate(plugins):
-    from r2med_tasks.published import build, dumps
+    from tools.published_record import build, dumps
 
     record, csv_text = build(AUTHORS, PUBLISHED_CSV.read_text(encoding="utf-8"))
     assert dumps(record) == DATA.read_text(encoding="utf-8")
@@ -214,7 +214,7 @@ def test_shipped_mteb_results_regenerate_and_load(tmp_path, monkeypatch):
 
     import mteb
 
-    from r2med_tasks.leaderboard import write_published
+    from tools.published_results import manifest_text, write_published
 
     monkeypatch.setattr(os, "fsync", lambda fd: None)  # ~900 small files to a temporary folder: no need to sync
     written = write_published(tmp_path / "results")
@@ -225,7 +225,7 @@ def test_shipped_mteb_results_regenerate_and_load(tmp_path, monkeypatch):
     on_disk = {p.relative_to(shipped) for p in shipped.glob("r2med-*__*/**/*") if p.is_file()}
     assert on_disk == generated  # nothing stale
     # the package's manifest of them, which tells the shipped copy from a folder claiming to be published
-    from r2med_tasks.published import MANIFEST, manifest_text
+    from r2med_tasks.published import MANIFEST
 
     assert MANIFEST.read_text(encoding="utf-8") == manifest_text(tmp_path / "results", written)
     loaded = mteb.ResultCache(tmp_path).load_results(include_remote=False)
@@ -270,7 +270,7 @@ def test_published_results_record_the_data_they_used(tmp_path):
 def test_reproducing_lists_every_published_run():
     """docs/reproducing.md's table is generated from the shipped data: one line per published run,
     with its command (dry-run above) and any known difference."""
-    from r2med_tasks.leaderboard import TABLE_END, TABLE_START, runs_table
+    from tools.runs_table import TABLE_END, TABLE_START, runs_table
 
     text = (ROOT / "docs" / "reproducing.md").read_text(encoding="utf-8")
     start, end = text.index(TABLE_START), text.index(TABLE_END) + len(TABLE_END) + 1
@@ -286,7 +286,7 @@ def test_no_page_or_module_cites_files_outside_the_repository():
 
     outside = re.compile(r"r2med_published_ndcg10\.csv|r2med-spec\.md|mteb-notes|/work/shared")
     pages = [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "r2med_tasks").rglob("*.py"),
-             *(ROOT / "plugins").rglob("*.py"), *(ROOT / "tests").glob("*.py")]
+             *(ROOT / "plugins").rglob("*.py"), *(ROOT / "tools").rglob("*.py"), *(ROOT / "tests").glob("*.py")]
     found = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in pages if p.name != "test_published.py"
              for m in outside.finditer(p.read_text(encoding="utf-8"))]
     assert found == []

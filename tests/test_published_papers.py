@@ -40,7 +40,7 @@ def test_the_leaderboards_first_row_has_the_papers_values_and_a_command():
     assert record["name"] == "BGE-Reasoner-Embed-0928" and record["rank"] == "1"
     assert [float(record[d]) for d in ORDER] == values
     assert record["command"] == "r2med-run --plugin reason-embed"
-    assert record["repo_results_status"] == "not_in_repo(external)"  # recomputed by published.build
+    assert record["repo_results_status"] == "not_in_repo(external)"  # recomputed by tools.published_record.build
     for where in ("arXiv 2510.08252", "Table 3", "VectorSpaceLab/agentic-search @b2f2e40",
                   "ReasonEmbed/imgs/r2med-performance.png"):
         assert where in record["source"]
@@ -119,7 +119,7 @@ def test_a_run_of_its_configuration_joins_it(plugins):
 
 @pytest.mark.parametrize("name", ["BGE-Reasoner-Embed-0928", PAPER_ROW])
 def test_the_runs_table_says_where_the_figures_are(name):
-    from r2med_tasks.leaderboard import runs_table
+    from tools.runs_table import runs_table
 
     line = next(line for line in runs_table().splitlines() if f"| {name} |" in line)
     assert "| ReasonEmbed paper, arXiv 2510.08252, Table 3 |" in line and "FlagEmbedding" in line

@@ -16,8 +16,10 @@ import json
 from pathlib import Path
 
 import pytest
+from pydantic import Field
 
 from conftest import write_jsonl
+from r2med_tasks.options import options_model
 
 K = (1, 3, 5, 10, 100)
 N_DOCS = 30
@@ -72,6 +74,9 @@ def task_dir(tmp_path) -> Path:
 
 
 class Fixed:
+    def __init__(self, options):
+        pass
+
     def index(self, corpus, *, task, context):
         pass
 
@@ -80,11 +85,14 @@ class Fixed:
 
 
 class FixedReranker:
-    def __init__(self, rerank_k: int = 10):
-        self.rerank_k = rerank_k
+    def __init__(self, options):
+        self.rerank_k = options.rerank_k
 
     def rerank(self, queries, corpus, candidates, *, task, context):
         return {qid: {d: rerank_score(qid, d) for d in docs} for qid, docs in candidates.items()}
+
+
+RERANK_OPTIONS = options_model("FixedRerankOptions", rerank_k=(int, Field(10, ge=1, description="documents reranked")))
 
 
 @pytest.fixture
@@ -99,7 +107,7 @@ def fixed(register):
 
         @hookimpl
         def register_rerankers(self, register):
-            register(RerankerSpec(name="fixed-rerank", factory=FixedReranker, options={"rerank_k": 10}))
+            register(RerankerSpec(name="fixed-rerank", factory=FixedReranker, options=RERANK_OPTIONS))
 
     return register(FixedPlugin(), "fixed-plugin")
 
@@ -143,7 +151,7 @@ def test_first_stage_scores_as_published(fixed, run_cli, task_dir, tmp_path):
 
 
 def test_task_data_keeps_absent_documents_and_all_zero_queries(task_dir):
-    from r2med_tasks.data import load_local
+    from r2med_tasks.loading import load_local
 
     data = load_local(task_dir / "Biology")
     assert [q.id for q in data.queries] == ["q1", "q2", "q3", "q4"]
@@ -152,7 +160,7 @@ def test_task_data_keeps_absent_documents_and_all_zero_queries(task_dir):
 
 
 def test_read_qrels_keeps_every_judgment(task_dir):
-    from r2med_tasks.data import read_qrels
+    from r2med_tasks.validation import read_qrels
 
     table = read_qrels(task_dir / "Biology" / "qrels.jsonl")
     assert table["q2"] == {"d05": 0, "d06": 0} and table["q3"]["ghost-2"] == 2
@@ -222,9 +230,12 @@ def test_keep_tail_is_the_harness_s(register):
     from r2med_tasks.components import RerankerSpec
     from r2med_tasks.options import options_model
 
-    spec = RerankerSpec(name="r", factory=FixedReranker, options={"rerank_k": 10})
+    made = []
+    spec = RerankerSpec(name="r", factory=lambda options: made.append(options) or FixedReranker(options),
+                        options=RERANK_OPTIONS)
     assert "keep_tail" in spec.option_fields() and spec.defaults["keep_tail"] is False
-    assert spec.create({"keep_tail": True}).rerank_k == 10  # never passed to the factory
+    assert spec.create({"keep_tail": True}).rerank_k == 10
+    assert made[0].model_dump() == {"rerank_k": 10}  # the stage's option never reaches the reranker
     with pytest.raises(TypeError, match="option 'keep_tail' is the harness's"):
         RerankerSpec(name="r", factory=FixedReranker, options=options_model("X", keep_tail=(bool, False)))
 
@@ -234,16 +245,15 @@ def test_mteb_search_model_follows_keep_tail(fixed, plugins, tmp_path, keep_tail
     """mteb.evaluate's path (``as_mteb_model``) returns what r2med-run scores."""
     from types import SimpleNamespace
 
-    from r2med_tasks.data import Corpus
+    from r2med_tasks.taskdata import Corpus
     from r2med_tasks.mteb_model import SearchModel
     from r2med_tasks.pipelines import base_context, build_pipeline, instantiate
     from r2med_tasks.registry import build_registry
 
     reg = build_registry(plugins)
     pipeline = build_pipeline(reg, ["fixed", "fixed-rerank"], [f"keep_tail={str(keep_tail).lower()}"])
-    context = base_context(reg, cache_dir=tmp_path)
-    instantiate(pipeline, context)
-    model = SearchModel(pipeline, context, lambda name: None)
+    instantiate(pipeline, reg)
+    model = SearchModel(pipeline, base_context(reg, cache_dir=tmp_path), lambda name: None)
     model._corpus = Corpus(DOCS, [f"document {d}" for d in DOCS], "x")
     out = model.search({"id": QUERIES, "text": QUERIES}, task_metadata=SimpleNamespace(name="R2MEDBiologyRetrieval"))
     for q in QUERIES:

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import SAMPLE, read_jsonl
 
-from r2med_plugins.gar import prompts
+from r2med_plugins.gar import prompts, query2doc_examples
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "r2med-repo"
 QUERIES = read_jsonl(SAMPLE / "query.jsonl")
@@ -57,7 +57,7 @@ class FileServer:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/R2MED/R2MED/{prompts.QUERY2DOC_EXAMPLES_COMMIT}/src/example.py"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/R2MED/R2MED/{query2doc_examples.QUERY2DOC_EXAMPLES_COMMIT}/src/example.py"
 
     def __enter__(self):
         self._thread.start()
@@ -73,7 +73,7 @@ def closed_port_url() -> str:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/R2MED/R2MED/{prompts.QUERY2DOC_EXAMPLES_COMMIT}/src/example.py"
+    return f"http://127.0.0.1:{port}/R2MED/R2MED/{query2doc_examples.QUERY2DOC_EXAMPLES_COMMIT}/src/example.py"
 
 
 @pytest.fixture
@@ -87,14 +87,14 @@ def run_query2doc(run_cli, tmp_path, chat, *extra, output="out"):
 
 
 def test_the_pinned_url_is_the_first_commits_example_py():
-    assert prompts.QUERY2DOC_EXAMPLES_COMMIT.startswith("45cbac5") and len(prompts.QUERY2DOC_EXAMPLES_COMMIT) == 40
-    assert prompts.QUERY2DOC_EXAMPLES_URL == ("https://raw.githubusercontent.com/R2MED/R2MED/"
-                                              f"{prompts.QUERY2DOC_EXAMPLES_COMMIT}/src/example.py")
+    assert query2doc_examples.QUERY2DOC_EXAMPLES_COMMIT.startswith("45cbac5") and len(query2doc_examples.QUERY2DOC_EXAMPLES_COMMIT) == 40
+    assert query2doc_examples.QUERY2DOC_EXAMPLES_URL == ("https://raw.githubusercontent.com/R2MED/R2MED/"
+                                              f"{query2doc_examples.QUERY2DOC_EXAMPLES_COMMIT}/src/example.py")
 
 
 def test_examples_are_fetched_once_then_read_from_the_cache(run_cli, tmp_path, chat, monkeypatch):
     with FileServer(built_example_py()) as files:
-        monkeypatch.setattr(prompts, "QUERY2DOC_EXAMPLES_URL", files.url)
+        monkeypatch.setattr(query2doc_examples, "QUERY2DOC_EXAMPLES_URL", files.url)
         code, _, err = run_query2doc(run_cli, tmp_path, chat)
         assert code == 0, err
         assert len(files.requests) == 1 and chat.count == len(QUERIES)
@@ -111,7 +111,7 @@ def test_examples_are_fetched_once_then_read_from_the_cache(run_cli, tmp_path, c
 
 
 def test_offline_is_one_line_naming_the_way_out(run_cli, tmp_path, chat, monkeypatch):
-    monkeypatch.setattr(prompts, "QUERY2DOC_EXAMPLES_URL", closed_port_url())
+    monkeypatch.setattr(query2doc_examples, "QUERY2DOC_EXAMPLES_URL", closed_port_url())
     code, _, err = run_query2doc(run_cli, tmp_path, chat)
     assert code == 2 and "Traceback" not in err and chat.count == 0
     line = next(line for line in err.splitlines() if "cannot load" in line)
@@ -122,15 +122,15 @@ def test_offline_is_one_line_naming_the_way_out(run_cli, tmp_path, chat, monkeyp
 def test_a_file_that_is_not_the_examples_is_refused_and_not_cached(tmp_path, monkeypatch):
     with FileServer(b"Example = {'Stack-Biology': 'only one'}\n") as files:
         with pytest.raises(prompts.Query2DocExamplesUnavailable, match="missing"):
-            prompts.fetch_query2doc_examples(tmp_path, url=files.url)
+            query2doc_examples.fetch_query2doc_examples(tmp_path, url=files.url)
         files.body = b"import os\nos.system('echo never run')\nExample = open('x').read()\n"
         with pytest.raises(prompts.Query2DocExamplesUnavailable, match="cannot evaluate"):
-            prompts.fetch_query2doc_examples(tmp_path, url=files.url)
+            query2doc_examples.fetch_query2doc_examples(tmp_path, url=files.url)
     assert not list(tmp_path.iterdir())
 
 
 def test_examples_path_works_offline(run_cli, tmp_path, chat, monkeypatch):
-    monkeypatch.setattr(prompts, "QUERY2DOC_EXAMPLES_URL", closed_port_url())
+    monkeypatch.setattr(query2doc_examples, "QUERY2DOC_EXAMPLES_URL", closed_port_url())
     local = tmp_path / "example.py"
     local.write_bytes(built_example_py())
     code, _, err = run_query2doc(run_cli, tmp_path, chat, "-o", f"examples={local}")
@@ -178,12 +178,12 @@ def test_each_prompt_holds_its_datasets_real_examples_byte_for_byte(commit, tmp_
     expected = authors_query2doc_prompts(commit, query)
     assert sorted(expected) == sorted(prompts.DATASET_KEYS)
     with FileServer(real_example_py(commit).read_bytes()) as files:  # as fetched from GitHub
-        fetched = prompts.fetch_query2doc_examples(tmp_path, url=files.url)
+        fetched = query2doc_examples.fetch_query2doc_examples(tmp_path, url=files.url)
     for key in prompts.DATASET_KEYS:
         ours = prompts.build_prompt("query2doc", key, query, examples=fetched)
         assert ours.encode("utf-8") == expected[key].encode("utf-8"), key
         assert prompts.build_messages("query2doc", key, query, examples=fetched)[1]["content"] == expected[key]
-    assert fetched == prompts.load_query2doc_examples(real_example_py(commit))
+    assert fetched == query2doc_examples.load_query2doc_examples(real_example_py(commit))
 
 
 def test_the_package_does_not_contain_the_examples():

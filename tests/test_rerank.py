@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import SAMPLE, read_jsonl, read_trec
+from conftest import SAMPLE, read_jsonl, read_ranking
 
 
 TASK = "R2MEDSampleRetrieval"
@@ -20,11 +20,11 @@ def test_cross_encoder_reorders_only_the_top_k(evaluate, tmp_path, cross_encoder
     from sentence_transformers import CrossEncoder
 
     folder = Path(evaluate("bm25", "cross-encoder", model=str(cross_encoder_path), rerank_k=5)[TASK].results_dir)
-    reranked = read_trec(folder / f"{TASK}.trec")
+    reranked = read_ranking(folder / f"{TASK}.trec")
     first_folder = next((tmp_path / "out" / "local-data" / "r2med__bm25").glob("*"))
-    first = read_trec(first_folder / f"{TASK}.trec")
+    first = read_ranking(first_folder / f"{TASK}.trec")
     plain = evaluate("bm25", output="plain")  # bm25 alone: the saved first stage is that run
-    assert read_trec(Path(plain[TASK].results_dir) / f"{TASK}.trec") == first
+    assert read_ranking(Path(plain[TASK].results_dir) / f"{TASK}.trec") == first
 
     model = CrossEncoder(str(cross_encoder_path), device="cpu", activation_fn=torch.nn.Identity())
     text = {d["id"]: d["text"] for d in read_jsonl(SAMPLE / "corpus.jsonl")}
@@ -92,7 +92,7 @@ def test_pair_scores_survive_a_failed_run_and_serve_reruns(evaluate, tmp_path, c
     counted.update(pairs=0, fail_after=None)
     resumed = rerank()
     assert counted["pairs"] == 70 - 32  # only the pairs not journaled
-    assert read_trec(Path(resumed[TASK].results_dir) / f"{TASK}.trec") == read_trec(
+    assert read_ranking(Path(resumed[TASK].results_dir) / f"{TASK}.trec") == read_ranking(
         Path(reference[TASK].results_dir) / f"{TASK}.trec")
 
     counted["pairs"] = 0
@@ -113,6 +113,7 @@ def test_rerankers_are_listed(run_cli):
     assert rows["monobert"]["options"]["rerank_k"]["minimum"] == 1
 
 
+@pytest.mark.model  # torch
 def test_rankllama_without_peft_is_one_clear_line(run_cli, tmp_path):
     pytest.importorskip("torch")
     try:
@@ -143,8 +144,8 @@ def test_llm_reranker_end_to_end(evaluate, tmp_path, monkeypatch):
     with server:
         options = {"llm": f"{server.url}#ranker", "rerank_k": 5, "window": 5, "step": 5}
         results = evaluate("bm25", "llm-rerank", **options)
-        first = read_trec(next((tmp_path / "out" / "local-data" / "r2med__bm25").glob("*")) / f"{TASK}.trec")
-        reranked = read_trec(Path(results[TASK].results_dir) / f"{TASK}.trec")
+        first = read_ranking(next((tmp_path / "out" / "local-data" / "r2med__bm25").glob("*")) / f"{TASK}.trec")
+        reranked = read_ranking(Path(results[TASK].results_dir) / f"{TASK}.trec")
         for qid, docs in first.items():
             assert [d for d, _ in reranked[qid][:5]] == [d for d, _ in docs[:5]][::-1]
             assert len(reranked[qid]) == 5  # the reranked list only, as published

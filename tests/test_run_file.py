@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import pytrec_eval
 
-from conftest import SAMPLE, qrels_of, read_jsonl, read_trec
+from conftest import SAMPLE, qrels_of, read_jsonl, read_ranking
 
 DOCS = [d["id"] for d in read_jsonl(SAMPLE / "corpus.jsonl")]
 QUERIES = [q["id"] for q in read_jsonl(SAMPLE / "query.jsonl")]
@@ -44,6 +44,8 @@ def folder(results) -> Path:
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_scores_equal_pytrec_eval_on_the_file(evaluate, tmp_path, seed):
+    """The run's scores are pytrec_eval's on the file, which the test parses itself: the package's
+    reader is part of what is tested, so it cannot also give the reference."""
     from mteb.results import TaskResult
 
     path = write_run(tmp_path / "system.trec", random_run(seed))
@@ -68,7 +70,7 @@ def test_reading_back_a_results_folder_reproduces_its_scores(evaluate):
     assert again.display_name == "BM25"  # the name the folder records
     assert folder(again) != folder(bm25)
     assert again["R2MEDSampleRetrieval"].ndcg_at_10 == bm25["R2MEDSampleRetrieval"].ndcg_at_10
-    assert read_trec(folder(again) / TREC) == read_trec(folder(bm25) / TREC)
+    assert read_ranking(folder(again) / TREC) == read_ranking(folder(bm25) / TREC)
 
 
 def test_a_run_file_feeds_a_reranker_as_its_retriever_would(evaluate, cross_encoder_path):
@@ -76,7 +78,7 @@ def test_a_run_file_feeds_a_reranker_as_its_retriever_would(evaluate, cross_enco
     direct = evaluate("bm25", "cross-encoder", output="direct", **rerank)
     saved = folder(evaluate("bm25", output="saved"))
     via_file = evaluate("run-file", "cross-encoder", output="file", path=str(saved), **rerank)
-    assert read_trec(folder(via_file) / TREC) == read_trec(folder(direct) / TREC)
+    assert read_ranking(folder(via_file) / TREC) == read_ranking(folder(direct) / TREC)
     assert via_file.display_name == "BM25 + cross-encoder"
 
 

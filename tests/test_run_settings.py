@@ -98,13 +98,18 @@ def test_splits_and_subsets(tmp_path):
     """Several subsets (unsorted, repeated), splits sharing subsets in one row, a split with no scores."""
     scores = {"test": [subset("b"), subset("a"), subset("b")], "dev": [subset("a"), subset("b")],
               "train": [subset("a")], "empty": []}
-    replay(tmp_path, [("Task", scores, {"batch_size": 8, "prompt": "ä"})])
+    text = replay(tmp_path, [("Task", scores, {"batch_size": 8, "prompt": "ä"})])
+    rows = [json.loads(line) for line in text.splitlines()]
+    assert [(r["splits"], r["subsets"]) for r in rows] == [(["dev", "test"], ["a", "b"]), (["train"], ["a"])]
 
 
 def test_two_tasks_merge(tmp_path):
-    replay(tmp_path, [("TaskA", {"test": [subset("default")]}, {"batch_size": 32}),
+    text = replay(tmp_path, [("TaskA", {"test": [subset("default")]}, {"batch_size": 32}),
                       ("TaskB", {"test": [subset("default")], "dev": [subset("default")]}, {"batch_size": 32}),
                       ("TaskC", {"test": [subset("default")]}, None)])
+    rows = [json.loads(line) for line in text.splitlines()]
+    assert [(r["task"], r["splits"], r["encode_kwargs"]) for r in rows] == [
+        ("TaskA", ["test"], {"batch_size": 32}), ("TaskB", ["dev", "test"], {"batch_size": 32}), ("TaskC", ["test"], {})]
 
 
 def test_same_task_saved_again_replaces_its_settings(tmp_path):

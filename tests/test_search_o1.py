@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Tuple
 
 import jinja2
 import pytest
-from conftest import SAMPLE, read_jsonl, read_trec
+from conftest import SAMPLE, read_jsonl, read_ranking
 
 from r2med_plugins.gar import search_o1
 from r2med_tasks.llm import ChatClient, GenerationCache, continue_cached
@@ -1190,7 +1190,7 @@ def test_cli_run_keeps_trajectories_and_a_rerun_sends_nothing(run_cli, evaluate,
         json.dumps({**q, "text": answer_of(q["text"])}) + "\n" for q in QUERIES))
     plain = evaluate("bm25", data_dir=expected / "sample", output="ref")
     (ref_folder,) = {Path(d) for d in plain.results_dirs}
-    assert read_trec(folder / "R2MEDSampleRetrieval.trec") == read_trec(ref_folder / "R2MEDSampleRetrieval.trec")
+    assert read_ranking(folder / "R2MEDSampleRetrieval.trec") == read_ranking(ref_folder / "R2MEDSampleRetrieval.trec")
     # a rerun sends nothing
     code, _, err = run_search_o1(run_cli, tmp_path, chat_server, "--overwrite")
     assert code == 0, err

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SAMPLE, read_jsonl, read_trec, write_jsonl
+from conftest import SAMPLE, read_jsonl, read_ranking, write_jsonl
 
 COMMIT = "a14dc3a4ffc6fe88c1e95038d9738e21ba3f7a06"
 MIRROR = Path("/work/.mirror/PeterGriffinJin+Search-R1/repo")
@@ -459,7 +459,7 @@ def test_end_to_end_with_bm25(run_cli, evaluate, tmp_path, chat_server):
     assert sorted(m[0]["content"] for m in starts) == sorted(reference_prompt(q["text"]) for q in QUERIES)
     # every search got BM25's top 3 of the corpus, formatted as the reference does
     searched = with_texts(tmp_path, "searched", {qid: r["searches"][0]["query"] for qid, r in rows.items()})
-    top3 = read_trec(trec_of(evaluate("bm25", data_dir=searched, output="top3", top_k=3)))
+    top3 = read_ranking(trec_of(evaluate("bm25", data_dir=searched, output="top3", top_k=3)))
     for request in [r for r in chat_server.requests if len(r.body["messages"]) == 2]:
         (user, assistant) = request.body["messages"]
         row = next(r for r in rows.values() if reference_prompt(r["query"]) == user["content"])
@@ -471,8 +471,8 @@ def test_end_to_end_with_bm25(run_cli, evaluate, tmp_path, chat_server):
         assert row["answer"] == answer
     # BM25 then searched with the answers alone (R2MED's rule for reasoning models' outputs)
     answered = with_texts(tmp_path, "answered", {qid: r["answer"] for qid, r in rows.items()})
-    assert read_trec(folder / "R2MEDSampleRetrieval.trec") == \
-        read_trec(trec_of(evaluate("bm25", data_dir=answered, output="ref")))
+    assert read_ranking(folder / "R2MEDSampleRetrieval.trec") == \
+        read_ranking(trec_of(evaluate("bm25", data_dir=answered, output="ref")))
     # a rerun asks nothing
     before = (folder / "R2MEDSampleRetrieval.trajectories.jsonl").read_text()
     code, _, err = cli(run_cli, tmp_path, chat_server, "--plugin", "bm25", "--overwrite")
@@ -500,7 +500,7 @@ def test_end_to_end_with_a_dense_retriever(run_cli, tmp_path, chat_server, small
     assert code == 0, err
     assert chat_server.count == 20
     rows = {r["query_id"]: r for r in read_jsonl(one_dir(out) / "R2MEDSampleRetrieval.trajectories.jsonl")}
-    ours = read_trec(one_dir(out) / "R2MEDSampleRetrieval.trec")
+    ours = read_ranking(one_dir(out) / "R2MEDSampleRetrieval.trec")
     model = SentenceTransformer(str(small_model_path), device="cpu")
     ids = list(CORPUS)
     docs = model.encode([CORPUS[d] for d in ids], normalize_embeddings=True)

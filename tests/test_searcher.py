@@ -9,7 +9,7 @@ import time
 import pytest
 
 from r2med_tasks.context import Context
-from r2med_tasks.data import Corpus
+from r2med_tasks.taskdata import Corpus
 from r2med_tasks.searcher import Hit, Searcher
 
 IDS = [f"d{i}" for i in range(20)]
@@ -94,7 +94,7 @@ def test_the_context_gives_a_searcher_over_its_corpus():
         made.append((name, options))
         return Recording()
 
-    context = Context(cache_dir=None, corpus=Corpus(IDS, TEXTS, "c"), retriever=retriever)
+    context = Context(cache_dir=None, corpus=Corpus(IDS, TEXTS, "c"), retrievers=retriever)
     found = context.searcher(None, "bm25", "k1=1.2").search_one("d3", 1)
     assert made == [("bm25", ("k1=1.2",))] and found[0].id == "d3"
     from r2med_tasks.errors import UserError

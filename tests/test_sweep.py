@@ -52,7 +52,7 @@ def sweep_json(run_cli, *args) -> dict:
 def test_every_leaderboard_commands_format_is_a_sweep(run_cli, tmp_path):
     """`r2med leaderboard --commands` in each format (the terminal table wraps long commands over
     rows) reads as the same pipelines, each once (two rows share MedCPT's command)."""
-    from r2med_tasks.sweep import sweep_lines
+    from r2med_tasks.sweep.sources import sweep_lines
 
     code, out, _ = run_cli("leaderboard", "--commands", "--format", "json")
     assert code == 0
@@ -120,7 +120,7 @@ def test_jobs_request_what_their_components_declare(run_cli, tmp_path):
     """GPU memory estimates of docs/reproducing.md as a share of one GPU (and host memory), a whole
     GPU for a model component that declares none, a CPU for BM25, published generations and APIs;
     on a cluster without GPUs, a CPU for all."""
-    from r2med_tasks.sweep import Job, ray_resources
+    from r2med_tasks.sweep.plan import Job, ray_resources
 
     sweep = tmp_path / "s.txt"
     sweep.write_text("--plugin nvembed\n--plugin e5 -o dtype=fp16\n--plugin bm25 --plugin bge-reranker\n"
@@ -181,7 +181,8 @@ def test_auto_executor(gpu_jobs, address, ray_address, cuda, ray_installed, expe
     import importlib.util
 
     from r2med_tasks import encoders
-    from r2med_tasks.sweep import Job, choose_executor
+    from r2med_tasks.sweep.executors import choose_executor
+    from r2med_tasks.sweep.plan import Job
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     if ray_address:

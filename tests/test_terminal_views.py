@@ -96,7 +96,7 @@ def test_a_path_is_never_cut_inside():
 
 
 def jobs():
-    from r2med_tasks.sweep import Job
+    from r2med_tasks.sweep.plan import Job
 
     return [Job(0, "s.txt:1", f"--plugin st -o model={MODEL} --plugin bge-reranker -o rerank_k=100", (),
                 ("Biology",), "results", 0),
@@ -113,7 +113,7 @@ def test_the_live_view_ticks_between_changes_of_state():
     """The view is rendered from the board at each refresh, on the board's clock: the time of a
     running job advances with no change of state, and the CLI's view refreshes itself."""
     from r2med_tasks.cli.sweep import live_view
-    from r2med_tasks.sweep import Board
+    from r2med_tasks.sweep.board import Board
 
     now = [1000.0]
     board = Board(jobs(), clock=lambda: now[0])
@@ -133,7 +133,7 @@ def test_the_live_view_ticks_between_changes_of_state():
 
 
 def test_the_live_view_shortens_pipelines_at_word_boundaries():
-    from r2med_tasks.sweep import Board
+    from r2med_tasks.sweep.board import Board
 
     board = Board(jobs(), clock=lambda: 0.0)
     board.start(0)
@@ -154,11 +154,3 @@ def test_rows_tied_for_first_are_marked_at_80_columns():
     assert "≈: tied for first (not separable from the best row)" in " ".join(text.split())
     rows[0].tied = rows[3].tied = None
     assert "≈" not in render(rows, tasks, "table", width=80)
-
-
-def test_the_page_knows_the_scores_and_the_published_kinds_as_the_board_does():
-    """html.py keeps its own copy (leaderboard.py imports it: no cycle)."""
-    from r2med_tasks import html, leaderboard
-
-    assert html.SCORE_FAMILIES.pattern == leaderboard.SCORE_FAMILIES.pattern
-    assert html.PUBLISHED_KINDS == leaderboard.PUBLISHED_KINDS

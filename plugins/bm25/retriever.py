@@ -22,12 +22,9 @@ LARGE_CORPUS = 20_000
 class BM25Retriever:
     combines_generated = True  # the published rule for BM25 (r2med_tasks.combine)
 
-    def __init__(self, k1: float, b: float, query_weighting: str, cache: bool) -> None:
-        from r2med_tasks.errors import UserError
-
-        if query_weighting not in ("bm25", "plain"):
-            raise UserError(f"-o bm25.query_weighting={query_weighting}: use bm25 (as published) or plain")
-        self.k1, self.b, self.query_weighting, self.cache = k1, b, query_weighting, cache
+    def __init__(self, options) -> None:  # BM25_OPTIONS
+        self.k1, self.b = options.k1, options.b
+        self.query_weighting, self.cache = options.query_weighting, options.cache
         self._index: BM25Index | None = None
         self._ids: list[str] = []
 
@@ -117,8 +114,8 @@ class OkapiRetriever:
 
     combines_generated = True
 
-    def __init__(self, k1: float, b: float, epsilon: float) -> None:
-        self.k1, self.b, self.epsilon = k1, b, epsilon
+    def __init__(self, options) -> None:  # OKAPI_OPTIONS
+        self.k1, self.b, self.epsilon = options.k1, options.b, options.epsilon
 
     def model_meta(self) -> dict:
         return {"name": "r2med/bm25-okapi", "revision": f"rank-bm25-{ANALYZER_VERSION}", "framework": ["NumPy"],

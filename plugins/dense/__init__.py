@@ -100,8 +100,8 @@ class PublishedFactory:
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def __call__(self, **options):
-        return published_retriever(self.name, **options)
+    def __call__(self, options):
+        return published_retriever(self.name, options)
 
     def __repr__(self) -> str:
         return f"PublishedFactory({self.name!r})"
@@ -112,18 +112,20 @@ class PublishedFactory:
                 "input_notes": config.input_notes()}
 
 
-def published_retriever(name: str, *, drop_identical_ids: bool, cache: bool, chunk_size: int, batch_size: int | None,
-                        model: str = "", doc_model: str = "", device: str = "", dtype: str = "fp32",
-                        article_queries: bool = True, base_url: str = "", concurrency: int = 4, ray_actors: int = 0):
+def published_retriever(name: str, options):
+    """The retriever of published model ``name`` with its ``options`` (``_options(name)``: an API
+    model's have no weights, device or dtype; only MedCPT's have ``doc_model`` and ``article_queries``)."""
     from dataclasses import replace
 
-    from r2med_tasks.errors import UserError
     from r2med_tasks.models import check_model_ref, model_identity
 
     from .published import PublishedModel
     from .retriever import DenseRetriever
 
     config = DENSE_MODELS[name]
+    model, doc_model = getattr(options, "model", ""), getattr(options, "doc_model", "")
+    device, dtype = getattr(options, "device", ""), getattr(options, "dtype", "fp32")
+    batch_size = options.batch_size
     chosen = [v for v in (model, doc_model) if v and v not in (config.hf_model, config.hf_doc_model)]
     # other weights than the published ones: revision of a local folder's files, else the hub id
     revision = "+".join(model_identity(v)[1] if model_identity(v)[1] != "unpinned" else v for v in chosen) or None
@@ -132,13 +134,16 @@ def published_retriever(name: str, *, drop_identical_ids: bool, cache: bool, chu
             if value:
                 check_model_ref(value, option=f"{name}.{option}")
     config = replace(config, hf_model=model or config.hf_model, hf_doc_model=doc_model or config.hf_doc_model)
-    if dtype not in ("fp32", "fp16", "bf16"):
-        raise UserError(f"-o {name}.dtype={dtype}: use fp32, fp16 or bf16")
-    api = {"base_url": base_url or None, "concurrency": concurrency, **({"batch_size": batch_size} if batch_size else {})}
-    adapter = PublishedModel(config, device=device, batch_size=batch_size, dtype=dtype, article_queries=article_queries,
-                             weights_revision=revision, api_options=api if config.backend in ("openai", "voyage") else None)
+    api = None
+    if config.backend in ("openai", "voyage"):
+        api = {"base_url": options.base_url or None, "concurrency": options.concurrency,
+               **({"batch_size": batch_size} if batch_size else {})}
+    adapter = PublishedModel(config, device=device, batch_size=batch_size, dtype=dtype,
+                             article_queries=getattr(options, "article_queries", True), weights_revision=revision,
+                             api_options=api)
     memory = GPU_MEMORY_GB.get(name)
     if memory and adapter.dtype != "fp32" and config.dtype == "fp32":  # fp32 as published; fp16/bf16 halves it
         memory /= 2
-    return DenseRetriever(adapter, cache=cache, chunk_size=chunk_size, drop_identical_ids=drop_identical_ids,
-                          ray_actors=ray_actors, gpu_memory_gb=memory)
+    return DenseRetriever(adapter, cache=options.cache, chunk_size=options.chunk_size,
+                          drop_identical_ids=options.drop_identical_ids, ray_actors=getattr(options, "ray_actors", 0),
+                          gpu_memory_gb=memory)

@@ -3,12 +3,12 @@
 Both go through the official ``openai`` SDK (``client.embeddings.create``; Voyage's API is
 OpenAI-shaped, so it is the same client with base_url https://api.voyageai.com/v1 and Voyage's
 ``input_type``/``truncation`` in ``extra_body``), built and retried by the code the chat client
-uses (``r2med_tasks.llm.openai_client`` and ``APICaller``): ``POST {base_url}/embeddings``, a Bearer
-key read from an environment variable, a JSON ``{"data": [{"index", "embedding"}, ...]}`` answer
-(read here, so malformed ones are retried). On top of that they reproduce how the published R2MED
-runs prepared each text (token cut, newline replacement, ``json.dumps`` quoting; see
-``published_input``), batch by count and by tokens, send batches from a small thread pool, and
-retry what is worth retrying.
+uses (each encoder is an ``r2med_tasks.llm.Endpoint``: ``openai_client`` and ``APICaller``):
+``POST {base_url}/embeddings``, a Bearer key read from an environment variable, a JSON
+``{"data": [{"index", "embedding"}, ...]}`` answer (read here, so malformed ones are retried). On
+top of that they reproduce how the published R2MED runs prepared each text (token cut, newline
+replacement, ``json.dumps`` quoting; see ``published_input``), batch by count and by tokens, send
+batches from a small thread pool, and retry what is worth retrying.
 
 The dense retriever calls ``encode(texts, kind="query"|"document")`` and ``model_meta()``.
 """
@@ -27,15 +27,14 @@ import numpy as np
 
 from r2med_tasks.errors import UserError
 from r2med_tasks.llm import (
+    OPENAI_BASE_URL,
     APICaller,
-    RetryLine,
+    Endpoint,
     RetryPolicy,
-    api_key,
+    endpoint_url,
     map_concurrently,
     no_auth_header,
     openai_base_url,
-    openai_client,
-    retry_policy,
     show_url,
 )
 from r2med_tasks.llm import BadResponse as _BadResponse
@@ -211,15 +210,17 @@ def _parse_embeddings(payload: bytes, n: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # The clients.
 # --------------------------------------------------------------------------------------------
-class _APIEncoder:
-    """What both clients share. Options beyond the dense retriever's interface:
+class _APIEncoder(Endpoint):
+    """What both clients share: an ``Endpoint`` (base URL, key variable, timeout, retries), and
+    options beyond the dense retriever's interface:
 
     - ``batch_tokens``: most tokens (of the strings as sent, counted with ``tokenizer``) in one
       request; ``None`` batches by ``batch_size`` only, as the published run did.
     - ``backoff``/``backoff_max``: retry ``n`` waits ``min(backoff_max, backoff * 2**(n-1))`` seconds
       times a random 0.5..1 (jitter); a ``Retry-After``/``retry-after-ms`` header wins, capped at
       ``retry_after_max`` (unset ones, and ``max_retries``, from ``retry=`` or else
-      ``r2med_tasks.llm.DEFAULT_RETRY``: 6 retries, 1 s doubling to 30 s, ``Retry-After`` up to 60 s).
+      ``r2med_tasks.llm.endpoint.DEFAULT_RETRY``: 6 retries, 1 s doubling to 30 s, ``Retry-After``
+      up to 60 s).
     - ``shrink_on_context_error``: the published re-cut on an input-too-long HTTP 400.
     - ``sleep``: called with each wait instead of sleeping (tests); by default the wait ends early
       when another batch has failed.
@@ -232,13 +233,13 @@ class _APIEncoder:
     default_batch_tokens: int | None = None
     max_batch_size = 1
     org = ""
-
-    def endpoint(self) -> str:
-        """The server used when none is given."""
-        return self.default_base_url
     revisions: dict[str, str] = {}
     embed_dims: dict[str, int] = {}
     reference = ""
+
+    def default_endpoint(self) -> str:
+        """The server used when none is given."""
+        return self.default_base_url
 
     def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key_env: str | None = None,
                  max_tokens: int | None | object = ..., batch_size: int = 64, batch_tokens: int | None | object = ...,
@@ -250,26 +251,20 @@ class _APIEncoder:
         """Unset ``model``, ``api_key_env``, ``max_tokens`` and ``batch_tokens`` take the provider's
         published defaults (the class's ``default_*``)."""
         self.model = model or self.default_model
-        self.base_url = (base_url or self.endpoint()).rstrip("/")
-        self.url = f"{self.base_url}/embeddings"
-        self.api_key_env = api_key_env or self.default_key_env
+        super().__init__((base_url or self.default_endpoint()).rstrip("/"),
+                         api_key_env=api_key_env or self.default_key_env, timeout=timeout, retry=retry,
+                         max_retries=max_retries, backoff=backoff, backoff_max=backoff_max,
+                         retry_after_max=retry_after_max, sleep=sleep)
+        self.url = endpoint_url(self.base_url, "embeddings")
         self.max_tokens = self.default_max_tokens if max_tokens is ... else max_tokens
         self.batch_size = batch_size
         self.batch_tokens = self.default_batch_tokens if batch_tokens is ... else batch_tokens
         self.concurrency = concurrency
-        self.retry = retry_policy(retry, max_retries=max_retries, backoff=backoff, backoff_max=backoff_max,
-                                  retry_after_max=retry_after_max, sleep=sleep)
-        self.timeout = timeout
         self.shrink_on_context_error = shrink_on_context_error
         self._tokenizer_arg = tokenizer
         self._tokenizer: Tokenizer | None = None if isinstance(tokenizer, str) else tokenizer
         self._lock = threading.Lock()
-        self.retries = RetryLine()
         self._check_options()
-
-    def show_retries(self, line: RetryLine) -> None:
-        """Show this client's retries on ``line`` (``ShowsRetries``; by default they are only logged)."""
-        self.retries = line
 
     def _check_options(self) -> None:
         name = type(self).__name__
@@ -282,16 +277,10 @@ class _APIEncoder:
                 raise UserError(f"{name}: {option} must be a positive integer or None, got {value!r}")
         if not isinstance(self.concurrency, int) or self.concurrency < 1:
             raise UserError(f"{name}: concurrency must be a positive integer, got {self.concurrency!r}")
-        self.retry.check(name)
-        if not self.timeout or self.timeout <= 0:
-            raise UserError(f"{name}: timeout must be positive seconds, got {self.timeout!r}")
+        self.check_endpoint(name)
         if not self.url.startswith(("http://", "https://")):
             raise UserError(f"{name}: base_url must start with http:// or https://, "
                             f"got {show_url(self.base_url)!r}")
-
-    @property
-    def max_retries(self) -> int:
-        return self.retry.max_retries
 
     def __repr__(self) -> str:  # never the key: it is read from the environment per call, never kept
         return (f"{type(self).__name__}(model={self.model!r}, base_url={show_url(self.base_url)!r}, "
@@ -321,7 +310,7 @@ class _APIEncoder:
         sent = [published_input(t, tokenizer, self.max_tokens) for t in texts]
         batches = self._plan(sent, tokenizer)
         caller = self._caller()
-        client = openai_client(self.base_url, key=key, timeout=self.timeout)
+        client = self.sdk(key)
 
         def run(batch: list[int], abort: threading.Event) -> np.ndarray:
             return self._embed_batch(caller, client, [sent[i] for i in batch], kind, key, abort)
@@ -354,14 +343,13 @@ class _APIEncoder:
         raise NotImplementedError
 
     def _api_key(self) -> str:
-        return api_key(self.api_key_env, required=True, who=type(self).__name__)
+        return self.key(required=True, who=type(self).__name__)
 
     def _caller(self) -> APICaller:
         """The shared retry loop (``r2med_tasks.llm.APICaller``), from the options as they are now."""
-        return APICaller(self.url, model=self.model, api_key_env=self.api_key_env, base_url=self.base_url,
-                         timeout=self.timeout, retry=self.retry,
-                         malformed_advice="check that base_url serves an OpenAI-compatible embeddings API",
-                         client_error=self._client_error, logger=log, retries=self.retries)
+        return self.caller(self.url, model=self.model,
+                           malformed_advice="check that base_url serves an OpenAI-compatible embeddings API",
+                           client_error=self._client_error, logger=log)
 
     def _plan(self, sent: list[str], tokenizer: Tokenizer | None) -> list[list[int]]:
         """Consecutive batches of at most ``batch_size`` inputs and ``batch_tokens`` tokens (as sent).
@@ -441,7 +429,7 @@ class OpenAIEncoder(_APIEncoder):
     uncut. The key is read from ``api_key_env`` on every ``encode`` and never stored.
     """
 
-    default_base_url = "https://api.openai.com/v1"
+    default_base_url = OPENAI_BASE_URL
     default_model, default_key_env = "text-embedding-3-large", "OPENAI_API_KEY"
     default_max_tokens, default_batch_tokens = 6000, 250_000
     max_batch_size = 2048
@@ -450,7 +438,7 @@ class OpenAIEncoder(_APIEncoder):
     embed_dims = {"text-embedding-3-large": 3072, "text-embedding-3-small": 1536, "text-embedding-ada-002": 1536}
     reference = "https://openai.com/index/new-embedding-models-and-api-updates/"
 
-    def endpoint(self) -> str:
+    def default_endpoint(self) -> str:
         """``$OPENAI_BASE_URL`` as the openai SDK reads it, else the OpenAI API."""
         return openai_base_url()
 
@@ -490,7 +478,6 @@ class VoyageEncoder(_APIEncoder):
     revisions = {"voyage-3": "1"}
     embed_dims = {"voyage-3": 1024}
     reference = "https://blog.voyageai.com/2024/09/18/voyage-3/"
-
 
     def _load_tokenizer(self, name: str | None) -> Tokenizer:
         return load_hf_tokenizer(name or f"voyageai/{self.model}")

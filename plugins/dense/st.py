@@ -8,40 +8,47 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from r2med_tasks.components import RetrieverSpec
 from r2med_tasks.errors import UserError
 from r2med_tasks.models import local_model_identity
-from r2med_tasks.options import options_model
+from r2med_tasks.options import Options
 
 # Shared with the published models' retrievers (``__init__.py``).
 RAY_ACTORS_OPTION = (int, Field(0, ge=0, le=1024, description="encode the corpus on N Ray actors, one per GPU (pip install "
                                                      "'r2med[ray]'; the cluster of RAY_ADDRESS, else a local one); "
                                                      "0: in this process"))
 
-ST_OPTIONS = options_model(
-    "SentenceTransformerOptions",
-    model=(str, Field("sentence-transformers/all-MiniLM-L6-v2",
-                      description="hub name or local folder of a sentence-transformers model")),
-    revision=(str | None, Field(None, description="hub commit to load (default: the newest); for a local folder, "
-                                                  "a label")),
-    name=(str | None, Field(None, description="org/name to file results under (default: the hub name, or "
-                                              "local/<folder>)")),
-    query_prompt=(str, Field("", description="text put before every query")),
-    doc_prompt=(str, Field("", description="text put before every document")),
-    max_length=(int | None, Field(None, ge=1, le=1_048_576,
-                                  description="max tokens per text (default: the model's own limit)")),
-    drop_identical_ids=(bool, Field(False, description="drop a document whose id equals the query id (R2MED's "
-                                                       "evaluator did)")),
-    batch_size=(int, Field(32, ge=1, description="texts per encoding batch")),
-    device=(str, Field("", description="cpu, cuda, cuda:N, or cuda:0,cuda:1 for several GPUs (default: best "
-                                       "available)")),
-    cache=(bool, Field(True, description="keep corpus embeddings on disk (under --cache-dir) and reuse them")),
-    chunk_size=(int, Field(8192, ge=1, description="documents per cached chunk (a killed run resumes from the "
-                                                   "last chunk)")),
-    ray_actors=RAY_ACTORS_OPTION,
-)
+
+class SentenceTransformerOptions(Options):
+    """``st``'s options; ``model`` may also be a model object, handed to the Python API."""
+
+    model: str = Field("sentence-transformers/all-MiniLM-L6-v2",
+                       description="hub name or local folder of a sentence-transformers model")
+    revision: str | None = Field(None, description="hub commit to load (default: the newest); for a local folder, "
+                                                   "a label")
+    name: str | None = Field(None, description="org/name to file results under (default: the hub name, or "
+                                               "local/<folder>)")
+    query_prompt: str = Field("", description="text put before every query")
+    doc_prompt: str = Field("", description="text put before every document")
+    max_length: int | None = Field(None, ge=1, le=1_048_576,
+                                   description="max tokens per text (default: the model's own limit)")
+    drop_identical_ids: bool = Field(False, description="drop a document whose id equals the query id (R2MED's "
+                                                        "evaluator did)")
+    batch_size: int = Field(32, ge=1, description="texts per encoding batch")
+    device: str = Field("", description="cpu, cuda, cuda:N, or cuda:0,cuda:1 for several GPUs (default: best "
+                                        "available)")
+    cache: bool = Field(True, description="keep corpus embeddings on disk (under --cache-dir) and reuse them")
+    chunk_size: int = Field(8192, ge=1, description="documents per cached chunk (a killed run resumes from the "
+                                                    "last chunk)")
+    ray_actors: int = RAY_ACTORS_OPTION[1]
+
+    @field_validator("model", mode="wrap")
+    @classmethod
+    def model_object(cls, value, handler):
+        """A model object handed to ``r2med_tasks.evaluate`` (no command line can) stands for the model."""
+        return value if hasattr(value, "encode") and not isinstance(value, str) else handler(value)
 
 
 def register_st(register):
@@ -50,7 +57,7 @@ def register_st(register):
         factory=STFactory(),
         aliases=("sentence-transformers",),
         description="Any sentence-transformers model (hub name or local folder); cosine similarity, exact top-k.",
-        options=ST_OPTIONS,
+        options=SentenceTransformerOptions,
         runtime_options=("batch_size", "device", "cache", "chunk_size", "ray_actors"),
         model_options=("model", "revision", "name"),
         reference="https://www.sbert.net",
@@ -61,8 +68,8 @@ class STFactory:
     """``sentence_transformer_retriever``; ``describe_inputs`` shows, for ``r2med plugins st``, the
     text each task's inputs become with the default options."""
 
-    def __call__(self, **options):
-        return sentence_transformer_retriever(**options)
+    def __call__(self, options):
+        return sentence_transformer_retriever(options)
 
     def __repr__(self) -> str:
         return "STFactory()"
@@ -70,7 +77,8 @@ class STFactory:
     def describe_inputs(self, tasks) -> dict:
         from .config import PLACEHOLDER
 
-        query, doc = ST_OPTIONS.model_fields["query_prompt"].default, ST_OPTIONS.model_fields["doc_prompt"].default
+        fields = SentenceTransformerOptions.model_fields
+        query, doc = fields["query_prompt"].default, fields["doc_prompt"].default
         return {"inputs": {task.short_name: {"query": query + PLACEHOLDER, "document": doc + PLACEHOLDER,
                                              "generated": PLACEHOLDER} for task in tasks},
                 "input_notes": ["with the default options: -o query_prompt=/doc_prompt= are put before every query/"
@@ -79,19 +87,18 @@ class STFactory:
                                 "generated: a rewriter's generated document, without prompt"]}
 
 
-def sentence_transformer_retriever(model, revision, name, query_prompt, doc_prompt, max_length,
-                                   drop_identical_ids, batch_size, device, cache, chunk_size, ray_actors):
+def sentence_transformer_retriever(options: SentenceTransformerOptions):
     from r2med_tasks.models import check_model_ref
 
     from .retriever import DenseRetriever
 
-    if isinstance(model, str):  # else a model object handed to r2med_tasks.evaluate
-        check_model_ref(model, option="st.model")
+    if isinstance(options.model, str):  # else a model object handed to r2med_tasks.evaluate
+        check_model_ref(options.model, option="st.model")
     # max_length None (the model's own limit) is 0 to the model, as in its embeddings' cache identity
-    st = SentenceTransformerModel(model, revision, name, query_prompt, doc_prompt, max_length or 0, batch_size,
-                                  device)
-    return DenseRetriever(st, cache=cache, chunk_size=chunk_size, drop_identical_ids=drop_identical_ids,
-                          ray_actors=ray_actors)
+    st = SentenceTransformerModel(options.model, options.revision, options.name, options.query_prompt,
+                                  options.doc_prompt, options.max_length or 0, options.batch_size, options.device)
+    return DenseRetriever(st, cache=options.cache, chunk_size=options.chunk_size,
+                          drop_identical_ids=options.drop_identical_ids, ray_actors=options.ray_actors)
 
 
 class SentenceTransformerModel:

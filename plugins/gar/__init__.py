@@ -9,12 +9,12 @@ from __future__ import annotations
 from functools import partial
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, create_model, model_validator
 
 from r2med_tasks.components import RewriterSpec
 from r2med_tasks.hookspecs import hookimpl
 from r2med_tasks.llm import price_field
-from r2med_tasks.options import Identified, file_content, options_model
+from r2med_tasks.options import Identified, Options, file_content
 
 METHODS = {
     "hyde": "HyDE: the LLM writes a passage (or similar case) that answers the query",
@@ -80,9 +80,25 @@ AGENT_OPTIONS = {
     "price": LIVE_OPTIONS["price"],
 }
 
+
+
+class GenerationOptions(Options):
+    """Every method's options: the documents come either from the published generations of an LLM
+    (``source``) or from one generating live (``llm``)."""
+
+    @model_validator(mode="after")
+    def one_source(self):
+        if bool(self.source) == bool(self.llm):
+            raise ValueError("needs exactly one of -o source=LLM (published generations) or -o llm=SPEC "
+                             "(generate live)")
+        if self.hub_split and not self.source:
+            raise ValueError(f"-o hub_split={self.hub_split} goes with -o source=LLM (published generations)")
+        return self
+
+
 # built once, at import: the registry is rebuilt by every command (and every test)
-METHOD_OPTIONS = {method: options_model(f"{method.title().replace('-', '')}Options", **PUBLISHED_OPTIONS,
-                                        **(LIVE_OPTIONS if method in LIVE else AGENT_OPTIONS))
+METHOD_OPTIONS = {method: create_model(f"{method.title().replace('-', '')}Options", __base__=GenerationOptions,
+                                       **PUBLISHED_OPTIONS, **(LIVE_OPTIONS if method in LIVE else AGENT_OPTIONS))
                   for method in METHODS}
 
 
@@ -102,13 +118,13 @@ def register_rewriters(register):
             reference=REFERENCES.get(method, "https://github.com/R2MED/R2MED/blob/main/src/generate_hypothetical_doc.py")))
 
 
-def make_rewriter(method: str, **options):
+def make_rewriter(method: str, options):
     from .rewriter import GARRewriter
 
-    return GARRewriter(method, **options)
+    return GARRewriter(method, options)
 
 
-def make_agent(method: str, **options):
+def make_agent(method: str, options, members):
     from .agent import SearchAgent
 
-    return SearchAgent(method, **options)
+    return SearchAgent(method, options, members)

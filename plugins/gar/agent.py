@@ -79,21 +79,19 @@ class SearchAgent(GARRewriter):
 
     tunes_across_tasks = False  # a composite of its searcher (Composite), tuned on nothing
 
-    def __init__(self, method: str, *, searcher: str, template: str, top_k: int | None,
-                 repetition_penalty: float | None, max_turns: int | None, search_limit: int | None,
-                 docs: int | None, member_options: dict[str, list[str]], context, **options: Any) -> None:
-        super().__init__(method, **options)
-        self.searcher_name, self.template = searcher, template
-        self.searcher_options = tuple(member_options.get(searcher, ()))
-        self.sampling |= {"top_k": top_k, "repetition_penalty": repetition_penalty}
-        self.settings = Settings(max_turns, search_limit, docs, self.sampling["max_tokens"])
-        # the searcher is created now (cheap: it indexes on its first search), so its model identifies the run
-        self.members = [context.retriever(searcher, *self.searcher_options)] if self.llm else []
+    def __init__(self, method: str, options, members: list) -> None:
+        """``members``: the searcher, created by the harness with its ``-o SEARCHER.key=value`` (cheap: it
+        indexes on its first search), so its model identifies a live run; a replay uses none."""
+        super().__init__(method, options)
+        self.searcher_name, self.template = options.searcher, options.template
+        self.sampling |= {"top_k": options.top_k, "repetition_penalty": options.repetition_penalty}
+        self.settings = Settings(options.max_turns, options.search_limit, options.docs, self.sampling["max_tokens"])
+        self.members = list(members) if self.llm else []
 
-    def label(self) -> str:
+    def display_name(self) -> str:
         """As the leaderboard names the method's rows: "Search-R1 (Qwen2.5-7b-it-em-ppo)"."""
         if self.source:
-            return super().label()
+            return super().display_name()
         from r2med_tasks.llm import llm_model_name
 
         from .rewriter import METHOD_NAMES
@@ -147,11 +145,10 @@ class SearchAgent(GARRewriter):
                 return clients[key]
 
         client = client_for(None)
-        self.model = client.model
         if self.usage is None:  # one tally for the run's tasks (the runner counts what each call adds)
             self.usage = Usage(model=client.model, price=self.price)
         cache = GenerationCache(context.cache("generations", "chat.jsonl"))
-        searcher = Searcher(self.members[0], context.corpus, task, context, label=self.searcher_name)
+        searcher = Searcher(self.members[0], context.corpus, task, context.ordinary(), label=self.searcher_name)
 
         def turn(request, sampling: dict | None = None):
             return continue_cached(client_for(sampling), cache, [request], usage=self.usage)[0]

@@ -12,11 +12,9 @@ Data copied from R2MED/R2MED at the indexed commit ``45cbac534475a0f66fec190cba7
 ``src/instrcution.py`` builds every Query2Doc template as
 ``"...{EXAMPLE}...".format(EXAMPLE=Example[key], TEXT="{TEXT}")`` with ``Example`` imported from
 ``src/example.py``. This module keeps the exact outer template and takes the examples from that
-file at run time: :func:`fetch_query2doc_examples` downloads it from the authors' repository at
-the pinned commit (:data:`QUERY2DOC_EXAMPLES_URL`) and keeps it in a cache folder, and
-:func:`load_query2doc_examples` reads a local copy (or a JSON object ``{key: examples_text}``);
-either way the file is parsed as data (``ast``), never executed. Pass the result as ``examples=``
-to :func:`build_messages`.
+file at run time (:mod:`.query2doc_examples`: fetched from the authors' repository at the pinned
+commit and kept in a cache folder, or read from a local copy, parsed as data, never executed).
+Pass them as ``examples=`` to :func:`build_messages`.
 
 The prompt builders take the query *text* only: the ``doc_id`` (positive ids) and ``answer``
 (gold answer) fields of ``query.jsonl`` never reach a prompt.  The upstream code also only
@@ -26,12 +24,8 @@ them in a prompt).
 
 from __future__ import annotations
 
-import ast
-import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from .reasoning import is_reasoning_llm
@@ -55,14 +49,9 @@ __all__ = [
     "PublishedLLM",
     "PUBLISHED_LLMS",
     "Query2DocExamplesUnavailable",
-    "QUERY2DOC_EXAMPLES_COMMIT",
-    "QUERY2DOC_EXAMPLES_URL",
-    "fetch_query2doc_examples",
-    "parse_query2doc_examples",
     "resolve_key",
     "cut_text",
     "format_lamer_passages",
-    "load_query2doc_examples",
     "query2doc_template",
     "build_prompt",
     "build_messages",
@@ -180,17 +169,8 @@ LAMER_TEMPLATES: dict[str, str] = {
 
 # src/example.py: Example -- not shipped (the authors' prose; see the module docstring).  Left
 # empty on purpose; fill it only with the upstream text, e.g. QUERY2DOC_EXAMPLES.update(
-# load_query2doc_examples("<R2MED checkout>/src/example.py")).
+# query2doc_examples.load_query2doc_examples("<R2MED checkout>/src/example.py")).
 QUERY2DOC_EXAMPLES: dict[str, str] = {}
-
-# Where the examples are fetched from: src/example.py of R2MED/R2MED at the first commit, to which
-# the published runs trace (the file is the same at the later head, 62b7074).  A commit's raw URL
-# never changes.  Tests point QUERY2DOC_EXAMPLES_URL at a local server.
-QUERY2DOC_EXAMPLES_COMMIT = "45cbac534475a0f66fec190cba752b5dc452839d"
-QUERY2DOC_EXAMPLES_URL = (
-    f"https://raw.githubusercontent.com/R2MED/R2MED/{QUERY2DOC_EXAMPLES_COMMIT}/src/example.py"
-)
-QUERY2DOC_FETCH_TIMEOUT = 30.0  # seconds, for connecting and for each read
 
 # src/generate_hypothetical_doc.py: read_data -- e["topk_pid"][:10] from
 # ./topk_docs/BM25/{task}.jsonl (BM25 run, see spec §2.1 save_top_k), cut_text(threshold=512).
@@ -313,7 +293,7 @@ PUBLISHED_LLMS: dict[str, PublishedLLM] = {
 
 class Query2DocExamplesUnavailable(LookupError):
     """Raised when a Query2Doc prompt is requested without the upstream few-shot examples, or when
-    :func:`fetch_query2doc_examples` cannot get them (``reason``: why, one line)."""
+    :func:`.query2doc_examples.fetch_query2doc_examples` cannot get them (``reason``: why, one line)."""
 
     def __init__(self, message: str, reason: str = "") -> None:
         super().__init__(message)
@@ -366,133 +346,6 @@ def format_lamer_passages(passages: Sequence[str]) -> str:
         text = cut_text(text)
         block = block + f"\n[{num+1}]. {text}"
     return block
-
-
-# --- loading upstream src/example.py ------------------------------------------------------------
-
-
-def _eval_node(node: ast.AST, env: Mapping[str, Any]) -> Any:
-    """Evaluate the small, side-effect-free subset of Python a data file like example.py uses."""
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name):
-        if node.id in env:
-            return env[node.id]
-        raise ValueError(f"unknown name {node.id!r}")
-    if isinstance(node, ast.Dict):
-        if any(k is None for k in node.keys):
-            raise ValueError("dict unpacking is not supported")
-        return {_eval_node(k, env): _eval_node(v, env) for k, v in zip(node.keys, node.values)}
-    if isinstance(node, (ast.List, ast.Tuple)):
-        values = [_eval_node(e, env) for e in node.elts]
-        return values if isinstance(node, ast.List) else tuple(values)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _eval_node(node.left, env), _eval_node(node.right, env)
-        if isinstance(left, str) and isinstance(right, str):
-            return left + right
-        raise ValueError("only str + str is supported")
-    if isinstance(node, ast.Subscript):
-        return _eval_node(node.value, env)[_eval_node(node.slice, env)]
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr in ("join", "strip", "format")
-        and isinstance(node.func.value, (ast.Constant, ast.Name, ast.BinOp))
-    ):
-        base = _eval_node(node.func.value, env)
-        if not isinstance(base, str):
-            raise ValueError("method calls are only supported on str")
-        args = [_eval_node(a, env) for a in node.args]
-        kwargs = {kw.arg: _eval_node(kw.value, env) for kw in node.keywords if kw.arg is not None}
-        return getattr(base, node.func.attr)(*args, **kwargs)
-    raise ValueError(f"unsupported expression {type(node).__name__} at line {getattr(node, 'lineno', '?')}")
-
-
-def _examples_from_python(source: str, filename: str) -> Any:
-    tree = ast.parse(source, filename=filename)
-    env: dict[str, Any] = {}
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
-            targets = [t.id for t in stmt.targets]
-            value_node = stmt.value
-        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
-            targets = [stmt.target.id]
-            value_node = stmt.value
-        else:
-            continue
-        try:
-            value = _eval_node(value_node, env)
-        except (ValueError, KeyError, TypeError, IndexError) as exc:
-            if "Example" in targets:
-                raise ValueError(f"{filename}: cannot evaluate `Example` statically: {exc}") from exc
-            continue
-        for name in targets:
-            env[name] = value
-    if "Example" not in env:
-        raise ValueError(f"{filename}: no top-level assignment to `Example`")
-    return env["Example"]
-
-
-def parse_query2doc_examples(text: str, name: str, *, as_json: bool = False) -> dict[str, str]:
-    """The examples in the text of upstream ``src/example.py`` (or of a JSON object); ``name``
-    labels errors.  See :func:`load_query2doc_examples`."""
-    data = json.loads(text) if as_json else _examples_from_python(text, name)
-    if not isinstance(data, Mapping):
-        raise ValueError(f"{name}: Example must be a dict keyed by dataset, got {type(data).__name__}")
-    missing = [k for k in DATASET_KEYS if k not in data]
-    if missing:
-        raise ValueError(f"{name}: Query2Doc examples missing for {missing}")
-    return {str(k): v if isinstance(v, str) else str(v) for k, v in data.items()}
-
-
-def load_query2doc_examples(path: str | os.PathLike[str]) -> dict[str, str]:
-    """Read the Query2Doc few-shot examples from upstream ``src/example.py`` or a JSON file.
-
-    A ``.json`` file must hold an object ``{internal key: examples text}``.  Any other file is
-    parsed (never executed) as Python; the value of its top-level ``Example`` assignment is
-    evaluated from literals, ``+`` of strings, names assigned earlier in the file and
-    ``str.join/strip/format`` calls.  Every key in :data:`DATASET_KEYS` must be present; extra
-    keys are kept.  Values are converted with ``str()``, as ``"{EXAMPLE}".format(...)`` does.
-    """
-    path = Path(path)
-    return parse_query2doc_examples(path.read_text(encoding="utf-8"), str(path),
-                                    as_json=path.suffix.lower() == ".json")
-
-
-def fetch_query2doc_examples(cache_dir: str | os.PathLike[str], *, url: str | None = None,
-                             timeout: float | None = None) -> dict[str, str]:
-    """The examples of upstream ``src/example.py`` at the pinned commit, downloaded once.
-
-    The file is fetched from ``url`` (default :data:`QUERY2DOC_EXAMPLES_URL`) with urllib and a
-    timeout, parsed as data (never executed), and only then kept under ``cache_dir`` (one file per
-    URL); later calls read that copy and make no request.  Raises
-    :class:`Query2DocExamplesUnavailable` (with a one-line ``reason``) when the file cannot be
-    downloaded or does not hold the examples.
-    """
-    import hashlib
-    import http.client
-    import urllib.request
-
-    from r2med_tasks.errors import reason
-
-    url = url or QUERY2DOC_EXAMPLES_URL
-    cached = Path(cache_dir) / f"example-{hashlib.sha256(url.encode()).hexdigest()[:16]}.py"
-    if cached.is_file():
-        try:
-            return load_query2doc_examples(cached)
-        except (OSError, ValueError, SyntaxError):
-            pass  # a damaged copy: fetch it again
-    try:
-        with urllib.request.urlopen(url, timeout=timeout or QUERY2DOC_FETCH_TIMEOUT) as response:
-            text = response.read().decode("utf-8")
-        examples = parse_query2doc_examples(text, url)
-    except (OSError, http.client.HTTPException, ValueError, SyntaxError) as e:
-        raise Query2DocExamplesUnavailable(f"cannot load {url} ({reason(e, 160)})", reason(e, 160)) from None
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    partial = cached.with_name(f"{cached.name}.{os.getpid()}.part")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, cached)  # whole or absent: a concurrent reader never sees half a file
-    return examples
 
 
 def _default_examples(key: str) -> str:

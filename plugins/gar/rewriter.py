@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from r2med_tasks.data import read_jsonl
+from r2med_tasks.datafiles import read_jsonl
 from r2med_tasks.errors import UserError, reason
 
 from .reasoning import is_reasoning_llm, strip_reasoning
@@ -24,24 +24,18 @@ DEFAULT_KEY = "Stack-Medical"  # prompt wording for tasks outside R2MED (a medic
 
 
 class GARRewriter:
-    def __init__(self, method: str, *, source: str = "", published_data: str = "", hub_split: str = "", llm: str = "",
-                 temperature: float | None = None, top_p: float | None = None, max_tokens: int | None = None,
-                 seed: int | None = None,
-                 concurrency: int = 8, examples: str = "", price: tuple[float, float] | None = None) -> None:
-        if bool(source) == bool(llm):
-            raise UserError(f"rewriter '{method}' needs exactly one of -o source=LLM (published generations) or "
-                            "-o llm=SPEC (generate live)")
-        if hub_split and not source:
-            raise UserError(f"-o {method}.hub_split={hub_split} goes with -o source=LLM (published generations)")
-        self.method, self.source, self.published_data, self.llm = method, source, published_data, llm
-        self.hub_split = hub_split or source.replace("-", "_")  # the hub's split names: o3_mini, qwen_72b, ...
-        self.sampling = {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens, "seed": seed}
-        self.concurrency, self.examples = concurrency, examples
-        self.price = tuple(price) if price else None  # -o price=IN,OUT: what the usage is priced at
+    def __init__(self, method: str, options) -> None:
+        """``options``: the method's (``METHOD_OPTIONS``), validated whole: exactly one of ``source``
+        and ``llm`` is set."""
+        self.method, self.options = method, options
+        self.source, self.published_data, self.llm = options.source, options.published_data, options.llm
+        self.hub_split = options.hub_split or self.source.replace("-", "_")  # the hub's: o3_mini, qwen_72b, ...
+        self.sampling = {key: getattr(options, key) for key in ("temperature", "top_p", "max_tokens", "seed")}
+        self.concurrency = options.concurrency
+        self.price = tuple(options.price) if options.price else None  # -o price=IN,OUT: what usage is priced at
         self.usage = None  # the LLM calls' Usage (ReportsUsage), from the first live call on
-        self.model = ""
 
-    def label(self) -> str:
+    def display_name(self) -> str:
         """The rewriter as the leaderboard names it: "o3-mini", "Search-O1 (QwQ-32B)", "Query2Doc (GPT4o)"."""
         if self.source:
             llm = LEADERBOARD_NAMES.get(self.source, self.source)
@@ -55,16 +49,16 @@ class GARRewriter:
 
     def model_meta(self) -> dict:
         """What writes the documents: the LLM's model (never the server's address), or the published
-        generations of ``-o source``."""
+        generations of ``-o source``; named as the leaderboard names the rewriter."""
         if self.llm:
             from r2med_tasks.llm import llm_identity
 
-            return {"name": f"llm/{llm_identity(self.llm)}", "revision": "served"}
-        return {"name": f"published/{self.method}", "revision": self.source}
+            return {"name": f"llm/{llm_identity(self.llm)}", "revision": "served", "display_name": self.display_name()}
+        return {"name": f"published/{self.method}", "revision": self.source, "display_name": self.display_name()}
 
     def rewrite(self, queries, *, task, context):
         if self.source:
-            texts = self._published(queries, task, context.data_folder)
+            texts = self._published(queries, task, context.corpus.folder)
             reasoning = is_reasoning_llm(self.source) or self.method.startswith("search")
             generated = [strip_reasoning(t, self.source) for t in texts]
         else:
@@ -74,8 +68,8 @@ class GARRewriter:
         return [replace(q, generated=(g,), method=self.method, reasoning=reasoning) for q, g in zip(queries, generated)]
 
     # -- the published generations ---------------------------------------------------------------
-    def _published(self, queries, task, data_folder: Path | None) -> list[str]:
-        folder = Path(self.published_data) if self.published_data else data_folder
+    def _published(self, queries, task, corpus_folder: Path | None) -> list[str]:
+        folder = Path(self.published_data) if self.published_data else corpus_folder
         if folder is not None:
             path = folder / self.method / self.source / "query_with_hydoc.jsonl"
             rows, _ = read_jsonl(path)
@@ -118,7 +112,6 @@ class GARRewriter:
                      "max_tokens": None if on_openai else 10240, "seed": None if on_openai else 42}
         params = {k: published[k] if s[k] is None else s[k] for k in published}
         client = context.llm(self.llm, **params, concurrency=self.concurrency)
-        self.model = client.model
         if self.usage is None:  # one tally for the run's tasks (the runner counts what each call adds)
             self.usage = Usage(model=client.model, price=self.price)
         key = task.key or DEFAULT_KEY
@@ -137,14 +130,14 @@ class GARRewriter:
     def _query2doc_examples(self, context) -> dict[str, str]:
         """The authors' few-shot examples: -o examples=PATH, else their src/example.py at the pinned
         commit, fetched once into the cache folder (parsed as data, never run)."""
-        from .prompts import (QUERY2DOC_EXAMPLES_COMMIT, Query2DocExamplesUnavailable, fetch_query2doc_examples,
-                              load_query2doc_examples)
+        from .prompts import Query2DocExamplesUnavailable
+        from .query2doc_examples import QUERY2DOC_EXAMPLES_COMMIT, fetch_query2doc_examples, load_query2doc_examples
 
-        if self.examples:
+        if self.options.examples:
             try:
-                return load_query2doc_examples(self.examples)
+                return load_query2doc_examples(self.options.examples)
             except (OSError, ValueError, SyntaxError) as e:
-                raise UserError(f"-o examples={self.examples}: {reason(e, 300)}") from None
+                raise UserError(f"-o examples={self.options.examples}: {reason(e, 300)}") from None
         try:
             return fetch_query2doc_examples(context.cache("query2doc-examples"))
         except Query2DocExamplesUnavailable as e:
@@ -153,15 +146,7 @@ class GARRewriter:
                             "to a copy of that file (or a JSON {dataset key: examples}), or use -o source=LLM") from None
 
     def _lamer_passages(self, queries, task, context) -> dict[str, list[str]]:
-        """BM25's top-10 documents per query (the published BM25, a registered retriever the context
-        provides), the passages LameR corrects."""
-        corpus = context.corpus
-        bm25 = context.retriever("bm25")  # its defaults are the published parameters
-        bm25.index(corpus, task=task, context=context)
-        text_of = dict(zip(corpus.ids, corpus.texts))
-        hits = bm25.search(queries, task=task, top_k=LAMER_DEPTH, context=context)
-        return {qid: [text_of[d] for d in docs] for qid, docs in hits.items()}
-
-    def summary(self) -> str | None:
-        """Requests, cache hits, tokens (and cost) of the LLM calls, None when there were none."""
-        return self.usage.describe(self.model) if self.usage is not None else None
+        """BM25's top-10 documents per query (the published BM25: the registered retriever with its
+        defaults, searching the task's corpus), the passages LameR corrects."""
+        found = context.searcher(task, "bm25").search([q.text for q in queries], LAMER_DEPTH)
+        return {q.id: [hit.text for hit in hits] for q, hits in zip(queries, found)}

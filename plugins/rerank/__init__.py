@@ -104,34 +104,28 @@ def register_rerankers(register):
     ))
 
 
-def make_llm_reranker(**options):
+def make_llm_reranker(options):
     from .llm_rerank import LLMReranker
 
-    return LLMReranker(**options)
+    return LLMReranker(options)
 
 
-def make_rankllama(*, model: str, base: str, rerank_k: int, max_length: int, batch_size: int, device: str,
-                   dtype: str, cache: bool):
+def make_rankllama(options):
     from r2med_tasks.models import check_model_ref
 
     from .rankllama import RankLlamaReranker
 
-    check_model_ref(model, option="rankllama.model")
-    check_model_ref(base, option="rankllama.base")
-    published = (model, base) == (RANKLLAMA["model"], RANKLLAMA["base"])
-    return RankLlamaReranker(adapter=model, base=base, rerank_k=rerank_k, max_length=max_length,
-                             batch_size=batch_size, device=device, dtype=dtype, cache=cache,
-                             display_name="RankLLaMA" if published else "")
+    check_model_ref(options.model, option="rankllama.model")
+    check_model_ref(options.base, option="rankllama.base")
+    published = (options.model, options.base) == (RANKLLAMA["model"], RANKLLAMA["base"])
+    return RankLlamaReranker(options, display_name="RankLLaMA" if published else "")
 
 
-def make_cross_encoder(name: str, *, model: str, rerank_k: int, max_length: int, batch_size: int, device: str,
-                       dtype: str, cache: bool):
+def make_cross_encoder(name: str, options):
     from r2med_tasks.models import check_model_ref
 
     from .cross_encoder import CrossEncoderReranker
 
-    check_model_ref(model, option=f"{name}.model")
+    check_model_ref(options.model, option=f"{name}.model")
     default, logit, display, _ = CROSS_ENCODERS[name]
-    return CrossEncoderReranker(model, rerank_k=rerank_k, max_length=max_length, logit=logit,
-                                batch_size=batch_size, device=device, dtype=dtype, cache=cache,
-                                display_name=display if model == default else "")
+    return CrossEncoderReranker(options, logit=logit, display_name=display if options.model == default else "")

@@ -11,23 +11,23 @@ class CrossEncoderReranker:
     """sentence-transformers' CrossEncoder with raw logits (no sigmoid), as the published scores
     were; ``logit`` picks the logit of a two-class model (monoBERT: the "relevant" class, 1)."""
 
-    def __init__(self, model: str, *, rerank_k: int, max_length: int, logit: int, batch_size: int, device: str,
-                 dtype: str, cache: bool = True, display_name: str = "") -> None:
-        self.model_ref, self.rerank_k, self.max_length, self.logit = model, rerank_k, max_length, logit
-        self.batch_size, self.device, self.dtype, self.cache = batch_size, device, dtype, cache
+    def __init__(self, options, *, logit: int, display_name: str = "") -> None:
+        """``options``: a pair reranker's (``pair_options``); ``display_name``: the leaderboard's name of
+        the published model, empty for any other."""
+        self.model_ref, self.rerank_k, self.max_length = options.model, options.rerank_k, options.max_length
+        self.batch_size, self.device, self.dtype = options.batch_size, options.device, options.dtype
+        self.cache, self.logit = options.cache, logit
         self.display_name = display_name
         self._replicas = None
 
-    def label(self) -> str:
-        """The reranker's name in results ("bge-reranker-v2-m3"); empty: the component's name."""
-        return self.display_name
-
     def model_meta(self) -> dict:
-        """The model as results name it: its hub id (unpinned), or a local folder's content hash."""
+        """The model as results name it: its hub id (unpinned), or a local folder's content hash; the
+        published model's leaderboard name ("bge-reranker-v2-m3"; another model: the component's)."""
         from r2med_tasks.models import model_identity
 
         name, revision = model_identity(self.model_ref)
-        return {"name": name if "/" in name else f"hub/{name}", "revision": revision, "model_type": ["cross-encoder"]}
+        return {"name": name if "/" in name else f"hub/{name}", "revision": revision, "model_type": ["cross-encoder"],
+                **({"display_name": self.display_name} if self.display_name else {})}
 
     def identity(self) -> dict:
         """What a pair's score depends on besides the pair (the score cache's name)."""

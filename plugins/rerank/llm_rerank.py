@@ -8,33 +8,27 @@ LEADERBOARD_NAMES = {"liuwenhan/reasonrank-32B": "ReasonRank(32B)", "liuwenhan/r
 
 
 class LLMReranker:
-    def __init__(self, *, llm: str, rerank_k: int, window: int, step: int, passage_words: int, reasoning: bool,
-                 temperature: float | None, max_tokens: int | None, concurrency: int,
-                 price: tuple[float, float] | None = None) -> None:
+    def __init__(self, options) -> None:  # LLM_RERANK_OPTIONS
         from r2med_tasks.errors import UserError
 
-        if not llm:
+        if not options.llm:
             raise UserError("reranker 'llm-rerank' needs -o llm=SPEC (e.g. openai:gpt-4o, vllm:MODEL, BASE_URL#MODEL)")
-        self.llm, self.rerank_k, self.window, self.step = llm, rerank_k, window, step
-        self.passage_words, self.reasoning = passage_words, reasoning
-        self.sampling = {"temperature": temperature, "max_tokens": max_tokens or None,  # None: the server's default
-                         "concurrency": concurrency}
-        self.price = tuple(price) if price else None  # -o price=IN,OUT: what the usage is priced at
+        self.llm, self.rerank_k, self.window, self.step = options.llm, options.rerank_k, options.window, options.step
+        self.passage_words, self.reasoning = options.passage_words, options.reasoning
+        # max_tokens None: the server's default
+        self.sampling = {"temperature": options.temperature, "max_tokens": options.max_tokens or None,
+                         "concurrency": options.concurrency}
+        self.price = tuple(options.price) if options.price else None  # -o price=IN,OUT: what the usage is priced at
         self.usage = None  # the LLM calls' Usage (ReportsUsage), from the first call on
-        self.model = ""
-
-    def label(self) -> str:
-        """The LLM as the leaderboard names it ("ReasonRank(32B)"), else the served model's name."""
-        from r2med_tasks.llm import llm_model_name
-
-        model = llm_model_name(self.llm)
-        return LEADERBOARD_NAMES.get(model, model.rsplit("/", 1)[-1])
 
     def model_meta(self) -> dict:
-        """The LLM that ranks: its model, never the server's address."""
-        from r2med_tasks.llm import llm_identity
+        """The LLM that ranks: its model, never the server's address; named as the leaderboard names
+        it ("ReasonRank(32B)"), else by the served model's name."""
+        from r2med_tasks.llm import llm_identity, llm_model_name
 
-        return {"name": f"llm/{llm_identity(self.llm)}", "revision": "served"}
+        model = llm_model_name(self.llm)
+        return {"name": f"llm/{llm_identity(self.llm)}", "revision": "served",
+                "display_name": LEADERBOARD_NAMES.get(model, model.rsplit("/", 1)[-1])}
 
     def rerank(self, queries, corpus, candidates, *, task, context) -> dict[str, dict[str, float]]:
         from r2med_tasks.llm import GenerationCache, Usage
@@ -42,7 +36,6 @@ class LLMReranker:
         from .listwise import ListwiseReranker
 
         client = context.llm(self.llm, **self.sampling)
-        self.model = client.model
         if self.usage is None:  # one tally for the run's tasks (the runner counts what each call adds)
             self.usage = Usage(model=client.model, price=self.price)
         reranker = ListwiseReranker(client, GenerationCache(context.cache("generations", "chat.jsonl")), window=self.window,
@@ -52,7 +45,3 @@ class LLMReranker:
         orders = reranker.rerank_many([(q.id, q.text) for q in queries if q.id in candidates],
                                       {qid: [(d, text_of[d]) for d in docs] for qid, docs in candidates.items()})
         return {qid: {d: float(len(order) - i) for i, d in enumerate(order)} for qid, order in orders.items()}
-
-    def summary(self) -> str | None:
-        """Requests, cache hits, tokens (and cost) of the LLM calls, None when there were none."""
-        return self.usage.describe(self.model) if self.usage is not None else None

@@ -26,11 +26,10 @@ def pair_texts(query: str, document: str) -> tuple[str, str]:
 
 
 class RankLlamaReranker(CrossEncoderReranker):
-    def __init__(self, *, adapter: str, base: str, rerank_k: int, max_length: int, batch_size: int, device: str,
-                 dtype: str, cache: bool = True, display_name: str = "") -> None:
-        super().__init__(adapter, rerank_k=rerank_k, max_length=max_length, logit=0, batch_size=batch_size,
-                         device=device, dtype=dtype, cache=cache, display_name=display_name)
-        self.base = base
+    def __init__(self, options, *, display_name: str = "") -> None:
+        """``options``: ``RANKLLAMA_OPTIONS`` (``model``: the LoRA adapter, ``base``: its base model)."""
+        super().__init__(options, logit=0, display_name=display_name)
+        self.base = options.base
 
     def model_meta(self) -> dict:
         """The adapter's name; its revision and the base model's make the revision."""

@@ -214,13 +214,13 @@ def add_debug_option(cmd: click.Command) -> None:
         cmd.params.append(debug_option())
 
 
-def registry():
+def installed_plugins():
+    """The installed plugins (``warn_broken`` tells of those that failed to load) and the registry
+    of what they register (``r2med_tasks.api.registry``)."""
+    from ..api import registry
     from ..plugins import get_plugins
-    from ..registry import build_registry
 
-    plugins = get_plugins()
-    reg = build_registry(plugins)
-    return plugins, reg
+    return get_plugins(), registry()
 
 
 def warn_broken(plugins) -> None:

@@ -13,7 +13,7 @@ from rich.table import Table
 from ..errors import UserError
 from ..request import PathOption
 from ..terminal import printable
-from .common import err, out, registry, user_errors
+from .common import err, installed_plugins, out, user_errors
 
 
 @click.command("leaderboard")
@@ -124,7 +124,7 @@ def r2med_task_names(tokens) -> list[str] | None:
     from ..tasks import R2MED_TASKS
 
     official = {t.name for t in R2MED_TASKS}
-    chosen = choose_tasks(registry()[1], list(tokens), None)
+    chosen = choose_tasks(installed_plugins()[1], list(tokens), None)
     other = [t.short_name for t in chosen if t.name not in official]
     if other:
         raise UserError(f"--tasks {', '.join(other)}: not an R2MED dataset; the leaderboard ranks R2MED's "
@@ -164,7 +164,7 @@ def compare_command(run_a, run_b, task_names, test, trials, seed, allow_differen
         folders = [RunFolder(folder) for folder in (run_a, run_b)]
         per_query = [folder.per_query_ndcg() for folder in folders]
         if task_names:
-            wanted = {t.name for t in choose_tasks(registry()[1], list(task_names), None)}
+            wanted = {t.name for t in choose_tasks(installed_plugins()[1], list(task_names), None)}
             per_query = [{t: q for t, q in runs.items() if t in wanted} for runs in per_query]
         for folder, runs in zip(folders, per_query):
             for task, scores in runs.items():

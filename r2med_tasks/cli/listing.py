@@ -10,7 +10,7 @@ from rich.table import Table
 
 from ..errors import UserError
 from ..terminal import printable
-from .common import err, out, registry, user_errors, warn_broken
+from .common import err, installed_plugins, out, user_errors, warn_broken
 
 
 @click.command("plugins")
@@ -19,7 +19,7 @@ from .common import err, out, registry, user_errors, warn_broken
 def plugins_command(component, as_json):
     """List installed plugin packages, their versions and components; with NAME (a retriever,
     rewriter or reranker, e.g. bm25 or reranker:monobert), describe that component and its options."""
-    plugins, reg = registry()
+    plugins, reg = installed_plugins()
     if component is not None:
         with user_errors():
             try:
@@ -57,7 +57,7 @@ def plugins_command(component, as_json):
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_command(what, as_json):
     """List tasks or components."""
-    plugins, reg = registry()
+    plugins, reg = installed_plugins()
     warn_broken(plugins)
     kind = what[:-1]
     entries = reg.entries[kind]

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..request import RUN_PARAMS, execute, plan_request, request_from_params
 from ..terminal import printable
-from .common import Command, err, out, registry, user_errors, warn_broken
+from .common import Command, err, installed_plugins, out, user_errors, warn_broken
 
 RUN_HELP = """Evaluate a pipeline [rewriter] -> retriever -> [reranker] on R2MED tasks.
 
@@ -29,7 +29,7 @@ Examples:
 def run_command(**params):
     request = request_from_params(params)
     with user_errors():
-        plugins, reg = registry()
+        plugins, reg = installed_plugins()
         warn_broken(plugins)
         if params["dry_run"]:
             print_plan(plan_request(request, registry=reg), params["as_json"])

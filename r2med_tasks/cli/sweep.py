@@ -13,6 +13,7 @@ from rich.table import Table
 from ..errors import UserError
 from ..layout import check_output_folder
 from ..request import PathOption
+from ..sweep.plan import GPU_MEMORY_GB
 from .common import err, out, user_errors
 
 SWEEP_HELP = """Run many pipelines × tasks as independent jobs into one results folder.
@@ -47,7 +48,7 @@ Examples:
 @click.option("--address", metavar="ADDRESS",
               help="Ray cluster to join: auto (the one on this machine) or ray://HOST:10001 (default: "
                    "$RAY_ADDRESS, else a new local Ray using this machine's CPUs and GPUs).")
-@click.option("--gpu-memory", type=click.FloatRange(1), default=80.0, show_default=True, metavar="GB",
+@click.option("--gpu-memory", type=click.FloatRange(1), default=GPU_MEMORY_GB, show_default=True, metavar="GB",
               help="Memory of one of the cluster's GPUs: a job with a model estimated at X GB asks for X/GB of a GPU.")
 @click.option("--retries", type=click.IntRange(0), default=3, show_default=True,
               help="Times a job whose worker died is run again (pool, Ray).")
@@ -55,7 +56,10 @@ Examples:
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome (or the --dry-run jobs) as JSON.")
 def sweep_command(file, output, data_dir, task_names, cache_dir, executor, address, gpu_memory, retries, dry_run,
                   as_json):
-    from ..sweep import Board, choose_executor, plan_sweep, run_in_pool, run_local, run_on_ray, sweep_lines
+    from ..sweep.board import Board
+    from ..sweep.executors import choose_executor, run_in_pool, run_local, run_on_ray
+    from ..sweep.plan import plan_sweep
+    from ..sweep.sources import sweep_lines
 
     with user_errors():
         if address and executor not in ("ray", "auto"):
@@ -134,7 +138,7 @@ def print_jobs(jobs, as_json: bool, executor: str) -> None:
 
 def print_outcome(outcomes, as_json: bool) -> None:
     """The merged leaderboard of what the sweep ran, then one line per failed job."""
-    from ..sweep import merged_board
+    from ..sweep.board import merged_board
 
     rows, tasks = merged_board(outcomes)
     failed = [o for o in outcomes if o.error]

@@ -11,7 +11,7 @@ given directly (actors get no environment from the caller).
 
 import os
 
-from overlap_plugin import Overlap
+from overlap_plugin import Overlap, OverlapOptions
 
 from r2med_plugins.dense.st import SentenceTransformerModel
 from r2med_tasks.components import RetrieverSpec
@@ -49,5 +49,6 @@ class DiesOnceModel(SentenceTransformerModel):
 
 @hookimpl
 def register_retrievers(register):
-    register(RetrieverSpec(name="dies-once", factory=DiesOnce, description="overlap, but dies once (tests only)"))
+    register(RetrieverSpec(name="dies-once", factory=DiesOnce, options=OverlapOptions,
+                           description="overlap, but dies once (tests only)"))
 

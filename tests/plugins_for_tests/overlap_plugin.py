@@ -23,9 +23,12 @@ def words(text):
     return set(WORD.findall(text.lower()))
 
 
+OverlapOptions = options_model("OverlapOptions", bonus=(float, Field(0.0, description="added to every score")))
+
+
 class Overlap:
-    def __init__(self, bonus: float = 0.0):
-        self.bonus = bonus
+    def __init__(self, options):
+        self.bonus = options.bonus
 
     def index(self, corpus, *, task, context):
         log = os.environ.get("R2MED_TEST_LOG")
@@ -47,6 +50,5 @@ class Overlap:
 
 @hookimpl
 def register_retrievers(register):
-    options = options_model("OverlapOptions", bonus=(float, Field(0.0, description="added to every score")))
-    register(RetrieverSpec(name="overlap", factory=Overlap, options=options,
+    register(RetrieverSpec(name="overlap", factory=Overlap, options=OverlapOptions,
                            description="shared-word count (tests only)"))

@@ -6,8 +6,8 @@ WORD = re.compile(r"\w+")
 
 
 class TfidfRetriever:
-    def __init__(self, sublinear: bool, min_df: int):
-        self.sublinear, self.min_df = sublinear, min_df
+    def __init__(self, options):  # a TfidfOptions, validated
+        self.sublinear, self.min_df = options.sublinear, options.min_df
 
     def _weights(self, text):
         tf = Counter(WORD.findall(text.lower()))

@@ -1,0 +1,446 @@
+"""The endpoint of an OpenAI-compatible API, as every client of one holds it (the chat client, the
+embedding encoders of ``r2med_plugins.dense.api``): ``Endpoint`` (base URL, the environment
+variable of its key, timeout, retry policy, the line its retries show on), the one place an
+``openai.OpenAI`` is built (``openai_client``: base URL, key, timeout, no SDK retries, no
+redirects), and the retry loop (``APICaller``: ``RetryPolicy``, ``Retry-After``, one-line
+``UserError``s; its retries are one status line, a ``RetryLine``, which a run hands its clients
+through ``Context.retries`` and ``ShowsRetries``). Importing this module imports no
+``openai``/``httpx``."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, TypeVar, runtime_checkable
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+from ..errors import UserError
+from .secrets import api_key, install_log_scrubbing, redact, scrub, show_url, url_secrets
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+OLLAMA_BASE_URL = "http://127.0.0.1:11434/v1"
+VLLM_BASE_URL = "http://127.0.0.1:8000/v1"
+
+
+def openai_base_url() -> str:
+    """``$OPENAI_BASE_URL`` (read as the openai SDK reads it, when no URL is given; blank counts as
+    unset), else the OpenAI API: so a user who points the SDK at a local server points ``openai:``
+    there too."""
+    url = os.environ.get("OPENAI_BASE_URL", "").strip()
+    return check_base_url(url, "$OPENAI_BASE_URL", VLLM_BASE_URL) if url else OPENAI_BASE_URL
+
+
+# --------------------------------------------------------------------------------------------
+# The OpenAI SDK, built in one place.
+# --------------------------------------------------------------------------------------------
+_NO_KEY = "no-key"  # the SDK insists on a key; this placeholder is never sent (see ``no_auth_header``)
+
+
+def check_base_url(base_url: str | None, who: str, example: str) -> str:
+    """``base_url`` without a trailing ``/``; a ``UserError`` unless it is an http(s) URL with a host."""
+    url = (base_url or "").strip().rstrip("/")
+    if not url.lower().startswith(("http://", "https://")) or not urlsplit(url).hostname:
+        raise UserError(f"{who}: base_url must be an http(s) URL such as {example}, got {scrub(str(base_url))!r}")
+    return url
+
+
+def endpoint_url(base_url: str, path: str) -> str:
+    """``path`` under ``base_url``, before its query string (where the SDK sends it)."""
+    parts = urlsplit(base_url)
+    return urlunsplit(parts._replace(path=f"{parts.path.rstrip('/')}/{path}"))
+
+
+def openai_client(base_url: str, *, key: str | None, timeout: float):
+    """An ``openai.OpenAI`` for ``base_url`` that leaves retrying to ``APICaller``.
+
+    - ``max_retries=0``: the SDK's own retries (0.5 s doubling to 8 s, ``Retry-After`` up to 120 s
+      and never retried beyond) cannot be aborted, recorded or shortened by tests; ``APICaller``
+      does the same job with those knobs;
+    - the HTTP client does not follow redirects (httpx would follow one to another origin, with
+      the key's header): a 3xx comes back as an error naming where it points; it holds no key and
+      is shared by every client with the same timeout (building one costs ~0.1 s of TLS setup),
+      so do not ``close()`` what this returns;
+    - ``key`` None sends no ``Authorization`` header at all (pass ``no_auth_header`` as each
+      request's ``extra_headers``): the SDK needs some key, so it gets a placeholder;
+    - a query string in ``base_url`` (``?api-key=...``) goes to ``default_query``, so it is kept on
+      every request instead of being glued to the path.
+    """
+    import openai  # heavy: imported on first use only
+
+    install_log_scrubbing()
+    parts = urlsplit(base_url)
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    root = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+    return openai.OpenAI(api_key=key or _NO_KEY, base_url=root, timeout=timeout, max_retries=0,
+                         default_query=query or None, http_client=_http_client(timeout))
+
+
+_http_clients: dict[float, Any] = {}
+_http_lock = threading.Lock()
+
+
+def _http_client(timeout: float):
+    """The process's redirect-refusing HTTP client for ``timeout`` (the SDK's httpx flavour)."""
+    import openai
+
+    with _http_lock:
+        if timeout not in _http_clients:
+            _http_clients[timeout] = openai.DefaultHttpxClient(follow_redirects=False, timeout=timeout)
+        return _http_clients[timeout]
+
+
+def no_auth_header(key: str | None) -> dict | None:
+    """``extra_headers`` for a request: removes the ``Authorization`` header when there is no key."""
+    if key:
+        return None
+    import openai
+
+    return {"Authorization": openai.Omit()}
+
+
+# --------------------------------------------------------------------------------------------
+# Retrying.
+# --------------------------------------------------------------------------------------------
+class BadResponse(Exception):
+    """Raised by a ``parse`` callback: the reply is unusable, so the request is retried.
+
+    ``advice`` (optional) replaces the caller's ``malformed_advice`` in the final error.
+    """
+
+    def __init__(self, detail: str, advice: str | None = None) -> None:
+        super().__init__(detail)
+        self.advice = advice
+
+
+class Aborted(Exception):
+    """A request gave up because ``abort`` was set (another request of the same call failed)."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How ``APICaller`` retries: at most ``max_retries`` retries; retry ``n`` waits
+    ``min(backoff_max, backoff * 2**(n-1))`` seconds times a random 0.5..1 (jitter), or the
+    server's ``Retry-After``/``retry-after-ms`` capped at ``retry_after_max``. ``sleep`` (tests)
+    is called with each wait instead of waiting; tests may also set tiny ``backoff`` values."""
+
+    max_retries: int = 6
+    backoff: float = 1.0
+    backoff_max: float = 30.0
+    retry_after_max: float = 60.0
+    sleep: Callable[[float], None] | None = field(default=None, compare=False)
+
+    def check(self, who: str) -> None:
+        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) or self.max_retries < 0:
+            raise UserError(f"{who}: max_retries must be an integer >= 0, got {self.max_retries!r}")
+        for name in ("backoff", "backoff_max", "retry_after_max"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise UserError(f"{who}: {name} must be positive seconds, got {value!r}")
+
+    def delay(self, attempt: int) -> float:
+        """The wait after failed attempt ``attempt`` (1-based) when the server names none."""
+        return min(self.backoff_max, self.backoff * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+
+
+DEFAULT_RETRY = RetryPolicy()
+"""What clients use for the retry options they are not given (read when a client is built; tests
+swap in tiny delays with ``monkeypatch.setattr("r2med_tasks.llm.endpoint.DEFAULT_RETRY", RetryPolicy(...))``)."""
+
+
+def retry_policy(retry: RetryPolicy | None = None, **options: Any) -> RetryPolicy:
+    """``retry`` (default ``DEFAULT_RETRY``) with each of ``options`` (``RetryPolicy`` fields) not None."""
+    base = retry if retry is not None else DEFAULT_RETRY
+    return replace(base, **{name: value for name, value in options.items() if value is not None})
+
+
+class RetryLine:
+    """The API requests waiting to retry, as one status line that each change replaces:
+    ``show(line)`` with the latest retry (``retry 2 of 6 in 2.0 s: <failure> (<url>)``, and how many
+    other requests wait), ``show(None)`` once none waits. A run has one (``Context.retries``, a row
+    of the runner's progress display); ``RetryLine()`` shows nothing, and a retry is then only a
+    DEBUG log record: never a printed line per retry, only the final error once retries are spent."""
+
+    def __init__(self, show: Callable[[str | None], None] | None = None) -> None:
+        self.show = show
+        self.waiting: dict[int, str] = {}  # thread of a waiting call -> its latest retry line
+        self.lock = threading.Lock()
+
+    def update(self, call: int, line: str | None) -> None:
+        """``line``: what ``call`` waits for; None: it no longer waits (answered, or gave up)."""
+        with self.lock:
+            if line is None and self.waiting.pop(call, None) is None:
+                return
+            if line is not None:
+                self.waiting[call] = line
+            if self.show is not None:
+                others = len(self.waiting) - 1
+                text = line or (list(self.waiting.values())[-1] if self.waiting else None)
+                self.show(f"{text} (and {others} other request(s) waiting to retry)" if text and others > 0
+                          else text)
+
+
+@runtime_checkable
+class ShowsRetries(Protocol):
+    """A client (or a model holding one) whose API retries can be shown on a run's ``RetryLine``:
+    ``Context.llm`` hands a chat client its context's line, and the dense retriever its model."""
+
+    def show_retries(self, line: RetryLine) -> None: ...
+
+
+def server_message(payload: bytes) -> str:
+    """The human part of an error body: ``error.message``/``detail``, else the start of the body."""
+    try:
+        obj = json.loads(payload)
+    except (ValueError, UnicodeDecodeError):
+        return payload[:500].decode("utf-8", "replace")
+    if isinstance(obj, dict):
+        err = obj.get("error", obj)
+        if isinstance(err, dict):
+            for name in ("message", "detail"):
+                if isinstance(err.get(name), str):
+                    return err[name]
+        if isinstance(err, str):
+            return err
+        if isinstance(obj.get("detail"), str):
+            return obj["detail"]
+    return json.dumps(obj)[:500]
+
+
+def retry_after(headers, cap: float) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date), capped."""
+    if headers is None:
+        return None
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            return min(cap, max(0.0, float(value) / 1000))
+        except ValueError:
+            pass
+    value = headers.get("Retry-After")
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+    return min(cap, max(0.0, seconds))
+
+
+def default_fix(status: int, *, api_key_env: str, model: str, base_url: str, key_sent: bool,
+                location: str | None = None) -> str:
+    """What to tell the user about a refused request (a 3xx or a 4xx other than 408/429)."""
+    if status == 401:
+        return f"check {api_key_env}" if key_sent else f"the server wants a key: set {api_key_env}"
+    if status == 403:
+        return f"check that the key in {api_key_env} may use {model}"
+    if status == 404:
+        return f"check base_url ({base_url}) and the model name {model!r}"
+    if 300 <= status < 400:
+        where = f" to {location}" if location else ""
+        return f"the server redirects{where}; set base_url to where it points (redirects are not followed)"
+    return "the request was refused; see the message"
+
+
+class APICaller:
+    """Calls ``send()`` (one SDK request, returning the reply's body bytes) until ``parse`` accepts
+    a reply, following a ``RetryPolicy``; holds no key (it is passed to each ``call``, for scrubbing).
+
+    - retried: HTTP 408/429/5xx (waiting the server's ``Retry-After`` when it names one), timeouts,
+      connection errors, and replies ``parse`` rejects with ``BadResponse``; once retries are
+      spent, ``UserError("<url> failed <n> time(s) for <model>, the last with <failure>; <advice>")``;
+    - not retried: a 3xx (redirects are not followed) or another 4xx: ``client_error(status,
+      message)`` (optional, given the scrubbed server message) may raise its own exception or
+      return the advice, else ``default_fix``; then ``UserError("<url> refused the request
+      (HTTP <status> ...); <advice>")``;
+    - every text shown is scrubbed of the key, of the secrets in ``url`` and of anything key-like;
+      the exceptions leave with no chained SDK exception (whose text would be unscrubbed);
+    - a wait ends early, raising ``Aborted``, when ``abort`` is set (another request failed);
+    - each retry is a DEBUG record on ``logger`` and an update of ``retries`` (a ``RetryLine``),
+      never a printed line (eight concurrent requests to a dead server would print 48).
+    """
+
+    def __init__(self, url: str, *, model: str, api_key_env: str, base_url: str | None = None,
+                 timeout: float = 60.0, retry: RetryPolicy = RetryPolicy(),
+                 malformed_advice: str = "check that base_url serves an OpenAI-compatible API",
+                 client_error: Callable[[int, str], str | None] | None = None,
+                 logger: logging.Logger | None = None, retries: RetryLine | None = None) -> None:
+        self._secrets = url_secrets(url)
+        self.url = show_url(url)
+        self.model = redact(model)  # shown only: a spec's "#m?pwd=..." must not show
+        self.api_key_env = api_key_env
+        self.base_url = show_url(base_url if base_url is not None else url.rsplit("/", 1)[0])
+        self.timeout = timeout
+        self.retry = retry
+        self.malformed_advice = malformed_advice
+        self._client_error = client_error
+        self._log = logger or log
+        self._retries = retries if retries is not None else RetryLine()
+
+    def __repr__(self) -> str:
+        return f"APICaller({self.url!r}, model={self.model!r}, api_key_env={self.api_key_env!r})"
+
+    def scrub(self, text: str, key: str | None, limit: int = 200) -> str:
+        return scrub(text, [key or "", *self._secrets], limit)
+
+    def call(self, send: Callable[[], bytes], parse: Callable[[bytes], T], *, key: str | None,
+             abort: threading.Event | None = None) -> T:
+        """``parse(send())`` for the first reply ``parse`` accepts; see the class for the rest. Its
+        retries show on the ``retries`` line until it returns."""
+        try:
+            return self._call(send, parse, key=key, abort=abort if abort is not None else threading.Event())
+        finally:
+            self._retries.update(threading.get_ident(), None)
+
+    def _call(self, send: Callable[[], bytes], parse: Callable[[bytes], T], *, key: str | None,
+              abort: threading.Event) -> T:
+        import openai
+
+        attempts = self.retry.max_retries + 1
+        failure, advice = "", ""
+        for attempt in range(1, attempts + 1):
+            if abort.is_set():
+                raise Aborted()
+            wait_s = None
+            try:
+                payload = send()
+            except openai.APITimeoutError:
+                failure, advice = f"no answer within {self.timeout:g} s", "check the network, or raise timeout"
+            except openai.APIConnectionError as e:
+                cause = e.__cause__ or e.__context__
+                detail = self.scrub(str(cause), key, 120) if cause is not None and str(cause) else type(e).__name__
+                failure, advice = f"connection failed ({detail})", "check the network and base_url"
+            except openai.APIStatusError as e:
+                status, headers = e.status_code, e.response.headers
+                message = self.scrub(server_message(e.response.content), key)
+                if status in (408, 429) or status >= 500:
+                    wait_s = retry_after(headers, self.retry.retry_after_max)
+                    failure = f"HTTP {status} {_reason(e.response)}".rstrip() + (f": {message}" if message else "")
+                    advice = ("the API is rate-limiting: wait and rerun, lower concurrency, or raise max_retries"
+                              if status == 429 else "the service is failing: try again later")
+                else:
+                    raise self._refused(status, _reason(e.response), message, key, headers) from None
+            else:
+                try:
+                    return parse(payload)
+                except BadResponse as e:
+                    failure = f"a malformed response ({self.scrub(str(e), key)})"
+                    advice = e.advice or self.malformed_advice
+            if attempt == attempts:
+                break
+            delay = wait_s if wait_s is not None else self.retry.delay(attempt)
+            line = f"retry {attempt} of {self.retry.max_retries} in {delay:.1f} s: {failure} ({self.url})"
+            self._log.debug("%s", line)
+            self._retries.update(threading.get_ident(), line)
+            if self.retry.sleep is not None:
+                self.retry.sleep(delay)
+            elif abort.wait(delay):
+                raise Aborted()
+        raise UserError(f"{self.url} failed {attempts} time(s) for {self.model}, the last with {failure}; {advice}")
+
+    def _refused(self, status: int, reason: str, message: str, key: str | None, headers) -> UserError:
+        fix = self._client_error(status, message) if self._client_error is not None else None
+        if fix is None:
+            location = headers.get("Location") if headers is not None and 300 <= status < 400 else None
+            fix = default_fix(status, api_key_env=self.api_key_env, model=self.model, base_url=self.base_url,
+                              key_sent=key is not None, location=self.scrub(location, key) if location else None)
+        detail = f"HTTP {status} {reason}".rstrip() + (f": {message}" if message else "")
+        return UserError(f"{self.url} refused the request ({detail}); {fix}")
+
+
+def _reason(response) -> str:
+    return getattr(response, "reason_phrase", "") or ""
+
+
+def map_concurrently(fn: Callable[[T, threading.Event], R], items: Sequence[T], concurrency: int,
+                     name: str = "r2med-api", *, finish_running: bool = False) -> list[R]:
+    """``[fn(item, abort) for item in items]`` from ``concurrency`` threads, in input order.
+
+    The first exception is re-raised once it happens: ``abort`` is set (so ``APICaller.call`` in
+    the other calls stops at its next attempt or wait) and queued items never start. With
+    ``finish_running``, calls already running are waited for first (a request in flight finishes,
+    so what it returns is not lost and nothing runs on after the raise); never on
+    ``KeyboardInterrupt``.
+    """
+    abort = threading.Event()
+    if len(items) <= 1 or concurrency == 1:
+        return [fn(item, abort) for item in items]
+    pool = ThreadPoolExecutor(max_workers=min(concurrency, len(items)), thread_name_prefix=name)
+    try:
+        futures = [pool.submit(fn, item, abort) for item in items]
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        for f in futures:
+            if f in done and f.exception() is not None:
+                raise f.exception()
+        results = [f.result() for f in futures]
+    except BaseException as e:
+        abort.set()
+        pool.shutdown(wait=finish_running and isinstance(e, Exception), cancel_futures=True)
+        raise
+    pool.shutdown()
+    return results
+
+
+# --------------------------------------------------------------------------------------------
+# The endpoint.
+# --------------------------------------------------------------------------------------------
+class Endpoint:
+    """An OpenAI-compatible API as a client of it holds it: ``base_url``; ``api_key_env``, the
+    environment variable its key is read from on every request (``key``) and never kept;
+    ``timeout`` seconds per request; ``retry``, how failed requests are retried (``caller``: an
+    ``APICaller``), their waits shown on ``retries`` (``show_retries``: ``ShowsRetries``). The
+    retry options not given come from ``retry``, else ``DEFAULT_RETRY`` (``retry_policy``)."""
+
+    def __init__(self, base_url: str, *, api_key_env: str, timeout: float, retry: RetryPolicy | None = None,
+                 max_retries: int | None = None, backoff: float | None = None, backoff_max: float | None = None,
+                 retry_after_max: float | None = None, sleep: Callable[[float], None] | None = None) -> None:
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.timeout = timeout
+        self.retry = retry_policy(retry, max_retries=max_retries, backoff=backoff, backoff_max=backoff_max,
+                                  retry_after_max=retry_after_max, sleep=sleep)
+        self.retries = RetryLine()
+
+    def show_retries(self, line: RetryLine) -> None:
+        """Show this client's retries on ``line`` (``ShowsRetries``; by default they are only logged)."""
+        self.retries = line
+
+    @property
+    def max_retries(self) -> int:
+        return self.retry.max_retries
+
+    def check_endpoint(self, who: str) -> None:
+        """A ``UserError`` naming ``who`` unless ``timeout`` is positive seconds and ``retry`` holds."""
+        if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or self.timeout <= 0:
+            raise UserError(f"{who}: timeout must be positive seconds, got {self.timeout!r}")
+        self.retry.check(who)
+
+    def key(self, *, required: bool, who: str) -> str | None:
+        """The key, read now from ``$api_key_env`` (``api_key``)."""
+        return api_key(self.api_key_env, required=required, who=who)
+
+    def sdk(self, key: str | None):
+        """The ``openai.OpenAI`` for this endpoint (``openai_client``)."""
+        return openai_client(self.base_url, key=key, timeout=self.timeout)
+
+    def caller(self, url: str, *, model: str, malformed_advice: str,
+               client_error: Callable[[int, str], str | None] | None, logger: logging.Logger) -> APICaller:
+        """The retry loop for requests to ``url`` (under ``base_url``) for ``model``."""
+        return APICaller(url, model=model, api_key_env=self.api_key_env, base_url=self.base_url, timeout=self.timeout,
+                         retry=self.retry, malformed_advice=malformed_advice, client_error=client_error,
+                         logger=logger, retries=self.retries)

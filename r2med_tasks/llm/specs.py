@@ -1,0 +1,67 @@
+"""The ``-o llm=`` specs that name an LLM backend and model: ``parse_llm_spec("openai:gpt-4o" |
+"vllm:NAME" | "ollama:NAME" | "http://host:port/v1#NAME")`` gives the ``ChatClient`` keyword
+arguments; ``llm_model_name`` what a spec shows, ``llm_identity`` what it stands for in a run's
+identity (never the server's address)."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from ..errors import UserError
+from .endpoint import OLLAMA_BASE_URL, VLLM_BASE_URL, openai_base_url
+from .secrets import redact, show_url
+
+SPEC_FORMS = ("openai:MODEL ($OPENAI_BASE_URL, else api.openai.com; key in OPENAI_API_KEY)",
+              f"vllm:MODEL ({VLLM_BASE_URL})",
+              f"ollama:MODEL ({OLLAMA_BASE_URL})",
+              "http(s)://HOST[:PORT]/PATH#MODEL (any OpenAI-compatible server)")
+
+
+def llm_model_name(spec: str) -> str:
+    """The model an LLM spec names, for display: after the last ``#`` of a URL spec, else after
+    ``backend:`` ("openai:gpt-4o" -> "gpt-4o"); anything shaped like a secret masked (``redact``)."""
+    return redact(spec.rpartition("#")[2] if "#" in spec else spec.partition(":")[2] or spec)
+
+
+def llm_identity(spec: str) -> str:
+    """What an ``-o llm=`` spec stands for in a run's identity: the model, and whether OpenAI serves
+    it (whose sampling defaults differ), never the server's address: ``openai:gpt-4o`` stays,
+    ``vllm:Qwen2.5-7B-Instruct`` and ``http://10.0.0.5:8000/v1#Qwen2.5-7B-Instruct`` are both
+    ``Qwen2.5-7B-Instruct``. Empty stays empty. Anything shaped like a secret (``#m?pwd=...``) is masked."""
+    if not isinstance(spec, str) or not spec.strip():
+        return spec
+    spec = spec.strip()
+    model = llm_model_name(spec).strip()
+    return f"openai:{model}" if spec.lower().startswith("openai:") else model
+
+
+def parse_llm_spec(spec: str) -> dict:
+    """``{"model", "base_url", "api_key_env"}`` for ``ChatClient(**...)``.
+
+    - ``openai:gpt-4o``: the OpenAI API (or ``$OPENAI_BASE_URL``, see ``openai_base_url``);
+      ``OPENAI_API_KEY`` is required there (elsewhere it is sent when set).
+    - ``vllm:NAME``: ``http://127.0.0.1:8000/v1``; a key is sent only if ``VLLM_API_KEY`` is set
+      (vLLM's ``--api-key``).
+    - ``ollama:NAME``: ``http://127.0.0.1:11434/v1``; a key only if ``OLLAMA_API_KEY`` is set.
+    - ``http://127.0.0.1:8000/v1#Qwen2.5-72B-Instruct``: that base URL (everything before the last
+      ``#``) and model; a key only if ``OPENAI_API_KEY`` is set (as the OpenAI SDK does).
+    """
+    forms = "; ".join(SPEC_FORMS)
+    if not isinstance(spec, str) or not spec.strip():
+        raise UserError(f"an LLM spec is needed; use one of: {forms}")
+    spec = spec.strip()
+    if spec.lower().startswith(("http://", "https://")):
+        base_url, sep, model = spec.rpartition("#")
+        base_url = base_url.rstrip("/")
+        if not sep or not model.strip() or not urlsplit(base_url).hostname:
+            raise UserError(f"bad LLM spec {show_url(spec)!r}: a URL spec is BASE_URL#MODEL, e.g. "
+                            f"http://127.0.0.1:8000/v1#Qwen2.5-72B-Instruct; forms: {forms}")
+        return {"model": model.strip(), "base_url": base_url, "api_key_env": "OPENAI_API_KEY"}
+    provider, sep, model = spec.partition(":")
+    endpoints = {"openai": (None, "OPENAI_API_KEY"), "vllm": (VLLM_BASE_URL, "VLLM_API_KEY"),
+                 "ollama": (OLLAMA_BASE_URL, "OLLAMA_API_KEY")}
+    provider = provider.strip().lower()
+    if not sep or provider not in endpoints or not model.strip():
+        raise UserError(f"bad LLM spec {show_url(spec)!r}; use one of: {forms}")
+    base_url, env = endpoints[provider]
+    return {"model": model.strip(), "base_url": base_url or openai_base_url(), "api_key_env": env}

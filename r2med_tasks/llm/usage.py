@@ -1,0 +1,144 @@
+"""What LLM calls cost: ``Usage``, a tally of requests sent, cache hits, tokens (reasoning tokens
+where the server reports them) and dollars, each answer priced as it arrives (``-o price=IN,OUT``,
+else the dated table shipped in ``data/prices/prices.json``: ``price_table()``, ``price_of(model)``);
+``cost(model, usage)``."""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .secrets import redact
+
+if TYPE_CHECKING:
+    from .chat import Generation
+
+
+@dataclass
+class Usage:
+    """A tally: ``sent`` requests answered by the API (tokens are theirs: what was billed) and
+    ``cached`` answers taken from the cache instead (which cost nothing).
+
+    Each answer is priced as it arrives (:meth:`add`): at ``price`` (dollars per million input and
+    output tokens: a component's ``-o price=IN,OUT``) when set, else at the table's price of the
+    model that answered, else of ``model`` (the one asked for); ``usd`` is None once an answer had
+    no known price. Safe to share between threads. ``tally()`` copies the counts; ``a - b`` and
+    ``a + b`` subtract and add them (what a call added: the runner's per-task usage)."""
+
+    sent: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    # the dollars of the answers whose price is known, and how many had none (``usd``); equality
+    # compares the counts, the model and the price, not these
+    priced_usd: float = field(default=0.0, compare=False)
+    unpriced: int = field(default=0, compare=False)
+    model: str = ""
+    price: tuple[float, float] | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    COUNTS = ("sent", "cached", "prompt_tokens", "completion_tokens", "reasoning_tokens", "priced_usd", "unpriced")
+
+    @property
+    def usd(self) -> float | None:
+        """Dollars of the answers sent; None when one had no known price (cache hits cost nothing)."""
+        return None if self.unpriced else self.priced_usd
+
+    def describe(self, model: str) -> str:
+        """One line for the end of a run: requests, cache hits, tokens and, when known, the cost."""
+        dollars = self.usd if self.sent else None
+        price = f", about {usd_text(dollars)}" if dollars is not None else ""
+        reasoning = f" ({self.reasoning_tokens:,} reasoning)" if self.reasoning_tokens else ""
+        return (f"{redact(model)}: {self.sent} requests sent, {self.cached} answered from the cache, "
+                f"{self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion tokens{reasoning}{price}")
+
+    def add(self, generation: Generation) -> None:
+        """Count an answer the API sent, priced (see the class)."""
+        price = self.price or price_of(generation.model) or price_of(self.model)
+        with self._lock:
+            self.sent += 1
+            self.prompt_tokens += generation.prompt_tokens
+            self.completion_tokens += generation.completion_tokens
+            self.reasoning_tokens += generation.reasoning_tokens
+            if price is None:
+                self.unpriced += 1
+            else:
+                self.priced_usd += dollars(price, generation.prompt_tokens, generation.completion_tokens)
+
+    def add_cached(self, n: int) -> None:
+        """Count ``n`` answers taken from the cache."""
+        with self._lock:
+            self.cached += n
+
+    def tally(self) -> Usage:
+        """The counts, copied (without ``model`` and ``price``)."""
+        with self._lock:
+            return Usage(**{name: getattr(self, name) for name in self.COUNTS})
+
+    def __add__(self, other: Usage) -> Usage:
+        mine, theirs = self.tally(), other.tally()
+        return Usage(**{name: getattr(mine, name) + getattr(theirs, name) for name in self.COUNTS})
+
+    def __sub__(self, other: Usage) -> Usage:
+        mine, theirs = self.tally(), other.tally()
+        return Usage(**{name: getattr(mine, name) - getattr(theirs, name) for name in self.COUNTS})
+
+    def to_json(self) -> dict[str, Any]:
+        """As a task's cost file and ``--json`` show it."""
+        t = self.tally()
+        return {"requests": t.sent, "cached": t.cached, "prompt_tokens": t.prompt_tokens,
+                "completion_tokens": t.completion_tokens, "reasoning_tokens": t.reasoning_tokens,
+                "usd": None if t.usd is None else round(t.usd, 10)}
+
+
+def usd_text(amount: float) -> str:
+    """Dollars as a summary shows them: cents, or four decimals under a dollar ("$0.0012")."""
+    return f"${amount:.2f}" if amount >= 1 or amount == 0 else f"${amount:.4f}"
+
+
+def dollars(price: tuple[float, float], prompt_tokens: int, completion_tokens: int) -> float:
+    """What tokens cost at ``price`` (dollars per million input and output tokens)."""
+    return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
+
+
+PRICE_HELP = ("dollars per million input and output tokens, IN,OUT (e.g. 2.5,10), for the reported cost "
+              "(default: the price table shipped with r2med, r2med_tasks/data/prices/prices.json; a model it lacks "
+              "has no cost)")
+
+
+def price_field() -> tuple[Any, Any]:
+    """The ``-o price=IN,OUT`` option of every component that calls an LLM (a runtime option: never
+    in a run's identity), as ``options_model`` takes it."""
+    from typing import Annotated
+
+    from pydantic import Field
+
+    amount = Annotated[float, Field(ge=0)]
+    return tuple[amount, amount] | None, Field(None, description=PRICE_HELP)
+
+
+@functools.cache
+def price_table() -> dict[str, tuple[float, float]]:
+    """The shipped price table (``r2med_tasks/data/prices/prices.json``: each model's input and output
+    price, its source and when it was checked): model -> (input, output), dollars per million tokens."""
+    from importlib.resources import files
+
+    table = json.loads(files("r2med_tasks").joinpath("data", "prices", "prices.json").read_text(encoding="utf-8"))
+    return {model: (float(entry["input"]), float(entry["output"])) for model, entry in table["models"].items()}
+
+
+def price_of(model: str | None) -> tuple[float, float] | None:
+    """A model's price in the shipped table (``price_table()``), None when it has none."""
+    return price_table().get(model) if model else None
+
+
+def cost(model: str, usage: Usage, prices: dict[str, tuple[float, float]] | None = None) -> float | None:
+    """Dollars for ``usage``'s tokens at ``model``'s price (the shipped table unless given); None if unknown."""
+    price = (price_table() if prices is None else prices).get(model)
+    if price is None:
+        return None
+    return dollars(price, usage.prompt_tokens, usage.completion_tokens)
