@@ -147,6 +147,10 @@ def as_mteb_model(model: Any, *, cache_dir: Path | None = None) -> Any:
 
     reg = registry()
     built = _as_pipeline(model, reg, top_k=100, device=None)
+    for stage in built.ordered():
+        if stage.spec.members_option:  # mteb hands over one task's corpus and queries, never the saved runs it needs
+            raise UserError(f"as_mteb_model: '{stage.spec.name}' is built of other retrievers' saved runs, which mteb "
+                            f"cannot give it; evaluate it with r2med_tasks.evaluate(...) (or r2med-run) instead")
     return SearchModel(built, base_context(reg, cache_dir=cache_dir or default_cache_dir()), task_spec)
 
 

@@ -44,8 +44,8 @@ MARKING_FIXTURES = {
 
 # ``slow``: what the fast loop leaves out, chosen by measuring (`pytest --durations=0`, and each
 # test's CPU seconds): the Ray module, and elsewhere the long tail of single tests, each the slowest
-# way to reach a module that faster tests reach too. About 45 of 1,750 tests and 40% of the suite's
-# CPU time: the fast loop takes about 50 s where the suite takes 90 s (two workers, two cores).
+# way to reach a module that faster tests reach too. About 65 of 1,800 tests and half of the
+# suite's time: the fast loop takes 55-60 s where the suite takes about 110 s (two workers, two cores).
 # Keys are test files; a name covers every parameter of its test, ``name[id]`` one of them. Add a
 # test here when it takes more than about a second of CPU and a faster test covers its module.
 SLOW_TESTS: dict[str, dict[str, str]] = {
@@ -106,7 +106,18 @@ SLOW_TESTS: dict[str, dict[str, str]] = {
            for case, stays in [("main_score a string", "main_score NaN"), ("main_score true", "main_score missing"),
                                ("symlink to /dev/zero", "model_meta.json a symlink to /dev/zero"),
                                ("FIFO named like a result", "record a FIFO"),
-                               ("invented system claiming to be published", "forged published row with 99.00s")]},
+                               ("invented system claiming to be published", "forged published row with 99.00s"),
+                               ("shipped copy tampered with", "forged published row with 99.00s"),
+                               ("result over 10 MB", "record a FIFO"), ("1 MB of deeply nested JSON", "record a FIFO"),
+                               ("main_score a 400-digit integer", "main_score NaN"),
+                               ("task_name a list", "main_score missing"), ("1e308 metric", "main_score NaN")]},
+    },
+    "test_leaderboard_page.py": {  # one Chromium for the module; the narrow and the main views stay
+        "test_no_page_level_horizontal_overflow[1500]": "[400] stays",
+        "test_names_take_two_lines_at_most[1500]": "[400] stays",
+        "test_charts_show_each_datasets_own_top_systems": "test_charts_follow_the_filters_and_the_task_group stays",
+        "test_intervals_in_the_charts_and_the_detail_view": "test_detail_view stays",
+        "test_the_address_keeps_the_view": "test_a_rows_permalink_opens_it_and_highlights_it stays",
     },
     "test_dense.py": {
         "test_changed_local_weights_never_reuse_cached_embeddings": "three dense runs",
@@ -116,6 +127,11 @@ SLOW_TESTS: dict[str, dict[str, str]] = {
     "test_published.py": {"test_shipped_mteb_results_regenerate_and_load": "mteb loads every result"},
     "test_search_r1.py": {"test_end_to_end_with_a_dense_retriever": "test_end_to_end_with_bm25 stays"},
     "test_packaging.py": {"test_package_data_ships_in_the_wheel": "builds the wheel"},
+    "test_scaffold.py": {  # the module's fixture pip installs the four generated packages
+        "test_each_kind_is_listed_by_r2med_plugins": "pip install",
+        "test_each_kind_runs_on_the_sample_task": "pip install, a subprocess run per kind",
+        "test_each_package_passes_its_own_tests": "pip install, a pytest subprocess per kind",
+    },
 }
 
 
@@ -269,14 +285,14 @@ def run_cli(plugins, tmp_path):
 def evaluate(plugins, tmp_path):
     """``r2med_tasks.evaluate`` with this test's plugin set: components and options as
     ``r2med_tasks.pipeline`` takes them, results under ``tmp_path / output``, caches under
-    ``tmp_path / "cache"``. Tests of logic call this; a few end-to-end tests call the CLI."""
+    ``tmp_path / cache_dir``. Tests of logic call this; a few end-to-end tests call the CLI."""
     import r2med_tasks as r2med
 
     def _evaluate(*components, tasks="sample", output="out", data_dir=None, top_k=100, overwrite=False,
-                  **options):
+                  cache_dir="cache", **options):
         built = r2med.pipeline(*components, top_k=top_k, **options)
         return r2med.evaluate(built, tasks=tasks, data_dir=data_dir, output=tmp_path / output,
-                              cache_dir=tmp_path / "cache", overwrite=overwrite)
+                              cache_dir=tmp_path / cache_dir, overwrite=overwrite)
 
     return _evaluate
 
@@ -326,6 +342,16 @@ def read_ranking(path: Path) -> dict[str, list[tuple[str, float]]]:
     from r2med_tasks.runs import read_trec
 
     return {qid: list(docs.items()) for qid, docs in read_trec(path).items()}
+
+
+def board_rows(*folders: Path) -> tuple[list, list[str]]:
+    """The leaderboard's rows of results folders as ``r2med_tasks.leaderboard`` reads them (merged by
+    identity and ranked; no published row, local data included), and the warnings reading gave."""
+    from r2med_tasks.leaderboard import merge, ranked, result_rows
+
+    warnings: list[str] = []
+    rows = [row for folder in folders for row in result_rows(Path(folder), warnings.append)]
+    return ranked(merge(rows)), warnings
 
 
 def r2med_command(*args, env=None, **kwargs) -> subprocess.CompletedProcess:

@@ -151,3 +151,14 @@ def test_mteb_evaluate_runs_an_r2med_retriever(plugins, tmp_path):
     assert theirs["ndcg_at_10"] == pytest.approx(ours["R2MEDSampleRetrieval"].ndcg_at_10, abs=1e-12)
     saved = json.loads((one_dir(ours.results_dirs) / "R2MEDSampleRetrieval.json").read_text())["scores"]["test"][0]
     assert theirs["recall_at_100"] == pytest.approx(saved["recall_at_100"], abs=1e-12)
+
+
+def test_as_mteb_model_refuses_a_composite_and_names_evaluate(plugins):
+    """mteb gives a search model one task's corpus and queries; a composite (hybrid) needs its
+    members' saved runs, so the error says which API evaluates it."""
+    import r2med_tasks as r2med
+
+    with pytest.raises(r2med.UserError) as refused:
+        r2med.as_mteb_model(r2med.pipeline("hybrid", members="bm25,st"))
+    assert "'hybrid'" in str(refused.value) and "r2med_tasks.evaluate" in str(refused.value)
+    assert r2med.as_mteb_model("bm25") is not None  # an ordinary retriever still is one

@@ -98,20 +98,17 @@ def test_data_dir_not_a_folder(overlap, run_cli, tmp_path):
     assert_user_error(code, err, "missing: not a folder")
 
 
-def test_flat_folder_for_a_single_task(overlap, run_cli, tmp_path):
-    code, out, err = run_cli("run", "--plugin", "overlap", "--data-dir", SAMPLE, "--tasks", "PMC-Clinical",
-                             "--output", tmp_path / "out", "--json")
-    assert code == 0, err
-    assert json.loads(out)["tasks"][0]["task"] == "R2MEDPMCClinicalRetrieval"
+def test_flat_folder_for_a_single_task(overlap, evaluate):
+    outcome = evaluate("overlap", data_dir=SAMPLE, tasks="PMC-Clinical")
+    assert list(outcome) == ["R2MEDPMCClinicalRetrieval"] and outcome["PMC-Clinical"].n_queries == 10
 
 
-def test_data_dir_finds_its_tasks(overlap, run_cli, data_dir, tmp_path):
-    code, out, err = run_cli("run", "--plugin", "overlap", "--data-dir", data_dir, "--output", tmp_path / "out", "--json")
-    assert code == 0, err
-    assert [t["alias"] for t in json.loads(out)["tasks"]] == ["Biology", "Bioinformatics", "Medical-Sciences"]
+def test_data_dir_finds_its_tasks(overlap, evaluate, data_dir):
+    outcome = evaluate("overlap", data_dir=data_dir, tasks=None)
+    assert [t.alias for t in outcome.values()] == ["Biology", "Bioinformatics", "Medical-Sciences"]
 
 
-def test_answers_never_reach_components(register, run_cli, tmp_path):
+def test_answers_never_reach_components(register, evaluate):
     """query.jsonl's doc_id and answer fields carry the labels: no component may see them."""
     from r2med_tasks.components import RetrieverSpec
     from r2med_tasks.hookspecs import hookimpl
@@ -132,8 +129,7 @@ def test_answers_never_reach_components(register, run_cli, tmp_path):
             register(RetrieverSpec(name="spy", factory=lambda options: Spy()))
 
     register(SpyPlugin())
-    code, _, err = run_cli("run", "--plugin", "spy", "--tasks", "sample", "--output", tmp_path / "out")
-    assert code == 0, err
+    evaluate("spy")
     queries = {r["id"]: r for r in read_jsonl(SAMPLE / "query.jsonl")}
     assert len(seen) == len(queries)
     for q in seen:

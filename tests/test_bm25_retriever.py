@@ -39,12 +39,9 @@ def gensim_reference(corpus, queries, k1=0.9, b=0.4, top_k=100):
     return run
 
 
-def test_bm25_equals_gensim_reference(run_cli, tmp_path):
-    code, out, err = run_cli("run", "--plugin", "bm25", "--tasks", "sample", "--output", tmp_path / "out",
-                             "--cache-dir", tmp_path / "cache", "--top-k", "20", "--json")
-    assert code == 0, err
-    summary = json.loads(out)
-    ours = read_ranking(one_dir(summary["results_dirs"]) / "R2MEDSampleRetrieval.trec")
+def test_bm25_equals_gensim_reference(evaluate):
+    results = evaluate("bm25", top_k=20)
+    ours = read_ranking(one_dir(results.results_dirs) / "R2MEDSampleRetrieval.trec")
     reference = gensim_reference(read_jsonl(SAMPLE / "corpus.jsonl"), read_jsonl(SAMPLE / "query.jsonl"), top_k=20)
     assert ours.keys() == reference.keys()
     for qid in reference:
@@ -52,25 +49,23 @@ def test_bm25_equals_gensim_reference(run_cli, tmp_path):
         assert [s for _, s in ours[qid]] == pytest.approx([s for _, s in reference[qid]], rel=1e-5)
     ev = pytrec_eval.RelevanceEvaluator(qrels_of(SAMPLE), {"ndcg_cut.10"}).evaluate(
         {q: dict(docs) for q, docs in reference.items()})
-    assert summary["tasks"][0]["ndcg_at_10"] == pytest.approx(np.mean([v["ndcg_cut_10"] for v in ev.values()]), abs=5e-6)
+    assert results["R2MEDSampleRetrieval"].ndcg_at_10 == pytest.approx(np.mean([v["ndcg_cut_10"] for v in ev.values()]), abs=5e-6)
 
 
-def test_index_cache_is_reused(run_cli, tmp_path, monkeypatch):
+def test_index_cache_is_reused(evaluate, tmp_path, monkeypatch):
     from r2med_plugins.bm25.index import BM25Index
 
-    args = ["run", "--plugin", "bm25", "--tasks", "sample", "--output", tmp_path / "out",
-            "--cache-dir", tmp_path / "cache", "--json"]
-    first = json.loads(run_cli(*args)[1])
+    first = evaluate("bm25")
     assert len(list((tmp_path / "cache" / "bm25").glob("*/bm25_index.npz"))) == 1
 
     def no_build(*a, **k):
         raise AssertionError("the cached index should have been loaded")
 
     monkeypatch.setattr(BM25Index, "build", no_build)
-    second = json.loads(run_cli(*args, "--overwrite")[1])
-    assert second["tasks"][0]["status"] == "computed"
-    assert second["tasks"][0]["ndcg_at_10"] == first["tasks"][0]["ndcg_at_10"]
-    folder = one_dir(first["results_dirs"])
+    second = evaluate("bm25", overwrite=True)
+    assert second["R2MEDSampleRetrieval"].status == "computed"
+    assert second["R2MEDSampleRetrieval"].ndcg_at_10 == first["R2MEDSampleRetrieval"].ndcg_at_10
+    folder = one_dir(first.results_dirs)
     assert folder.name.startswith("lucene-") and folder.parent.name == "r2med__bm25"
 
 
@@ -107,32 +102,28 @@ def test_analysed_queries_are_stored_and_reused_only_for_the_same_texts(evaluate
     assert len(analysed) == 10 and unstored["R2MEDSampleRetrieval"].status == "computed"
 
 
-def test_cache_off_and_corrupt_cache(run_cli, tmp_path):
-    args = ["run", "--plugin", "bm25", "--tasks", "sample", "--cache-dir", tmp_path / "cache", "--json"]
-    code, out, _ = run_cli(*args, "--output", tmp_path / "a", "-o", "cache=false")
-    assert code == 0 and not (tmp_path / "cache" / "bm25").exists()  # no index kept
-    run_cli(*args, "--output", tmp_path / "b")
-    for f in (tmp_path / "cache").rglob("*.npz"):
+def test_cache_off_and_corrupt_cache(evaluate, tmp_path):
+    uncached = evaluate("bm25", output="a", cache=False)
+    assert not (tmp_path / "cache" / "bm25").exists()  # no index kept
+    evaluate("bm25", output="b")
+    corrupted = list((tmp_path / "cache").rglob("*.npz"))
+    assert corrupted  # the index the second run kept
+    for f in corrupted:
         f.write_bytes(b"not an index")
-    code, out2, err = run_cli(*args, "--output", tmp_path / "c")
-    assert code == 0, err
-    assert json.loads(out2)["tasks"][0]["ndcg_at_10"] == json.loads(out)["tasks"][0]["ndcg_at_10"]
+    again = evaluate("bm25", output="c")
+    assert again["sample"].ndcg_at_10 == uncached["sample"].ndcg_at_10
 
 
-def test_options_split_folders_and_bad_weighting(run_cli, tmp_path):
-    def run(*extra):
-        return run_cli("run", "--plugin", "bm25", "--tasks", "sample", "--output", tmp_path, "--json",
-                       "--cache-dir", tmp_path / "cache", *extra)
-
-    default = json.loads(run()[1])
-    plain = json.loads(run("-o", "query_weighting=plain")[1])
-    tuned = json.loads(run("-o", "k1=1.2", "-o", "b=0.75")[1])
-    assert len({one_dir(default["results_dirs"]), one_dir(plain["results_dirs"]), one_dir(tuned["results_dirs"])}) == 3
-    code, _, err = run("-o", "query_weighting=fancy")
+def test_options_split_folders_and_bad_weighting(run_cli, evaluate, tmp_path):
+    default = evaluate("bm25")
+    plain = evaluate("bm25", query_weighting="plain")
+    tuned = evaluate("bm25", k1=1.2, b=0.75)
+    assert len({one_dir(default.results_dirs), one_dir(plain.results_dirs), one_dir(tuned.results_dirs)}) == 3
+    code, _, err = run_cli("run", "--plugin", "bm25", "--tasks", "sample", "--output", tmp_path, "-o",
+                           "query_weighting=fancy")
     assert code == 2 and "-o bm25.query_weighting=fancy" in err and "bm25, plain" in err
 
 
-def test_okapi_runs(run_cli, tmp_path):
-    code, out, err = run_cli("run", "--plugin", "bm25-okapi", "--tasks", "sample", "--output", tmp_path, "--json")
-    assert code == 0, err
-    assert json.loads(out)["model_name"] == "r2med/bm25-okapi"
+def test_okapi_runs(evaluate):
+    results = evaluate("bm25-okapi")
+    assert results.model_name == "r2med/bm25-okapi" and results["sample"].ndcg_at_10 > 0

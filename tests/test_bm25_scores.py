@@ -164,7 +164,9 @@ def test_a_save_removes_postings_no_index_names(tmp_path) -> None:
     index.save(tmp_path)
     index.save(tmp_path)
     assert len(list(tmp_path.glob("postings-*"))) == 1
-    BM25Index.load(tmp_path)
+    loaded = BM25Index.load(tmp_path)  # the postings the index names are the ones kept
+    queries = [[t] for t in index.terms]
+    assert loaded.terms == index.terms and loaded.search(queries, top_k=40) == index.search(queries, top_k=40)
 
 
 @pytest.mark.parametrize("damage", ["truncated postings", "previous format", "postings removed"])

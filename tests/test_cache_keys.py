@@ -17,7 +17,8 @@ def test_bm25_query_terms_keys(one, other):
 
     assert query_terms_key(one) != query_terms_key(other)
     assert query_terms_key(one) == query_terms_key(list(one)) and len(query_terms_key(one)) == 32
-    query_terms_key(["\ud800 lone surrogate"])  # keyed, no UnicodeEncodeError
+    assert query_terms_key(["\ud800 lone surrogate"]) != query_terms_key(["\udc00 lone surrogate"])  # keyed, no
+    # UnicodeEncodeError
 
 
 @pytest.mark.parametrize("one, other", NUL_SPLITS)
@@ -32,7 +33,7 @@ def test_llm_generation_keys(one, other):
     # the served model is part of the key: the same name serving other weights has other keys
     assert len({key(one), key(one, {"id": "m", "root": "/a", "parent": None}),
                 key(one, {"id": "m", "root": "/b", "parent": None}), key(one, {"unlisted": True})}) == 4
-    key(["\ud800"])  # a lone surrogate is keyed, not a UnicodeEncodeError
+    assert key(["\ud800"]) != key(["\udc00"])  # a lone surrogate is keyed, not a UnicodeEncodeError
 
 
 def test_dense_embedding_cache_folders(tmp_path):
@@ -49,7 +50,7 @@ def test_dense_embedding_cache_folders(tmp_path):
     assert folder({"model": "a\0b", "doc_instruction": ""}) != folder({"model": "a", "doc_instruction": "\0b"})
     assert folder({"model": "m"}, n_docs=50) != folder({"model": "m"}, n_docs=51)
     assert folder({"model": "m"}) == folder({"model": "m"}) and len(folder({"model": "m"}).name) == 32
-    folder({"doc_instruction": "\ud800"})  # keyed, no UnicodeEncodeError
+    assert folder({"doc_instruction": "\ud800"}) != folder({"doc_instruction": "\udc00"})  # keyed, no UnicodeEncodeError
 
 
 def test_a_document_identity_with_a_corpus_field_is_refused(tmp_path):
@@ -73,7 +74,7 @@ def test_rerank_pair_keys(one, other):
     from r2med_plugins.rerank.scores import pair_key
 
     assert pair_key(*one) != pair_key(*other)
-    pair_key("\ud800", "x")  # keyed, no UnicodeEncodeError
+    assert pair_key("\ud800", "x") != pair_key("\udc00", "x")  # keyed, no UnicodeEncodeError
 
 
 def test_rerank_journal_is_new_for_the_new_format(tmp_path):

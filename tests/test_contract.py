@@ -164,10 +164,10 @@ def test_a_builtin_rule_between_options_is_one_line_exit_2(run_cli, tmp_path):
     one_line_exit_2(code, err, "rewriter 'hyde': -o hub_split=o3_mini goes with -o source=LLM")
 
 
-def test_the_factory_gets_one_options_instance(contract, run_cli, tmp_path):
-    code, _, err = run_cli("run", "--plugin", "pair", "-o", "low=2", "--tasks", "sample", "--output",
-                           tmp_path / "out", "--dry-run")
-    assert code == 0, err
+def test_the_factory_gets_one_options_instance(contract):
+    import r2med_tasks as r2med
+
+    r2med.pipeline("pair", low=2)
     (options,) = MADE
     assert type(options) is PairOptions and (options.low, options.high) == (2, 10)
 
@@ -178,17 +178,14 @@ def test_a_factory_of_the_earlier_form_is_one_line(contract, run_cli, tmp_path):
                     "a factory is called with one argument, the options instance")
 
 
-def test_an_ordinary_component_gets_the_ordinary_context(contract, run_cli, tmp_path):
-    code, _, err = run_cli("run", "--plugin", "ranked", "--tasks", "sample", "--output", tmp_path / "out")
-    assert code == 0, err
+def test_an_ordinary_component_gets_the_ordinary_context(contract, evaluate):
+    assert evaluate("ranked")["sample"].status == "computed"
     assert [what for what, _ in SEEN] == ["index", "search"]
     assert all(type(context) is Context for _, context in SEEN)
 
 
-def test_a_composite_gets_its_members_and_its_services(contract, run_cli, tmp_path):
-    code, out, err = run_cli("run", "--plugin", "composed", "-o", "ranked.offset=0.5", "--tasks", "sample",
-                             "--output", tmp_path / "out", "--json")
-    assert code == 0, err
+def test_a_composite_gets_its_members_and_its_services(contract, evaluate, tmp_path):
+    outcome = evaluate("composed", options={"ranked.offset": 0.5})
     (member_options, (options, members)) = MADE  # the member first, created by the harness
     assert member_options.offset == 0.5 and options.members == ("ranked",)
     assert len(members) == 1 and type(members[0]) is Ranked and members[0].offset == 0.5
@@ -200,7 +197,7 @@ def test_a_composite_gets_its_members_and_its_services(contract, run_cli, tmp_pa
     corpus = [row["id"] for row in read_jsonl(SAMPLE / "corpus.jsonl")]
     saved = read_trec(next(p for p in (tmp_path / "out").rglob("R2MEDSampleRetrieval.trec") if "ranked" in str(p)))
     assert saved and all(list(docs) == corpus for docs in saved.values())
-    assert read_trec(Path(json.loads(out)["results_dirs"][0]) / "R2MEDSampleRetrieval.trec") == saved
+    assert read_trec(Path(outcome.results_dirs[0]) / "R2MEDSampleRetrieval.trec") == saved
 
 
 # -- keep_tail: the reranker stage's option --------------------------------------------------------

@@ -279,13 +279,10 @@ def test_export_of_an_option_variant_says_it_cannot_be_submitted(dest, tmp_path)
     assert_problems(problems, [(f"{FOLDER}/experiments/b_0.9", "option variant cannot be submitted")])
 
 
-def test_export_of_an_r2med_run_lists_its_problems(run_cli, tmp_path):
+def test_export_of_an_r2med_run_lists_its_problems(run_cli, evaluate, tmp_path):
     """`r2med-run --plugin bm25 --tasks sample`, exported: r2med's sample task, and a pipeline name
     (and revision) mteb does not register."""
-    code, _, err = run_cli("run", "--plugin", "bm25", "--tasks", "sample", "--output", tmp_path / "res",
-                           "--cache-dir", tmp_path / "c")
-    assert code == 0, err
-    run = next((tmp_path / "res").rglob("model_meta.json")).parent
+    (run,) = map(Path, evaluate("bm25", output="res").results_dirs)
     code, out, err = run_cli("export-mteb", run, tmp_path / "clone", "--json")
     assert code == 0, err
     report = json.loads(out)

@@ -46,13 +46,14 @@ def test_default_cache_dir_follows_xdg_cache_home(monkeypatch, tmp_path):
     assert default_cache_dir() == tmp_path / "home" / ".cache" / "r2med"
 
 
-def test_a_run_caches_under_xdg_cache_home_and_writes_files_as_open_would(run_cli, monkeypatch, tmp_path, umask):
+def test_a_run_caches_under_xdg_cache_home_and_writes_files_as_open_would(plugins, monkeypatch, tmp_path, umask):
     """Under umask 022 every file a run leaves (results, mteb's TaskResult, the lock, the index
     cache) is 0644, as a plain ``open()`` makes it, so results can be shared on a cluster."""
+    import r2med_tasks as r2med
+
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("R2MED_CACHE_DIR", raising=False)
-    code, _, err = run_cli("run", "--plugin", "bm25", "--tasks", "sample", "--output", tmp_path / "out", "--json")
-    assert code == 0, err
+    r2med.evaluate("bm25", tasks="sample", output=tmp_path / "out")  # no cache_dir: the default one
     cached = [p for p in (tmp_path / "xdg" / "r2med").rglob("*") if p.is_file()]
     written = [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
     assert cached and any(p.name == "R2MEDSampleRetrieval.json" for p in written)
@@ -172,11 +173,9 @@ def clash_pkg(plugins, tmp_path, monkeypatch):
     return reload
 
 
-def test_a_name_clash_fails_only_the_runs_that_use_the_name(clash_pkg, run_cli, tmp_path):
+def test_a_name_clash_fails_only_the_runs_that_use_the_name(clash_pkg, run_cli, evaluate, tmp_path):
     args = ("--tasks", "sample", "--output", tmp_path / "out", "--cache-dir", tmp_path / "cache")
-    code, out, err = run_cli("run", "--plugin", "clash-overlap", *args, "--json")
-    assert code == 0, err
-    assert json.loads(out)["tasks"][0]["n_queries"] == 10
+    assert evaluate("clash-overlap")["sample"].n_queries == 10
     code, _, err = run_cli("run", "--plugin", "bm25", *args)
     (line,) = err.strip().splitlines()
     assert code == 2 and "two retrievers are named 'bm25': one from r2med" in line and "one from clash-pkg" in line
@@ -188,6 +187,8 @@ def test_a_name_clash_fails_only_the_runs_that_use_the_name(clash_pkg, run_cli, 
     clash_pkg(R2MED_LOAD_PLUGINS="")  # the choice the message offers
     code, out, err = run_cli("run", "--plugin", "bm25", *args, "--dry-run", "--json")
     assert code == 0, err
+    assert json.loads(out)["stages"][0] == {"kind": "retriever", "component": "bm25", "plugin": "r2med",
+                                            "options": {}}
 
 
 def test_a_plugin_installed_and_named_in_r2med_plugins_is_registered_once(clash_pkg, run_cli, tmp_path):

@@ -121,9 +121,10 @@ def test_a_run_caches_the_ids_and_its_warm_rerun_parses_no_corpus(evaluate, data
         {t: (s.ndcg_at_10, "computed") for t, s in first.items()}
 
 
-def test_fuse_keeps_the_ids_in_its_cache_dir(evaluate, run_cli, data_dir, tmp_path, parses):
+def test_fuse_keeps_the_ids_in_its_cache_dir(evaluate, data_dir, tmp_path, parses):
     """`r2med fuse --data-dir` reads the judgments through the corpus ids kept under its --cache-dir
     (a corpus it saw once is not parsed again), and nothing under the default cache folder."""
+    from r2med_tasks.api import fuse_runs
     from r2med_tasks.context import default_cache_dir
 
     members = []
@@ -131,11 +132,10 @@ def test_fuse_keeps_the_ids_in_its_cache_dir(evaluate, run_cli, data_dir, tmp_pa
         (folder,) = evaluate(name, tasks=["Biology"], data_dir=data_dir).results_dirs
         members.append(Path(folder))
     before = ids_files(default_cache_dir())
-    args = ("fuse", *members, "--data-dir", data_dir, "--cache-dir", tmp_path / "fuse-cache", "--json")
     for output in ("fused", "again"):
         parses.clear()
-        code, _, err = run_cli(*args, "--output", tmp_path / output)
-        assert code == 0, err
+        fused = fuse_runs(members, data_dir=data_dir, cache_dir=tmp_path / "fuse-cache", output=tmp_path / output)
+        assert list(fused) == ["R2MEDBiologyRetrieval"] and fused.results_dirs[0].startswith(str(tmp_path / output))
         assert parses.count("corpus.jsonl") == (1 if output == "fused" else 0)
     assert len(ids_files(tmp_path / "fuse-cache")) == 1 and ids_files(default_cache_dir()) == before
 

@@ -19,17 +19,15 @@ def two_tasks(tmp_path) -> Path:
     return make_data_dir(tmp_path / "data")  # Biology (10 queries), Bioinformatics (6), ...
 
 
-def run(run_cli, tmp_path, server, *extra, model="test-model", tasks="Biology,Bioinformatics", data=None):
-    """HyDE live through the local server, then BM25; the --json summary and stderr."""
-    code, out, err = run_cli("run", "--plugin", "hyde", "-o", f"llm={server.url}#{model}", "--plugin", "bm25",
-                             "--tasks", tasks, "--data-dir", data or make_data_dir(tmp_path / "data"),
-                             "--output", tmp_path / "out", "--cache-dir", tmp_path / "cache", "--json", *extra)
-    assert code == 0, err
-    return json.loads(out), err
+def run(evaluate, server, data, *rest, model="test-model", tasks=("Biology", "Bioinformatics"), **options):
+    """HyDE live through the local server, then BM25 (and the components ``rest``), through the
+    Python API: results under ``out``, caches under ``cache``."""
+    return evaluate("hyde", "bm25", *rest, llm=f"{server.url}#{model}", tasks=list(tasks), data_dir=data, **options)
 
 
 def folder_of(summary) -> Path:
-    (folder,) = summary["results_dirs"]
+    """The one results folder of a RunOutcome or a --json summary."""
+    (folder,) = summary["results_dirs"] if isinstance(summary, dict) else summary.results_dirs
     return Path(folder)
 
 
@@ -50,8 +48,8 @@ def summed(usages: list[dict], name: str) -> int:
     return sum(u[name] for u in usages)
 
 
-def test_usage_per_task_is_what_the_server_reported(run_cli, tmp_path, chat_server, two_tasks):
-    summary, _ = run(run_cli, tmp_path, chat_server, data=two_tasks)
+def test_usage_per_task_is_what_the_server_reported(evaluate, chat_server, two_tasks):
+    summary = run(evaluate, chat_server, two_tasks)
     assert chat_server.count == 16  # 10 + 6 queries, one request each
     for task, key in TASKS.items():
         queries = read_jsonl(two_tasks / ("Biology" if "Biology" in task else "Bioinformatics") / "query.jsonl")
@@ -64,7 +62,11 @@ def test_usage_per_task_is_what_the_server_reported(run_cli, tmp_path, chat_serv
 
 
 def test_json_and_summary_report_each_task_and_the_totals(run_cli, tmp_path, chat_server, two_tasks):
-    summary, _ = run(run_cli, tmp_path, chat_server, "-o", "price=2,8", data=two_tasks)
+    code, out, err = run_cli("run", "--plugin", "hyde", "-o", f"llm={chat_server.url}#test-model", "-o", "price=2,8",
+                             "--plugin", "bm25", "--tasks", "Biology,Bioinformatics", "--data-dir", two_tasks,
+                             "--output", tmp_path / "out", "--cache-dir", tmp_path / "cache", "--json")
+    assert code == 0, err
+    summary = json.loads(out)
     for t in summary["tasks"]:
         recorded = cost_of(summary, t["task"])
         assert t["usage"] == recorded["usage"] and t["seconds"] == recorded["seconds"]
@@ -80,19 +82,19 @@ def test_json_and_summary_report_each_task_and_the_totals(run_cli, tmp_path, cha
     assert " s (rewrite " in line and "index" in line and "search" in line and "score" in line
 
 
-def test_cache_hits_cost_nothing(run_cli, tmp_path, chat_server, two_tasks):
-    first, _ = run(run_cli, tmp_path, chat_server, "-o", "price=3,12", tasks="Biology", data=two_tasks)
+def test_cache_hits_cost_nothing(evaluate, chat_server, two_tasks):
+    first = run(evaluate, chat_server, two_tasks, price=(3, 12), tasks=["Biology"])
     assert cost_of(first, "R2MEDBiologyRetrieval")["usage"]["usd"] > 0
-    again, _ = run(run_cli, tmp_path, chat_server, "-o", "price=3,12", "--overwrite", tasks="Biology", data=two_tasks)
+    again = run(evaluate, chat_server, two_tasks, price=(3, 12), overwrite=True, tasks=["Biology"])
     assert chat_server.count == 10  # nothing sent again
     assert cost_of(again, "R2MEDBiologyRetrieval")["usage"] == {
         "requests": 0, "cached": 10, "prompt_tokens": 0, "completion_tokens": 0, "reasoning_tokens": 0, "usd": 0.0}
 
 
-def test_a_task_half_in_the_cache_pays_for_the_rest(run_cli, tmp_path, chat_server, two_tasks):
+def test_a_task_half_in_the_cache_pays_for_the_rest(evaluate, tmp_path, chat_server, two_tasks):
     """Bioinformatics' prompts are Biology's with another dataset key: none is a cache hit; a second
     Biology (another data folder, the same queries) is all hits, beside its own new ones."""
-    run(run_cli, tmp_path, chat_server, tasks="Biology", data=two_tasks)
+    run(evaluate, chat_server, two_tasks, tasks=["Biology"])
     sent = chat_server.count
     more = tmp_path / "more"
     make_data_dir(more)
@@ -103,7 +105,7 @@ def test_a_task_half_in_the_cache_pays_for_the_rest(run_cli, tmp_path, chat_serv
     (more / "Biology" / "qrels.jsonl").write_text("".join(
         json.dumps(r) + "\n" for r in qrels + [{**r, "q_id": f"x{r['q_id']}"} for r in qrels
                                                 if r["q_id"] in {q["id"] for q in queries[:3]}]))
-    summary, _ = run(run_cli, tmp_path, chat_server, "-o", "price=1,1", tasks="Biology", data=more)
+    summary = run(evaluate, chat_server, more, price=(1, 1), tasks=["Biology"])
     new = [u for _, u in chat_server.reported[sent:]]
     assert chat_server.count - sent == 3 == len(new)
     assert cost_of(summary, "R2MEDBiologyRetrieval")["usage"] == {
@@ -112,9 +114,9 @@ def test_a_task_half_in_the_cache_pays_for_the_rest(run_cli, tmp_path, chat_serv
         "usd": pytest.approx((summed(new, "prompt_tokens") + summed(new, "completion_tokens")) / 1e6)}
 
 
-def test_reasoning_tokens_when_the_server_reports_them(run_cli, tmp_path, chat_server, two_tasks):
+def test_reasoning_tokens_when_the_server_reports_them(evaluate, chat_server, two_tasks):
     chat_server.reasoning_tokens = lambda body: len(body["messages"][-1]["content"]) % 7 + 1
-    summary, _ = run(run_cli, tmp_path, chat_server, tasks="Biology", data=two_tasks)
+    summary = run(evaluate, chat_server, two_tasks, tasks=["Biology"])
     reasoning = [u["completion_tokens_details"]["reasoning_tokens"] for _, u in chat_server.reported]
     assert len(reasoning) == 10 and sum(reasoning) > 10
     assert cost_of(summary, "R2MEDBiologyRetrieval")["usage"]["reasoning_tokens"] == sum(reasoning)
@@ -135,14 +137,14 @@ def test_reasoning_tokens_are_read_from_the_answer():
 
 
 @pytest.mark.parametrize("model, price, expected", [
-    ("o3-mini", (), (PRICES["o3-mini"]["input"], PRICES["o3-mini"]["output"])),  # the shipped table
-    ("o3-mini", ("-o", "price=0.5,2"), (0.5, 2.0)),  # the option overrides it
-    ("some-local-model", ("-o", "price=0.25,1.5"), (0.25, 1.5)),  # and prices a model it lacks
-    ("some-local-model", (), None),  # unknown: no dollars
+    ("o3-mini", {}, (PRICES["o3-mini"]["input"], PRICES["o3-mini"]["output"])),  # the shipped table
+    ("o3-mini", {"price": (0.5, 2)}, (0.5, 2.0)),  # the option overrides it
+    ("some-local-model", {"price": (0.25, 1.5)}, (0.25, 1.5)),  # and prices a model it lacks
+    ("some-local-model", {}, None),  # unknown: no dollars
 ])
-def test_dollars_at_the_table_or_the_price_option(run_cli, tmp_path, chat_server, two_tasks, model, price, expected):
+def test_dollars_at_the_table_or_the_price_option(evaluate, chat_server, two_tasks, model, price, expected):
     chat_server.serve(model, model)
-    summary, _ = run(run_cli, tmp_path, chat_server, *price, model=model, tasks="Biology", data=two_tasks)
+    summary = run(evaluate, chat_server, two_tasks, model=model, tasks=["Biology"], **price)
     usages = [u for _, u in chat_server.reported]
     usd = cost_of(summary, "R2MEDBiologyRetrieval")["usage"]["usd"]
     if expected is None:
@@ -169,30 +171,24 @@ def test_every_component_that_calls_an_llm_takes_a_price_that_never_identifies_r
             specs[0].parse("price", bad)
 
 
-def test_seconds_for_the_stages_that_ran(run_cli, tmp_path, chat_server, two_tasks):
-    bm25, _ = run_cli("run", "--plugin", "bm25", "--tasks", "Biology", "--data-dir", two_tasks, "--output",
-                      tmp_path / "bm25", "--json")[1:]
-    folder = folder_of(json.loads(bm25))
+def test_seconds_for_the_stages_that_ran(evaluate, chat_server, two_tasks):
+    folder = folder_of(evaluate("bm25", tasks="Biology", data_dir=two_tasks, output="bm25"))
     cost = json.loads((folder / "r2med" / "R2MEDBiologyRetrieval.cost.json").read_text())
     assert cost["usage"] is None  # no component called an LLM
     assert set(cost["seconds"]) == {"index", "search", "score"} and all(s >= 0 for s in cost["seconds"].values())
-    code, out, err = run_cli("run", "--plugin", "hyde", "-o", f"llm={chat_server.url}#test-model", "--plugin", "bm25",
-                             "--plugin", "llm-rerank", "-o", f"llm-rerank.llm={chat_server.url}#test-model",
-                             "-o", "rerank_k=3", "--tasks", "Biology", "--data-dir", two_tasks,
-                             "--output", tmp_path / "out", "--cache-dir", tmp_path / "cache", "--json")
-    assert code == 0, err
-    cost = cost_of(json.loads(out), "R2MEDBiologyRetrieval")
+    summary = run(evaluate, chat_server, two_tasks, "llm-rerank", rerank_k=3, tasks=["Biology"],
+                  options={"llm-rerank.llm": f"{chat_server.url}#test-model"})
+    cost = cost_of(summary, "R2MEDBiologyRetrieval")
     assert set(cost["seconds"]) == STAGES and all(s >= 0 for s in cost["seconds"].values())
 
 
-def test_a_reused_first_stage_counts_as_recorded(run_cli, tmp_path, chat_server, two_tasks):
+def test_a_reused_first_stage_counts_as_recorded(evaluate, chat_server, two_tasks):
     """A reranker's task costs its first stage too: measured, or as its saved run recorded it."""
-    first, _ = run(run_cli, tmp_path, chat_server, "-o", "price=1,2", tasks="Biology", data=two_tasks)
+    first = run(evaluate, chat_server, two_tasks, price=(1, 2), tasks=["Biology"])
     recorded = cost_of(first, "R2MEDBiologyRetrieval")
     sent = chat_server.count
-    summary, _ = run(run_cli, tmp_path, chat_server, "-o", "price=1,2", "--plugin", "llm-rerank",
-                     "-o", f"llm-rerank.llm={chat_server.url}#test-model", "-o", "llm-rerank.price=1,2",
-                     "-o", "rerank_k=3", tasks="Biology", data=two_tasks)
+    summary = run(evaluate, chat_server, two_tasks, "llm-rerank", price=(1, 2), rerank_k=3, tasks=["Biology"],
+                  options={"llm-rerank.llm": f"{chat_server.url}#test-model", "llm-rerank.price": (1, 2)})
     reranking = [u for _, u in chat_server.reported[sent:]]
     assert reranking and chat_server.count - sent == len(reranking)  # the rewriter sent nothing
     cost = cost_of(summary, "R2MEDBiologyRetrieval")
@@ -207,32 +203,30 @@ def test_a_reused_first_stage_counts_as_recorded(run_cli, tmp_path, chat_server,
         assert cost["seconds"][stage] == recorded["seconds"][stage]
 
 
-def test_a_rerun_with_another_price_or_after_a_slower_run_reuses_every_task(run_cli, tmp_path, chat_server,
-                                                                             two_tasks):
+def test_a_rerun_with_another_price_or_after_a_slower_run_reuses_every_task(evaluate, chat_server, two_tasks):
     chat_server.delay = 0.02  # a slower machine
-    first, _ = run(run_cli, tmp_path, chat_server, "-o", "price=1,2", data=two_tasks)
+    first = run(evaluate, chat_server, two_tasks, price=(1, 2))
     folder = folder_of(first)
     files = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and p.name != "lock"}
     chat_server.delay = 0
-    again, err = run(run_cli, tmp_path, chat_server, "-o", "price=9,99", data=two_tasks)
-    assert chat_server.count == 16 and "recomputing" not in err
+    again = run(evaluate, chat_server, two_tasks, price=(9, 99))
+    assert chat_server.count == 16
     assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and p.name != "lock"} == files
-    assert folder_of(again) == folder and [t["status"] for t in again["tasks"]] == ["cached", "cached"]
-    for t in again["tasks"]:  # what was recorded when they were computed, at the first price
-        assert t["usage"] == cost_of(first, t["task"])["usage"] and t["seconds"] == cost_of(first, t["task"])["seconds"]
-        usages = reported(chat_server, TASKS[t["task"]], read_jsonl(
-            two_tasks / ("Biology" if "Biology" in t["task"] else "Bioinformatics") / "query.jsonl"))
-        assert t["usage"]["usd"] == pytest.approx((summed(usages, "prompt_tokens") + 2 * summed(usages, "completion_tokens")) / 1e6)
+    assert folder_of(again) == folder and [t.status for t in again.values()] == ["cached", "cached"]
+    for t in again.values():  # what was recorded when they were computed, at the first price
+        assert t.usage == cost_of(first, t.task)["usage"] and t.seconds == cost_of(first, t.task)["seconds"]
+        usages = reported(chat_server, TASKS[t.task], read_jsonl(
+            two_tasks / ("Biology" if "Biology" in t.task else "Bioinformatics") / "query.jsonl"))
+        assert t.usage["usd"] == pytest.approx((summed(usages, "prompt_tokens") + 2 * summed(usages, "completion_tokens")) / 1e6)
 
 
-def test_the_cost_file(run_cli, tmp_path, chat_server, two_tasks):
+def test_the_cost_file(evaluate, chat_server, two_tasks):
     """Beside the identity, listed in the task's manifest (written with its files as one), not a
     TaskResult to anyone who reads ``<Task>.json`` files, and read back only when it is the one
     written with them."""
     from r2med_tasks.layout import RunFolder
 
-    summary, _ = run(run_cli, tmp_path, chat_server, "-o", "price=1,2", tasks="Biology", data=two_tasks)
-    folder = RunFolder(folder_of(summary))
+    folder = RunFolder(folder_of(run(evaluate, chat_server, two_tasks, price=(1, 2), tasks=["Biology"])))
     task = "R2MEDBiologyRetrieval"
     path = folder.cost_file(task)
     assert path == folder.path / "r2med" / f"{task}.cost.json"
@@ -249,16 +243,13 @@ def test_the_cost_file(run_cli, tmp_path, chat_server, two_tasks):
     assert folder.cost(task) is None
 
 
-def test_a_plugin_reports_usage_through_the_documented_contract(run_cli, tmp_path, chat_server, docs_agent_plugin):
+def test_a_plugin_reports_usage_through_the_documented_contract(evaluate, chat_server, docs_agent_plugin):
     """docs/writing-plugins.md's agent (a ``usage`` attribute, ``-o price=``): its task's cost is what
     the server reported for its requests."""
-    code_, out, err = run_cli("run", "--plugin", "ask-search-answer", "-o", f"llm={chat_server.url}#m",
-                              "-o", "price=4,16", "--plugin", "bm25", "--tasks", "sample", "--output", tmp_path / "out",
-                              "--cache-dir", tmp_path / "cache", "--json")
-    assert code_ == 0, err
+    summary = evaluate("ask-search-answer", "bm25", llm=f"{chat_server.url}#m", price=(4, 16))
     usages = [u for _, u in chat_server.reported]
     assert len(usages) == chat_server.count == 20  # a search query and an answer per query
-    assert json.loads(out)["tasks"][0]["usage"] == {
+    assert summary["sample"].usage == {
         "requests": 20, "cached": 0, "prompt_tokens": summed(usages, "prompt_tokens"),
         "completion_tokens": summed(usages, "completion_tokens"), "reasoning_tokens": 0,
         "usd": pytest.approx((4 * summed(usages, "prompt_tokens") + 16 * summed(usages, "completion_tokens")) / 1e6)}
@@ -287,20 +278,23 @@ def test_usage_counts_every_answer_of_concurrent_callers():
                                "reasoning_tokens": 16000, "usd": pytest.approx(0.08)}
 
 
-def test_leaderboard_rows_carry_cost_and_seconds_per_query(run_cli, tmp_path, chat_server, two_tasks):
-    summary, _ = run(run_cli, tmp_path, chat_server, "-o", "price=2,8", "--tasks", "Biology,Bioinformatics",
-                     data=two_tasks)
-    code, out, err = run_cli("run", "--plugin", "bm25", "--tasks", "Biology,Bioinformatics", "--data-dir", two_tasks,
-                             "--output", tmp_path / "out", "--cache-dir", tmp_path / "cache")
-    assert code == 0, err
-    code, out, err = run_cli("leaderboard", tmp_path / "out", "--published", "none", "--include-local",
-                             "--tasks", "Biology,Bioinformatics", "--format", "json")
-    assert code == 0, err
-    rows = {r["rewriter"]: r for r in json.loads(out)}
+def test_leaderboard_rows_carry_cost_and_seconds_per_query(run_cli, evaluate, tmp_path, chat_server, two_tasks):
+    from conftest import board_rows
+
+    summary = run(evaluate, chat_server, two_tasks, price=(2, 8))
+    evaluate("bm25", tasks=["Biology", "Bioinformatics"], data_dir=two_tasks)
+    board, warnings = board_rows(tmp_path / "out")
+    rows = {r.rewriter: r for r in board}
+    assert len(rows) == 2 and warnings == []
     hyde = next(r for name, r in rows.items() if name != "-")  # labelled by its LLM
     usd = sum(u["prompt_tokens"] * 2 + u["completion_tokens"] * 8 for _, u in chat_server.reported) / 1e6
     seconds = sum(sum(cost_of(summary, t)["seconds"].values()) for t in TASKS)
-    assert hyde["usd_per_query"] == pytest.approx(usd / 16, rel=1e-9)  # 10 + 6 queries
-    assert hyde["seconds_per_query"] == pytest.approx(seconds / 16, rel=1e-9)
+    assert hyde.usd_per_query == pytest.approx(usd / 16, rel=1e-9)  # 10 + 6 queries
+    assert hyde.seconds_per_query == pytest.approx(seconds / 16, rel=1e-9)
     bm25 = rows["-"]
-    assert bm25["usd_per_query"] == 0.0 and bm25["seconds_per_query"] > 0
+    assert bm25.usd_per_query == 0.0 and bm25.seconds_per_query > 0
+    code, out, err = run_cli("leaderboard", tmp_path / "out", "--published", "none", "--include-local",
+                             "--tasks", "Biology,Bioinformatics", "--format", "json")
+    assert code == 0, err  # the --json rows show them
+    shown = {r["rewriter"]: (r["usd_per_query"], r["seconds_per_query"]) for r in json.loads(out)}
+    assert shown == {name: (r.usd_per_query, r.seconds_per_query) for name, r in rows.items()}

@@ -431,24 +431,19 @@ def test_the_api_retriever_shows_its_retries_on_the_runs_line(server, tmp_path, 
 # -- the `openai` and `voyage` retrievers end to end, against the local server ---------------------
 
 @pytest.mark.parametrize("name, encoder", [("openai", OpenAIEncoder), ("voyage", VoyageEncoder)])
-def test_api_retriever_end_to_end(name, encoder, server, run_cli, tmp_path, monkeypatch):
+def test_api_retriever_end_to_end(name, encoder, server, evaluate, tmp_path, monkeypatch):
     """`r2med-run --plugin openai` scores the sample through the API client; a rerun sends nothing
     (corpus and query embeddings come from the cache), other queries only themselves; the key reaches
     no file."""
-    import json
-
     monkeypatch.setattr(encoder, "tokenizer", lambda self: SpaceTokenizer())
-    args = ["run", "--plugin", name, "-o", f"base_url={server.url}", "--tasks", "sample",
-            "--cache-dir", tmp_path / "cache", "--json"]
-    code, out, err = run_cli(*args, "--output", tmp_path / "a")
-    assert code == 0, err
+    first = evaluate(name, base_url=server.url, output="a")
     n_sent = sum(len(batch) for batch in server.inputs())
     assert n_sent == 48 + 10
-    code, out2, _ = run_cli(*args, "--output", tmp_path / "b")
+    second = evaluate(name, base_url=server.url, output="b")
     assert sum(len(batch) for batch in server.inputs()) == n_sent
-    assert json.loads(out)["tasks"][0]["ndcg_at_10"] == json.loads(out2)["tasks"][0]["ndcg_at_10"]
-    code, _, err = run_cli(*args, "-o", "concurrency=2", "--output", tmp_path / "c", "--overwrite")
-    assert code == 0, err
+    assert first["sample"].ndcg_at_10 == second["sample"].ndcg_at_10
+    third = evaluate(name, base_url=server.url, concurrency=2, output="c", overwrite=True)
+    assert third["sample"].status == "computed" and third["sample"].ndcg_at_10 == first["sample"].ndcg_at_10
     assert sum(len(batch) for batch in server.inputs()) == n_sent  # a runtime option: still all cached
     for path in [*tmp_path.rglob("*.json"), *tmp_path.rglob("*.tsv"), *tmp_path.rglob("*.trec")]:
         text = path.read_text(errors="ignore")

@@ -3,7 +3,6 @@ on Ray actors is tested in test_ray.py, with these helpers.)"""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -11,12 +10,13 @@ import numpy as np
 from conftest import SAMPLE
 from r2med_tasks import Corpus, TaskSpec
 from r2med_tasks.context import Context
+from r2med_tasks.datafiles import read_jsonl
 
 TASK = TaskSpec(name="R2MEDSampleRetrieval", short_name="sample", description="")
 
 
 def corpus(n: int | None = None) -> Corpus:
-    rows = [json.loads(line) for line in (SAMPLE / "corpus.jsonl").read_text().splitlines()][:n]
+    rows = read_jsonl(SAMPLE / "corpus.jsonl")[0].values[:n]
     return Corpus([r["id"] for r in rows], [r["text"] for r in rows], f"sample-{len(rows)}")
 
 

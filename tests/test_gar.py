@@ -98,12 +98,16 @@ def live(run_cli, tmp_path, server, method="hyde", *extra):
                    "--tasks", "sample", "--output", tmp_path / "out", "--cache-dir", tmp_path / "cache", "--json", *extra)
 
 
-def test_live_hyde_sends_the_published_prompt_and_caches(run_cli, tmp_path, server):
+def live_api(evaluate, server, method="hyde", **options):
+    """``live`` through the Python API: the same run, results and cache."""
+    return evaluate(method, "bm25", llm=f"{server.url}#test-model", **options)
+
+
+def test_live_hyde_sends_the_published_prompt_and_caches(evaluate, server):
     from r2med_plugins.gar.prompts import build_messages
 
-    code, out, err = live(run_cli, tmp_path, server)
-    assert code == 0, err
-    assert server.count == 10 and "10 requests sent, 0 answered from the cache" in err
+    (summary,) = live_api(evaluate, server).summaries
+    assert server.count == 10 and "10 requests sent, 0 answered from the cache" in summary
     by_query = {q["text"]: q for q in QUERIES}
     for request in server.requests:
         body = request.body
@@ -113,25 +117,23 @@ def test_live_hyde_sends_the_published_prompt_and_caches(run_cli, tmp_path, serv
         query = next(q for text, q in by_query.items() if text in user)
         assert body["messages"] == build_messages("hyde", "Stack-Medical", query["text"])
         assert query["answer"] not in user and not any(d in user for d in query["doc_id"])
-    code, _, err = live(run_cli, tmp_path, server, "hyde", "--overwrite")
-    assert code == 0 and server.count == 10 and "0 requests sent, 10 answered from the cache" in err
+    (summary,) = live_api(evaluate, server, overwrite=True).summaries
+    assert server.count == 10 and "0 requests sent, 10 answered from the cache" in summary
 
 
-def test_live_generation_resumes_after_failure(run_cli, tmp_path, server):
+def test_live_generation_resumes_after_failure(run_cli, evaluate, tmp_path, server):
     server.fail_after(4, "500")  # the server dies after four answers
     code, _, err = live(run_cli, tmp_path, server, "hyde", "-o", "concurrency=1")
     assert code == 2 and "failed" in err and "Traceback" not in err
     answered = server.count
     server.recover()
-    code, _, err = live(run_cli, tmp_path, server)
-    assert code == 0, err
-    assert "4 answered from the cache" in err and "6 requests sent" in err
+    (summary,) = live_api(evaluate, server).summaries
+    assert "4 answered from the cache" in summary and "6 requests sent" in summary
     assert answered >= 5  # four answers, then the failing attempts
 
 
-def test_live_answers_reach_bm25(run_cli, evaluate, tmp_path, server):
-    code, out, err = live(run_cli, tmp_path, server)
-    ours = read_ranking(one_dir(json.loads(out)["results_dirs"]) / "R2MEDSampleRetrieval.trec")
+def test_live_answers_reach_bm25(evaluate, tmp_path, server):
+    ours = read_ranking(one_dir(live_api(evaluate, server).results_dirs) / "R2MEDSampleRetrieval.trec")
     answers = {}
     for request in server.requests:
         user = request.body["messages"][1]["content"]
@@ -143,11 +145,10 @@ def test_live_answers_reach_bm25(run_cli, evaluate, tmp_path, server):
     assert ours == read_ranking(one_dir(reference.results_dirs) / "R2MEDSampleRetrieval.trec")
 
 
-def test_lamer_prompts_carry_bm25_top10(run_cli, evaluate, tmp_path, server):
+def test_lamer_prompts_carry_bm25_top10(evaluate, server):
     from r2med_plugins.gar.prompts import cut_text
 
-    code, _, err = live(run_cli, tmp_path, server, "lamer")
-    assert code == 0, err
+    assert live_api(evaluate, server, "lamer").display_name == "LameR (test-model) + BM25"
     top10 = read_ranking(one_dir(evaluate("bm25", output="plain", top_k=10).results_dirs) / "R2MEDSampleRetrieval.trec")
     text_of = {d["id"]: d["text"] for d in CORPUS}
     for request in server.requests:
@@ -260,18 +261,16 @@ def test_unknown_hub_split_lists_the_ones_there(run_cli, tmp_path, hub):
     assert "-o hub_split=NAME reads another split" in err
 
 
-def test_hub_split_names_the_split_to_read(run_cli, tmp_path, hub):
+def test_hub_split_names_the_split_to_read(evaluate, hub):
     """Where the hub names a split otherwise than the default mapping, -o hub_split= reads it."""
     calls, revision = hub
-    code, out, err = run_cli("run", "--plugin", "hyde", "-o", "source=qwq-32b", "-o", "hub_split=o3_mini",
-                             "--plugin", "bm25", "--tasks", "Biology", "--output", tmp_path, "--json")
-    assert code == 0, err
+    results = evaluate("hyde", "bm25", source="qwq-32b", hub_split="o3_mini", tasks="Biology")
     assert ("R2MED/Biology", "hyde", "o3_mini", revision) in calls
-    assert json.loads(out)["pipeline"] == "QwQ-32B + BM25"
+    assert results.display_name == "QwQ-32B + BM25"
 
 
 @pytest.mark.parametrize("second_interrupt", [False, True])
-def test_ctrl_c_keeps_the_answers_in_flight(run_cli, tmp_path, server, second_interrupt):
+def test_ctrl_c_keeps_the_answers_in_flight(evaluate, tmp_path, server, second_interrupt):
     """Ctrl-C during generation: the answers being generated are still stored (the run waits for
     them, saying so), or a second Ctrl-C quits at once; either way a rerun sends only the rest.
     The interrupted run has a process of its own (it gets the signal); the rerun runs in this one."""
@@ -303,6 +302,5 @@ def test_ctrl_c_keeps_the_answers_in_flight(run_cli, tmp_path, server, second_in
     assert kept == (0 if second_interrupt else 2)
     server.delay = 0.0
     sent_before = server.count
-    code, _, err = run_cli(*args, "--json")
-    assert code == 0, err
-    assert server.count - sent_before == 10 - kept and f"{kept} answered from the cache" in err
+    (summary,) = live_api(evaluate, server, concurrency=2).summaries  # the same run, cache and output
+    assert server.count - sent_before == 10 - kept and f"{kept} answered from the cache" in summary

@@ -187,13 +187,13 @@ def test_hostile_number_options_get_one_line(case, dry_run, earlier, run_cli):
 
 
 @pytest.mark.parametrize("option", ["k1", "b"])
-def test_minus_zero_is_zero(option, run_cli, tmp_path):
+def test_minus_zero_is_zero(option, plugins, tmp_path):
     """-0.0 is the value 0.0: the same identity and results folder, never a folder of its own."""
+    from r2med_tasks.request import RunRequest, plan_request
+
     def plan(value):
-        code, out, err = run_cli("run", "--plugin", "bm25", "-o", f"{option}={value}", "--tasks", "sample",
-                                 "--output", tmp_path / "out", "--dry-run", "--json")
-        assert code == 0, err
-        return json.loads(out)["results_dirs"], json.loads(out)["experiment"]
+        planned = plan_request(RunRequest(("bm25",), (f"{option}={value}",), ("sample",), output=tmp_path / "out"))
+        return planned["results_dirs"], planned["experiment"]
 
     zero = plan("0.0")
     assert plan("-0.0") == plan("-0") == plan("0") == zero

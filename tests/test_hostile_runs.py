@@ -21,12 +21,6 @@ from conftest import SAMPLE, read_jsonl, write_jsonl
 TASK = "R2MEDBiologyRetrieval"
 
 
-def run_json(run_cli, *args):
-    code, out, err = run_cli("run", *map(str, args), "--json")
-    assert code == 0, err
-    return json.loads(out), err
-
-
 def one_line_error(code: int, err: str, *fragments: str) -> None:
     assert code == 2, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
@@ -53,27 +47,29 @@ def permute_embedding_rows(model: Path) -> None:
     assert path.stat().st_size == size
 
 
-def test_swapped_weights_are_another_model(run_cli, tmp_path, data_dir, small_model_path):
+def test_swapped_weights_are_another_model(evaluate, tmp_path, data_dir, small_model_path):
     """Same size, same names, other bytes: recomputed (never the old score, never old corpus
     embeddings with new query embeddings), and equal to a fresh run of the swapped model."""
     model = tmp_path / "x" / "best"
     shutil.copytree(small_model_path, model)
-    common = ["--plugin", "st", "-o", f"model={model}", "--data-dir", data_dir, "--tasks", "Biology",
-              "--cache-dir", tmp_path / "cache"]
-    before, _ = run_json(run_cli, *common, "--output", tmp_path / "out")
+
+    def run(model=model, **kwargs):
+        return evaluate("st", model=str(model), data_dir=data_dir, tasks="Biology", **kwargs)
+
+    before = run()
     permute_embedding_rows(model)
-    after, err = run_json(run_cli, *common, "--output", tmp_path / "out")
-    assert after["tasks"][0]["status"] == "computed" and "recomputing" not in err  # another revision: another folder
-    overwritten, _ = run_json(run_cli, *common, "--output", tmp_path / "out", "--overwrite")
-    fresh, _ = run_json(run_cli, *common, "--output", tmp_path / "fresh", "--cache-dir", tmp_path / "fresh-cache")
-    assert after["tasks"][0]["ndcg_at_10"] == overwritten["tasks"][0]["ndcg_at_10"] == fresh["tasks"][0]["ndcg_at_10"]
-    assert after["revision"] != before["revision"]
+    after = run()
+    assert after[TASK].status == "computed"
+    assert after.results_dirs != before.results_dirs  # another revision: another folder, nothing recomputed over
+    overwritten = run(overwrite=True)
+    fresh = run(output="fresh", cache_dir="fresh-cache")
+    assert after[TASK].ndcg_at_10 == overwritten[TASK].ndcg_at_10 == fresh[TASK].ndcg_at_10
+    assert after.revision != before.revision
     # two checkpoints of one name in other folders (x/best, y/best) never share embeddings
     other = tmp_path / "y" / "best"
     shutil.copytree(small_model_path, other)
-    again, _ = run_json(run_cli, *common[:2], "-o", f"model={other}", *common[4:], "--output", tmp_path / "out")
-    assert again["revision"] == before["revision"] and again["tasks"][0]["ndcg_at_10"] == before["tasks"][0][
-        "ndcg_at_10"]
+    again = run(model=other)
+    assert again.revision == before.revision and again[TASK].ndcg_at_10 == before[TASK].ndcg_at_10
     embeddings = {p.parent for p in (tmp_path / "cache").rglob("chunk-*.npy")}
     assert len(embeddings) == 2  # one corpus, two models
 
@@ -81,14 +77,13 @@ def test_swapped_weights_are_another_model(run_cli, tmp_path, data_dir, small_mo
 # ------------------------------------------------------------------------------- a result is replaced whole
 
 
-def test_a_failed_rewrite_leaves_the_previous_result(run_cli, tmp_path, data_dir, monkeypatch):
+def test_a_failed_rewrite_leaves_the_previous_result(run_cli, evaluate, tmp_path, data_dir, monkeypatch):
     from r2med_tasks import atomic
 
     out = tmp_path / "out"
     common = ["--plugin", "bm25", "--data-dir", data_dir, "--tasks", "Biology", "--output", out, "--cache-dir",
               tmp_path / "cache"]
-    first, _ = run_json(run_cli, *common)
-    folder = Path(first["results_dirs"][0])
+    (folder,) = map(Path, evaluate("bm25", data_dir=data_dir, tasks="Biology", output=out).results_dirs)
     before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and p.name != "lock"}
     seen = []
     real = atomic.replace_all
@@ -107,18 +102,17 @@ def test_a_failed_rewrite_leaves_the_previous_result(run_cli, tmp_path, data_dir
     assert seen == [True]  # the old TaskResult was there while the new files were written
     assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and p.name != "lock"} == before
     monkeypatch.setattr(atomic, "replace_all", real)
-    again, _ = run_json(run_cli, *common)
-    assert again["tasks"][0]["status"] == "cached"
+    assert evaluate("bm25", data_dir=data_dir, tasks="Biology", output=out)[TASK].status == "cached"
 
 
-def test_a_rewrite_killed_halfway_is_recomputed(run_cli, tmp_path, data_dir, monkeypatch):
+def test_a_rewrite_killed_halfway_is_recomputed(run_cli, evaluate, tmp_path, data_dir, monkeypatch):
     """Killed while the new files replace the old: the mix is never reused."""
     import r2med_tasks.atomic as atomic
 
     out = tmp_path / "out"
     common = ["--plugin", "bm25", "--data-dir", data_dir, "--tasks", "Biology", "--output", out, "--cache-dir",
               tmp_path / "cache"]
-    first, _ = run_json(run_cli, *common)
+    first = evaluate("bm25", data_dir=data_dir, tasks="Biology", output=out)
     real_replace = os.replace
 
     def killed_before_the_manifest(src, dst):
@@ -132,7 +126,7 @@ def test_a_rewrite_killed_halfway_is_recomputed(run_cli, tmp_path, data_dir, mon
     monkeypatch.setattr(atomic.os, "replace", real_replace)
     code, out_text, err = run_cli("run", *map(str, common), "--json")
     assert code == 0 and "its stored files are not the ones written together" in err, err
-    assert json.loads(out_text)["tasks"][0]["ndcg_at_10"] == first["tasks"][0]["ndcg_at_10"]
+    assert json.loads(out_text)["tasks"][0]["ndcg_at_10"] == first[TASK].ndcg_at_10
 
 
 def test_a_failed_run_leaves_no_folder(plugins, register, run_cli, tmp_path):

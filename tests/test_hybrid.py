@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import read_ranking
+from conftest import board_rows, read_ranking
 from r2med_tasks.runs import read_trec
 
 
@@ -56,16 +56,12 @@ def test_members_are_reused_and_take_their_own_options(evaluate, tmp_path, monke
     assert again[TASK].status == "computed" and again.display_name.endswith("(ZSCORE)")
 
 
-def test_hybrid_results_in_the_leaderboard(run_cli, tmp_path, data_dir):
-    code, out, err = run_cli("run", "--plugin", "hybrid", "-o", "members=bm25,bm25-okapi", "--data-dir", data_dir,
-                             "--output", tmp_path / "out", "--cache-dir", tmp_path / "cache", "--json")
-    assert code == 0, err
-    summary = json.loads(out)
-    assert summary["tasks"][0]["task"] == "R2MEDBiologyRetrieval"
-    code, out, err = run_cli("leaderboard", str(tmp_path / "out"), "--no-published", "--include-local",
-                             "--format", "json")
-    assert code == 0, err
-    assert "BM25 ⊕ bm25-okapi (RRF)" in [r["system"] for r in json.loads(out)]
+def test_hybrid_results_in_the_leaderboard(evaluate, tmp_path, data_dir):
+    outcome = evaluate("hybrid", members="bm25,bm25-okapi", tasks=None, data_dir=data_dir)
+    assert list(outcome)[0] == "R2MEDBiologyRetrieval"
+    rows, warnings = board_rows(tmp_path / "out")
+    hybrid = next(r for r in rows if r.system == "BM25 ⊕ bm25-okapi (RRF)")
+    assert hybrid.scores == {t.task: t.ndcg_at_10_x100 for t in outcome.values()} and warnings == []
 
 
 @pytest.mark.parametrize("args, message", [
@@ -79,16 +75,13 @@ def test_hybrid_mistakes(run_cli, tmp_path, args, message):
     assert code == 2 and message in err
 
 
-def test_members_share_the_rewriter(run_cli, tmp_path):
+def test_members_share_the_rewriter(evaluate, tmp_path):
     """With a rewriter, each member runs as "rewriter + member", saved under that pipeline's name."""
     from test_gar import published_dir
 
     data = published_dir(tmp_path, "hyde", "qwq-32b", reasoning=True)
-    code, out, err = run_cli("run", "--plugin", "hyde", "-o", "source=qwq-32b", "--plugin", "hybrid",
-                             "-o", "members=bm25,bm25-okapi", "--data-dir", data, "--tasks", "Biology",
-                             "--output", tmp_path / "out", "--cache-dir", tmp_path / "cache", "--json")
-    assert code == 0, err
-    assert json.loads(out)["pipeline"] == "QwQ-32B + BM25 ⊕ bm25-okapi (RRF)"
+    outcome = evaluate("hyde", "hybrid", source="qwq-32b", members="bm25,bm25-okapi", data_dir=data, tasks="Biology")
+    assert outcome.display_name == "QwQ-32B + BM25 ⊕ bm25-okapi (RRF)"
     names = {json.loads(p.read_text())["name"] for p in (tmp_path / "out").rglob("r2med/pipeline.json")}
     assert {"QwQ-32B + BM25", "QwQ-32B + bm25-okapi"} <= names
 
@@ -97,21 +90,19 @@ def test_fuse_command_matches_the_hybrid_retriever(run_cli, evaluate, tmp_path):
     """`r2med fuse` over the members' saved folders, or their TREC files with --qrels, gives the same
     run as the hybrid retriever; the result is a results folder the leaderboard reads."""
     from conftest import SAMPLE
+    from r2med_tasks.api import fuse_runs
 
     hybrid = evaluate("hybrid", members="bm25,bm25-okapi")
     members = [next((tmp_path / "out" / LOCAL_DATA / name).glob("*"))
                for name in ("r2med__bm25", "r2med__bm25-okapi")]
-    code, out, err = run_cli("fuse", *map(str, members), "--output", tmp_path / "fused", "--json")
-    assert code == 0, err
-    fused = json.loads(out)
+    fused = fuse_runs(members, output=tmp_path / "fused", cache_dir=tmp_path / "cache")
     expected = read_ranking(one_dir(hybrid.results_dirs) / f"{TASK}.trec")
-    assert read_ranking(one_dir(fused["results_dirs"]) / "R2MEDSampleRetrieval.trec") == expected
-    assert fused["tasks"][0]["ndcg_at_10"] == hybrid[TASK].ndcg_at_10
+    assert read_ranking(one_dir(fused.results_dirs) / "R2MEDSampleRetrieval.trec") == expected
+    assert fused[TASK].ndcg_at_10 == hybrid[TASK].ndcg_at_10
 
     trecs = [str(m / "R2MEDSampleRetrieval.trec") for m in members]
-    code, out, err = run_cli("fuse", *trecs, "--qrels", str(SAMPLE / "qrels.jsonl"), "--output", tmp_path / "f2", "--json")
-    assert code == 0, err
-    assert json.loads(out)["tasks"][0]["ndcg_at_10"] == hybrid[TASK].ndcg_at_10
+    by_files = fuse_runs(trecs, qrels=SAMPLE / "qrels.jsonl", output=tmp_path / "f2", cache_dir=tmp_path / "cache")
+    assert by_files[TASK].ndcg_at_10 == hybrid[TASK].ndcg_at_10
     code, _, err = run_cli("fuse", *trecs, "--output", tmp_path / "f3")
     assert code == 2 and "need --qrels FILE" in err
 
@@ -155,7 +146,7 @@ def test_tuning_on_every_query_is_refused(run_cli, tmp_path):
     assert code == 2 and "needs judged queries both to tune on and to score (10 to tune, 0 left)" in err
 
 
-def test_weights_are_tuned_per_task_group(run_cli, tmp_path, data_dir):
+def test_weights_are_tuned_per_task_group(evaluate, tmp_path, data_dir):
     """Biology, Bioinformatics and Medical-Sciences form the qa-reference group: one weighting for all
     three, the best mean over the three tasks of mean nDCG@10 on their tuning queries."""
     import pytrec_eval
@@ -166,11 +157,9 @@ def test_weights_are_tuned_per_task_group(run_cli, tmp_path, data_dir):
     split = {"Biology": ["q01", "q02"], "Bioinformatics": ["q03", "q04"], "Medical-Sciences": ["q05", "q06"]}
     tune = tmp_path / "tune.json"
     tune.write_text(json.dumps(split))
-    code, out, err = run_cli("run", "--plugin", "hybrid", "-o", "members=bm25,bm25-okapi", "-o", "fusion=minmax",
-                             "-o", f"tune={tune}", "--data-dir", data_dir, "--output", tmp_path / "out",
-                             "--cache-dir", tmp_path / "cache", "--json")
-    assert code == 0, err
-    folder = one_dir(json.loads(out)["results_dirs"])
+    outcome = evaluate("hybrid", members="bm25,bm25-okapi", fusion="minmax", tune=str(tune), tasks=None,
+                       data_dir=data_dir)
+    folder = one_dir(outcome.results_dirs)
     recorded = [json.loads(p.read_text())["scores"]["test"][0]["r2med_tuned_weights"] for p in folder.glob("R2MED*.json")]
     assert len(recorded) == 3 and recorded[0] == recorded[1] == recorded[2]  # one weighting for the group
 

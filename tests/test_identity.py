@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import pytrec_eval
 
-from conftest import SAMPLE, TESTS, qrels_of, read_jsonl, write_jsonl
+from conftest import SAMPLE, TESTS, board_rows, qrels_of, read_jsonl, write_jsonl
+from r2med_tasks.layout import RunFolder
 from r2med_tasks.tasks import R2MED_TASKS
 
 
@@ -54,9 +55,9 @@ def summary(run_cli, *args):
     return json.loads(out), err
 
 
-def test_edited_qrels_are_recomputed_and_say_what_changed(overlap, run_cli, data_dir, tmp_path):
+def test_edited_qrels_are_recomputed_and_say_what_changed(overlap, run_cli, evaluate, data_dir, tmp_path):
     args = ["--plugin", "overlap", "--data-dir", data_dir, "--output", tmp_path / "out"]
-    first, _ = summary(run_cli, *args)
+    first = evaluate("overlap", tasks=None, data_dir=data_dir)
     qrels = read_jsonl(data_dir / "Biology" / "qrels.jsonl")
     write_jsonl(data_dir / "Biology" / "qrels.jsonl", [r for r in qrels if r["q_id"] != "q01"] +
                 [{"q_id": "q01", "p_id": "s-pharm-01", "score": 1}])
@@ -72,25 +73,24 @@ def test_edited_qrels_are_recomputed_and_say_what_changed(overlap, run_cli, data
     assert "Biology: recomputing, data.revision: sha256-" in err
     new = second["tasks"][0]["ndcg_at_10"]
     assert new == pytest.approx(overlap_ndcg(data_dir / "Biology"), abs=5e-6)
-    assert new != pytest.approx(first["tasks"][0]["ndcg_at_10"], abs=1e-4)
+    assert new != pytest.approx(first["Biology"].ndcg_at_10, abs=1e-4)
     folder = one_dir(second["results_dirs"])
-    stored = json.loads((folder / "r2med" / "R2MEDBiologyRetrieval.identity.json").read_text())
-    result = json.loads((folder / "R2MEDBiologyRetrieval.json").read_text())
+    stored = RunFolder(folder).identity("R2MEDBiologyRetrieval")
+    result = RunFolder(folder).task_result(folder / "R2MEDBiologyRetrieval.json")
     assert stored["data"]["revision"] == result["dataset_revision"] and stored["data"]["official"] is False
 
 
-def test_deleted_qrels_file_is_an_error_not_a_stale_score(overlap, run_cli, data_dir, tmp_path):
+def test_deleted_qrels_file_is_an_error_not_a_stale_score(overlap, run_cli, evaluate, data_dir, tmp_path):
     args = ["run", "--plugin", "overlap", "--data-dir", data_dir, "--output", tmp_path / "out"]
-    assert run_cli(*args)[0] == 0
+    assert evaluate("overlap", tasks=None, data_dir=data_dir)["Biology"].status == "computed"
     (data_dir / "Biology" / "qrels.jsonl").unlink()
     code, out, err = run_cli(*args)
     assert code == 2 and "qrels.jsonl: file not found" in err and "Traceback" not in err
 
 
-def test_changed_code_version_or_option_default_recomputes(overlap, run_cli, tmp_path):
+def test_changed_code_version_or_option_default_recomputes(overlap, run_cli, evaluate, tmp_path):
     args = ["--plugin", "overlap", "--tasks", "sample", "--output", tmp_path]
-    first, _ = summary(run_cli, *args)
-    identity_file = one_dir(first["results_dirs"]) / "r2med" / "R2MEDSampleRetrieval.identity.json"
+    identity_file = one_dir(evaluate("overlap", output=tmp_path).results_dirs) / "r2med" / "R2MEDSampleRetrieval.identity.json"
     stored = json.loads(identity_file.read_text())
     stored["code"]["r2med"] = "0.0.1"
     identity_file.write_text(json.dumps(stored))
@@ -98,44 +98,42 @@ def test_changed_code_version_or_option_default_recomputes(overlap, run_cli, tmp
     assert second["tasks"][0]["status"] == "computed" and "code.r2med: 0.0.1 -> " in err
 
 
-def test_truncated_task_result_is_recomputed_with_a_warning(overlap, run_cli, tmp_path):
+def test_truncated_task_result_is_recomputed_with_a_warning(overlap, run_cli, evaluate, tmp_path):
     args = ["--plugin", "overlap", "--tasks", "sample", "--output", tmp_path]
-    first, _ = summary(run_cli, *args)
-    result = one_dir(first["results_dirs"]) / "R2MEDSampleRetrieval.json"
+    first = evaluate("overlap", output=tmp_path)
+    result = one_dir(first.results_dirs) / "R2MEDSampleRetrieval.json"
     result.write_text(result.read_text()[:100])
-    stale = [one_dir(first["results_dirs"]) / ".R2MEDSampleRetrieval.trec.x1.tmp",
-             one_dir(first["results_dirs"]) / "r2med" / ".pipeline.json.x2.tmp"]
+    stale = [one_dir(first.results_dirs) / ".R2MEDSampleRetrieval.trec.x1.tmp",
+             one_dir(first.results_dirs) / "r2med" / ".pipeline.json.x2.tmp"]
     for leftover in stale:  # what a killed run leaves behind
         leftover.write_text("half")
     second, err = summary(run_cli, *args)
     assert not any(p.exists() for p in stale)
     assert second["tasks"][0]["status"] == "computed" and "unreadable or incomplete" in err
-    assert second["tasks"][0]["ndcg_at_10"] == first["tasks"][0]["ndcg_at_10"]
-    json.loads(result.read_text())  # whole again
+    assert second["tasks"][0]["ndcg_at_10"] == first["sample"].ndcg_at_10
+    assert json.loads(result.read_text())["scores"]["test"][0]["main_score"] == first["sample"].ndcg_at_10  # whole
 
 
-def test_results_of_the_earlier_layout_are_recomputed(overlap, run_cli, tmp_path):
+def test_results_of_the_earlier_layout_are_recomputed(overlap, run_cli, evaluate, tmp_path):
     """A folder written before run identities (no identity files) is not trusted: its tasks are
     recomputed, once, with a line saying why."""
     args = ["--plugin", "overlap", "--tasks", "sample", "--output", tmp_path]
-    first, _ = summary(run_cli, *args)
-    folder = one_dir(first["results_dirs"])
+    folder = one_dir(evaluate("overlap", output=tmp_path).results_dirs)
     (folder / "r2med" / "R2MEDSampleRetrieval.identity.json").unlink()
     (folder / "r2med" / "pipeline.json").write_text(json.dumps({"name": "overlap", "pipeline": {"top_k": 100}}))
     second, err = summary(run_cli, *args)
     assert second["tasks"][0]["status"] == "computed" and "no identity (written by an earlier r2med)" in err
-    third, _ = summary(run_cli, *args)
-    assert third["tasks"][0]["status"] == "cached"
+    assert evaluate("overlap", output=tmp_path)["sample"].status == "cached"
 
 
-def test_escaping_revision_writes_nothing_outside_output(small_model_path, run_cli, tmp_path):
-    output = tmp_path / "a" / "b" / "out"
+def test_escaping_revision_writes_nothing_outside_output(small_model_path, evaluate, tmp_path):
+    output, cache = tmp_path / "a" / "b" / "out", tmp_path / "cache"
     before = {p for p in tmp_path.rglob("*")}
     for revision in ("../../x", "/etc/x", ".."):
-        result, _ = summary(run_cli, "--plugin", "st", "-o", f"model={small_model_path}", "-o", f"revision={revision}",
-                            "--tasks", "sample", "--output", output)
-        assert one_dir(result["results_dirs"]).resolve().is_relative_to(output.resolve())
-    outside = {p for p in tmp_path.rglob("*") if not p.resolve().is_relative_to(output.resolve())} - before
+        result = evaluate("st", model=str(small_model_path), revision=revision, output=output)
+        assert one_dir(result.results_dirs).resolve().is_relative_to(output.resolve())
+    outside = {p for p in tmp_path.rglob("*") if not p.resolve().is_relative_to(output.resolve())
+               and not p.is_relative_to(cache)} - before  # (the run's cache is its --cache-dir's)
     assert outside <= {output.parent, output.parent.parent}, outside
 
 
@@ -198,13 +196,13 @@ def test_concurrent_runs_on_different_data_each_print_their_own_scores(run_cli, 
         for t in tasks:
             assert t["ndcg_at_10"] == pytest.approx(overlap_ndcg(root / t["alias"]), abs=5e-6)
     # the folder is consistent: every task's files are the second run's
-    folder = one_dir(json.loads(second_out)["results_dirs"])
+    folder = RunFolder(one_dir(json.loads(second_out)["results_dirs"]))
     for t in json.loads(second_out)["tasks"]:
-        identity = json.loads((folder / "r2med" / f"{t['task']}.identity.json").read_text())
-        result = json.loads((folder / f"{t['task']}.json").read_text())
+        identity = folder.identity(t["task"])
+        result = folder.task_result(folder.task_json(t["task"]))
         assert identity["data"]["revision"] == result["dataset_revision"]
         assert result["scores"]["test"][0]["main_score"] == t["ndcg_at_10"]
-        queries = {line.split("\t")[0] for line in (folder / f"{t['task']}.per_query.tsv").read_text().splitlines()[1:]}
+        queries = set(folder.per_query_scores(t["task"]))
         asked = {q["id"] for q in read_jsonl(roots["two"] / t["alias"] / "query.jsonl")}
         assert queries == set(qrels_of(roots["two"] / t["alias"])) & asked
 
@@ -215,14 +213,14 @@ def board(run_cli, *args):
     return json.loads(out)
 
 
-def test_option_variants_are_experiments_and_rows_of_their_own(official_hub, run_cli, tmp_path):
+def test_option_variants_are_experiments_and_rows_of_their_own(official_hub, run_cli, evaluate, tmp_path):
     import mteb
 
     output = tmp_path / "cache" / "results"
     base = ["--plugin", "bm25", "--output", output, "--cache-dir", tmp_path / "c"]
     default, _ = summary(run_cli, *base)
     variant, _ = summary(run_cli, *base, "-o", "k1=1.5", "-o", "b=0.9")
-    other, _ = summary(run_cli, *base, "-o", "k1=1.2", "-o", "b=0.75")
+    other = evaluate("bm25", k1=1.2, b=0.75, tasks=None, output=output, cache_dir="c")
     assert one_dir(variant["results_dirs"]) == one_dir(default["results_dirs"]) / "experiments" / "b_0.9__k1_1.5"
     assert variant["label"] == "BM25 (b=0.9, k1=1.5)" and variant["official_data"] is True
     # the default configuration is the published row's: compared with it; the variant is not
@@ -237,17 +235,17 @@ def test_option_variants_are_experiments_and_rows_of_their_own(official_hub, run
     assert len(joined.model_results) == 3  # mteb keeps every variant
 
     rows = {r["system"]: r for r in board(run_cli, output)}
-    for result in (variant, other):
-        ours = rows[result["label"]]
-        assert ours["average"] == result["average_ndcg_at_10_x100"] and ours["local_data"] is False
-    assert variant["average_ndcg_at_10_x100"] != other["average_ndcg_at_10_x100"]
+    for label, average in ((variant["label"], variant["average_ndcg_at_10_x100"]), (other.label, other.average_x100())):
+        assert rows[label]["average"] == average and rows[label]["local_data"] is False
+    assert variant["average_ndcg_at_10_x100"] != other.average_x100()
     published = rows["BM25"]
     assert published["source"].startswith("published") and published["average"] == 15.13
     assert str(output) in published["source"]  # the default run joined the published row (its note)
     assert "experiments" not in published["source"]  # neither variant joined it
 
 
-def test_mteb_and_r2med_results_of_one_model_and_revision_are_one_row(official_hub, small_model_path, run_cli, tmp_path):
+def test_mteb_and_r2med_results_of_one_model_and_revision_are_one_row(official_hub, small_model_path, evaluate,
+                                                                      tmp_path):
     import mteb
     from mteb.results import TaskResult
 
@@ -258,16 +256,16 @@ def test_mteb_and_r2med_results_of_one_model_and_revision_are_one_row(official_h
         scores = {"ndcg_at_10": 0.2, "main_score": 0.2}
         cache.save_to_cache(TaskResult.from_task_results(mteb.get_task(task.name), {"test": {"default": scores}},
                                                          1.0), meta)
-    result, _ = summary(run_cli, "--plugin", "st", "-o", f"model={small_model_path}", "-o", f"name={name}",
-                        "-o", f"revision={meta.revision}", "--tasks", "qa-reference,clinical-evidence",
-                        "--output", tmp_path / "ours")
-    assert result["model_name"] == name and result["revision"] == meta.revision
-    rows = [r for r in board(run_cli, "--no-published", tmp_path / "ours", tmp_path / "mteb" / "results")]
-    assert len(rows) == 1
+    result = evaluate("st", model=str(small_model_path), name=name, revision=meta.revision,
+                      tasks=["qa-reference", "clinical-evidence"], output="ours")
+    assert result.model_name == name and result.revision == meta.revision
+    rows, warnings = board_rows(tmp_path / "ours", tmp_path / "mteb" / "results")
+    assert len(rows) == 1 and warnings == []
     (row,) = rows
-    assert row["average"] is not None  # six tasks from one, two more from the other: all eight
-    assert row["PMC-Clinical"] == 20.0 and row["Biology"] == result["tasks"][0]["ndcg_at_10_x100"]
-    assert "differs on MedQA-Diag, PMC-Treatment" in row["source"]
+    assert row.average is not None  # six tasks from one, two more from the other: all eight
+    assert row.scores["R2MEDPMCClinicalRetrieval"] == 20.0
+    assert row.scores["R2MEDBiologyRetrieval"] == result["Biology"].ndcg_at_10_x100
+    assert any(note.endswith("differs on MedQA-Diag, PMC-Treatment") for note in row.notes), row.notes
 
 
 def test_local_data_is_marked_excluded_by_default_and_not_compared(run_cli, tmp_path):

@@ -378,10 +378,7 @@ def test_the_page_keeps_its_style_and_script_in_package_data():
 
 
 # (module.CONSTANT, module.CONSTANT) written with the same value in two places -> who removes it.
-ALLOWED_SAME_VALUE: dict[frozenset[str], str] = {
-    frozenset({"r2med_plugins.gar.LIVE", "r2med_plugins.gar.prompts.METHODS"}):
-        "H16 (plugins/gar/__init__.py, in its options rework): LIVE is prompts.METHODS",
-}
+ALLOWED_SAME_VALUE: dict[frozenset[str], str] = {}
 
 
 def _constant_values() -> dict[str, list[str]]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLE, qrels_of
+from r2med_tasks.datafiles import read_jsonl
 from r2med_tasks.evaluation import PER_QUERY, score
 
 
@@ -85,7 +86,7 @@ def write_trec(path: Path, run: dict[str, list[tuple[str, float]]]) -> Path:
 def sample_run() -> dict[str, list[tuple[str, float]]]:
     """Per sample query: unjudged documents interleaved with judged ones, one query with 3 documents."""
     qrels = qrels_of(SAMPLE)
-    corpus = [json.loads(line)["id"] for line in (SAMPLE / "corpus.jsonl").read_text().splitlines() if line.strip()]
+    corpus = [row["id"] for row in read_jsonl(SAMPLE / "corpus.jsonl")[0].values]
     run = {}
     for n, (qid, judged) in enumerate(sorted(qrels.items())):
         others = [d for d in corpus if d not in judged][n:n + 12]

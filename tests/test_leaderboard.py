@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from r2med_tasks.leaderboard import PUBLISHED_CSV, markdown_cell
+from conftest import board_rows
+from r2med_tasks.leaderboard import PUBLISHED_CSV, markdown_cell, merge, published_rows, ranked, select
 from r2med_tasks.tasks import R2MED_TASKS
+
+BIO, PMC, IIYI = "R2MEDBiologyRetrieval", "R2MEDPMCClinicalRetrieval", "R2MEDIIYiClinicalRetrieval"
 
 
 def published():
@@ -22,14 +25,13 @@ def board(run_cli, *args):
     return json.loads(out), err
 
 
-def test_published_ranks_and_averages_reproduced(run_cli, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # no ./results here
-    rows, _ = board(run_cli)
+def test_published_ranks_and_averages_reproduced():
+    rows = ranked(merge(published_rows()))
     expected = published()
     assert len(rows) == len(expected) == 69
-    for row, record in zip(rows, expected):
-        assert (row["rank"], row["system"]) == (int(record["rank"]), record["name"])
-        assert row["average"] == float(record["avg"])  # computed from the eight values
+    for rank, (row, record) in enumerate(zip(rows, expected), 1):
+        assert (rank, row.system) == (int(record["rank"]), record["name"])
+        assert row.average == float(record["avg"])  # computed from the eight values
 
 
 PUBLISHED_WITH_COMMANDS = [r for r in published() if r["command"]]
@@ -81,9 +83,8 @@ def test_a_published_command_builds_the_row_it_names(record, plugins, tmp_path):
     assert plan["pipeline"] == record["name"] and len(plan["tasks"]) == 8
 
 
-def test_a_folder_without_r2med_results_is_named(run_cli, tmp_path):
-    code, out, err = run_cli("run", "--plugin", "bm25", "--tasks", "sample", "--output", tmp_path / "res")
-    assert code == 0
+def test_a_folder_without_r2med_results_is_named(run_cli, evaluate, tmp_path):
+    evaluate("bm25", output="res")
     rows, err = board(run_cli, "--no-published", str(tmp_path / "res"))
     assert rows == [] and "res: no results of R2MED tasks (runs on other tasks, such as sample, are not ranked)" in err
 
@@ -113,22 +114,22 @@ def test_a_run_lands_at_its_rank_and_incomplete_ones_after(run_cli, tmp_path):
     assert "notes.json: not an mteb TaskResult" in err and len(err.strip().splitlines()) == 1
 
 
-def test_results_written_by_r2med_run_merge(run_cli, tmp_path, data_dir):
+def test_results_written_by_r2med_run_merge(evaluate, tmp_path, data_dir):
     """A fresh r2med-run result (here: bm25 on three R2MED-named folders) appears under its name."""
-    code, _, err = run_cli("run", "--plugin", "bm25", "--data-dir", data_dir, "--output", tmp_path / "res",
-                           "--cache-dir", tmp_path / "c")
-    assert code == 0, err
-    rows, _ = board(run_cli, str(tmp_path / "res"), "--no-published", "--include-local")
-    (row,) = rows
-    assert row["system"] == "BM25" and row["average"] is None and row["Biology"] is not None
-    assert row["local_data"] is True
+    evaluate("bm25", tasks=None, data_dir=data_dir, output="res")
+    (row,), warnings = board_rows(tmp_path / "res")
+    assert row.system == "BM25" and row.average is None and row.scores.get(BIO) is not None
+    assert row.local is True and warnings == []
 
 
 def test_filters_and_formats(run_cli, tmp_path, monkeypatch):
+    board_ = ranked(merge(published_rows()))
+    rows, _ = select(board_, retriever="bm25", top=3)
+    assert [r.system for r in rows] == ["o3-mini + BM25", "GPT4o + BM25", "Search-O1 (QwQ-32b) + BM25"]
+    rows, tasks = select(board_, tasks=[PMC, IIYI], top=1)
+    assert tasks == [PMC, IIYI] and len(rows) == 1
     monkeypatch.chdir(tmp_path)
-    rows, _ = board(run_cli, "--retriever", "bm25", "--top", "3")
-    assert [r["system"] for r in rows] == ["o3-mini + BM25", "GPT4o + BM25", "Search-O1 (QwQ-32b) + BM25"]
-    rows, _ = board(run_cli, "--tasks", "clinical-case", "--top", "1")
+    rows, _ = board(run_cli, "--tasks", "clinical-case", "--top", "1")  # the columns of the chosen datasets
     assert set(rows[0]) >= {"PMC-Clinical", "IIYi-Clinical"} and "Biology" not in rows[0]
     code, out, _ = run_cli("leaderboard", "--format", "markdown", "--top", "2")
     assert out.splitlines()[2].startswith("| 1 | BGE-Reasoner-Embed-0928 |")
@@ -136,28 +137,24 @@ def test_filters_and_formats(run_cli, tmp_path, monkeypatch):
     assert (tmp_path / "board.csv").read_text().splitlines()[0].startswith("Rank,System,")
 
 
-def test_group_ranks_by_its_own_average(run_cli, tmp_path, monkeypatch):
+def test_group_ranks_by_its_own_average():
     from r2med_tasks.evaluation import leaderboard_average
 
-    monkeypatch.chdir(tmp_path)
-    rows, _ = board(run_cli, "--tasks", "clinical-case")
+    rows, _ = select(ranked(merge(published_rows())), tasks=[PMC, IIYI])
     expected = sorted((r for r in published() if r["PMC-Clinical"]),
                       key=lambda r: -leaderboard_average([float(r["PMC-Clinical"]), float(r["IIYi-Clinical"])]))
-    assert [r["system"] for r in rows[:5]] == [r["name"] for r in expected[:5]]
+    assert [r.system for r in rows[:5]] == [r["name"] for r in expected[:5]]
 
 
-def test_compare_two_runs(run_cli, tmp_path, data_dir):
+def test_compare_two_runs(run_cli, evaluate, tmp_path, data_dir):
     """Differences and p-values from the per-query files, checked against the significance module
     fed the same numbers read independently."""
     from r2med_tasks.significance import compare
 
     folders = []
-    for options in ([], ["-o", "k1=2.0", "-o", "b=0.9"]):
-        code, out, err = run_cli("run", "--plugin", "bm25", *options, "--data-dir", data_dir, "--output",
-                                 tmp_path / "res", "--cache-dir", tmp_path / "c", "--json")
-        assert code == 0, err
-        (folder,) = json.loads(out)["results_dirs"]  # --data-dir: one (local-data) folder
-        folders.append(Path(folder))
+    for options in ({}, {"k1": 2.0, "b": 0.9}):
+        (folder,) = evaluate("bm25", **options, tasks=None, data_dir=data_dir, output="res").results_dirs
+        folders.append(Path(folder))  # --data-dir: one (local-data) folder
     code, out, err = run_cli("compare", *map(str, folders), "--json", "--trials", "2000")
     assert code == 0, err
     result = json.loads(out)
@@ -223,17 +220,15 @@ def test_table_fits_120_columns_and_writes_its_text(run_cli, tmp_path, monkeypat
 
 
 @pytest.mark.parametrize("value", ["1e9", "-5", "NaN", "Infinity", "1.0000001"])
-def test_a_score_that_is_no_score_is_skipped_with_a_warning(run_cli, tmp_path, value):
+def test_a_score_that_is_no_score_is_skipped_with_a_warning(tmp_path, value):
     results = tmp_path / "results"
     for task in R2MED_TASKS:
         write_result(results / "acme__ranker" / "v1", task.name, 0.3, "acme/ranker")
     bad = results / "acme__ranker" / "v1" / f"{R2MED_TASKS[0].name}.json"
     bad.write_text(bad.read_text().replace('"main_score": 0.3', f'"main_score": {value}'))
-    rows, err = board(run_cli, str(results), "--no-published")
-    warning = f"warning: {bad}: nDCG@10 {float(value)!r} is not a score between 0 and 1; skipped"
-    assert err.strip().splitlines() == [warning]
-    (row,) = rows
-    assert row["Biology"] is None and row["Bioinformatics"] == 30.0 and row["average"] is None
+    (row,), warnings = board_rows(results)
+    assert warnings == [f"{bad}: nDCG@10 {float(value)!r} is not a score between 0 and 1; skipped"]
+    assert BIO not in row.scores and row.scores["R2MEDBioinformaticsRetrieval"] == 30.0 and row.average is None
 
 
 def test_names_from_folders_reach_the_terminal_printable(run_cli, tmp_path):
@@ -311,22 +306,18 @@ def test_compare_refuses_a_per_query_value_that_is_no_score(run_cli, tmp_path, v
     assert f"{b / 'R2MEDBiologyRetrieval.per_query.tsv'}: query q1: nDCG@10" in err and "Traceback" not in err
 
 
-def test_export_mteb(run_cli, tmp_path, model_path):
+def test_export_mteb(run_cli, evaluate, tmp_path, model_path):
     """A run laid out for the MTEB results repository loads with mteb; what blocks a PR is listed."""
     import mteb
 
-    code, out, err = run_cli("run", "--plugin", "bm25", "--tasks", "sample", "--output", tmp_path / "res",
-                             "--cache-dir", tmp_path / "c", "--json")
-    assert code == 0, err
-    run_dir = next((tmp_path / "res").rglob("model_meta.json")).parent
-    code, out, err = run_cli("export-mteb", str(run_dir), str(tmp_path / "repo"), "--json")
-    assert code == 0, err
-    report = json.loads(out)
-    target = Path(report["exported_to"])
+    from r2med_tasks.export import export_run
+
+    (run_dir,) = map(Path, evaluate("bm25", output="res").results_dirs)
+    target, problems = export_run(run_dir, tmp_path / "repo")
     assert target == tmp_path / "repo" / "results" / "r2med__bm25" / run_dir.name
     assert sorted(p.name for p in target.iterdir()) == sorted(  # (and run_settings.jsonl, when the run has one)
         p.name for p in run_dir.iterdir() if p.suffix == ".json" or p.name == "run_settings.jsonl")
-    assert any("'r2med/bm25' is not registered in mteb" in p for p in report["problems"])
+    assert any("'r2med/bm25' is not registered in mteb" in p for p in problems)
     loaded = mteb.ResultCache(tmp_path / "repo").load_results(include_remote=False)
     assert [m.model_name for m in loaded.model_results] == ["r2med/bm25"]
     code, _, err = run_cli("export-mteb", str(tmp_path), str(tmp_path / "repo"))
@@ -359,7 +350,7 @@ def test_shipped_rows_are_not_counted_twice(run_cli, tmp_path, monkeypatch):
     assert len(rows) == 69
 
 
-def test_results_written_by_mteb_itself_merge(run_cli, tmp_path):
+def test_results_written_by_mteb_itself_merge(tmp_path):
     """A folder filled by mteb's own ResultCache.save_to_cache ranks like any other."""
     import mteb
     from mteb.results import TaskResult
@@ -370,9 +361,9 @@ def test_results_written_by_mteb_itself_merge(run_cli, tmp_path):
         scores = {"ndcg_at_10": 0.2, "main_score": 0.2}
         cache.save_to_cache(TaskResult.from_task_results(mteb.get_task(task.name), {"test": {"default": scores}}, 1.0),
                             meta)
-    rows, err = board(run_cli, str(tmp_path / "cache" / "results"))
-    row = next(r for r in rows if r["system"] == "sentence-transformers/all-MiniLM-L6-v2")
-    assert row["average"] == 20.0
+    rows, warnings = board_rows(tmp_path / "cache" / "results")
+    row = next(r for r in rows if r.system == "sentence-transformers/all-MiniLM-L6-v2")
+    assert row.average == 20.0 and not row.local and warnings == []
 
 
 def test_run_summary_sets_a_run_beside_its_published_row(official_hub, run_cli, tmp_path):

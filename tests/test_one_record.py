@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import read_jsonl, write_jsonl
+from conftest import board_rows, read_jsonl, write_jsonl
 
 TASK = "R2MEDSampleRetrieval"
 
@@ -80,16 +80,17 @@ def test_sweep_lines_are_parsed_by_the_run_parser():
 # ------------------------------------------------------------------------------- commands from the record
 
 
-def test_printed_commands_rerun_every_task_and_make_no_folder(run_cli, tmp_path, data_dir, small_model_path):
+def test_printed_commands_rerun_every_task_and_make_no_folder(run_cli, evaluate, tmp_path, data_dir,
+                                                              small_model_path):
     """A local model's folder, a hybrid's members and their options, a runtime option: the command
     a row prints is the run's, so running it reuses every task and makes nothing new."""
     out, cache = tmp_path / "out", tmp_path / "cache"
     common = ["--data-dir", data_dir, "--output", out, "--cache-dir", cache]
-    run_json(run_cli, "--plugin", "hybrid", "-o", "members=bm25,st", "-o", f"st.model={small_model_path}",
-             "-o", "bm25.k1=1.2", "--tasks", "Biology", *common)
+    evaluate("hybrid", members="bm25,st", options={"st.model": str(small_model_path), "bm25.k1": 1.2},
+             tasks="Biology", data_dir=data_dir, output=out)
     # the same st folder as the member's saved run: its record is the latest run's
-    run_json(run_cli, "--plugin", "st", "-o", f"model={small_model_path}", "-o", "batch_size=8", "--device", "cpu",
-             "--tasks", "Biology,Bioinformatics", *common)
+    evaluate("st", model=str(small_model_path), batch_size=8, device="cpu", tasks=["Biology", "Bioinformatics"],
+             data_dir=data_dir, output=out)
     rows, _ = board(run_cli, out, "--include-local", "--commands")
     commands = {r["system"]: r["command"] for r in rows}  # with the hybrid's member bm25's own saved run
     assert len(commands) == 3 and all(commands.values()), rows
@@ -116,7 +117,7 @@ def test_printed_commands_rerun_every_task_and_make_no_folder(run_cli, tmp_path,
     assert {j["gpu"] for j in jobs if "st" in j["pipeline"] and "hybrid" not in j["pipeline"]} == {False}
 
 
-def test_a_run_no_command_expresses_says_so(plugins, run_cli, tmp_path, data_dir):
+def test_a_run_no_command_expresses_says_so(plugins, tmp_path, data_dir):
     import r2med_tasks as r2med
 
     class Constant:
@@ -128,19 +129,16 @@ def test_a_run_no_command_expresses_says_so(plugins, run_cli, tmp_path, data_dir
 
     out = tmp_path / "out"
     r2med.evaluate(Constant(), tasks="Biology", data_dir=data_dir, output=out, cache_dir=tmp_path / "cache")
-    rows, _ = board(run_cli, out, "--include-local", "--wide")
-    (row,) = rows
-    code, text, err = run_cli("leaderboard", out, "--no-published", "--include-local", "--commands", "--format", "json")
-    assert json.loads(text)[0]["command"] is None
-    assert "no command: a Constant object passed to r2med_tasks.evaluate" in row["source"]
+    (row,), warnings = board_rows(out)
+    assert row.command == "" and row.notes == ["no command: a Constant object passed to r2med_tasks.evaluate"]
+    assert warnings == []
 
 
-def test_a_stored_command_that_builds_another_configuration_is_not_printed(run_cli, tmp_path, data_dir):
+def test_a_stored_command_that_builds_another_configuration_is_not_printed(run_cli, evaluate, tmp_path, data_dir):
     from r2med_tasks.layout import runs_under
 
     out = tmp_path / "out"
-    run_json(run_cli, "--plugin", "bm25", "-o", "k1=1.2", "--data-dir", data_dir, "--tasks", "Biology", "--output",
-             out, "--cache-dir", tmp_path / "cache")
+    evaluate("bm25", k1=1.2, data_dir=data_dir, tasks="Biology", output=out)
     (run,) = runs_under(out)
     record = run.record()
     record["config"]["retriever"]["options"]["b"] = 0.5  # what a changed plugin default would do
@@ -154,9 +152,10 @@ def test_a_stored_command_that_builds_another_configuration_is_not_printed(run_c
 # ------------------------------------------------------------------------------- components on rows
 
 
-def test_rows_carry_their_components_and_filters_find_third_party_ones(plugins, register, run_cli, tmp_path,
-                                                                       data_dir):
+def test_rows_carry_their_components_and_filters_find_third_party_ones(plugins, register, run_cli, evaluate,
+                                                                       tmp_path, data_dir):
     from r2med_tasks import RetrieverSpec, hookimpl
+    from r2med_tasks.leaderboard import select
 
     class Toy:
         def model_meta(self):
@@ -175,17 +174,16 @@ def test_rows_carry_their_components_and_filters_find_third_party_ones(plugins, 
 
     register(Plugin(), "toy-pkg")
     out = tmp_path / "out"
-    common = ["--data-dir", data_dir, "--tasks", "Biology", "--output", out, "--cache-dir", tmp_path / "cache"]
-    run_json(run_cli, "--plugin", "toy", *common)
-    run_json(run_cli, "--plugin", "hybrid", "-o", "members=bm25,bm25-okapi", *common)
-    rows, _ = board(run_cli, out, "--include-local")
-    by_system = {r["system"]: r for r in rows}
-    assert by_system["ToyRetriever"]["retriever"] == "ToyRetriever"
-    assert by_system["BM25 ⊕ bm25-okapi (RRF)"]["retriever"] == "BM25 ⊕ bm25-okapi (RRF)"
-    found, _ = board(run_cli, out, "--include-local", "--retriever", "toy")
-    assert [r["system"] for r in found] == ["ToyRetriever"]
-    found, _ = board(run_cli, out, "--include-local", "--retriever", "bm25-okapi")  # a member of the hybrid
-    assert {r["system"] for r in found} == {"BM25 ⊕ bm25-okapi (RRF)", "bm25-okapi"}  # and the member's own run
+    evaluate("toy", data_dir=data_dir, tasks="Biology", output=out)
+    evaluate("hybrid", members="bm25,bm25-okapi", data_dir=data_dir, tasks="Biology", output=out)
+    rows, _ = board_rows(out)
+    by_system = {r.system: r for r in rows}
+    assert by_system["ToyRetriever"].retriever == "ToyRetriever"
+    assert by_system["BM25 ⊕ bm25-okapi (RRF)"].retriever == "BM25 ⊕ bm25-okapi (RRF)"
+    found, _ = select(rows, retriever="toy", include_local=True)
+    assert [r.system for r in found] == ["ToyRetriever"]
+    found, _ = select(rows, retriever="bm25-okapi", include_local=True)  # a member of the hybrid
+    assert {r.system for r in found} == {"BM25 ⊕ bm25-okapi (RRF)", "bm25-okapi"}  # and the member's own run
     code, page, err = run_cli("leaderboard", out, "--no-published", "--include-local", "--format", "html")
     assert code == 0 and '<option value="ToyRetriever">' in page
 
@@ -193,16 +191,14 @@ def test_rows_carry_their_components_and_filters_find_third_party_ones(plugins, 
 # ------------------------------------------------------------------------------- compare by identity
 
 
-def test_compare_refuses_runs_scored_on_different_data(run_cli, tmp_path, data_dir):
+def test_compare_refuses_runs_scored_on_different_data(run_cli, evaluate, tmp_path, data_dir):
     other = tmp_path / "other"
     shutil.copytree(data_dir, other)
     qrels = read_jsonl(other / "Biology" / "qrels.jsonl")
     qrels[0]["score"] = 2 if qrels[0]["score"] != 2 else 1
     write_jsonl(other / "Biology" / "qrels.jsonl", qrels)
-    a = run_json(run_cli, "--plugin", "bm25", "--data-dir", data_dir, "--tasks", "Biology", "--output", tmp_path / "a",
-                 "--cache-dir", tmp_path / "cache")["results_dirs"][0]
-    b = run_json(run_cli, "--plugin", "bm25", "--data-dir", other, "--tasks", "Biology", "--output", tmp_path / "b",
-                 "--cache-dir", tmp_path / "cache")["results_dirs"][0]
+    (a,) = evaluate("bm25", data_dir=data_dir, tasks="Biology", output="a").results_dirs
+    (b,) = evaluate("bm25", data_dir=other, tasks="Biology", output="b").results_dirs
     code, out, err = run_cli("compare", a, b)
     assert code == 2 and "R2MEDBiologyRetrieval: the runs were scored on different data (data.revision:" in err
     assert "--allow-different-data" in err and not out
@@ -217,36 +213,34 @@ def test_compare_refuses_runs_scored_on_different_data(run_cli, tmp_path, data_d
 # ------------------------------------------------------------------------------- portable identities
 
 
-def test_identities_hold_no_machine_paths_or_endpoints(run_cli, tmp_path, small_model_path):
+def test_identities_hold_no_machine_paths_or_endpoints(plugins, evaluate, tmp_path, small_model_path):
     """The same model at two paths is one model; a member's folder and an LLM's address are not
     part of a run's identity, experiment or name."""
+    from r2med_tasks.request import RunRequest, plan_request
+
     first, second = tmp_path / "a" / "minilm", tmp_path / "elsewhere" / "deep" / "minilm"
     shutil.copytree(small_model_path, first)
     shutil.copytree(small_model_path, second)
     out = tmp_path / "out"
 
-    def plan(*args):
-        code, text, err = run_cli("run", *map(str, args), "--tasks", "sample", "--output", out, "--dry-run", "--json")
-        assert code == 0, err
-        return json.loads(text)
+    def plan(*components, options=()):
+        return plan_request(RunRequest(components, options, tasks=("sample",), output=out))
 
-    at_first, at_second = plan("--plugin", "st", "-o", f"model={first}"), plan("--plugin", "st", "-o",
-                                                                                f"model={second}")
+    at_first, at_second = plan("st", options=[f"model={first}"]), plan("st", options=[f"model={second}"])
     assert at_first["results_dirs"] == at_second["results_dirs"]
-    hybrid = [plan("--plugin", "hybrid", "-o", "members=bm25,st", "-o", f"st.model={m}", "-o", "st.max_length=64")
+    hybrid = [plan("hybrid", options=["members=bm25,st", f"st.model={m}", "st.max_length=64"])
               for m in (first, second)]
     assert hybrid[0]["results_dirs"] == hybrid[1]["results_dirs"]
     assert hybrid[0]["experiment"] == "st.max_length_64"
-    llm = [plan("--plugin", "hyde", "-o", f"llm=http://127.0.0.1:{port}/v1#qwen-7b", "--plugin", "bm25")
-           for port in (8001, 8002)]
+    llm = [plan("hyde", "bm25", options=[f"llm=http://127.0.0.1:{port}/v1#qwen-7b"]) for port in (8001, 8002)]
     assert llm[0]["results_dirs"] == llm[1]["results_dirs"] and llm[0]["label"] == "qwen-7b + BM25"
     for planned in (*hybrid, *llm):
-        assert str(tmp_path) not in json.dumps({k: planned[k] for k in ("experiment", "label", "experiment_kwargs")})
+        assert str(tmp_path) not in json.dumps({k: planned[k] for k in ("experiment", "label", "experiment_kwargs")},
+                                               default=str)
         assert "127.0.0.1" not in planned["results_dirs"][0]
 
     # the stored identity and record of a run hold neither folder
-    run_json(run_cli, "--plugin", "hybrid", "-o", "members=bm25,st", "-o", f"st.model={first}", "--tasks", "sample",
-             "--output", out, "--cache-dir", tmp_path / "cache")
+    evaluate("hybrid", members="bm25,st", options={"st.model": str(first)}, output=out)
     identity = next(out.rglob(f"r2med/{TASK}.identity.json")).read_text()
     assert str(tmp_path) not in identity and "minilm" in identity  # named by its folder, identified by content
 
@@ -254,13 +248,12 @@ def test_identities_hold_no_machine_paths_or_endpoints(run_cli, tmp_path, small_
 # ------------------------------------------------------------------------------- mteb's own files
 
 
-def test_a_results_folder_is_what_mtebs_result_cache_writes(official_hub, run_cli, tmp_path):
+def test_a_results_folder_is_what_mtebs_result_cache_writes(official_hub, evaluate, tmp_path):
     """run_settings.jsonl and model_meta.json's model type, against mteb's own ResultCache."""
     import mteb
     from mteb.results import TaskResult
 
-    folder = Path(run_json(run_cli, "--plugin", "bm25", "--tasks", "Biology,Bioinformatics", "--output",
-                           tmp_path / "out", "--cache-dir", tmp_path / "cache")["results_dirs"][0])
+    (folder,) = map(Path, evaluate("bm25", tasks=["Biology", "Bioinformatics"]).results_dirs)
     meta = json.loads((folder / "model_meta.json").read_text())
     assert meta["model_type"] == ["sparse"]
     cache = mteb.ResultCache(cache_path=tmp_path / "mteb")
@@ -273,31 +266,26 @@ def test_a_results_folder_is_what_mtebs_result_cache_writes(official_hub, run_cl
         "R2MEDBiologyRetrieval", "R2MEDBioinformaticsRetrieval"]  # one file, merged across the tasks
 
 
-def test_model_types_follow_the_components(run_cli, tmp_path):
-    out = tmp_path / "out"
-    common = ["--tasks", "sample", "--output", out, "--cache-dir", tmp_path / "cache"]
-    hybrid = run_json(run_cli, "--plugin", "hybrid", "-o", "members=bm25,bm25-okapi", *common)
-    assert json.loads((Path(hybrid["results_dirs"][0]) / "model_meta.json").read_text())["model_type"] == ["hybrid"]
-    run_file = run_json(run_cli, "--plugin", "run-file", "-o", f"path={hybrid['results_dirs'][0]}", *common)
-    kind = json.loads((Path(run_file["results_dirs"][0]) / "model_meta.json").read_text())["model_type"]
+def test_model_types_follow_the_components(evaluate):
+    (hybrid,) = map(Path, evaluate("hybrid", members="bm25,bm25-okapi").results_dirs)
+    assert json.loads((hybrid / "model_meta.json").read_text())["model_type"] == ["hybrid"]
+    (run_file,) = map(Path, evaluate("run-file", path=str(hybrid)).results_dirs)
+    kind = json.loads((run_file / "model_meta.json").read_text())["model_type"]
     assert kind == ["hybrid"]  # what the results folder it reads says
 
 
 # ------------------------------------------------------------------------------- official and local data
 
 
-def test_official_and_local_data_never_share_a_folder(official_hub, run_cli, tmp_path, data_dir):
-    common = ["--plugin", "bm25", "--tasks", "Biology", "--output", tmp_path / "out", "--cache-dir",
-              tmp_path / "cache"]
-    hub = run_json(run_cli, *common)
-    local = run_json(run_cli, *common, "--data-dir", data_dir)
-    assert hub["results_dirs"] != local["results_dirs"]
-    assert "/local-data/" in local["results_dirs"][0] and "/local-data/" not in hub["results_dirs"][0]
-    code, out, err = run_cli("run", *map(str, common), "--json")
-    assert code == 0 and "recomputing" not in err and json.loads(out)["tasks"][0]["status"] == "cached"
-    mixed = run_json(run_cli, *common[:2], "--tasks", "Biology,sample", *common[4:])
-    assert len(mixed["results_dirs"]) == 2
-    assert {t["status"] for t in mixed["tasks"] if t["alias"] == "Biology"} == {"cached"}
+def test_official_and_local_data_never_share_a_folder(official_hub, evaluate, data_dir):
+    hub = evaluate("bm25", tasks="Biology")
+    local = evaluate("bm25", tasks="Biology", data_dir=data_dir)
+    assert hub.results_dirs != local.results_dirs
+    assert "/local-data/" in local.results_dirs[0] and "/local-data/" not in hub.results_dirs[0]
+    assert evaluate("bm25", tasks="Biology")["Biology"].status == "cached"
+    mixed = evaluate("bm25", tasks=["Biology", "sample"])
+    assert len(mixed.results_dirs) == 2
+    assert {t.status for t in mixed.values() if t.alias == "Biology"} == {"cached"}
 
 
 # ------------------------------------------------------------------------------- combines_generated

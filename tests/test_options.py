@@ -321,8 +321,10 @@ def test_plugins_name_json(run_cli):
 
 
 def test_plugins_name_accepts_kind_and_alias_and_refuses_unknown(run_cli):
-    assert run_cli("plugins", "reranker:monobert")[0] == 0
-    assert run_cli("plugins", "sentence-transformers")[0] == 0
+    code, out, err = run_cli("plugins", "reranker:monobert")
+    assert code == 0 and out.startswith("reranker monobert, from r2med"), err
+    code, out, err = run_cli("plugins", "sentence-transformers")  # an alias of st
+    assert code == 0 and out.startswith("retriever st (also: sentence-transformers), from r2med"), err
     code, _, err = run_cli("plugins", "no-such-thing")
     assert code == 2 and "no-such-thing" in err and len(err.strip().splitlines()) == 1
 

@@ -8,16 +8,15 @@ from pathlib import Path
 import pytest
 
 
-def run_hyde_dense(run_cli, tmp_path, server, model, out):
-    code, stdout, err = run_cli("run", "--plugin", "hyde", "-o", f"llm={server.url}#test-model", "--plugin", "st",
-                                "-o", f"model={model}", "--tasks", "sample", "--output", tmp_path / out,
-                                "--cache-dir", tmp_path / f"cache-{out}", "--json")
-    assert code == 0, err
-    return Path(json.loads(stdout)["results_dirs"][0])
+def run_hyde_dense(evaluate, server, model, out):
+    outcome = evaluate("hyde", "st", llm=f"{server.url}#test-model", model=str(model), output=out,
+                       cache_dir=f"cache-{out}")
+    (folder,) = outcome.results_dirs
+    return Path(folder)
 
 
 def test_corpus_is_encoded_while_the_llm_answers_and_the_run_equals_the_sequential_one(
-        run_cli, tmp_path, chat_server, small_model_path, monkeypatch):
+        evaluate, chat_server, small_model_path, monkeypatch):
     from r2med_tasks import runner
     from r2med_tasks.encoders import SentenceTransformerEncoder
 
@@ -38,7 +37,7 @@ def test_corpus_is_encoded_while_the_llm_answers_and_the_run_equals_the_sequenti
         return 0.0
 
     chat_server.delay_for = first_answer_waits_for_encoding
-    overlapped = run_hyde_dense(run_cli, tmp_path, chat_server, small_model_path, "overlapped")
+    overlapped = run_hyde_dense(evaluate, chat_server, small_model_path, "overlapped")
     assert seen_in_flight == [True]  # documents were encoded while the first LLM request was in flight
 
     class Inline:  # the sequential runner: the corpus indexed before the rewriter starts
@@ -55,7 +54,7 @@ def test_corpus_is_encoded_while_the_llm_answers_and_the_run_equals_the_sequenti
     encoding.clear()
     seen_in_flight.clear()
     first.release()
-    sequential = run_hyde_dense(run_cli, tmp_path, chat_server, small_model_path, "sequential")
+    sequential = run_hyde_dense(evaluate, chat_server, small_model_path, "sequential")
     assert seen_in_flight == [True]  # encoded before any request
     for name in ("R2MEDSampleRetrieval.trec", "R2MEDSampleRetrieval.per_query.tsv"):
         assert (overlapped / name).read_bytes() == (sequential / name).read_bytes()
@@ -64,7 +63,7 @@ def test_corpus_is_encoded_while_the_llm_answers_and_the_run_equals_the_sequenti
     assert scores[0] == scores[1]
 
 
-def test_an_indexing_failure_during_rewriting_stops_the_run_with_one_line(run_cli, tmp_path, chat_server,
+def test_an_indexing_failure_during_rewriting_stops_the_run_with_one_line(run_cli, evaluate, tmp_path, chat_server,
                                                                          small_model_path, monkeypatch):
     from r2med_tasks.encoders import SentenceTransformerEncoder
 
@@ -80,11 +79,8 @@ def test_an_indexing_failure_during_rewriting_stops_the_run_with_one_line(run_cl
     # the rewriter's answers are kept: a rerun sends no request again
     sent = chat_server.count
     monkeypatch.undo()
-    code, _, err = run_cli("run", "--plugin", "hyde", "-o", f"llm={chat_server.url}#test-model", "--plugin", "st",
-                           "-o", f"model={small_model_path}", "--tasks", "sample", "--output", tmp_path / "out",
-                           "--cache-dir", tmp_path / "cache")
-    assert code == 0, err
-    assert chat_server.count == sent
+    rerun = evaluate("hyde", "st", llm=f"{chat_server.url}#test-model", model=str(small_model_path))
+    assert rerun["sample"].status == "computed" and chat_server.count == sent
 
 
 @pytest.mark.parametrize("nested", [False, True])

@@ -47,7 +47,7 @@ def test_hook_register_rewriters(plugins, register):
     assert build_registry(plugins).component("rewriter:upper").kind == "rewriter"
 
 
-def test_hook_register_rerankers(plugins, register, run_cli, tmp_path):
+def test_hook_register_rerankers(plugins, register, evaluate, tmp_path):
     """A reranker re-scores the first stage's candidates; the run is ordered by its scores."""
     from r2med_tasks import RerankerSpec
 
@@ -65,13 +65,10 @@ def test_hook_register_rerankers(plugins, register, run_cli, tmp_path):
             register(RerankerSpec(name="shortest", factory=lambda options: ShortestFirst()))
 
     register(Plugin(), "rerank-pkg")
-    code, out, err = run_cli("run", "--plugin", "bm25", "--plugin", "shortest", "--tasks", "sample", "--top-k", "5",
-                             "--output", tmp_path, "--cache-dir", tmp_path / "c", "--json")
-    assert code == 0, err
-    summary = json.loads(out)
-    assert summary["pipeline"] == "BM25 + shortest"
-    assert len(summary["results_dirs"]) == 1
-    (folder,) = map(Path, summary["results_dirs"])
+    outcome = evaluate("bm25", "shortest", top_k=5)
+    assert outcome.display_name == "BM25 + shortest"
+    assert len(outcome.results_dirs) == 1
+    (folder,) = map(Path, outcome.results_dirs)
     texts = {r["id"]: r["text"] for r in read_jsonl(SAMPLE / "corpus.jsonl")}
     run = read_ranking(folder / "R2MEDSampleRetrieval.trec")
     assert run.keys() == seen.keys()
@@ -81,7 +78,7 @@ def test_hook_register_rerankers(plugins, register, run_cli, tmp_path):
     assert all(len(v) == 5 for v in seen.values())
 
 
-def test_hook_register_tasks(plugins, register, run_cli, tmp_path):
+def test_hook_register_tasks(plugins, register, evaluate):
     """A package can add its own task; it runs like a built-in one."""
     class Plugin:
         @hookimpl
@@ -90,9 +87,8 @@ def test_hook_register_tasks(plugins, register, run_cli, tmp_path):
 
     register(Plugin(), "my-tasks")
     register(retriever_plugin("echo"), "echo-pkg")
-    code, out, err = run_cli("run", "--plugin", "echo", "--tasks", "mymed", "--output", tmp_path, "--json")
-    assert code == 0, err
-    assert json.loads(out)["tasks"][0]["task"] == "MyMedRetrieval"
+    outcome = evaluate("echo", tasks="mymed")
+    assert list(outcome) == ["MyMedRetrieval"] and outcome["mymed"].n_queries == 10
 
 
 def test_register_wrong_spec_type_marks_plugin_broken(plugins, register):

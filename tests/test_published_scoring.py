@@ -19,6 +19,7 @@ import pytest
 from pydantic import Field
 
 from conftest import write_jsonl
+from r2med_tasks.layout import RunFolder
 from r2med_tasks.options import options_model
 
 K = (1, 3, 5, 10, 100)
@@ -123,6 +124,14 @@ def run(run_cli, task_dir, tmp_path, *args):
     return summary, folder, result["scores"]["test"][0], err
 
 
+def run_api(evaluate, task_dir, *components, **options):
+    """``run`` through the Python API: the results folder and its test scores."""
+    outcome = evaluate("fixed", *components, data_dir=task_dir, tasks="Biology", **options)
+    (folder,) = map(Path, outcome.results_dirs)
+    result = json.loads((folder / "R2MEDBiologyRetrieval.json").read_text())
+    return folder, result["scores"]["test"][0]
+
+
 def assert_as_authors(got: dict, expected: dict) -> None:
     for key, value in expected.items():
         if key == "mrr":
@@ -143,8 +152,7 @@ def test_first_stage_scores_as_published(fixed, run_cli, task_dir, tmp_path):
     trimmed = {"q1": {"d03": 1, "d07": 2, "d20": 0}, "q3": {"d10": 1, "d11": 1, "d12": 1}, "q4": {"d01": 1, "d29": 1}}
     former = pytrec_eval.RelevanceEvaluator(trimmed, {"ndcg_cut.10"}).evaluate({q: first_stage(q) for q in trimmed})
     assert round(sum(s["ndcg_cut_10"] for s in former.values()) / 3, 5) != pytest.approx(got["ndcg_at_10"], abs=1e-3)
-    per_query = (folder / "R2MEDBiologyRetrieval.per_query.tsv").read_text().splitlines()
-    assert {line.split("\t")[0] for line in per_query[1:]} == {"q1", "q2", "q3", "q4"}
+    assert set(RunFolder(folder).per_query_scores("R2MEDBiologyRetrieval")) == {"q1", "q2", "q3", "q4"}
     assert "2 " in err and "rows (2 relevant) name documents missing from the corpus; kept" in err
     assert "1 of 4 evaluated queries have no relevant document; they score 0" in err
     assert "1 of 5 queries have no judgment" in err and "ignored 1 " in err
@@ -166,19 +174,20 @@ def test_read_qrels_keeps_every_judgment(task_dir):
     assert table["q2"] == {"d05": 0, "d06": 0} and table["q3"]["ghost-2"] == 2
 
 
-def test_fuse_scores_as_published(run_cli, task_dir, tmp_path):
+def test_fuse_scores_as_published(plugins, task_dir, tmp_path):
     """r2med fuse with a qrels file: the judgments whole; fusing a run with itself keeps its order."""
+    from r2med_tasks.api import fuse_runs
     from r2med_tasks.runs import write_trec
 
     ranked = {q: dict(sorted(first_stage(q).items(), key=lambda kv: -kv[1])) for q in QUERIES}
     a, b = tmp_path / "a.trec", tmp_path / "b.trec"
     write_trec(a, ranked, "a")
     write_trec(b, ranked, "b")
-    code, _, err = run_cli("fuse", a, b, "--qrels", task_dir / "Biology" / "qrels.jsonl", "--output",
-                             tmp_path / "fused", "--json")
-    assert code == 0, err
-    folder = next((tmp_path / "fused").rglob("*.per_query.tsv")).parent
-    result = json.loads(next(p for p in folder.glob("*.json") if p.name != "model_meta.json").read_text())
+    fused = fuse_runs([a, b], qrels=task_dir / "Biology" / "qrels.jsonl", output=tmp_path / "fused",
+                      cache_dir=tmp_path / "cache")
+    (outcome,) = fused.values()
+    assert outcome.n_queries == 4  # q2 (all 0) counts, q5 does not
+    result = json.loads((Path(outcome.results_dir) / f"{outcome.task}.json").read_text())
     got = result["scores"]["test"][0]
     expected = authors_metrics({q: first_stage(q) for q in QUERIES})
     for k in (1, 3, 5, 10):  # RRF's scores differ, its order does not: the cut-off measures agree
@@ -186,24 +195,24 @@ def test_fuse_scores_as_published(run_cli, task_dir, tmp_path):
         assert got[f"recall_at_{k}"] == pytest.approx(expected[f"recall_at_{k}"], abs=1.1e-5)
 
 
-def test_reranked_run_is_the_reranked_list(fixed, run_cli, task_dir, tmp_path):
+def test_reranked_run_is_the_reranked_list(fixed, evaluate, task_dir):
     """45cbac5's reranker_by_dense: the top-k of the first stage, re-scored; nothing below them."""
-    _, folder, got, _ = run(run_cli, task_dir, tmp_path, "--plugin", "fixed-rerank", "-o", "rerank_k=10")
+    folder, got = run_api(evaluate, task_dir, "fixed-rerank", rerank_k=10)
     init = {q: dict(sorted(first_stage(q).items(), key=lambda kv: -kv[1])[:100]) for q in QUERIES}
     new = {q: {d: rerank_score(q, d) for d in list(docs)[:10]} for q, docs in init.items()}
     expected = authors_metrics(new)
     assert_as_authors(got, expected)
     trec = (folder / "R2MEDBiologyRetrieval.trec").read_text().splitlines()
     assert len(trec) == 4 * 10
-    record = json.loads((folder / "r2med" / "pipeline.json").read_text())
+    record = RunFolder(folder).record()
     assert record["config"]["reranker"]["options"] == {"keep_tail": False, "rerank_k": 10}
 
 
-def test_keep_tail_keeps_the_first_stage_below(fixed, run_cli, task_dir, tmp_path):
+def test_keep_tail_keeps_the_first_stage_below(fixed, evaluate, task_dir):
     """-o keep_tail=true: the reranked top-k, then the first stage's other documents in its order;
     a variant of its own (folder and identity), never mistaken for the published setting."""
-    _, default_folder, default, _ = run(run_cli, task_dir, tmp_path, "--plugin", "fixed-rerank")
-    _, folder, got, _ = run(run_cli, task_dir, tmp_path, "--plugin", "fixed-rerank", "-o", "keep_tail=true")
+    default_folder, default = run_api(evaluate, task_dir, "fixed-rerank")
+    folder, got = run_api(evaluate, task_dir, "fixed-rerank", keep_tail=True)
     assert folder != default_folder and folder.name == "fixed-rerank.keep_tail_True"
     results = {}
     for q in QUERIES:
@@ -213,10 +222,10 @@ def test_keep_tail_keeps_the_first_stage_below(fixed, run_cli, task_dir, tmp_pat
     expected = authors_metrics(results)
     assert_as_authors(got, expected)
     assert got["ndcg_at_10"] == default["ndcg_at_10"] and got["recall_at_100"] != default["recall_at_100"]
-    record = json.loads((folder / "r2med" / "pipeline.json").read_text())
+    record = RunFolder(folder).record()
     assert record["config"]["reranker"]["options"]["keep_tail"] is True
     assert record["experiment_kwargs"] == {"fixed-rerank.keep_tail": True}
-    identity = json.loads((folder / "r2med" / "R2MEDBiologyRetrieval.identity.json").read_text())
+    identity = RunFolder(folder).identity("R2MEDBiologyRetrieval")
     assert identity["scoring"] == "full-qrels/all-judged-queries"
 
 

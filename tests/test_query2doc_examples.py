@@ -92,19 +92,19 @@ def test_the_pinned_url_is_the_first_commits_example_py():
                                               f"{query2doc_examples.QUERY2DOC_EXAMPLES_COMMIT}/src/example.py")
 
 
-def test_examples_are_fetched_once_then_read_from_the_cache(run_cli, tmp_path, chat, monkeypatch):
+def test_examples_are_fetched_once_then_read_from_the_cache(evaluate, tmp_path, chat, monkeypatch):
     with FileServer(built_example_py()) as files:
         monkeypatch.setattr(query2doc_examples, "QUERY2DOC_EXAMPLES_URL", files.url)
-        code, _, err = run_query2doc(run_cli, tmp_path, chat)
-        assert code == 0, err
+        first = evaluate("query2doc", "bm25", llm=f"{chat.url}#test-model")
+        assert first.display_name == "Query2Doc (test-model) + BM25"
         assert len(files.requests) == 1 and chat.count == len(QUERIES)
         for request in chat.requests:  # each prompt: the served examples, as the authors' template places them
             user = request.body["messages"][1]["content"]
             query = next(q["text"] for q in QUERIES if q["text"] in user)
             assert user == prompts.QUERY2DOC_OUTER_TEMPLATES["Stack-Medical"].format(
                 EXAMPLE=BUILT["Stack-Medical"], TEXT="{TEXT}").format(TEXT=query)
-        code, _, err = run_query2doc(run_cli, tmp_path, chat, output="again")
-        assert code == 0, err
+        again = evaluate("query2doc", "bm25", llm=f"{chat.url}#test-model", output="again")
+        assert again["sample"].ndcg_at_10 == first["sample"].ndcg_at_10
         assert len(files.requests) == 1  # the second run read the cached copy
     cached = list((tmp_path / "cache").rglob("example-*.py"))
     assert len(cached) == 1 and cached[0].read_bytes() == built_example_py()

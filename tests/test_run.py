@@ -13,6 +13,7 @@ import pytest
 import pytrec_eval
 
 from conftest import TESTS, qrels_of, read_jsonl
+from r2med_tasks.layout import RunFolder
 from r2med_tasks.runs import read_trec
 
 
@@ -29,18 +30,15 @@ def overlap(register):
     return register(overlap_plugin, "overlap-plugin")
 
 
-def test_st_on_data_dir_writes_mteb_results(model_path, run_cli, data_dir, tmp_path):
+def test_st_on_data_dir_writes_mteb_results(model_path, evaluate, data_dir, tmp_path):
     """The issue's acceptance run: st + all-MiniLM-L6-v2 on an R2MED-layout folder."""
     import mteb
     from mteb.results import TaskResult
     from sentence_transformers import SentenceTransformer
 
-    output = tmp_path / "cache" / "results"
-    code, out, err = run_cli("run", "--plugin", "st", "-o", f"model={model_path}", "--data-dir", data_dir,
-                             "--tasks", "Biology", "--output", output, "--json")
-    assert code == 0, err
-    summary = json.loads(out)
-    (folder,) = map(Path, summary["results_dirs"])
+    output = tmp_path / "results"
+    outcome = evaluate("st", model=str(model_path), data_dir=data_dir, tasks="Biology", output=output)
+    (folder,) = map(Path, outcome.results_dirs)
     assert folder.parent.parent == output / "local-data"  # results on local data: their own tree
 
     # mteb reads the folder as its own cache (the local-data tree laid out as a cache's results/)
@@ -49,7 +47,7 @@ def test_st_on_data_dir_writes_mteb_results(model_path, run_cli, data_dir, tmp_p
     (view / "results").symlink_to(output / "local-data", target_is_directory=True)
     loaded = mteb.ResultCache(view).load_results(include_remote=False)
     (model_result,) = loaded.model_results
-    assert model_result.model_name == summary["model_name"] and model_result.model_revision == summary["revision"]
+    assert model_result.model_name == outcome.model_name and model_result.model_revision == outcome.revision
     result = TaskResult.from_disk(folder / "R2MEDBiologyRetrieval.json")
     assert result.task_name == "R2MEDBiologyRetrieval"
     scores = result.scores["test"][0]
@@ -84,13 +82,12 @@ def test_st_on_data_dir_writes_mteb_results(model_path, run_cli, data_dir, tmp_p
 
     # model_meta.json is mteb's ModelMeta
     meta = json.loads((folder / "model_meta.json").read_text())
-    assert meta["name"] == summary["model_name"] and meta["revision"] == summary["revision"]
+    assert meta["name"] == outcome.model_name and meta["revision"] == outcome.revision
 
 
-def test_trec_file_format(overlap, run_cli, tmp_path):
-    code, out, _ = run_cli("run", "--plugin", "overlap", "--tasks", "sample", "--output", tmp_path, "--top-k", "5", "--json")
-    assert code == 0
-    lines = (Path(only(json.loads(out)["results_dirs"])) / "R2MEDSampleRetrieval.trec").read_text().splitlines()
+def test_trec_file_format(overlap, evaluate):
+    outcome = evaluate("overlap", top_k=5)
+    lines = (Path(only(outcome.results_dirs)) / "R2MEDSampleRetrieval.trec").read_text().splitlines()
     assert len(lines) == 10 * 5
     qid, q0, _doc, rank, score, tag = lines[0].split()
     assert (qid, q0, rank, tag) == ("q01", "Q0", "1", "overlap")
@@ -125,7 +122,7 @@ def test_pipelines_never_share_a_folder(overlap, evaluate):
     # option variants are mteb experiments of the same model and revision, never revision suffixes
     assert bonus == f"{default}/experiments/bonus_0.5" and topk == f"{default}/experiments/top_k_50"
     assert folder(options={"overlap.bonus": 0.5}) == bonus  # same pipeline, same folder
-    record = json.loads((Path(bonus) / "r2med" / "pipeline.json").read_text())
+    record = RunFolder(Path(bonus)).record()
     assert record["config"]["retriever"]["options"] == {"bonus": 0.5} and record["config"]["top_k"] == 100
     assert record["label"] == "overlap (bonus=0.5)" and record["experiment_kwargs"] == {"bonus": 0.5}
     assert json.loads((Path(bonus) / "model_meta.json").read_text())["experiment_kwargs"] == {"bonus": 0.5}
@@ -162,7 +159,7 @@ def test_rerun_skips_finished_tasks_and_overwrite_recomputes(overlap, evaluate, 
     assert log.read_text().count("index") == 6
 
 
-def test_killed_run_resumes_without_recomputing(run_cli, data_dir, tmp_path, monkeypatch):
+def test_killed_run_resumes_without_recomputing(evaluate, data_dir, tmp_path, monkeypatch):
     """SIGKILL during the second of three tasks; the rerun computes only what was not finished.
     Only the killed run needs a process of its own; the reference and the rerun run in this one,
     with the plugin loaded as the killed process loads it (R2MED_PLUGINS)."""
@@ -175,8 +172,7 @@ def test_killed_run_resumes_without_recomputing(run_cli, data_dir, tmp_path, mon
     log = tmp_path / "calls.log"
     args = ["run", "--plugin", "overlap", "--data-dir", str(data_dir)]
 
-    code, _, err = run_cli(*args, "--output", tmp_path / "reference")
-    assert code == 0, err
+    evaluate("overlap", tasks=None, data_dir=data_dir, output="reference")
 
     killed_env = {**env, "R2MED_TEST_LOG": str(log), "R2MED_TEST_BLOCK_ON": "R2MEDBioinformaticsRetrieval"}
     proc = subprocess.Popen([sys.executable, "-m", "r2med_tasks.cli", *args, "--output", str(tmp_path / "resumed")],
@@ -194,8 +190,8 @@ def test_killed_run_resumes_without_recomputing(run_cli, data_dir, tmp_path, mon
     finished = {p: p.stat().st_mtime_ns for p in folder.glob("R2MEDBiology*")}
 
     monkeypatch.setenv("R2MED_TEST_LOG", str(log))
-    code, _, err = run_cli(*args, "--output", tmp_path / "resumed")
-    assert code == 0, err
+    resumed = evaluate("overlap", tasks=None, data_dir=data_dir, output="resumed")
+    assert [t.status for t in resumed.values()] == ["cached", "computed", "computed"]
     assert log.read_text().splitlines() == [
         "index R2MEDBiologyRetrieval", "index R2MEDBioinformaticsRetrieval",  # the killed run
         "index R2MEDBioinformaticsRetrieval", "index R2MEDMedicalSciencesRetrieval",  # the rerun
@@ -213,9 +209,8 @@ def test_killed_run_resumes_without_recomputing(run_cli, data_dir, tmp_path, mon
 
 
 @pytest.mark.parametrize("extra", [[], ["--dry-run"]])
-def test_folder_of_another_pipeline_is_refused(overlap, run_cli, tmp_path, extra):
-    code, out, _ = run_cli("run", "--plugin", "overlap", "--tasks", "sample", "--output", tmp_path, "--json")
-    pipeline_file = Path(only(json.loads(out)["results_dirs"])) / "r2med" / "pipeline.json"
+def test_folder_of_another_pipeline_is_refused(overlap, evaluate, run_cli, tmp_path, extra):
+    pipeline_file = Path(only(evaluate("overlap", output=tmp_path).results_dirs)) / "r2med" / "pipeline.json"
     data = json.loads(pipeline_file.read_text())
     data["config"]["retriever"]["options"]["bonus"] = 9.0
     pipeline_file.write_text(json.dumps(data))
@@ -230,7 +225,7 @@ def test_summary_table(overlap, run_cli, data_dir, tmp_path):
     assert "Biology" in out and "Medical-Sciences" in out and "Average of 3 tasks" in out
 
 
-def test_dry_run_plans_without_loading_or_writing(overlap, run_cli, data_dir, tmp_path, monkeypatch):
+def test_dry_run_plans_without_loading_or_writing(overlap, run_cli, evaluate, data_dir, tmp_path, monkeypatch):
     from r2med_tasks.tasks import TaskSpec
 
     log = tmp_path / "calls.log"
@@ -246,8 +241,8 @@ def test_dry_run_plans_without_loading_or_writing(overlap, run_cli, data_dir, tm
     assert [t["status"] for t in plan["tasks"]] == ["compute"] * 3
     assert plan["stages"] == [{"kind": "retriever", "component": "overlap", "plugin": "overlap-plugin", "options": {}}]
 
-    code, out, _ = run_cli(*args, "--tasks", "Biology,Medical-Sciences")
-    assert json.loads(out)["results_dirs"] == plan["results_dirs"]  # the folder the plan named
+    ran = evaluate("overlap", tasks=["Biology", "Medical-Sciences"], data_dir=data_dir, output=out_dir)
+    assert ran.results_dirs == plan["results_dirs"]  # the folder the plan named
     code, out, _ = run_cli(*args, "--dry-run")
     assert [t["status"] for t in json.loads(out)["tasks"]] == ["reuse", "compute", "reuse"]
     code, out, _ = run_cli(*args, "--dry-run", "--overwrite")

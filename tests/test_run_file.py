@@ -2,7 +2,6 @@
 r2med's own results unchanged, reranked like any first stage, and refused in one line when they
 do not fit the task."""
 
-import json
 import random
 from pathlib import Path
 
@@ -82,14 +81,12 @@ def test_a_run_file_feeds_a_reranker_as_its_retriever_would(evaluate, cross_enco
     assert via_file.display_name == "BM25 + cross-encoder"
 
 
-def test_folder_of_task_files_by_alias(run_cli, tmp_path, data_dir):
+def test_folder_of_task_files_by_alias(evaluate, tmp_path, data_dir):
     lines = random_run(3)
     write_run(tmp_path / "runs" / "biology.trec", lines)
     write_run(tmp_path / "runs" / "R2MEDBioinformaticsRetrieval.trec", [l for l in lines if l.split()[0] in QUERIES[:6]])
-    code, out, err = run_cli("run", "--plugin", "run-file", "-o", f"path={tmp_path / 'runs'}", "--data-dir", data_dir,
-                             "--tasks", "Biology,Bioinformatics", "--output", tmp_path / "out", "--json")
-    assert code == 0, err
-    assert [t["n_queries"] for t in json.loads(out)["tasks"]] == [10, 6]
+    outcome = evaluate("run-file", path=str(tmp_path / "runs"), data_dir=data_dir, tasks=["Biology", "Bioinformatics"])
+    assert [t.n_queries for t in outcome.values()] == [10, 6]
 
 
 @pytest.mark.parametrize("make, args, message", [

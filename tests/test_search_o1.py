@@ -1192,13 +1192,13 @@ def test_cli_run_keeps_trajectories_and_a_rerun_sends_nothing(run_cli, evaluate,
     (ref_folder,) = {Path(d) for d in plain.results_dirs}
     assert read_ranking(folder / "R2MEDSampleRetrieval.trec") == read_ranking(ref_folder / "R2MEDSampleRetrieval.trec")
     # a rerun sends nothing
-    code, _, err = run_search_o1(run_cli, tmp_path, chat_server, "--overwrite")
-    assert code == 0, err
+    again = evaluate("search-o1", "bm25", llm=f"{chat_server.url}#{QWQ}", overwrite=True)
+    assert again["sample"].ndcg_at_10 == json.loads(out)["tasks"][0]["ndcg_at_10"]
     assert chat_server.count == 3 * len(QUERIES)
     assert read_jsonl(folder / "R2MEDSampleRetrieval.trajectories.jsonl") == rows
 
 
-def test_cli_run_that_fails_midway_resends_no_finished_turn(run_cli, chat_server, tmp_path):
+def test_cli_run_that_fails_midway_resends_no_finished_turn(run_cli, evaluate, chat_server, tmp_path):
     serve(chat_server, sample_model)
     chat_server.fail_after(11, "500")  # the server dies after 11 of the 30 answers
     code, _, err = run_search_o1(run_cli, tmp_path, chat_server)
@@ -1206,8 +1206,8 @@ def test_cli_run_that_fails_midway_resends_no_finished_turn(run_cli, chat_server
     answered = [json.dumps(r.body, sort_keys=True) for r in chat_server.requests[:11]]
     sent = chat_server.count
     chat_server.recover()
-    code, _, err = run_search_o1(run_cli, tmp_path, chat_server)
-    assert code == 0, err
+    resumed = evaluate("search-o1", "bm25", llm=f"{chat_server.url}#{QWQ}")  # the same run, output and cache
+    assert resumed["sample"].status == "computed"
     resent = [json.dumps(r.body, sort_keys=True) for r in chat_server.requests[sent:]]
     assert len(resent) == 3 * len(QUERIES) - 11 and not set(resent) & set(answered)
     assert len(set(resent) | set(answered)) == 3 * len(QUERIES)

@@ -488,19 +488,18 @@ def test_the_run_is_named_as_the_leaderboard_row(run_cli, tmp_path):
     assert json.loads(out)["pipeline"] == "Search-R1 (Qwen2.5-7b-it-em-ppo) + BM25"
 
 
-def test_end_to_end_with_a_dense_retriever(run_cli, tmp_path, chat_server, small_model_path):
+def test_end_to_end_with_a_dense_retriever(evaluate, chat_server, small_model_path):
     """The answers reach a dense retriever as [text, answer]: the mean of the query's and the
     answer's embeddings, as R2MED's dense runs did."""
     from sentence_transformers import SentenceTransformer
 
     chat_server.serve(MODEL, MODEL)
     chat_server.script = agent_script
-    code, out, err = cli(run_cli, tmp_path, chat_server, "--plugin", "st", "-o", f"model={small_model_path}",
-                         "--top-k", "5")
-    assert code == 0, err
+    trec = trec_of(evaluate("search-r1", "st", llm=f"{chat_server.url}#{MODEL}", model=str(small_model_path),
+                            top_k=5))
     assert chat_server.count == 20
-    rows = {r["query_id"]: r for r in read_jsonl(one_dir(out) / "R2MEDSampleRetrieval.trajectories.jsonl")}
-    ours = read_ranking(one_dir(out) / "R2MEDSampleRetrieval.trec")
+    rows = {r["query_id"]: r for r in read_jsonl(trec.parent / "R2MEDSampleRetrieval.trajectories.jsonl")}
+    ours = read_ranking(trec)
     model = SentenceTransformer(str(small_model_path), device="cpu")
     ids = list(CORPUS)
     docs = model.encode([CORPUS[d] for d in ids], normalize_embeddings=True)

@@ -2,7 +2,6 @@
 alone: answers of another served model are never reused, a server refusing the key is an error
 before anything is reused, and the same server is answered from the cache without a request."""
 
-import json
 import logging
 
 import pytest
@@ -129,15 +128,14 @@ def test_an_answer_that_is_no_model_list_falls_back_to_the_name(servers, body):
     assert served.key() is None and "gave no model list" in served.reason and len(a.model_requests) == 1
 
 
-def test_through_the_cli_a_401_endpoint_reports_nothing_cached(run_cli, servers, tmp_path):
+def test_through_the_cli_a_401_endpoint_reports_nothing_cached(run_cli, evaluate, servers, tmp_path):
     """A run against one server fills the cache; the same model name at another server that refuses
     the key: one error line, exit 2, no score and no chat request; the same server again: scores
     from the cache and no chat request."""
     a, b = servers
     a.serve("test-model", root="/models/a")
     args = ("--plugin", "hyde", "--plugin", "bm25", "--tasks", "sample", "--cache-dir", tmp_path / "cache", "--json")
-    code, out, err = run_cli("run", "-o", f"llm={a.url}#test-model", *args, "--output", tmp_path / "a")
-    assert code == 0, err
+    first = evaluate("hyde", "bm25", llm=f"{a.url}#test-model", output="a")
     sent = a.count
     assert sent == 10
     b.models_status = 401
@@ -145,6 +143,6 @@ def test_through_the_cli_a_401_endpoint_reports_nothing_cached(run_cli, servers,
     (line,) = err.strip().splitlines()
     assert code == 2 and "HTTP 401" in line and "/v1/models" in line and "OPENAI_API_KEY" in line
     assert b.count == 0 and "ndcg" not in out
-    code, out, err = run_cli("run", "-o", f"llm={a.url}#test-model", *args, "--output", tmp_path / "again")
-    assert code == 0, err
-    assert a.count == sent and json.loads(out)["tasks"][0]["status"] == "computed"
+    again = evaluate("hyde", "bm25", llm=f"{a.url}#test-model", output="again")
+    assert a.count == sent and again["sample"].status == "computed"
+    assert again["sample"].ndcg_at_10 == first["sample"].ndcg_at_10

@@ -41,9 +41,18 @@ def assert_same_results(got: Path, expected: Path, *, subset: bool = False) -> N
 
 
 def sweep_json(run_cli, *args) -> dict:
+    """``r2med sweep ... --json``'s output (test_ray.py's sweeps run through the command line)."""
     code, out, err = run_cli("sweep", *args, "--json")
     assert code == 0, err
     return json.loads(out)
+
+
+def plan(sweep: Path, *, output: Path = Path("results"), **kwargs) -> list:
+    """The jobs of a sweep file, as ``r2med sweep --dry-run`` plans them (``r2med_tasks.sweep``)."""
+    from r2med_tasks.sweep.plan import plan_sweep
+    from r2med_tasks.sweep.sources import sweep_lines
+
+    return plan_sweep(sweep_lines(sweep.read_text(encoding="utf-8"), str(sweep)), output=output, **kwargs)
 
 
 # ------------------------------------------------------------------------------------------ reading
@@ -64,33 +73,32 @@ def test_every_leaderboard_commands_format_is_a_sweep(run_cli, tmp_path):
         assert [words for _, words in sweep_lines(out, "board")] == expected, fmt
 
 
-def test_argument_lines_toml_grids_and_sweep_defaults(run_cli, tmp_path, data_dir):
+def test_argument_lines_toml_grids_and_sweep_defaults(plugins, tmp_path, data_dir):
     """Lines with or without `r2med-run`, comments; the sweep's --output/--data-dir/--tasks fill in
     what a line leaves out; a TOML pipeline × its grid × tasks; duplicates run once."""
     lines = tmp_path / "sweep.txt"
     lines.write_text("# BM25 two ways\nr2med-run --plugin bm25\n--plugin bm25 -o k1=1.2 --tasks Biology  # one task\n"
                      f"--plugin bm25 --output {tmp_path / 'own'}\nr2med-run --plugin bm25\n")
-    jobs = sweep_json(run_cli, lines, "--tasks", TASKS, "--data-dir", data_dir, "--output",
-                      tmp_path / "out", "--dry-run")
-    assert [(j["pipeline"], j["tasks"]) for j in jobs] == [
-        ("--plugin bm25", ["Biology"]), ("--plugin bm25", ["Bioinformatics"]),
-        ("--plugin bm25 -o k1=1.2 --tasks Biology", ["Biology"]),
-        (f"--plugin bm25 --output {tmp_path / 'own'}", ["Biology"]),
-        (f"--plugin bm25 --output {tmp_path / 'own'}", ["Bioinformatics"])]
-    outputs = [j["args"][j["args"].index("--output") + 1] for j in jobs]
+    jobs = plan(lines, tasks=(TASKS,), data_dir=data_dir, output=tmp_path / "out")
+    assert [(j.pipeline, j.tasks) for j in jobs] == [
+        ("--plugin bm25", ("Biology",)), ("--plugin bm25", ("Bioinformatics",)),
+        ("--plugin bm25 -o k1=1.2 --tasks Biology", ("Biology",)),
+        (f"--plugin bm25 --output {tmp_path / 'own'}", ("Biology",)),
+        (f"--plugin bm25 --output {tmp_path / 'own'}", ("Bioinformatics",))]
+    outputs = [j.args[j.args.index("--output") + 1] for j in jobs]
     assert outputs == [str(tmp_path / "out")] * 3 + [str(tmp_path / "own")] * 2
-    assert all(j["args"][j["args"].index("--data-dir") + 1] == str(data_dir) for j in jobs)
-    assert len({j["chain"] for j in jobs}) == 3  # one results folder each: their jobs run in turn
+    assert all(j.args[j.args.index("--data-dir") + 1] == str(data_dir) for j in jobs)
+    assert len({j.chain for j in jobs}) == 3  # one results folder each: their jobs run in turn
 
     toml = tmp_path / "grid.toml"
     toml.write_text('tasks = ["Biology"]\n[[pipeline]]\nplugins = ["bm25"]\ngrid = { k1 = [0.9, 1.2], b = [0.4, 0.75] }\n'
                     '[[pipeline]]\nplugins = ["bm25"]\noptions = { query_weighting = "plain" }\n'
                     'tasks = ["Biology", "Bioinformatics"]\n')
-    jobs = sweep_json(run_cli, toml, "--data-dir", data_dir, "--dry-run")
-    assert [j["pipeline"] for j in jobs][:4] == [
+    jobs = plan(toml, data_dir=data_dir)
+    assert [j.pipeline for j in jobs][:4] == [
         "--plugin bm25 --tasks Biology -o k1=0.9 -o b=0.4", "--plugin bm25 --tasks Biology -o k1=0.9 -o b=0.75",
         "--plugin bm25 --tasks Biology -o k1=1.2 -o b=0.4", "--plugin bm25 --tasks Biology -o k1=1.2 -o b=0.75"]
-    assert [j["tasks"] for j in jobs][4:] == [["Biology"], ["Bioinformatics"]]
+    assert [j.tasks for j in jobs][4:] == [("Biology",), ("Bioinformatics",)]
 
 
 @pytest.mark.parametrize("text,message", [
@@ -116,7 +124,7 @@ def test_bad_toml_sweep(run_cli, tmp_path):
     assert code == 2 and "pipeline 1: each grid key takes a non-empty list" in err
 
 
-def test_jobs_request_what_their_components_declare(run_cli, tmp_path):
+def test_jobs_request_what_their_components_declare(plugins, tmp_path):
     """GPU memory estimates of docs/reproducing.md as a share of one GPU (and host memory), a whole
     GPU for a model component that declares none, a CPU for BM25, published generations and APIs;
     on a cluster without GPUs, a CPU for all."""
@@ -125,11 +133,10 @@ def test_jobs_request_what_their_components_declare(run_cli, tmp_path):
     sweep = tmp_path / "s.txt"
     sweep.write_text("--plugin nvembed\n--plugin e5 -o dtype=fp16\n--plugin bm25 --plugin bge-reranker\n"
                      "--plugin hyde -o source=o3-mini --plugin bm25\n--plugin openai\n")
-    jobs = sweep_json(run_cli, sweep, "--tasks", "Biology", "--output", tmp_path / "out", "--dry-run")
-    assert [(j["gpu"], j["gpu_memory_gb"]) for j in jobs] == [
+    jobs = plan(sweep, tasks=("Biology",), output=tmp_path / "out")
+    assert [(j.gpu, j.gpu_memory_gb) for j in jobs] == [
         (True, 30), (True, 20), (True, None), (False, None), (False, None)]
-    requests = [ray_resources(Job(0, "", "", (), (), "", 0, j["gpu"], j["gpu_memory_gb"]), cluster_gpus=8,
-                              gpu_memory_gb=80, node_memory=2**40) for j in jobs]
+    requests = [ray_resources(j, cluster_gpus=8, gpu_memory_gb=80, node_memory=2**40) for j in jobs]
     assert requests == [{"num_cpus": 1, "num_gpus": 0.38, "memory": 30 * 2**30},
                         {"num_cpus": 1, "num_gpus": 0.25, "memory": 20 * 2**30},
                         {"num_cpus": 1, "num_gpus": 1}, {"num_cpus": 1}, {"num_cpus": 1}]
@@ -161,7 +168,8 @@ def test_documented_sweeps_are_accepted(run_cli, tmp_path, monkeypatch):
     for command in commands:
         words = shlex.split(command)[1:]
         if words[0] == "leaderboard":  # writes the file a sweep reads (--output all.csv)
-            assert run_cli(*words)[0] == 0
+            code, _, err = run_cli(*words)
+            assert code == 0 and "Wrote " in err and (tmp_path / words[words.index("--output") + 1]).is_file(), err
             continue
         code, out, err = run_cli(*words, "--dry-run", "--json", "--output", tmp_path / "results")  # not /shared
         assert code == 0, f"`{command}` -> {err}"

@@ -105,15 +105,12 @@ def test_sample_task_is_consistent():
     assert len(data.corpus) >= 40 and len(data.queries) == 10 and not data.warnings
 
 
-def test_mteb_task_adapter_matches_harness(small_model_path, run_cli, tmp_path):
+def test_mteb_task_adapter_matches_harness(small_model_path, evaluate):
     """mteb.evaluate with the same model on our task object scores what the harness scores."""
     import mteb
     from sentence_transformers import SentenceTransformer
 
-    code, out, _ = run_cli("run", "--plugin", "st", "-o", f"model={small_model_path}", "--tasks", "sample",
-                           "--output", tmp_path / "ours", "--json")
-    assert code == 0
-    ours = json.loads(out)["tasks"][0]["ndcg_at_10"]
+    ours = evaluate("st", model=str(small_model_path), output="ours")["sample"].ndcg_at_10
 
     model = SentenceTransformer(str(small_model_path), device="cpu")
     result = mteb.evaluate(model, SAMPLE_TASK.to_mteb_task(), cache=None, co2_tracker=False,

@@ -16,6 +16,8 @@ from r2med_tasks.hookspecs import hookimpl
 from r2med_tasks.llm import price_field
 from r2med_tasks.options import Identified, Options, file_content
 
+from .prompts import METHODS as LIVE  # the methods prompted live (the agents have their own options)
+
 METHODS = {
     "hyde": "HyDE: the LLM writes a passage (or similar case) that answers the query",
     "query2doc": "Query2Doc: the same with two worked examples per dataset",
@@ -25,7 +27,6 @@ METHODS = {
     "search-r1": "Search-R1: an RL-trained LLM alternates <search> and <information> turns over the task's corpus, "
                  "then <answer>s; live, or the published generations",
 }
-LIVE = ("hyde", "query2doc", "lamer")
 AGENTS = ("search-o1", "search-r1")
 
 

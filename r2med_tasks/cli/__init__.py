@@ -1,4 +1,4 @@
-"""Command line: ``r2med run|plugins|list|leaderboard|compare|fuse|export-mteb`` and ``r2med-run``
+"""Command line: ``r2med run|plugins|list|leaderboard|compare|fuse|export-mteb|new-plugin`` and ``r2med-run``
 (= ``r2med run``), one module per command group, each a thin shell over the library.
 
 Start-up stays light: these modules import click, rich and the plugin registry only; torch, mteb
@@ -14,6 +14,7 @@ from .fuse import fuse_command
 from .leaderboard import compare_command, export_mteb_command, leaderboard_command
 from .listing import list_command, plugins_command
 from .run import run_command
+from .scaffold import new_plugin_command
 from .sweep import sweep_command
 
 
@@ -27,6 +28,7 @@ for command in (run_command, plugins_command, list_command, leaderboard_command,
                 export_mteb_command):
     cli.add_command(command)
 cli.add_command(sweep_command)
+cli.add_command(new_plugin_command)
 
 
 def main() -> None:
