@@ -1,13 +1,14 @@
 """r2med: an evaluation harness for R2MED, the reasoning-driven medical retrieval benchmark.
 
-The public API: ``evaluate``, ``pipeline`` and ``as_mteb_model`` for users (docs/python-api.md);
+The public API: ``evaluate``, ``pipeline``, ``as_mteb_model``, ``rank_systems`` (the leaderboard),
+``compare_runs`` and ``fuse_runs`` for users (docs/python-api.md);
 the component protocols, ``Context`` and specs for plugin authors (docs/plugins.md). Importing it
 is cheap: no torch, no mteb.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
-from .api import as_mteb_model, evaluate, pipeline
+from .api import as_mteb_model, compare_runs, evaluate, fuse_runs, pipeline, rank_systems
 from .components import (CombinesGenerated, Composite, DeclaresResources, DescribesModel, RerankDepth, Reranker,
                          RerankerSpec, ReportsUsage, Retriever, RetrieverSpec, Rewriter, RewriterSpec, Run)
 from .context import CompositeContext, Context
@@ -26,6 +27,6 @@ except PackageNotFoundError:  # running from a source tree
 __all__ = [
     "CombinesGenerated", "Composite", "CompositeContext", "Context", "Corpus", "DeclaresResources", "DescribesModel", "PluginError", "Query", "R2MED_TASKS",
     "RerankDepth", "Reranker", "RerankerSpec", "ReportsUsage", "Retriever", "RetrieverSpec", "Rewriter", "RewriterSpec",
-    "Run", "RunOutcome", "TaskOutcome", "TaskSpec", "UserError", "__version__", "as_mteb_model", "evaluate",
-    "Options", "hookimpl", "options_model", "pipeline",
+    "Run", "RunOutcome", "TaskOutcome", "TaskSpec", "UserError", "__version__", "as_mteb_model", "compare_runs",
+    "evaluate", "fuse_runs", "Options", "hookimpl", "options_model", "pipeline", "rank_systems",
 ]

@@ -9,12 +9,15 @@
 ``evaluate`` is what ``r2med-run`` runs: the same results folders, run identities, resume, caches
 and errors (a :class:`~r2med_tasks.errors.UserError` says what to fix), quiet unless asked for
 progress. ``as_mteb_model`` turns an r2med retriever or pipeline into an mteb search model.
+``fuse_runs``, ``rank_systems`` and ``compare_runs`` are what ``r2med fuse``, ``r2med
+leaderboard`` and ``r2med compare`` do; each command parses its options, calls one and shows
+what it returns.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,9 +26,12 @@ from .fusion import DEFAULT_DEPTH, DEFAULT_METHOD, DEFAULT_RRF_K
 from .runs import DEFAULT_TOP_K
 
 if TYPE_CHECKING:
+    from .layout import RunFolder
+    from .leaderboard import Leaderboard
     from .outcomes import RunOutcome
     from .pipelines import Pipeline
     from .registry import Registry
+    from .significance import Comparison
     from .tasks import TaskSpec
 
 OBJECT = "python-object"  # the component name of a retriever object passed to evaluate()
@@ -70,7 +76,7 @@ def evaluate(model: Any, tasks: str | Sequence[str] | None = None, *, data_dir: 
     from .request import RunRequest, execute
 
     request = RunRequest(components=(model,) if isinstance(model, str) else (),
-                         tasks=((tasks,) if isinstance(tasks, str) else tuple(tasks)) if tasks is not None else None,
+                         tasks=_names(tasks),
                          data_dir=Path(data_dir).expanduser() if data_dir is not None else None,
                          output=Path(output).expanduser(),
                          cache_dir=Path(cache_dir).expanduser() if cache_dir is not None else None,
@@ -80,6 +86,11 @@ def evaluate(model: Any, tasks: str | Sequence[str] | None = None, *, data_dir: 
     console = Console(stderr=True, quiet=not progress, highlight=False)
     return execute(request, console=console, log=lambda line: console.print(line, markup=False), pipeline=built,
                    registry=reg)
+
+
+def _names(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    """A name or names (``tasks="Biology"``, ``tasks=["Biology", "r2med"]``) as a tuple; None when not given."""
+    return None if value is None else (value,) if isinstance(value, str) else tuple(value)
 
 
 def _as_pipeline(model: Any, reg: Registry, *, top_k: int, device: str | None) -> Pipeline:
@@ -278,3 +289,156 @@ def _content_digest(paths) -> str:
     for path in paths:
         h.update(Path(path).read_bytes())
     return h.hexdigest()[:16]
+
+
+def rank_systems(folders: str | Path | Sequence[str | Path] | None = None, *, mteb_results: str | Path | None = None,
+                 published: str = "leaderboard", include_local: bool = False,
+                 tasks: str | Sequence[str] | None = None, rewriter: str | None = None, retriever: str | None = None,
+                 reranker: str | None = None, top: int | None = None, statistics: bool = True,
+                 on_warning: Callable[[str], None] | None = None) -> Leaderboard:
+    """The leaderboard ``r2med leaderboard`` shows: the published rows, the runs of ``folders``
+    (results folders in mteb's layout; None: ``./results`` when it exists) and of ``mteb_results``
+    (a clone of the MTEB results repository) merged by identity, ranked, filtered, with ties and
+    intervals marked (:mod:`r2med_tasks.leaderboard`).
+
+    ``published``: ``"leaderboard"`` (its 69 rows), ``"all"`` (also the authors' repository's other
+    runs and other papers' runs) or ``"none"``. ``tasks``: R2MED datasets, groups or ``"r2med"``,
+    as ``--tasks`` takes them: only those columns, ranked by their average. ``rewriter``,
+    ``retriever``, ``reranker``: only rows whose component contains that text; ``top``: the first
+    rows; ``include_local``: also runs on local data. ``statistics=False`` leaves out the ties and
+    intervals (quicker; ``--commands`` shows neither). Each warning (a file skipped, a folder
+    without R2MED results) goes to ``on_warning`` as it comes and is kept in the result's
+    ``warnings``. Bad input raises :class:`UserError`."""
+    from .leaderboard import (
+        PUBLISHED_CHOICES,
+        Leaderboard,
+        add_intervals,
+        mark_ties,
+        merge,
+        published_rows,
+        ranked,
+        result_rows,
+        select,
+    )
+    from .tasks import R2MED_TASKS
+
+    warnings: list[str] = []
+
+    def warn(message: str) -> None:
+        warnings.append(message)
+        if on_warning is not None:
+            on_warning(message)
+
+    if published not in PUBLISHED_CHOICES:
+        raise UserError(f"rank_systems(published={published!r}): one of {', '.join(PUBLISHED_CHOICES)}")
+    if top is not None and top < 1:
+        raise UserError(f"rank_systems(top={top}): give at least 1")
+    chosen = _r2med_task_names(tasks)
+    if folders is None:
+        sources = [Path("results")] if Path("results").is_dir() else []
+    else:
+        sources = [Path(folders)] if isinstance(folders, (str, Path)) else [Path(f) for f in folders]
+    mteb_folder = None
+    if mteb_results is not None:
+        mteb_results = Path(mteb_results)
+        mteb_folder = mteb_results / "results" if (mteb_results / "results").is_dir() else mteb_results
+        sources.append(mteb_folder)
+    rows = published_rows(which=published)
+    for folder in sources:
+        if not folder.is_dir():
+            raise UserError(f"{folder}: not a folder of results")
+        shipped: list[Path] = []  # copies of the published results: their rows are the package's
+        found = result_rows(folder, warn, mteb=folder == mteb_folder, shipped=shipped)
+        if not found and not shipped:
+            warn(f"{folder}: no results of R2MED tasks (runs on other tasks, such as sample, are not ranked)")
+        rows += found
+    board = ranked(merge(rows))
+    if statistics:  # ties over every row on the shown datasets, before the filters: the view never moves them
+        mark_ties(board, [t.name for t in R2MED_TASKS if chosen is None or t.name in chosen])
+    shown, shown_tasks = select(board, tasks=chosen, rewriter=rewriter, retriever=retriever, reranker=reranker,
+                                top=top, include_local=include_local)
+    if statistics:
+        add_intervals(shown, shown_tasks)
+    return Leaderboard(shown, shown_tasks, warnings)
+
+
+def _r2med_task_names(tasks: str | Sequence[str] | None) -> list[str] | None:
+    """mteb names of the R2MED datasets ``tasks`` names (datasets, groups, ``r2med``), as
+    ``r2med-run`` resolves them; None when none is given. Other tasks (``sample``) are refused:
+    the leaderboard and its averages are R2MED's."""
+    tokens = _names(tasks)
+    if not tokens:
+        return None
+    from .request import choose_tasks
+    from .tasks import R2MED_TASKS
+
+    official = {t.name for t in R2MED_TASKS}
+    chosen = choose_tasks(registry(), list(tokens), None)
+    other = [t.short_name for t in chosen if t.name not in official]
+    if other:
+        raise UserError(f"--tasks {', '.join(other)}: not an R2MED dataset; the leaderboard ranks R2MED's "
+                        f"{len(official)} datasets (names, groups or r2med)")
+    return [t.name for t in chosen]
+
+
+def compare_runs(a: str | Path, b: str | Path, *, tasks: str | Sequence[str] | None = None,
+                 test: str = "randomization", trials: int = 10000, seed: int = 0,
+                 allow_different_data: bool = False) -> Comparison:
+    """Run B against run A (results folders of ``r2med-run``), what ``r2med compare`` shows: per
+    task and on the average over R2MED's tasks, nDCG@10 of each, the difference (B - A) with its 95%
+    paired bootstrap interval, and per task a paired test over queries (``test``:
+    ``"randomization"`` with ``trials`` and ``seed``, or ``"t"``) with Holm's correction
+    (:func:`r2med_tasks.significance.compare`). ``tasks``: only these (names, groups or ``r2med``).
+
+    A per-query value that is no score (outside 0..1, NaN) is refused, and so is a task whose runs
+    were scored on different data (their stored data identities differ) unless
+    ``allow_different_data``; the result's ``data_differences`` says what differs. Bad input raises
+    :class:`UserError`."""
+    from .layout import RunFolder
+    from .request import choose_tasks
+    from .significance import Comparison, compare
+    from .tasks import R2MED_TASKS
+    from .terminal import printable
+
+    a, b = Path(a), Path(b)
+    folders = [RunFolder(folder) for folder in (a, b)]
+    per_query = [folder.per_query_ndcg() for folder in folders]
+    names = _names(tasks)
+    if names:
+        wanted = {t.name for t in choose_tasks(registry(), list(names), None)}
+        per_query = [{t: q for t, q in runs.items() if t in wanted} for runs in per_query]
+    for folder, runs in zip(folders, per_query):
+        for task, scores in runs.items():
+            bad = next((q for q, v in scores.items() if not 0.0 <= v <= 1.0), None)  # NaN fails too
+            if bad is not None:
+                raise UserError(f"{printable(folder.per_query(task))}: query {printable(bad)}: "
+                                f"nDCG@10 {scores[bad]!r} is not a score between 0 and 1")
+    data_differences = _different_data(folders, [t for t in per_query[0] if t in per_query[1]])
+    if data_differences and not allow_different_data:
+        task, lines = next(iter(data_differences.items()))
+        more = f" (and {len(data_differences) - 1} more tasks)" if len(data_differences) > 1 else ""
+        raise UserError(f"compare: {task}: the runs were scored on different data ({'; '.join(lines)}){more}; "
+                        "their scores are not comparable. Pass --allow-different-data to compare anyway")
+    try:
+        result = compare(*per_query, test=test, trials=trials, seed=seed, average_over={t.name for t in R2MED_TASKS})
+    except ValueError as e:
+        raise UserError(f"compare {a} {b}: {e}") from None
+    return Comparison(a, b, **result, data_differences=data_differences)
+
+
+def _different_data(folders: Sequence[RunFolder], tasks: list[str]) -> dict[str, list[str]]:
+    """Per task, what differs between the two runs' stored data identities ("data.revision: a ->
+    b"); a run without a stored identity for the task cannot be checked, and says so."""
+    from .results import differences
+
+    out = {}
+    for task in tasks:
+        identities = [f.identity(task) for f in folders]
+        missing = [str(f.identity_file(task)) for f, i in zip(folders, identities) if i is None]
+        if missing:
+            out[task] = [f"no stored identity in {', '.join(missing)}"]
+            continue
+        changed = differences({"data": identities[0]["data"]}, {"data": identities[1]["data"]})
+        if changed:
+            out[task] = changed
+    return out

@@ -40,7 +40,6 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .api import registry
 from .evaluation import SCORE_FAMILIES, leaderboard_average, leaderboard_value
 from .files import MalformedJSON, UnreadableFile, read_bytes, unit_score
 from .layout import MAX_TASK_RESULT_BYTES, RunFolder, runs_under
@@ -265,7 +264,14 @@ def _command_check(command: str | list[str]) -> tuple[dict | None, str | None]:
         return None, str(e)
 
 
-_installed_registry = functools.cache(registry)  # built once: every run's command is checked against it
+@functools.cache
+def _installed_registry():
+    """The installed plugins' registry, as ``r2med_tasks.api.registry`` builds it (api imports this
+    module, so it is built here), built once: every run's command is checked against it."""
+    from .plugins import get_plugins
+    from .registry import build_registry
+
+    return build_registry(get_plugins())
 
 
 def result_rows(folder: Path, warn, *, mteb: bool = False, shipped: list[Path] | None = None) -> list[Row]:
@@ -696,32 +702,59 @@ def interval_text(ci: list[float] | None) -> str | None:
     return None if ci is None else f"{ci[0]:.2f}–{ci[1]:.2f}"
 
 
+def json_records(rows: list[Row], tasks: list[str], commands: bool = False) -> list[dict]:
+    """One object per row, in rank order, as ``--format json`` writes them: the text formats'
+    columns under snake_case keys (the datasets' under their short names), whether the row is on
+    local data and, unless ``commands``, its statistics as numbers."""
+    header, records = records_of(rows, tasks, commands)
+    keys = ([h.lower().replace(" ", "_") for h in header] if commands else
+            ["rank", "system", "rewriter", "retriever", "reranker", "average", "average_ci", "tied",
+             *(SHORT_NAMES[t] for t in tasks), "judged_at_10", "source"])
+    keys = ["average" if k == "avg" else k for k in keys]
+
+    def extra(r: Row) -> dict:  # the statistics as numbers (the records hold their text)
+        if commands:
+            return {}
+        return {"kind": r.kind, "provenance": r.provenance, "average_ci": r.average_ci, "tied": r.tied,
+                "tie_p": r.tie_p, "tie_best": r.tie_best,
+                "ci": {SHORT_NAMES[t]: r.ci[t] for t in tasks if t in r.ci},
+                "judged": {SHORT_NAMES[t]: r.judged[t] for t in tasks if t in r.judged},
+                "ndcg_at_10_condensed": {SHORT_NAMES[t]: r.condensed[t] for t in tasks if t in r.condensed},
+                "usd_per_query": r.usd_per_query, "seconds_per_query": r.seconds_per_query}
+    return [{**dict(zip(keys, rec)), "local_data": r.local, **extra(r)} for rec, r in zip(records, rows)]
+
+
+@dataclass
+class Leaderboard:
+    """The leaderboard as ``r2med leaderboard`` shows it (:func:`r2med_tasks.rank_systems`): ``rows``
+    ranked and filtered, in rank order, each with its ties and intervals marked; ``tasks``, the
+    datasets shown (mteb task names), whose average ranks; ``warnings``, what reading the folders
+    skipped or doubted, one line each."""
+
+    rows: list[Row]
+    tasks: list[str]
+    warnings: list[str] = field(default_factory=list)
+
+    def records(self, *, commands: bool = False) -> list[dict]:
+        """The rows as ``--format json`` writes them (:func:`json_records`)."""
+        return json_records(self.rows, self.tasks, commands)
+
+    def render(self, fmt: str = "table", *, commands: bool = False, wide: bool = False, width: int = 120) -> str:
+        """The text ``--format`` writes (:func:`render`)."""
+        return render(self.rows, self.tasks, fmt, commands=commands, wide=wide, width=width)
+
+
 def render(rows, tasks: list[str], fmt: str, commands: bool = False, wide: bool = False, width: int = 120) -> str:
     """The leaderboard as text in one format (table, markdown, csv, json, html); ``commands``: rank,
     system, average and the command reproducing each published row; ``wide``: the terminal table
     with every column (else one that fits 120 columns)."""
-    header, records = records_of(rows, tasks, commands)
     if fmt == "html":
         from .html import render_html
 
         return render_html(rows, tasks)
     if fmt == "json":
-        keys = ([h.lower().replace(" ", "_") for h in header] if commands else
-                ["rank", "system", "rewriter", "retriever", "reranker", "average", "average_ci", "tied",
-                 *(SHORT_NAMES[t] for t in tasks), "judged_at_10", "source"])
-        keys = ["average" if k == "avg" else k for k in keys]
-
-        def extra(r: Row) -> dict:  # the statistics as numbers (the records hold their text)
-            if commands:
-                return {}
-            return {"kind": r.kind, "provenance": r.provenance, "average_ci": r.average_ci, "tied": r.tied,
-                    "tie_p": r.tie_p, "tie_best": r.tie_best,
-                    "ci": {SHORT_NAMES[t]: r.ci[t] for t in tasks if t in r.ci},
-                    "judged": {SHORT_NAMES[t]: r.judged[t] for t in tasks if t in r.judged},
-                    "ndcg_at_10_condensed": {SHORT_NAMES[t]: r.condensed[t] for t in tasks if t in r.condensed},
-                    "usd_per_query": r.usd_per_query, "seconds_per_query": r.seconds_per_query}
-        return json.dumps([{**dict(zip(keys, rec)), "local_data": r.local, **extra(r)} for rec, r in zip(records, rows)],
-                          indent=2) + "\n"
+        return json.dumps(json_records(rows, tasks, commands), indent=2) + "\n"
+    header, records = records_of(rows, tasks, commands)
 
     def cell(v):
         return "" if v is None else f"{v:.2f}" if isinstance(v, float) else str(v)

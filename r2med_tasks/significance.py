@@ -34,12 +34,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["ALPHA", "TESTS", "average_randomization", "compare", "holm", "paired_randomization", "paired_t",
-           "ties_with_best"]
+__all__ = ["ALPHA", "TESTS", "Comparison", "average_randomization", "compare", "holm", "paired_randomization",
+           "paired_t", "ties_with_best"]
 
 TESTS = ("randomization", "t")
 ALPHA = 0.05  # a row is tied with the best when its Holm-adjusted p-value is at least this
@@ -295,3 +297,30 @@ def compare(
         tasks_only_in_b=[task for task in per_query_b if task not in per_query_a],
     )
     return result
+
+
+@dataclass
+class Comparison:
+    """Two runs compared, B against A (:func:`r2med_tasks.compare_runs`; ``r2med compare``): the
+    folders ``a`` and ``b`` and :func:`compare`'s result (``trials`` None for the t-test), with
+    ``data_differences``: per task whose stored data identities differ, what differs (compared
+    only when allowed). :meth:`to_json` is what ``r2med compare --json`` prints."""
+
+    a: Path
+    b: Path
+    test: str
+    seed: int
+    resamples: int
+    tasks: dict[str, dict[str, Any]]
+    average: dict[str, Any] | None
+    tasks_outside_average: list[str]
+    tasks_only_in_a: list[str]
+    tasks_only_in_b: list[str]
+    trials: int | None = None
+    data_differences: dict[str, list[str]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """:func:`compare`'s result, keys in its order, and ``data_differences``."""
+        out = {"test": self.test, **({"trials": self.trials} if self.trials is not None else {})}
+        out.update({f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("a", "b", "test", "trials")})
+        return out

