@@ -17,6 +17,7 @@ what it returns.
 from __future__ import annotations
 
 import hashlib
+import io
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,7 +63,8 @@ def pipeline(*components: str, top_k: int = 100, device: str | None = None,
 
 def evaluate(model: Any, tasks: str | Sequence[str] | None = None, *, data_dir: str | Path | None = None,
              output: str | Path = "results", cache_dir: str | Path | None = None, overwrite: bool = False,
-             top_k: int = 100, device: str | None = None, progress: bool = False) -> RunOutcome:
+             top_k: int = 100, device: str | None = None, progress: bool = False,
+             on_message: Callable[[str], None] | None = None) -> RunOutcome:
     """Evaluate ``model`` on ``tasks`` and return the scores; results are written under ``output``.
 
     ``model``: a component name (``"bm25"``), a :func:`pipeline`, a sentence-transformers model
@@ -70,6 +72,10 @@ def evaluate(model: Any, tasks: str | Sequence[str] | None = None, *, data_dir: 
     aliases, groups or ``"r2med"``, as ``--tasks`` takes them; by default the task folders found
     in ``data_dir``, else all eight R2MED tasks. Runs what ``r2med-run`` runs
     (:func:`r2med_tasks.request.execute`).
+
+    The lines ``r2med-run`` prints beside its progress (warnings, why a task is recomputed, what a
+    component logs) go to standard error with the progress bars when ``progress``, or to
+    ``on_message``, one call per line as plain text; otherwise nowhere.
     """
     from rich.console import Console
 
@@ -83,7 +89,13 @@ def evaluate(model: Any, tasks: str | Sequence[str] | None = None, *, data_dir: 
                          overwrite=overwrite, top_k=top_k, device=device)
     reg = registry()
     built = None if isinstance(model, str) else _as_pipeline(model, reg, top_k=top_k, device=device)
-    console = Console(stderr=True, quiet=not progress, highlight=False)
+    if progress and on_message is not None:
+        raise UserError("evaluate(): progress=True shows the run's lines on standard error; on_message takes them "
+                        "instead, so give one or the other")
+    if on_message is not None:  # not a terminal: no progress bars, each printed line handed over as text
+        console = Console(file=_Lines(on_message), width=100_000, color_system=None, highlight=False)
+    else:
+        console = Console(stderr=True, quiet=not progress, highlight=False)
     return execute(request, console=console, log=lambda line: console.print(line, markup=False), pipeline=built,
                    registry=reg)
 
@@ -91,6 +103,22 @@ def evaluate(model: Any, tasks: str | Sequence[str] | None = None, *, data_dir: 
 def _names(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
     """A name or names (``tasks="Biology"``, ``tasks=["Biology", "r2med"]``) as a tuple; None when not given."""
     return None if value is None else (value,) if isinstance(value, str) else tuple(value)
+
+
+class _Lines(io.TextIOBase):
+    """A text stream handing each complete line written to it to ``emit``."""
+
+    def __init__(self, emit: Callable[[str], None]) -> None:
+        self.emit, self.pending = emit, ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        *lines, self.pending = (self.pending + text).split("\n")
+        for line in lines:
+            self.emit(line.rstrip())
+        return len(text)
 
 
 def _as_pipeline(model: Any, reg: Registry, *, top_k: int, device: str | None) -> Pipeline:

@@ -289,10 +289,10 @@ def evaluate(plugins, tmp_path):
     import r2med_tasks as r2med
 
     def _evaluate(*components, tasks="sample", output="out", data_dir=None, top_k=100, overwrite=False,
-                  cache_dir="cache", **options):
+                  cache_dir="cache", on_message=None, **options):
         built = r2med.pipeline(*components, top_k=top_k, **options)
         return r2med.evaluate(built, tasks=tasks, data_dir=data_dir, output=tmp_path / output,
-                              cache_dir=tmp_path / cache_dir, overwrite=overwrite)
+                              cache_dir=tmp_path / cache_dir, overwrite=overwrite, on_message=on_message)
 
     return _evaluate
 

@@ -162,3 +162,25 @@ def test_as_mteb_model_refuses_a_composite_and_names_evaluate(plugins):
         r2med.as_mteb_model(r2med.pipeline("hybrid", members="bm25,st"))
     assert "'hybrid'" in str(refused.value) and "r2med_tasks.evaluate" in str(refused.value)
     assert r2med.as_mteb_model("bm25") is not None  # an ordinary retriever still is one
+
+
+def test_the_lines_a_run_prints_reach_on_message_as_plain_text(plugins, tmp_path):
+    """A component's log line and the runner's warning, as the CLI prints them, without markup;
+    progress=True and on_message together are one UserError."""
+    import r2med_tasks as r2med
+
+    class Silent:
+        def index(self, corpus, *, task, context):
+            context.log("indexed [b]10[/b] documents")
+
+        def search(self, queries, *, task, top_k, context):
+            return {q.id: {} for q in queries}  # no query gets a document: the runner warns
+
+    lines: list[str] = []
+    r2med.evaluate(Silent(), tasks="sample", output=tmp_path / "out", cache_dir=tmp_path / "cache",
+                   on_message=lines.append)
+    assert "indexed [b]10[/b] documents" in lines
+    (warning,) = [line for line in lines if line.startswith("warning:")]
+    assert "R2MEDSampleRetrieval: 10 queries got no documents" in warning and "[yellow]" not in warning
+    with pytest.raises(r2med.UserError, match="give one or the other"):
+        r2med.evaluate("bm25", tasks="sample", output=tmp_path / "out", progress=True, on_message=print)

@@ -68,14 +68,16 @@ def test_edited_qrels_are_recomputed_and_say_what_changed(overlap, run_cli, eval
     assert planned["Biology"]["status"] == "compute" and "data.revision: sha256-" in planned["Biology"]["reason"]
     assert planned["Bioinformatics"]["status"] == "reuse"
 
-    second, err = summary(run_cli, *args)
-    status = {t["alias"]: t["status"] for t in second["tasks"]}
-    assert status == {"Biology": "computed", "Bioinformatics": "cached", "Medical-Sciences": "cached"}
-    assert "Biology: recomputing, data.revision: sha256-" in err
-    new = second["tasks"][0]["ndcg_at_10"]
+    lines: list[str] = []
+    second = evaluate("overlap", tasks=None, data_dir=data_dir, on_message=lines.append)
+    assert {t.alias: t.status for t in second.values()} == {
+        "Biology": "computed", "Bioinformatics": "cached", "Medical-Sciences": "cached"}
+    (said,) = [line for line in lines if "recomputing" in line]  # the API hands over the line the CLI prints
+    assert said.startswith("Biology: recomputing, data.revision: sha256-")
+    new = second["Biology"].ndcg_at_10
     assert new == pytest.approx(overlap_ndcg(data_dir / "Biology"), abs=5e-6)
     assert new != pytest.approx(first["Biology"].ndcg_at_10, abs=1e-4)
-    folder = one_dir(second["results_dirs"])
+    folder = one_dir(second.results_dirs)
     stored = RunFolder(folder).identity("R2MEDBiologyRetrieval")
     result = RunFolder(folder).task_result(folder / "R2MEDBiologyRetrieval.json")
     assert stored["data"]["revision"] == result["dataset_revision"] and stored["data"]["official"] is False
