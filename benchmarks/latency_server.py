@@ -43,9 +43,12 @@ def serve(answer: Callable[[dict], tuple[str, str | None]], model: str, latency:
                                      "finish_reason": "stop", "stop_reason": stop}],
                         "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}})
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    httpd.request_queue_size = 256
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+        request_queue_size = 256  # the listen backlog: set before the socket listens (5 by default, so
+        # 32 clients connecting at once had SYNs dropped and resent a second later)
+
+    httpd = Server(("127.0.0.1", 0), Handler)
     port.put(httpd.server_address[1])
     httpd.serve_forever()
 

@@ -1,14 +1,15 @@
 """r2med: an evaluation harness for R2MED, the reasoning-driven medical retrieval benchmark.
 
 The public API: ``evaluate``, ``pipeline``, ``as_mteb_model``, ``rank_systems`` (the leaderboard),
-``compare_runs`` and ``fuse_runs`` for users (docs/python-api.md);
+``compare_runs``, ``fuse_runs``, ``show_query`` and ``compare_queries`` for users (docs/python-api.md);
 the component protocols, ``Context`` and specs for plugin authors (docs/plugins.md). Importing it
 is cheap: no torch, no mteb.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
-from .api import as_mteb_model, compare_runs, evaluate, fuse_runs, pipeline, rank_systems
+from .api import (as_mteb_model, compare_queries, compare_runs, evaluate, export_generations, fuse_runs, pipeline,
+                  rank_systems, read_generations, show_query)
 from .components import (CombinesGenerated, Composite, DeclaresResources, DescribesModel, RerankDepth, Reranker,
                          RerankerSpec, ReportsUsage, Retriever, RetrieverSpec, Rewriter, RewriterSpec, Run)
 from .context import CompositeContext, Context
@@ -28,5 +29,6 @@ __all__ = [
     "CombinesGenerated", "Composite", "CompositeContext", "Context", "Corpus", "DeclaresResources", "DescribesModel", "PluginError", "Query", "R2MED_TASKS",
     "RerankDepth", "Reranker", "RerankerSpec", "ReportsUsage", "Retriever", "RetrieverSpec", "Rewriter", "RewriterSpec",
     "Run", "RunOutcome", "TaskOutcome", "TaskSpec", "UserError", "__version__", "as_mteb_model", "compare_runs",
-    "evaluate", "fuse_runs", "Options", "hookimpl", "options_model", "pipeline", "rank_systems",
+    "evaluate", "export_generations", "fuse_runs", "Options", "hookimpl", "options_model", "pipeline", "rank_systems", "read_generations",
+    "compare_queries", "show_query",
 ]

@@ -9,9 +9,9 @@
 ``evaluate`` is what ``r2med-run`` runs: the same results folders, run identities, resume, caches
 and errors (a :class:`~r2med_tasks.errors.UserError` says what to fix), quiet unless asked for
 progress. ``as_mteb_model`` turns an r2med retriever or pipeline into an mteb search model.
-``fuse_runs``, ``rank_systems`` and ``compare_runs`` are what ``r2med fuse``, ``r2med
-leaderboard`` and ``r2med compare`` do; each command parses its options, calls one and shows
-what it returns.
+``fuse_runs``, ``rank_systems``, ``compare_runs``, ``show_query`` and ``compare_queries`` are
+what ``r2med fuse``, ``r2med leaderboard``, ``r2med compare`` and ``r2med show`` do; each command
+parses its options, calls one and shows what it returns.
 """
 
 from __future__ import annotations
@@ -26,10 +26,13 @@ from .errors import UserError
 from .fusion import DEFAULT_DEPTH, DEFAULT_METHOD, DEFAULT_RRF_K
 from .runs import DEFAULT_TOP_K
 
+MAX_TRIALS = 1_000_000  # compare --trials: bounded (one trial resamples every query of a task)
+
 if TYPE_CHECKING:
     from .layout import RunFolder
     from .leaderboard import Leaderboard
     from .outcomes import RunOutcome
+    from .perquery import QueryDifferences, QueryView
     from .pipelines import Pipeline
     from .registry import Registry
     from .significance import Comparison
@@ -207,17 +210,21 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
               data_dir: str | Path | None = None, output: str | Path = "results", fusion: str = DEFAULT_METHOD,
               weights: Sequence[float] | None = None, rrf_k: int = DEFAULT_RRF_K, depth: int = DEFAULT_DEPTH,
               top_k: int = DEFAULT_TOP_K,
-              cache_dir: str | Path | None = None, on_wait=lambda message: None) -> RunOutcome:
+              cache_dir: str | Path | None = None, on_wait=lambda message: None,
+              allow_different_data: bool = False) -> RunOutcome:
     """Fuse runs made anywhere into a new results folder (what ``r2med fuse`` does): ``inputs`` are
     TREC run files of one task (with ``qrels``) or results folders (every task they all have).
-    ``cache_dir`` (default: the user's cache folder) keeps a local corpus's checked document ids."""
+    ``cache_dir`` (default: the user's cache folder) keeps a local corpus's checked document ids.
+    Results folders scored on other data than each other, or than the judgments the fusion is
+    scored on, are refused as ``compare_runs`` refuses them, unless ``allow_different_data`` (the
+    outcome's ``summaries`` then say so)."""
     import shlex
 
     from .evaluation import score
     from .fusion import fuse
     from .layout import RunFolder, run_name
     from .outcomes import RunOutcome, TaskOutcome, average_ci
-    from .results import ResultFolder, RunSpec, code_versions, digest, locked, slug
+    from .results import ResultFolder, RunSpec, code_versions, differences, digest, locked, slug
     from .runs import read_trec
     from .validation import read_qrels
 
@@ -227,6 +234,9 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
     reg = registry()
     given = [str(p) for p in inputs]
     inputs = [Path(p) for p in inputs]
+    missing = [p for p in inputs if not p.exists()]
+    if missing:
+        raise UserError(f"{missing[0]}: no such file or folder; give TREC run files or results folders of r2med-run")
     folders = [RunFolder(p) for p in inputs if p.is_dir()]
     if folders and len(folders) != len(inputs):
         raise UserError("r2med fuse: give either TREC files or results folders, not both")
@@ -235,7 +245,14 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
         if not common:
             raise UserError("r2med fuse: the folders have no task in common (no shared <Task>.trec)")
         jobs = [(reg.tasks([name])[0], [f.trec(name) for f in folders]) for name in sorted(common)]
+        differing = {task: lines for task, lines in _different_data(folders, sorted(common)).items()
+                     if not lines[0].startswith("no stored identity")}  # folders of runs made elsewhere: as TREC files
+        if differing and not allow_different_data:
+            task, lines = next(iter(differing.items()))
+            raise UserError(f"r2med fuse: {task}: the runs were scored on different data ({'; '.join(lines)}); "
+                            "fusing them mixes rankings of other queries. Pass --allow-different-data to fuse anyway")
     else:
+        differing = {}
         if qrels is None:
             raise UserError("r2med fuse: TREC-file inputs need --qrels FILE")
         jobs = [(reg.tasks([task_name or "sample"])[0], list(inputs))]
@@ -256,6 +273,7 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
     words += [w for flag, value in (("--qrels", qrels), ("--task", task_name), ("--data-dir", data_dir))
               if value is not None for w in (flag, str(value))]
     words += ["--weights", ",".join(map(repr, weight_list))] if weight_list else []
+    words += ["--allow-different-data"] if allow_different_data else []
     words += [w for flag, key in (("--rrf-k", "rrf_k"), ("--depth", "depth"), ("--top-k", "top_k"))
               if config[key] != defaults[key] for w in (flag, str(config[key]))]
     if Path(output) != Path("results"):
@@ -278,6 +296,15 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
         else:
             judgments, data_id = _task_qrels(task, Path(data_dir) if data_dir is not None else None,
                                              Path(cache_dir).expanduser() if cache_dir is not None else None)
+        for folder in folders:  # each run scored on the data the fusion is scored on
+            stored = folder.identity(task.name)
+            changed = differences({"data": stored["data"]}, {"data": data_id}) if stored else []
+            if changed:
+                differing.setdefault(task.name, changed)
+                if not allow_different_data:
+                    raise UserError(f"r2med fuse: {task.name}: {folder.path} was scored on other data than the "
+                                    f"judgments the fusion is scored on ({'; '.join(changed)}); give the data it "
+                                    "was run on (--data-dir), or pass --allow-different-data to fuse anyway")
         judged = {q: docs for q, docs in fused.items() if q in judgments}
         if not judged:
             where = qrels if qrels is not None else f"the judgments of {task.name}"
@@ -299,9 +326,11 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
                          scores, fused, per_query, evaluation_time=0.0, phases=[])
             outcomes.append(TaskOutcome.read(task, folder, status="computed", official_data=data_id["official"]))
     main = next(iter(by_kind.values()))
+    notes = [f"warning: {task}: fused runs scored on different data ({'; '.join(lines)}), as "
+             "--allow-different-data allows" for task, lines in differing.items()]
     return RunOutcome(main.display_name, main.label, main.name, main.revision, main.experiment,
                       [str(f.path) for f in by_kind.values()], outcomes, command=shlex.join(words),
-                      average_ci=average_ci(outcomes))
+                      summaries=notes, average_ci=average_ci(outcomes))
 
 
 def _task_qrels(task, data_dir: Path | None, cache_dir: Path | None) -> tuple[dict, dict]:
@@ -330,10 +359,13 @@ def rank_systems(folders: str | Path | Sequence[str | Path] | None = None, *, mt
     intervals marked (:mod:`r2med_tasks.leaderboard`).
 
     ``published``: ``"leaderboard"`` (its 69 rows), ``"all"`` (also the authors' repository's other
-    runs and other papers' runs) or ``"none"``. ``tasks``: R2MED datasets, groups or ``"r2med"``,
+    runs, other papers' runs and MTEB's R2MED results as the package's record of the MTEB results
+    repository holds them, :func:`r2med_tasks.leaderboard.mteb_record_rows`: source ``mteb``, merged
+    by identity after your folders' rows) or ``"none"``. ``tasks``: R2MED datasets, groups or ``"r2med"``,
     as ``--tasks`` takes them: only those columns, ranked by their average. ``rewriter``,
     ``retriever``, ``reranker``: only rows whose component contains that text; ``top``: the first
-    rows; ``include_local``: also runs on local data. ``statistics=False`` leaves out the ties and
+    rows of each section; ``include_local``: also runs on local data, a section of their own after the
+    board's rows, ranked among themselves (``Row.section``). ``statistics=False`` leaves out the ties and
     intervals (quicker; ``--commands`` shows neither). Each warning (a file skipped, a folder
     without R2MED results) goes to ``on_warning`` as it comes and is kept in the result's
     ``warnings``. Bad input raises :class:`UserError`."""
@@ -343,6 +375,7 @@ def rank_systems(folders: str | Path | Sequence[str | Path] | None = None, *, mt
         add_intervals,
         mark_ties,
         merge,
+        mteb_record_rows,
         published_rows,
         ranked,
         result_rows,
@@ -380,6 +413,8 @@ def rank_systems(folders: str | Path | Sequence[str | Path] | None = None, *, mt
         if not found and not shipped:
             warn(f"{folder}: no results of R2MED tasks (runs on other tasks, such as sample, are not ranked)")
         rows += found
+    if published == "all":  # after the folders': a run (or --mteb-results row) of the same identity comes first
+        rows += mteb_record_rows()
     board = ranked(merge(rows))
     if statistics:  # ties over every row on the shown datasets, before the filters: the view never moves them
         mark_ties(board, [t.name for t in R2MED_TASKS if chosen is None or t.name in chosen])
@@ -387,7 +422,9 @@ def rank_systems(folders: str | Path | Sequence[str | Path] | None = None, *, mt
                                 top=top, include_local=include_local)
     if statistics:
         add_intervals(shown, shown_tasks)
-    return Leaderboard(shown, shown_tasks, warnings)
+    from .verdicts import reproductions
+
+    return Leaderboard(shown, shown_tasks, warnings, reproductions([f for f in sources if f != mteb_folder]))
 
 
 def _r2med_task_names(tasks: str | Sequence[str] | None) -> list[str] | None:
@@ -432,9 +469,17 @@ def compare_runs(a: str | Path, b: str | Path, *, tasks: str | Sequence[str] | N
     folders = [RunFolder(folder) for folder in (a, b)]
     per_query = [folder.per_query_ndcg() for folder in folders]
     names = _names(tasks)
+    if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= MAX_TRIALS:
+        raise UserError(f"--trials {trials}: between 1 and {MAX_TRIALS:,} (a randomization test's p-value is "
+                        f"exact to about 1/trials; {MAX_TRIALS:,} takes minutes on R2MED)")
     if names:
         wanted = {t.name for t in choose_tasks(registry(), list(names), None)}
+        had = [sorted(runs) for runs in per_query]
         per_query = [{t: q for t, q in runs.items() if t in wanted} for runs in per_query]
+        for side, runs, tasks_had in zip("AB", per_query, had):
+            if not runs:
+                raise UserError(f"--tasks {','.join(names)}: run {side} has none of them (it has "
+                                f"{', '.join(tasks_had) or 'no task'})")
     for folder, runs in zip(folders, per_query):
         for task, scores in runs.items():
             bad = next((q for q, v in scores.items() if not 0.0 <= v <= 1.0), None)  # NaN fails too
@@ -470,3 +515,91 @@ def _different_data(folders: Sequence[RunFolder], tasks: list[str]) -> dict[str,
         if changed:
             out[task] = changed
     return out
+
+
+def read_generations(run_dir: str | Path, task: str) -> list[dict[str, Any]]:
+    """What the LLMs of a run wrote for ``task`` (a name: ``R2MEDBiologyRetrieval`` or ``Biology``):
+    its generation records, one per query and LLM stage, in the queries' order
+    (:mod:`r2med_tasks.llm.records` says what each holds); those written so far while the task is
+    being computed; [] when the run asked no LLM."""
+    from .layout import RunFolder
+
+    folder = RunFolder(Path(run_dir))
+    records = folder.generations(registry().tasks([task])[0].name)
+    for path, problem in folder.problems().items():
+        raise UserError(f"{path}: {problem}")
+    return records
+
+
+def export_generations(run_dir: str | Path, data_dir: str | Path, *, tasks: str | Sequence[str] | None = None,
+                       llm: str | None = None, cache_dir: str | Path | None = None) -> list:
+    """Write the generations of a run's rewriter in R2MED's published layout under ``data_dir``
+    (``<Task>/<method>/<llm>/query_with_hydoc.jsonl``), what ``r2med export-generations`` does, so
+    that ``-o source=<llm>`` replays the run exactly (:mod:`r2med_tasks.generations`). ``tasks``:
+    only these (default: every task with records); ``llm``: the ``<llm>`` folder (default: the served
+    model's name). Returns one ``Exported`` per task; never changes a file that is there."""
+    from .context import default_cache_dir
+    from .datafiles import FILES
+    from .generations import export_records, task_folder
+    from .layout import RunFolder
+
+    folder, data_dir = RunFolder(Path(run_dir)), Path(data_dir)
+    reg = registry()
+    names = _names(tasks)
+    chosen = reg.tasks(list(names)) if names else \
+        [e.spec for e in reg.entries["task"] if folder.generations_file(e.spec.name).is_file()]
+    cache = Path(cache_dir) if cache_dir else default_cache_dir()
+
+    def judgments(task) -> dict:
+        here = task_folder(data_dir, task)
+        source = data_dir if all((here / f).is_file() for f in FILES) else None
+        try:
+            return task.load(source, cache_dir=cache).qrels
+        except UserError as e:
+            raise UserError(f"{task.short_name}: its judgments (for doc_id) cannot be read ({e}); export into the "
+                            "data folder the run read (DATA_DIR/<Task>/qrels.jsonl)") from None
+
+    return export_records(folder.path, data_dir, tasks=chosen, llm=llm, judgments=judgments)
+
+
+def show_query(run: str | Path, query: str, *, task: str | None = None, data_dir: str | Path | None = None,
+               cache_dir: str | Path | None = None) -> QueryView:
+    """One query of a run (a results folder of ``r2med-run``), what ``r2med show RUN --query Q``
+    shows: the query's text, what each LLM stage generated for it (with its reasoning), the run's
+    top 10 in its order with each document's grade (None: unjudged) and a snippet, the relevant
+    documents the top 10 missed (with their rank further down, or None: not retrieved) and the
+    query's nDCG@10 as the run's per-query file stores it (:mod:`r2med_tasks.perquery`).
+
+    ``task``: an mteb name or a short name (``"Biology"``, ``"sample"``); None when the folder holds
+    one task. Grades and texts come from the task's data as the run read it (its stored data
+    identity says where); a run on local files needs their folder again as ``data_dir``.
+    ``cache_dir`` (default: the user's cache folder) keeps a local corpus's checked document ids.
+    Bad input raises :class:`UserError`."""
+    from .perquery import choose_task, query_view, results_folder
+
+    folder = results_folder(Path(run).expanduser())
+    spec = choose_task([folder], task, registry())
+    return query_view(folder, spec, str(query), data_dir=_path(data_dir), cache_dir=_path(cache_dir))
+
+
+def compare_queries(a: str | Path, b: str | Path, *, task: str | None = None, query: str | None = None,
+                    data_dir: str | Path | None = None, cache_dir: str | Path | None = None) -> QueryDifferences:
+    """Run B against run A query by query, what ``r2med show A B`` shows: every query both runs
+    scored, with each run's nDCG@10 (their per-query files') and the difference B - A, the largest
+    gain first; with ``query``, only that query, its text and the documents that entered B's top 10
+    and left A's, with their grades and ranks (:mod:`r2med_tasks.perquery`). ``task``,
+    ``data_dir``, ``cache_dir``: as :func:`show_query` takes them (the data is read only for a
+    ``query``). Runs scored on different data are compared, with a warning in the result's
+    ``warnings``. Bad input raises :class:`UserError`."""
+    from .perquery import choose_task, query_differences, results_folder
+
+    folders = [results_folder(Path(p).expanduser()) for p in (a, b)]
+    spec = choose_task(folders, task, registry())
+    warnings = [f"{spec.name}: the runs may have been scored on different data ({'; '.join(lines)}); their "
+                "scores may not be comparable" for lines in _different_data(folders, [spec.name]).values()]
+    return query_differences(*folders, spec, None if query is None else str(query), data_dir=_path(data_dir),
+                             cache_dir=_path(cache_dir), warnings=warnings)
+
+
+def _path(value: str | Path | None) -> Path | None:
+    return None if value is None else Path(value).expanduser()

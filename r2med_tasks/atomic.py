@@ -80,9 +80,23 @@ def naming(path: Path) -> Iterator[None]:
     try:
         yield
     except OSError as e:
+        if e.filename is None and e.errno is None and _SHORT_WRITE.search(str(e)):  # numpy's tofile, cut short
+            raise OSError(_short_write_errno(), os.strerror(_short_write_errno()), str(path)) from e
         if e.filename is None and e.errno is not None:
             raise OSError(e.errno, e.strerror, str(path)) from e
         raise
+
+
+_SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")
+
+
+def _short_write_errno() -> int:
+    """Why a write came out short: the file-size limit (``ulimit -f``) when one is set, else a full disk."""
+    import errno
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    return errno.EFBIG if soft != resource.RLIM_INFINITY else errno.ENOSPC
 
 
 @contextmanager

@@ -12,6 +12,7 @@ on a held-out split.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -41,14 +42,20 @@ class Context:
     generations; subfolders are the component's to choose; ``cache(*parts)``). ``progress``: see
     :class:`Progress`. ``log``: one line to the user (a warning or a summary). ``keep(name,
     rows)``: rows of data the component wants kept beside the task's results (an agent's
-    trajectories), written as ``<Task>.<name>.jsonl`` with them. ``retries``: the run's one status
+    trajectories), written as ``<Task>.<name>.jsonl`` with them. ``generated(record)``: what an LLM
+    wrote for one query (``r2med_tasks.llm.records.record``), handed over as each query finishes and
+    kept beside the results as ``<Task>.generations.jsonl``. ``loading()``: a block that loads a
+    model's weights (``with context.loading(): ...``), timed as a stage of its own ("load") rather
+    than as the indexing or searching it happens in. ``retries``: the run's one status
     line for API retries (``r2med_tasks.llm.RetryLine``; a component that calls an API itself
     hands it to its client, ``ShowsRetries``; by default retries are only logged). ``corpus``: the
     task's corpus (``corpus.folder``: the task's local folder, when it came from one; published
     generations are read beside it).
 
     ``llm(spec, **sampling)``: a chat client (``r2med_tasks.llm.LLMClient``) of a registered LLM
-    backend (``r2med list llms``), showing its retries on ``retries``. ``searcher(task, name,
+    backend (``r2med list llms``), showing its retries on ``retries`` and sharing ``served`` (what
+    the run's servers said they serve: ``GET /models`` is asked once a run, and a failure to ask ends
+    every client's work at once). ``searcher(task, name,
     *options)``: a registered retriever indexed over this call's corpus, for a component that
     searches while it works (an agent, LameR). ``chat_clients`` and ``retrievers`` are what those
     two make their clients and retrievers with (the run's registered plugins).
@@ -58,9 +65,12 @@ class Context:
     progress: Progress = no_progress
     log: Callable[[str], None] = lambda line: None
     keep: Callable[[str, list[dict]], None] = lambda name, rows: None
+    generated: Callable[[dict], None] = lambda record: None
+    loading: Callable[[], AbstractContextManager] = nullcontext  # with context.loading(): load a model
     retries: RetryLine = field(default_factory=lambda: _silent_retry_line())
     corpus: Corpus | None = None
     chat_clients: Callable[..., Any] = field(default=lambda spec, **sampling: _none("an LLM backend"))
+    served: dict = field(default_factory=dict)  # what LLM servers said they serve, asked once a run
     retrievers: Callable[..., Any] = field(default=lambda name, *options: _none("a retriever"))
 
     def llm(self, spec: str, **sampling: Any) -> Any:
@@ -70,6 +80,8 @@ class Context:
         client = self.chat_clients(spec, **sampling)
         if isinstance(client, ShowsRetries):
             client.show_retries(self.retries)
+        if callable(getattr(client, "share_served", None)):
+            client.share_served(self.served)
         return client
 
     def searcher(self, task: Any, name: str = "bm25", *options: str) -> Searcher:

@@ -23,7 +23,9 @@ in r2med's own code (no line of theirs is run):
   its folder's.
 
 and what r2med knows beyond them: the task must be one of mteb's (not r2med's offline sample or a
-local task), its ``dataset_revision`` mteb's pinned one (R2MED's are :data:`PINNED_REVISIONS`), and
+local task), its ``dataset_revision`` mteb's pinned one (R2MED's are :data:`PINNED_REVISIONS`), no
+score NaN or Infinity (a failed evaluation, which mteb's reader takes as a score; a nAUC, which mteb
+leaves NaN when a metric is the same for every query, excepted), and
 an option variant (r2med's ``<revision>/experiments/<name>/``) is r2med's configuration, not one of
 mteb's implementation, so it is not submitted (without a ``model_meta.json`` in the revision folder
 the repository's tests refuse it too).
@@ -31,14 +33,21 @@ the repository's tests refuse it too).
 The repository's tests exempt a list of legacy folders (no ``model_meta.json``, no revision);
 new submissions get no exemption, so none is reproduced. Every problem is one line naming a file
 (relative to the folder holding ``results/``) and what to do.
+
+An export into a clone (:func:`check_exported`) is checked for what it brings: the problems of the
+files it exported (its TaskResults, ``model_meta.json``, the lines of ``run_settings.jsonl`` about
+its tasks) and of the folder it exported to, and the model-wide ones that the export itself gives
+rise to; what the clone already held is the repository's, which its CI accepts.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from .files import MalformedJSON, UnreadableFile, parse_json, read_bytes, read_text
@@ -74,14 +83,64 @@ def check_results_tree(results_root: Path) -> list[str]:
     return _lines(problems, results_root.parent)
 
 
-def check_exported(results_root: Path, folder: Path) -> list[str]:
-    """:func:`check_results_tree`'s problems that concern ``folder`` (a revision folder, or an
-    experiment folder in one, under ``results_root``): its own files' and its model's, including
-    clashes with the model's other revisions already there; not other models' or revisions'."""
+@dataclass(frozen=True)
+class Before:
+    """What a clone held before an export into it (:func:`before_export`): the model-wide problems
+    already there, and whether the folder exported to had a ``run_settings.jsonl`` (if not, every
+    line of it afterwards is the export's)."""
+
+    model_problems: frozenset[Problem]
+    run_settings: bool
+
+
+def before_export(results_root: Path, folder: Path) -> Before:
+    """:class:`Before` of an export into ``folder`` (a revision folder, or an experiment folder in
+    one, under ``results_root``), taken before anything is written."""
     model = results_root / folder.relative_to(results_root).parts[0]
-    problems = [(where, what) for where, what in _model_problems(model)
-                if where == model or where == folder or folder in where.parents]
+    return Before(frozenset(_model_wide(model)), (folder / RUN_SETTINGS).is_file())
+
+
+def check_exported(results_root: Path, folder: Path, exported: Collection[Path], before: Before) -> list[str]:
+    """What would block a pull request because of an export into ``folder`` (a revision folder, or
+    an experiment folder in one, under ``results_root``) of the files ``exported`` (those it wrote
+    and those it found there already identical): :func:`check_results_tree`'s problems of those
+    files (of ``run_settings.jsonl``, the lines about their tasks, every line when the export made
+    the file), of ``folder`` itself, their clashes with the model's other revisions, and the
+    model-wide problems that were not there ``before``. Not the problems of files the clone held
+    already (other tasks in the same folder, other revisions, other models): those are the
+    repository's, accepted by its CI."""
+    model = results_root / folder.relative_to(results_root).parts[0]
+    revision = model / folder.relative_to(model).parts[0]
+    own = {*exported, folder, folder / RUN_SETTINGS}
+    results = [p for p in exported if p.suffix == ".json" and p.name != MODEL_META]
+    tasks = None if not before.run_settings else frozenset(p.stem for p in results)
+    found, _ = _revision_problems(model, revision, only=results if folder == revision else [], tasks=tasks)
+    problems = [(where, what) for where, what in found if where in own]
+    if folder != revision:  # an option variant: not checked as the model's results (it cannot go), but scored
+        problems += [(path, f"{what}; {RERUN}") for path in results for what in _non_finite_problems(path)]
+    revisions = {f: _declared_revision(f) for f in _children(model) if f.is_dir()}
+    problems += [(where, what) for where, what in _duplicate_revisions(revisions) if where in own]
+    if model.name not in NO_DUPLICATE_CHECK:
+        problems += [(where, what) for where, what in _duplicate_tasks([f for f in revisions
+                                                                         if not f.name.startswith(".")])
+                     if where in own]
+    failing = {where for where, _ in before.model_problems}  # a check failing already: not the export's
+    problems += [(where, what) for where, what in _model_wide(model) if where not in failing]
     return _lines(problems, results_root.parent)
+
+
+def _declared_revision(folder: Path) -> object:
+    """The revision a revision folder declares: its ``model_meta.json``'s, else (none to read) its name."""
+    meta = _json_object(folder / MODEL_META)[0] if (folder / MODEL_META).is_file() else None
+    return folder.name if meta is None else meta.get("revision")
+
+
+def _model_wide(model: Path) -> list[Problem]:
+    """The problems of a model's folder as a whole (test_model_implementation), when it has
+    revision folders."""
+    if model.name.startswith(".") or not any(f.is_dir() for f in _children(model)):
+        return []
+    return _unregistered(model)
 
 
 def mteb_version_above_2(value: object) -> bool:
@@ -134,10 +193,15 @@ def _model_problems(model: Path) -> list[Problem]:
     return problems
 
 
-def _revision_problems(model: Path, folder: Path) -> tuple[list[Problem], dict | None]:
-    """A revision folder's problems, and its ``model_meta.json`` (``None``: none to read)."""
+def _revision_problems(model: Path, folder: Path, *, only: Collection[Path] | None = None,
+                       tasks: Collection[str] | None = None) -> tuple[list[Problem], dict | None]:
+    """A revision folder's problems, and its ``model_meta.json`` (``None``: none to read). ``only``:
+    of its TaskResults, check these only; ``tasks``: of the lines of its ``run_settings.jsonl``,
+    report those about these tasks only."""
     problems: list[Problem] = []
     results = sorted(p for p in folder.glob("*.json") if p.is_file() and p.name != MODEL_META)
+    wanted = None if only is None else set(only)
+    checked = results if wanted is None else [p for p in results if p in wanted]
     meta_path = folder / MODEL_META
     experiments = []
     for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
@@ -169,11 +233,11 @@ def _revision_problems(model: Path, folder: Path) -> tuple[list[Problem], dict |
                                  "_folders); export the run with r2med export-mteb, which copies it"))
 
     keys: dict[Path, list[tuple[str, str, str]]] = {}
-    for path in results:
+    for path in checked:
         found, keys[path] = _result_problems(path)
         problems += found
-    if results:
-        problems += _run_settings_problems(folder / RUN_SETTINGS, keys)
+    if checked:
+        problems += _run_settings_problems(folder / RUN_SETTINGS, keys, tasks)
     return problems, meta
 
 
@@ -235,13 +299,51 @@ def _result_problems(path: Path) -> tuple[list[Problem], list[tuple[str, str, st
         error = task_result_load_error(path)
         if error:
             content.append(f"mteb cannot read it ({error})")
-    problems = [(path, f"{what}; {RERUN}") for what in content]
+    problems = [(path, f"{what}; {RERUN}") for what in content + _non_finite(scores)]
     if isinstance(task, str):
         if path.stem != task:
             problems.append((path, f"file name differs from its task_name {task!r} (test_task_name_matches_"
                                    f"filename); rename it {task}.json"))
         problems += _task_problems(path, task, data.get("dataset_revision"))
     return problems, keys
+
+
+def _non_finite(scores: object) -> list[str]:
+    """What is wrong with ``scores`` (a TaskResult's) that mteb's reader takes: NaN or Infinity as
+    a score, which a failed evaluation writes (as ``NaN``, JSON's extension) and a leaderboard would
+    rank or average. A NaN nAUC (``nauc_*``) is not one: mteb's nAUC is 0/0 when a metric is the
+    same for every query (recall@1000 of 1 on a small corpus), and mteb writes it so."""
+    found = []
+    for split, blocks in scores.items() if isinstance(scores, dict) else ():
+        for i, block in enumerate(blocks if isinstance(blocks, list) else []):
+            names = list(_non_finite_names(block))
+            if names:
+                subset = block.get("hf_subset") if isinstance(block, dict) else None
+                shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+                found.append(f"{split}/{subset if isinstance(subset, str) else f'[{i}]'}: {shown}")
+    if not found:
+        return []
+    return [f"scores that are not numbers (NaN or Infinity) in {'; '.join(found)}: the evaluation failed there"]
+
+
+def _non_finite_names(value: object, name: str = "") -> Iterator[str]:
+    """The names (``key``, ``key.sub``, ``key[2]``) of the NaN and infinite numbers in ``value``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        if not (math.isnan(value) and name.lower().startswith("nauc_")):
+            yield name or "(the block)"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _non_finite_names(item, f"{name}.{key}" if name else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _non_finite_names(item, f"{name}[{i}]")
+
+
+def _non_finite_problems(path: Path) -> list[str]:
+    """:func:`_non_finite` of the TaskResult at ``path`` (nothing when it cannot be read: other
+    checks say so)."""
+    data, _ = _json_object(path)
+    return _non_finite(data.get("scores")) if data is not None else []
 
 
 def _task_problems(path: Path, task: str, revision: object) -> list[Problem]:
@@ -257,9 +359,11 @@ def _task_problems(path: Path, task: str, revision: object) -> list[Problem]:
     return []
 
 
-def _run_settings_problems(path: Path, keys: dict[Path, list[tuple[str, str, str]]]) -> list[Problem]:
+def _run_settings_problems(path: Path, keys: dict[Path, list[tuple[str, str, str]]],
+                           tasks: Collection[str] | None = None) -> list[Problem]:
     """``run_settings.jsonl`` beside TaskResults whose score blocks are ``keys``: present, every
-    line an entry, every score block covered by entries of mteb > 2.0.0 (PR 676)."""
+    line an entry, every score block covered by entries of mteb > 2.0.0 (PR 676). ``tasks``: of
+    the lines that are not entries, report those naming one of these tasks only."""
     if not path.is_file():
         return [(path, "missing: the repository wants mteb's run settings beside new results (an entry per task, "
                        "split and subset, PR 676); export a results folder whose run_settings.jsonl r2med-run "
@@ -274,16 +378,20 @@ def _run_settings_problems(path: Path, keys: dict[Path, list[tuple[str, str, str
         if not line.strip():
             continue
         try:
-            parse_json(line)
+            entry = parse_json(line)
         except MalformedJSON as e:
-            what = f"is {e}" if str(e).startswith("not JSON") else f"is not an entry: {e}"
-            problems.append((path, f"line {number} {what}; {RERUN}"))
+            if tasks is None:
+                what = f"is {e}" if str(e).startswith("not JSON") else f"is not an entry: {e}"
+                problems.append((path, f"line {number} {what}; {RERUN}"))
             continue
         try:
             scopes = run_settings_scopes(line)  # the line's entry as mteb expands it
         except TypeError:  # "splits" or "subsets" not lists
             scopes = {}
         if not scopes or not all(isinstance(part, str) and part for scope in scopes for part in scope):
+            task = entry.get("task") if isinstance(entry, dict) else None
+            if tasks is not None and not (isinstance(task, str) and task in tasks):
+                continue
             problems.append((path, f"line {number} is not an entry naming a task, its split(s) and subset(s); "
                                    f"{RERUN}"))
             continue

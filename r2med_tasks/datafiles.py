@@ -21,6 +21,7 @@ from typing import Any
 from .errors import UserError
 
 FILES = ("corpus.jsonl", "query.jsonl", "qrels.jsonl")
+GENERATED_FILE = "query_with_hydoc.jsonl"  # <task folder>/<method>/<llm>/: an LLM's documents, as R2MED publishes them
 
 
 @dataclass

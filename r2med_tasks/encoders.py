@@ -124,6 +124,10 @@ class SentenceTransformerEncoder:
         encoder._replicas = [model]
         return encoder
 
+    def load(self) -> None:
+        """The weights loaded on every device now (else on the first encoding)."""
+        self._load()
+
     def _load(self) -> list[Any]:
         if self._replicas is None:
             from sentence_transformers import SentenceTransformer

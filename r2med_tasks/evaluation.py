@@ -31,7 +31,9 @@ SCORING = "full-qrels/all-judged-queries"
 # per-query measures (column -> pytrec_eval's key), then how much of the top 10 was judged.
 PYTREC_PER_QUERY = {"ndcg_at_10": "ndcg_cut_10", "recall_at_10": "recall_10", "recall_at_100": "recall_100",
                     "map_at_10": "map_cut_10"}
-COVERAGE = ("judged_at_10", "ndcg_at_10_condensed")  # :func:`judgment_coverage`
+COVERAGE = ("judged_at_10", "ndcg_at_10_condensed", "only_relevant_judged")  # :func:`judgment_coverage`
+# The column that says what the two others mean for a query: 1 when every judged document is relevant.
+RELEVANT_ONLY = COVERAGE[2]
 PER_QUERY = (*PYTREC_PER_QUERY, *COVERAGE)
 JUDGED_DEPTH = 10
 # The metric families that are always scores in [0, 1] (tables show them ×100); mteb's normalised
@@ -97,6 +99,13 @@ def judgment_coverage(run: Run, qrels: dict[str, dict[str, int]], queries) -> di
         its unjudged documents, the rest in their order (their scores kept), scored as the main
         nDCG@10 is (pytrec_eval's ``ndcg_cut_10`` against the full judgments). A query left with no
         judged document scores 0.
+    ``only_relevant_judged``
+        1.0 when every document judged for the query is relevant (each grade above 0, as in R2MED's
+        judgments), else 0.0. Then no document is judged not relevant: judged@10 is the query's
+        P@10 (the relevant share of its top 10), not a measure of holes, and the condensed list is
+        the run's relevant documents alone, so its nDCG@10 measures how many of them the run found
+        anywhere in its list (and how far up), not what holes cost. A fact of the judgments, not of
+        the run: the leaderboard and the page read it to say what the two mean.
     """
     import pytrec_eval
 
@@ -110,6 +119,8 @@ def judgment_coverage(run: Run, qrels: dict[str, dict[str, int]], queries) -> di
     ndcg = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(condensed)
     for qid, row in out.items():
         row["ndcg_at_10_condensed"] = ndcg.get(qid, {}).get("ndcg_cut_10", 0.0)
+        grades = qrels.get(qid, {}).values()
+        row[RELEVANT_ONLY] = 1.0 if grades and all(g > 0 for g in grades) else 0.0
     return out
 
 

@@ -23,9 +23,10 @@ from html import escape
 from pathlib import Path
 
 from .evaluation import SCORE_FAMILIES, leaderboard_average
+from .perquery import PAGE_RUNS, PageJudgments, page_queries
 from .published import PUBLISHED_KINDS
 from .tasks import GROUPS, R2MED_TASKS, SHORT_NAMES
-from .terminal import printable
+from .terminal import number, printable
 
 GROUP_OF = {t.name: t.group for t in R2MED_TASKS}
 GROUP_LABELS = {"qa-reference": "Q&A reference", "clinical-evidence": "Clinical evidence",
@@ -38,12 +39,17 @@ KINDS = {
     "leaderboard": ("", "a row of the published R2MED leaderboard (r2med.github.io); no badge", "#2f6f9f"),
     "repository": ("repo", "a run in the R2MED authors' repository that is not a leaderboard row", "#5aa0c8"),
     "paper": ("paper", "a run of R2MED published in another paper", "#7b68a6"),
-    "mteb": ("MTEB", "a result from the MTEB results repository", "#3d8b57"),
+    "mteb": ("MTEB", "a result from the MTEB results repository (embeddings-benchmark/results): the package's "
+                     "dated record of it, or your clone's", "#3d8b57"),
     "run": ("your run", "a results folder you gave", "#d9822b"),
     "local": ("local data", "your run on data other than R2MED's official release: not comparable", "#8a8f96"),
 }
 YOURS_CLASS = ' class="yours"'
 NO_PER_QUERY = "published rows have no per-query scores"  # where their intervals would be
+LOCAL_SECTION_HEAD = ("Local data: your runs on data other than R2MED's official release, ranked among themselves "
+                      "(not comparable with the rows above, whose ranks they never change)")
+P_AT_10 = "= P@10"  # judged@10 where only relevant documents are judged
+NOT_HOLES = "not a hole measure here"  # the condensed nDCG@10 there
 
 
 @functools.cache
@@ -55,16 +61,19 @@ def page_asset(name: str) -> str:
     return files("r2med_tasks").joinpath("data", "page", name).read_text(encoding="utf-8")
 
 
-def render_html(rows, tasks: list[str], *, top: int = 5) -> str:
+def render_html(rows, tasks: list[str], *, top: int = 5, data_dir: Path | None = None,
+                cache_dir: Path | None = None, reproductions: list[dict] | None = None) -> str:
     """The page for ``rows`` (leaderboard rows in rank order) over the datasets ``tasks``; each
-    dataset's chart shows its ``top`` systems by that dataset's score."""
+    dataset's chart shows its ``top`` systems by that dataset's score. Your runs' detail views
+    carry their per-query view (:func:`per_query_views`; ``data_dir``: the folder runs on local data
+    read, for their grades)."""
     groups = [(g, [t for t in tasks if GROUP_OF[t] == g]) for g in GROUPS]
     groups = [(g, ts) for g, ts in groups if ts]
     with_group_average = [g for g, ts in groups if len(ts) == sum(GROUP_OF[t] == g for t in GROUP_OF) > 1]
     systems: dict[str, dict] = {}
     ids = _Ids()
     listed = []  # (row, its id, its joined runs' ids)
-    for rank, row in enumerate(rows, 1):
+    for rank, row in zip(_section_ranks(rows), rows):
         sid = ids.new(row.system)
         systems[sid] = _system(row, sid, rank, tasks, with_group_average)
         runs = []
@@ -106,13 +115,18 @@ def render_html(rows, tasks: list[str], *, top: int = 5) -> str:
                     f'<button type="button">{escape(label)}<span class="ind" aria-hidden="true"></span></button></th>')
 
     bodies = []
+    headed = False  # the local rows' section has its head
     for row, sid, runs in listed:
         system = systems[sid]
+        if system["section"] == "local" and not headed:
+            headed = True
+            bodies.append(f'<tbody class="section-head" data-section="local"><tr><th colspan="{2 + len(columns)}" '
+                          f'class="text" scope="rowgroup">{escape(LOCAL_SECTION_HEAD)}</th></tr></tbody>')
         yours = system["origin"] in ("run", "local")
         origins = " ".join(dict.fromkeys([system["origin"], *(systems[r]["origin"] for r in runs)]))
         search = " ".join([row.system, row.rewriter, row.retriever, row.reranker, row.source,
                            *(systems[r]["source"] for r in runs)]).lower()
-        attrs = (f' data-origin="{origins}" data-rewriter="{escape(row.rewriter)}"'
+        attrs = (f' data-origin="{origins}" data-section="{system["section"]}" data-rewriter="{escape(row.rewriter)}"'
                  f' data-retriever="{escape(row.retriever)}" data-reranker="{escape(row.reranker)}"'
                  f' data-search="{escape(search)}"')
         trs = [_tr(system, columns, shade, sub=False)] + [_tr(systems[r], columns, shade, sub=True) for r in runs]
@@ -142,13 +156,16 @@ def render_html(rows, tasks: list[str], *, top: int = 5) -> str:
     datasets = [{"name": SHORT_NAMES[t], "group_label": GROUP_LABELS[GROUP_OF[t]]} for t in tasks]
     charts = "".join(f'<figure data-dataset="{escape(SHORT_NAMES[t])}" data-group="{GROUP_OF[t]}"><figcaption>'
                      f'{escape(SHORT_NAMES[t])}</figcaption></figure>' for t in tasks)  # drawn by the script
+    queries = per_query_views(listed, systems, tasks, data_dir=data_dir, cache_dir=cache_dir)
     payload = json.dumps(_plain({
         "systems": systems, "datasets": datasets, "top": top, "published": list(PUBLISHED_KINDS),
-        "no_per_query": NO_PER_QUERY,
+        "no_per_query": NO_PER_QUERY, "queries": queries, "query_runs": QUERY_RUNS, "p_at_10": P_AT_10,
+        "not_holes": NOT_HOLES,
         "kinds": {o: {"label": ORIGIN_LABELS[o], "colour": KINDS[o][2]} for o in ORIGIN_LABELS}}),
         allow_nan=False, separators=(",", ":"))
     payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     yours = sum(s["origin"] in ("run", "local") for s in systems.values())
+    local_rows = any(s["section"] == "local" for s in systems.values())
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -156,6 +173,7 @@ def render_html(rows, tasks: list[str], *, top: int = 5) -> str:
         "<h1>R2MED leaderboard</h1>"
         f'<p class="lede">nDCG@10 ×100 on {len(tasks)} of R2MED\'s {len(R2MED_TASKS)} datasets, {len(rows)} systems'
         f'{f"; your {yours} runs highlighted, a run of a published configuration under its row" if yours else ""}'
+        f'{"; runs on local data below the board, ranked apart" if local_rows else ""}'
         ". Averages are the leaderboard's: the mean "
         "of the 2-decimal values, rounded half-up; a group's average is over its datasets. Sort by any column "
         "(scores: highest first), filter, and open a system for its every metric, configuration and command. "
@@ -167,6 +185,7 @@ def render_html(rows, tasks: list[str], *, top: int = 5) -> str:
         'the filters show that have a cost per query (what the run paid its LLMs; the published rows have none).</p>'
         '<figure id="cost" class="wide"><figcaption>nDCG@10 against US$ per query</figcaption>'
         '<ul class="legend" id="cost-legend"></ul></figure></section>'
+        f"{_reproduction_section(reproductions or [])}"
         f'<h2 id="charts-title">Top {top} systems per dataset</h2><p class="lede">Among the systems the filters show, coloured by '
         'source.</p><ul class="legend" id="chart-legend"></ul>'
         f'<div class="charts">{charts}</div>'
@@ -177,9 +196,51 @@ def render_html(rows, tasks: list[str], *, top: int = 5) -> str:
     )
 
 
+QUERY_RUNS = PAGE_RUNS
+
+
+def _reproduction_section(matrix: list[dict]) -> str:
+    """The rows reproduced so far (``r2med reproduce``), each dataset's verdict and difference; none: nothing."""
+    if not matrix:
+        return ""
+    from .verdicts import matrix_cells
+
+    header, rows = matrix_cells(matrix)
+    head = "".join(f'<th scope="col">{escape(h)}</th>' for h in header)
+    body = "".join("<tr>" + "".join(f'<td class="verdict-{escape(c.split()[0].lower())}">{escape(c)}</td>'
+                                    if c.split()[:1] and c.split()[0] in ("OK", "OKish", "FAIL")
+                                    else f"<td>{escape(c)}</td>" for c in cells) + "</tr>" for cells in rows)
+    return ('<section id="reproductions"><h2>Reproductions</h2><p class="lede">The published rows reproduced with '
+            '<code>r2med reproduce</code>: each dataset\'s verdict and difference to the published figure (OK: as '
+            'printed; OKish: within the tolerance of its kind of system; FAIL: beyond it).</p>'
+            f'<div class="scroll"><table class="matrix"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+            "</div></section>")
+
+
+def per_query_views(listed, systems: dict[str, dict], tasks: list[str], *, data_dir: Path | None = None,
+                    cache_dir: Path | None = None) -> dict[str, dict]:
+    """Your runs' per-query views, by system id: for the first :data:`QUERY_RUNS` runs in rank order
+    that hold per-query files, per dataset their queries' nDCG@10, top 10 documents with grades and
+    the beginning of what their LLM generated (:func:`r2med_tasks.perquery.page_queries`)."""
+    from .layout import RunFolder
+
+    specs = [t for t in R2MED_TASKS if t.name in tasks]
+    judgments = PageJudgments(data_dir, cache_dir)
+    views: dict[str, dict] = {}
+    for row, sid, runs in listed:
+        for run, rid in ((row, sid), *zip(row.joined, runs)):
+            if len(views) >= QUERY_RUNS or systems[rid]["origin"] not in ("run", "local"):
+                continue
+            view = page_queries([RunFolder(Path(p)) for p in run.provenance], specs, judgments)
+            if view:
+                views[rid] = view
+    return views
+
+
 COLUMN_TITLES = {
     "judged": "judged@10: the share of each query's top 10 documents that carry a judgment (any grade), "
-              "averaged over queries and datasets",
+              "averaged over queries and datasets; where the judgments hold only relevant documents (no grade 0, "
+              "as R2MED's) it is P@10, marked so",
     "model": "model size (parameters), open weights and licence, as the run's model_meta.json records them "
              "(mteb's ModelMeta); – where unknown",
     "usd": "US dollars per query paid to LLMs (where the model's price is known)",
@@ -204,6 +265,18 @@ class _Ids:
         return sid
 
 
+def _section_ranks(rows) -> list[int]:
+    """Each row's rank within its section: the board's rows from 1, then the rows on local data
+    (``row.local``) from 1 again (rows in rank order: the leaderboard ranks the sections apart)."""
+    counts = {False: 0, True: 0}
+    ranks = []
+    for row in rows:
+        local = bool(getattr(row, "local", False))
+        counts[local] += 1
+        ranks.append(counts[local])
+    return ranks
+
+
 def _system(row, sid: str, rank: int, tasks: list[str], group_averages: list[str],
             published: dict | None = None) -> dict:
     """What the table and the detail view show of one row (or of a run joined to a published row)."""
@@ -215,11 +288,16 @@ def _system(row, sid: str, rank: int, tasks: list[str], group_averages: list[str
     judged = _number(row.judged_over(tasks) if hasattr(row, "judged_over") else getattr(row, "judged_at_10", None))
     tied, tie_p, tie_best = getattr(row, "tied", None), _number(getattr(row, "tie_p", None)), getattr(row, "tie_best", None)
     per_task = {"judged": {SHORT_NAMES[t]: v for t in tasks if (v := _number(_mapping(row, "judged").get(t))) is not None},
-                "condensed": {SHORT_NAMES[t]: v for t in tasks if (v := _number(_mapping(row, "condensed").get(t))) is not None}}
+                "condensed": {SHORT_NAMES[t]: v for t in tasks if (v := _number(_mapping(row, "condensed").get(t))) is not None},
+                "relevant_only": {SHORT_NAMES[t]: v for t in tasks
+                                  if isinstance(v := _mapping(row, "relevant_only").get(t), bool)}}
+    means = row.judged_means(tasks) if hasattr(row, "judged_means") else None
     system = {
-        "id": sid, "rank": rank, "system": row.system, "rewriter": row.rewriter, "retriever": row.retriever,
+        "id": sid, "rank": rank, "section": "local" if getattr(row, "local", False) else "board",
+        "system": row.system, "rewriter": row.rewriter, "retriever": row.retriever,
         "reranker": row.reranker, "origin": row.origin, "origin_label": ORIGIN_LABELS[row.origin],
         "source": row.source, "notes": row.notes, "provenance": row.provenance, "command": row.command,
+        "placeholders": {str(k): str(v) for k, v in _mapping(row, "placeholders").items()},
         "avg": avg, "scores": scores,
         "groups": {g: _average([row.scores.get(t) for t in GROUP_OF if GROUP_OF[t] == g]) for g in group_averages},
         # scores (nDCG, MAP, recall, …: 0–1) as the board shows them, ×100; anything else (mteb's
@@ -233,6 +311,8 @@ def _system(row, sid: str, rank: int, tasks: list[str], group_averages: list[str
         "ci": ci, "has_ci": bool(ci),
         "avg_ci": _interval(getattr(row, "average_ci", None)),
         "judged_by": per_task["judged"], "condensed": per_task["condensed"],
+        "relevant_only": per_task["relevant_only"],
+        "judged_means": means if means in ("P@10", "coverage", "mixed") else None,
         "no_ci": f"none: {NO_PER_QUERY}" if row.origin in PUBLISHED_KINDS else "none: no per-query scores",
         "tied": tied if isinstance(tied, bool) else None, "tie_p": tie_p,
         "tie_best": tie_best if isinstance(tie_best, str) else None,
@@ -387,7 +467,7 @@ def _tr(system: dict, columns, shade, *, sub: bool) -> str:
         if sub and (key in system["scores"] or key == "avg"):
             d = system.get("avg_diff") if key == "avg" else system["diffs"].get(key)
             if d is not None:
-                extra = f'<span class="diff {"up" if d > 0 else "down" if d < 0 else ""}">{d:+.2f}</span>'
+                extra = f'<span class="diff {"up" if d > 0 else "down" if d < 0 else ""}">{number(d, signed=True)}</span>'
         if key == "avg":
             if system["tied"]:
                 extra += ('<span class="tie" title="tied for first: the best row or not separable from it (paired '
@@ -426,7 +506,11 @@ def _shown(system: dict, key: str, v) -> str:
         below = f'{weights} · {m["license"] or "–"}'
         return f'{m["size_text"] or "–"}<span class="meta" title="{escape(below)}">{escape(below)}</span>'
     if key == "judged":
-        return "–" if v is None else f"{100 * v:.0f}%"
+        if v is None:
+            return "–"
+        return f"{100 * v:.0f}%" + (f'<span class="meta" title="only relevant documents are judged: judged@10 is '
+                                    f'the precision at 10, not a measure of holes">{escape(P_AT_10)}</span>'
+                                    if system.get("judged_means") == "P@10" else "")
     if key in ("usd", "sec"):
         return system[f"{key}_text"] or "–"
     return "" if v is None else f"{v:.2f}"

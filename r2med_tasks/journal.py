@@ -1,13 +1,18 @@
 """An append-only JSONL journal of finished work (LLM answers, reranker scores), written as the work
 finishes, so a killed run loses at most the records being written and a rerun redoes nothing else.
 
-Each ``append`` writes its lines with one ``os.write`` on an ``O_APPEND`` descriptor and fsyncs, so
-appends from several threads or processes never mix. A line that does not parse as a JSON object
-(the last one, cut by a kill; or damage) is skipped on reading, with one warning, and dropped from
-the file (under an exclusive ``flock``, which appends wait for, so no append is lost), so the
-warning is not repeated on every later read and the work it held is simply done again. An append
-first ends a cut line (leaving a blank line at worst, when another writer was mid-line), so later
-lines stay readable.
+Each ``append`` returns once its lines are written (one ``os.write`` on an ``O_APPEND`` descriptor,
+so appends from several threads or processes never mix) and fsynced: a killed run, or a machine
+that goes down, keeps every record an ``append`` returned for. Appends from several threads of a
+process are group-committed: those that arrive while a write and fsync is under way wait for it,
+then go out together in the next one (one ``os.write`` and one fsync for all of them, each
+returning once that fsync is done), so concurrent writers never queue for an fsync each.
+
+A line that does not parse as a JSON object (the last one, cut by a kill; or damage) is skipped on
+reading, with one warning, and dropped from the file (under an exclusive ``flock``, which appends
+wait for, so no append is lost), so the warning is not repeated on every later read and the work
+it held is simply done again. An append first ends a cut line (leaving a blank line at worst, when
+another writer was mid-line), so later lines stay readable.
 """
 
 from __future__ import annotations
@@ -45,11 +50,26 @@ def _line(record: dict[str, Any]) -> bytes:
         return (json.dumps(record) + "\n").encode("ascii")
 
 
+class _Batch:
+    """Appends that go out in one write and fsync (``Journal.append``); its appenders wait on
+    ``ready`` (for the write, or for their turn to lead it), so only they are woken."""
+
+    __slots__ = ("parts", "done", "error", "ready")
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self.parts: list[bytes] = []
+        self.done = False
+        self.error: BaseException | None = None
+        self.ready = threading.Condition(lock)
+
+
 class Journal:
     def __init__(self, path: str | os.PathLike, what: str) -> None:
         """``what`` names the journal in messages ("the generation cache")."""
         self.path, self.what = Path(path), what
         self._lock = threading.Lock()
+        self._open: _Batch | None = None  # the appends waiting for the next write (group commit)
+        self._writing = False  # a thread is writing and fsyncing a batch
 
     def read(self) -> tuple[list[dict[str, Any]], int, bool]:
         """The records, in file order; how many lines did not parse; whether the last one was cut.
@@ -80,26 +100,52 @@ class Journal:
         return records, skipped, cut
 
     def append(self, records: list[dict[str, Any]]) -> None:
-        """Append ``records`` as JSON lines and fsync them before returning."""
+        """Append ``records`` as JSON lines and fsync them before returning (group-committed with
+        the appends of other threads that arrive meanwhile: see the module)."""
         if not records:
             return
         data = b"".join(_line(r) for r in records)
         with self._lock:
-            try:
-                fd, created = self._open_for_append()
+            batch = self._open
+            if batch is None:
+                batch = self._open = _Batch(self._lock)
+            batch.parts.append(data)
+            while self._writing and not batch.done:  # another write is under way: ours goes in the next
+                batch.ready.wait()
+            if not batch.done:  # none is: this thread writes the batch (its lines and those that joined)
+                self._open, self._writing = None, True
+                self._lock.release()
                 try:
-                    if not created and not self._ends_with_newline(fd):
-                        data = b"\n" + data
-                    written = os.write(fd, data)
-                    while written < len(data):  # only when the disk is (nearly) full
-                        written += os.write(fd, data[written:])
-                    os.fsync(fd)
+                    self._write(b"".join(batch.parts))
+                except BaseException as e:  # every append of the batch raises it, not only the writer's
+                    batch.error = e
                 finally:
-                    os.close(fd)
-                if created:
-                    self._fsync_dir()
-            except OSError as e:
-                raise UserError(f"cannot append to {self.what} {self.path}: {e.strerror or e}") from None
+                    self._lock.acquire()
+                    self._writing = False
+                    batch.done = True
+                    batch.ready.notify_all()
+                    if self._open is not None:  # the appends that came meanwhile: one of them writes them
+                        self._open.ready.notify()
+        if batch.error is not None:
+            raise batch.error
+
+    def _write(self, data: bytes) -> None:
+        """Append ``data`` (whole lines) with one ``os.write`` and fsync it."""
+        try:
+            fd, created = self._open_for_append()
+            try:
+                if not created and not self._ends_with_newline(fd):
+                    data = b"\n" + data
+                written = os.write(fd, data)
+                while written < len(data):  # only when the disk is (nearly) full
+                    written += os.write(fd, data[written:])
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            if created:
+                self._fsync_dir()
+        except OSError as e:
+            raise UserError(f"cannot append to {self.what} {self.path}: {e.strerror or e}") from None
 
     def _open_for_append(self) -> tuple[int, bool]:
         """An ``O_APPEND`` descriptor on the journal as it is now, holding a shared lock (so it is

@@ -34,6 +34,7 @@ from .files import MissingFile, UnreadableFile, parse_json, read_bytes, read_jso
 EXPERIMENTS = "experiments"  # mteb's folder for experiment variants
 LOCAL_DATA = "local-data"  # the tree of results on data read from local files
 RECORD = "pipeline.json"
+GENERATIONS = "generations"  # <Task>.generations.jsonl: what the run's LLMs wrote (context.generated)
 MODEL_META = "model_meta.json"
 RUN_SETTINGS = "run_settings.jsonl"
 MAX_COMPONENT = 120  # characters of one path component derived from input
@@ -115,6 +116,14 @@ class RunFolder:
         """Rows a component kept beside the task's results (``context.keep``): an agent's trajectories."""
         return self.path / f"{task_name}.{name}.jsonl"
 
+    def generations_file(self, task_name: str) -> Path:
+        """What the run's LLMs wrote, a record per query and stage (``r2med_tasks.llm.records``)."""
+        return self.kept_file(task_name, GENERATIONS)
+
+    def generations_journal(self, task_name: str) -> Path:
+        """The records of a task being computed, appended as they arrive (gone once it is written)."""
+        return self.path / "r2med" / f"{task_name}.{GENERATIONS}.partial.jsonl"
+
     def identity_file(self, task_name: str) -> Path:
         return self.path / "r2med" / f"{task_name}.identity.json"
 
@@ -130,6 +139,11 @@ class RunFolder:
     def manifest_file(self, task_name: str) -> Path:
         """The hashes of a task's files, written after them: the task is finished when they agree."""
         return self.path / "r2med" / f"{task_name}.files.json"
+
+    @property
+    def reproduction_file(self) -> Path:
+        """What ``r2med reproduce`` found when this folder's run reproduced a published row."""
+        return self.path / "r2med" / "reproduction.json"
 
     @property
     def lock_file(self) -> Path:
@@ -193,6 +207,33 @@ class RunFolder:
 
     def model_meta(self) -> dict[str, Any]:
         return self._object(self.model_meta_file) or {}
+
+    def generations(self, task_name: str) -> list[dict[str, Any]]:
+        """A task's generation records (``<Task>.generations.jsonl``), or, while it is being computed
+        (or after a run was killed), those its journal holds so far; [] when there are none. A line
+        that is not a JSON object is left out and the file named in :meth:`problems`."""
+        for path in (self.generations_file(task_name), self.generations_journal(task_name)):
+            try:
+                text = read_text(path, MAX_TABLE_BYTES)
+            except MissingFile:
+                continue
+            except UnreadableFile as e:
+                self.problems()[path] = str(e)
+                return []
+            records = []
+            for number, line in enumerate(text.splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
+                    value = parse_json(line)
+                except UnreadableFile as e:
+                    value = e
+                if isinstance(value, dict) and isinstance(value.get("query_id"), str):
+                    records.append(value)
+                else:
+                    self.problems()[path] = f"line {number} is not a generation record"
+            return records
+        return []
 
     def cost(self, task_name: str) -> dict[str, Any] | None:
         """What computing a task cost, as recorded when it was computed: ``{"seconds": {stage:
@@ -307,9 +348,10 @@ def _per_query_rows(path: Path, columns: tuple[str, ...]) -> dict[str, dict[str,
     return rows
 
 
-COST_STAGES = ("rewrite", "index", "search", "rerank", "score")
-"""The stages a cost record times: rewriting queries, indexing (encoding) the corpus, searching
-(encoding queries and searching), reranking, scoring."""
+COST_STAGES = ("load", "rewrite", "index", "search", "rerank", "score")
+"""The stages a cost record times: loading models (``context.loading()``, counted apart from the
+stage it happens in), rewriting queries, indexing (encoding) the corpus, searching (encoding queries
+and searching), reranking, scoring."""
 USAGE_COUNTS = ("requests", "cached", "prompt_tokens", "completion_tokens", "reasoning_tokens")
 
 

@@ -24,6 +24,10 @@ Rows are keyed by identity, never by display name: a result is one model at one 
 configuration (mteb's experiment) on official or local data, so the same system written by mteb and
 by r2med-run is one row, and option variants are rows of their own, labelled by what differs. A
 run joins a published row only when it ran that row's command on R2MED's official data.
+
+Runs on other data (local files: ``Row.local``) are never ranked among the board's rows: they are a
+section of their own, after the board's, ranked among themselves (:func:`ranked`,
+:func:`section_ranks`), in every format.
 """
 
 from __future__ import annotations
@@ -43,11 +47,11 @@ from pathlib import Path
 from .evaluation import SCORE_FAMILIES, leaderboard_average, leaderboard_value
 from .files import MalformedJSON, UnreadableFile, read_bytes, unit_score
 from .layout import MAX_TASK_RESULT_BYTES, RunFolder, runs_under
-from .published import PUBLISHED_CSV, PUBLISHED_KINDS, paper_runs, published_runs, shipped_files
+from .published import PUBLISHED_CSV, PUBLISHED_KINDS, mteb_record, paper_runs, published_runs, shipped_files
 from .published import provenance as run_provenance
 from .results import canonical, differences
 from .tasks import PINNED_REVISIONS, R2MED_TASKS, SHORT_NAMES
-from .terminal import printable
+from .terminal import number, printable
 
 
 @dataclass
@@ -68,7 +72,8 @@ class Row:
     kind: str = "run"  # "leaderboard" (a leaderboard row), "repository" (a run of the authors' repository only),
     # "paper" (a run published in another paper), "run"
     provenance: list[str] = field(default_factory=list)  # where a published row's figures come from
-    mteb: bool = False  # read from the MTEB results repository (--mteb-results), not from your runs
+    mteb: bool = False  # from the MTEB results repository (--mteb-results, or its shipped record), not your runs
+    model_meta: dict | None = None  # the model's facts where the row carries them (the shipped MTEB record's)
     metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # task name -> every metric shipped (0-1)
     joined: list[Row] = field(default_factory=list)  # your runs of this published row's configuration
     components: dict = field(default_factory=dict)  # a run's stages as recorded: kind -> component, label, members
@@ -83,6 +88,9 @@ class Row:
     tie_p: float | None = None  # Holm-adjusted p-value against the best row (None for the best itself)
     tie_best: str | None = None  # the best row of the comparison group (its system)
     costs: dict[str, dict] = field(default_factory=dict, repr=False)  # task -> what computing it cost (RunFolder.cost)
+    # task -> whether its judgments hold only relevant documents (no grade 0): judged@10 is then P@10
+    relevant_only: dict[str, bool] = field(default_factory=dict)
+    placeholders: dict[str, str] = field(default_factory=dict)  # a word of the command -> what to put there
 
     def component_names(self, kind: str) -> list[str]:
         """The names and labels a filter on ``kind`` matches: the shown label, the recorded component
@@ -106,6 +114,13 @@ class Row:
         if self.local:
             return "local"
         return self.kind if self.kind in PUBLISHED_KINDS else "mteb" if self.mteb else "run"
+
+    @property
+    def section(self) -> str:
+        """The part of the board the row is ranked in: ``"board"`` (everything on R2MED's official
+        data, published rows included), or ``"local"`` (a run on other data: ranked among the
+        local rows only, never between the board's)."""
+        return LOCAL_SECTION if self.local else BOARD_SECTION
 
     @property
     def complete(self) -> bool:
@@ -135,6 +150,17 @@ class Row:
         if not present or any(t not in self.judged for t in present):
             return None
         return sum(self.judged[t] for t in present) / len(present)
+
+    def judged_means(self, tasks: list[str]) -> str | None:
+        """What the row's judged@10 over ``tasks`` is: ``"P@10"`` when each of those it has is judged
+        with relevant documents only (no grade 0: every judged document is relevant, so judged@10
+        counts relevant documents and the condensed nDCG@10 measures no holes), ``"coverage"`` when
+        none is, ``"mixed"`` otherwise; None unless each has a judged@10 and says which."""
+        present = [t for t in tasks if t in self.scores]
+        if not present or any(t not in self.judged or t not in self.relevant_only for t in present):
+            return None
+        kinds = {self.relevant_only[t] for t in present}
+        return JUDGED_MEANS[kinds.pop()] if len(kinds) == 1 else "mixed"
 
     @property
     def usd_per_query(self) -> float | None:
@@ -168,6 +194,16 @@ class Row:
 
 TIE_MARK = "≈"
 PUBLISHED_CHOICES = ("leaderboard", "all", "none")
+BOARD_SECTION, LOCAL_SECTION = "board", "local"
+SECTIONS = (BOARD_SECTION, LOCAL_SECTION)  # in this order, each ranked on its own
+LOCAL_TITLE = ("Local data: runs on data other than R2MED's official release, ranked among themselves "
+               "(not comparable with the board's rows, whose ranks they never change)")
+JUDGED_MEANS = {True: "P@10", False: "coverage"}  # what judged@10 is, by whether only relevant documents are judged
+P_AT_10_NOTE = ("Judged@10 is P@10 where the judgments hold only relevant documents (no grade 0, as R2MED's): "
+                "every judged document is relevant, so judged@10 counts the relevant documents of the top 10 "
+                "(not holes), and the condensed nDCG@10 is not a hole measure there (it scores the run's "
+                "relevant documents found anywhere in its list).")
+DATA_DIR_PLACEHOLDER = "DATA_DIR"  # the word a printed command has for a local data folder it cannot name
 
 
 def published_rows(path: Path = PUBLISHED_CSV, which: str = "leaderboard") -> list[Row]:
@@ -200,12 +236,16 @@ def published_rows(path: Path = PUBLISHED_CSV, which: str = "leaderboard") -> li
 
 
 def paper_row(run: dict) -> Row:
-    """A run published in another paper, as a row (its nDCG@10 ×100 as printed)."""
-    scores = {t.name: float(run["ndcg_at_10"][t.short_name]) for t in R2MED_TASKS}
+    """A run published in another paper, as a row (its nDCG@10 ×100 as printed; its printed average
+    when the paper's per-dataset values are not given)."""
+    scores = {t.name: float(run["ndcg_at_10"][t.short_name]) for t in R2MED_TASKS if t.short_name in run["ndcg_at_10"]}
     row = Row(run["name"], run["rewriter"], run["retriever"], run["reranker"], scores,
               source=f"published ({run['source']})", command=run["command"], key=("published", run["name"].lower()),
               kind="paper", provenance=list(run["provenance"]),
               metrics={t: {"ndcg_at_10": round(v / 100, 6)} for t, v in scores.items()})
+    if not row.complete:
+        row.published_average = float(run["average"])
+        row.notes.append("average only: per-dataset values not transcribed")
     if run.get("note"):
         row.notes.append(run["note"])
     return row
@@ -293,7 +333,14 @@ def result_rows(folder: Path, warn, *, mteb: bool = False, shipped: list[Path] |
     """
     systems: dict[tuple, Row] = {}
     folders: dict[tuple, RunFolder] = {}
+    skipped = 0  # (mteb) files of other tasks, left unread
     for run in runs_under(folder):
+        files = run.task_files()
+        if mteb:  # the MTEB results repository: R2MED's files only, chosen by name; no other file is opened
+            skipped += sum(p.stem not in SHORT_NAMES for p in files)
+            files = [p for p in files if p.stem in SHORT_NAMES]
+            if not files:
+                continue
         record = run.record()
         claimed = "published" in record
         if claimed and shipped_copy(run):
@@ -302,7 +349,7 @@ def result_rows(folder: Path, warn, *, mteb: bool = False, shipped: list[Path] |
             continue
         if claimed:
             warn(f"{run.path}: claims to be a published row but is not the shipped record; shown as a run")
-        for path in run.task_files():
+        for path in files:
             read = _task_result(run, path, warn)
             if read is None:
                 continue
@@ -331,10 +378,43 @@ def result_rows(folder: Path, warn, *, mteb: bool = False, shipped: list[Path] |
             warn(f"{path}: {why}; not read")
     for key, row in systems.items():
         if row.kind == "run":
-            row.command, note = recorded_command(folders[key].record(), list(row.scores))
+            row.command, note, row.placeholders = recorded_command(folders[key].record(), list(row.scores),
+                                                                   output=folder, local=row.local)
             if note:
                 row.notes.append(note)
+    if skipped:
+        warn(f"{folder}: {skipped} result files of other tasks skipped unread (only R2MED's are read)")
     return list(systems.values())
+
+
+def mteb_record_rows(path: Path | None = None) -> list[Row]:
+    """MTEB's R2MED results as the package ships them (:func:`r2med_tasks.published.mteb_record`:
+    the MTEB results repository at one commit), as ``--mteb-results`` reads that repository's
+    folders: one row per model, revision, experiment and kind of data (a result at a dataset
+    revision other than mteb's pinned one is local data), with the same identity (they merge with
+    your runs of the model and revision, and with ``--mteb-results`` rows), name and source
+    (``mteb``); labelled with the record's commit and date, and carrying the model's facts."""
+    record = mteb_record() if path is None else mteb_record(path)
+    label = f"MTEB results ({record['repository']}@{record['commit'][:7]}, {record['commit_date'][:10]})"
+    rows: dict[tuple, Row] = {}
+    for model in record["models"]:
+        kwargs = model.get("experiment_kwargs") or {}
+        name = model["name"] + (f" ({', '.join(f'{k}={v}' for k, v in sorted(kwargs.items()))})" if kwargs else "")
+        for task, result in model["tasks"].items():
+            local = result.get("dataset_revision") != PINNED_REVISIONS[task]
+            key = (model["name"], model["revision"], model["experiment"], local)
+            if key not in rows:
+                rows[key] = Row(name, retriever=model["name"].split("/")[-1],
+                                source=("local data: " if local else "") + label, key=key, display_name=name,
+                                local=local, mteb=True, model_meta=dict(model["model_meta"]))
+            row = rows[key]
+            row.scores[task] = leaderboard_value(result["main_score"])
+            ndcg = unit_score(result.get("ndcg_at_10"))
+            row.metrics[task] = {} if ndcg is None else {"ndcg_at_10": ndcg}
+            where = f"{record['repository']}@{record['commit'][:7]}:{model['folder']}"
+            if where not in row.provenance:
+                row.provenance.append(where)
+    return list(rows.values())
 
 
 def _read_per_query(row: Row, run: RunFolder, task: str, main: float, identity: dict | None, warn) -> None:
@@ -344,13 +424,14 @@ def _read_per_query(row: Row, run: RunFolder, task: str, main: float, identity: 
     holds a value that is no score, or whose nDCG@10 does not average to the TaskResult's (mteb
     keeps 5 decimals) is left out with one warning: the row then shows no interval for the task."""
     from .errors import UserError
-    from .evaluation import COVERAGE, MAIN_SCORE
+    from .evaluation import COVERAGE, MAIN_SCORE, RELEVANT_ONLY
 
     path = run.per_query(task)
     row.per_query.pop(task, None)  # (another folder of the same identity wrote this task's score)
     row.data.pop(task, None)
     row.judged.pop(task, None)
     row.condensed.pop(task, None)
+    row.relevant_only.pop(task, None)
     if identity is None or not path.exists():
         return
     try:
@@ -375,6 +456,8 @@ def _read_per_query(row: Row, run: RunFolder, task: str, main: float, identity: 
                                                                        leaderboard_value)):
         if all(column in r for r in table.values()):
             into[task] = scale(sum(r[column] for r in table.values()) / len(table))
+    if all(RELEVANT_ONLY in r for r in table.values()):  # (a file written before r2med recorded it: unknown)
+        row.relevant_only[task] = all(r[RELEVANT_ONLY] == 1.0 for r in table.values())
 
 
 def add_intervals(rows: list[Row], tasks: list[str]) -> None:
@@ -387,7 +470,8 @@ def add_intervals(rows: list[Row], tasks: list[str]) -> None:
     from .uncertainty import average_interval_of, mean_interval, x100
 
     for row in [r for top in rows for r in (top, *top.joined)]:
-        row.ci = {t: x100(mean_interval(list(row.per_query[t].values()))) for t in tasks if t in row.per_query}
+        row.ci = {t: ci for t in tasks if t in row.per_query  # none over one query: nothing to resample
+                  if (ci := x100(mean_interval(list(row.per_query[t].values())))) is not None}
         row.average_ci = x100(average_interval_of({t: list(row.per_query[t].values()) for t in tasks})) \
             if tasks and all(t in row.per_query for t in tasks) else None
 
@@ -531,30 +615,63 @@ def _run_row(run: RunFolder, record: dict, key: tuple, local: bool) -> Row:
                components=stages)
 
 
-def recorded_command(record: dict, tasks: list[str]) -> tuple[str, str | None]:
-    """The command a run's record stores, for the run's ``tasks`` (mteb names), and a note when
-    there is none to show: no command can build the run, or the stored one no longer builds the
-    stored configuration (a plugin's defaults changed since). An ``r2med-run`` command is checked
-    by building it with the installed plugins, so a printed command never runs another system."""
+def recorded_command(record: dict, tasks: list[str], *, output: Path | None = None,
+                     local: bool = False) -> tuple[str, str | None, dict[str, str]]:
+    """The command a run's record stores, for the run's ``tasks`` (mteb names), with what makes
+    it this run's: ``--tasks`` when it has fewer than the eight datasets, ``--output`` when its
+    results folder (``output``, where they were found) is not the default ``results``, and for a
+    run on ``local`` data the ``--data-dir`` it read, as given (:func:`recorded_data_dir`; a
+    placeholder where it cannot be printed). Rerun as printed (a placeholder filled in), it reuses
+    every task. Also a note when there is no command to show (no command can build the run, or the
+    stored one no longer builds the stored configuration: a plugin's defaults changed since), and
+    each placeholder with what to put there. An ``r2med-run`` command is checked by building it
+    with the installed plugins, so a printed command never runs another system."""
     from .request import command_line
 
     words = record.get("command")
     if "published" in record or not isinstance(record.get("config"), dict):
-        return "", None
+        return "", None, {}
     if not isinstance(words, list) or not words or not all(isinstance(w, str) for w in words):
         note = record.get("command_note")
-        return "", f"no command: {note}" if isinstance(note, str) and note else "no command recorded"
+        return "", f"no command: {note}" if isinstance(note, str) and note else "no command recorded", {}
     if words[0] != "r2med-run":
-        return shlex.join(words), None
+        return shlex.join(words), None, {}
     built, problem = _command_check(words)
     if built is None:
-        return "", f"no command: its recorded command no longer builds here ({problem})"
+        return "", f"no command: its recorded command no longer builds here ({problem})", {}
     if built != canonical(record.get("config")):
         changed = "; ".join(differences(record.get("config") or {}, built))
-        return "", f"no command: its recorded command now builds another configuration ({changed})"
+        return "", f"no command: its recorded command now builds another configuration ({changed})", {}
     every = {t.name for t in R2MED_TASKS}
     shown = None if set(tasks) == every else [SHORT_NAMES.get(t, t) for t in sorted(tasks, key=_task_order)]
-    return command_line(words, tasks=shown), None
+    data_dir, placeholders = recorded_data_dir(record, tasks) if local else (None, {})
+    return command_line(words, tasks=shown, data_dir=data_dir, output=output), None, placeholders
+
+
+def recorded_data_dir(record: dict, tasks: list[str]) -> tuple[Path, dict[str, str]]:
+    """The ``--data-dir`` a run on local data read for ``tasks``, as its record keeps it
+    (``data_dirs``, written by ``r2med-run``) when it is one folder given as a relative path;
+    else :data:`DATA_DIR_PLACEHOLDER`, with what to put there and why it is not printed (an
+    absolute path is the machine's and its user's own; an earlier r2med recorded none)."""
+    stored = record.get("data_dirs")
+    given = {stored.get(t) if isinstance(stored, dict) else None for t in tasks}
+    if len(given) == 1 and isinstance(folder := next(iter(given)), str) and portable_path(folder):
+        return Path(folder), {}
+    if not all(isinstance(g, str) for g in given):
+        why = "the run's record does not name it (results written by an earlier r2med)"
+    elif len(given) > 1:
+        why = "the run's datasets were read from different folders (rerun each with its own)"
+    else:
+        why = "recorded as an absolute path of the machine it ran on (its r2med/pipeline.json, data_dirs)"
+    return Path(DATA_DIR_PLACEHOLDER), {
+        DATA_DIR_PLACEHOLDER: f"the folder of local data the run read (its --data-dir): {why}"}
+
+
+def portable_path(text: str) -> bool:
+    """Whether a recorded path can be printed in a command others may run: relative (to the folder
+    the run was started in), not a user's home (``~``) and nothing a terminal would act on."""
+    return bool(text) and not Path(text).is_absolute() and not text.startswith("~") and text.isprintable() \
+        and not re.match(r"^[A-Za-z]:[\\/]", text)
 
 
 def _task_order(task: str) -> int:
@@ -598,7 +715,8 @@ def merge(rows: list[Row]) -> list[Row]:
         for task, value in row.scores.items():
             if task not in first.scores and task in row.per_query:  # its per-query scores come with it
                 first.per_query[task], first.data[task] = row.per_query[task], row.data[task]
-                for mine, theirs in ((first.judged, row.judged), (first.condensed, row.condensed)):
+                for mine, theirs in ((first.judged, row.judged), (first.condensed, row.condensed),
+                                     (first.relevant_only, row.relevant_only)):
                     if task in theirs:
                         mine[task] = theirs[task]
             first.scores.setdefault(task, value)
@@ -606,19 +724,38 @@ def merge(rows: list[Row]) -> list[Row]:
 
 
 def ranked(rows: list[Row]) -> list[Row]:
-    """Systems with an average first (highest first, ties in listed order), then the incomplete."""
-    with_average = [r for r in rows if r.average is not None]
-    without = [r for r in rows if r.average is None]
-    with_average.sort(key=lambda r: -r.average)
-    without.sort(key=lambda r: -(sum(r.scores.values()) / max(len(r.scores), 1)))
-    return with_average + without
+    """The board's rows, then the local rows (:data:`SECTIONS`), each section ranked on its own:
+    systems with an average first (highest first, ties in listed order), then the incomplete. A
+    run on local data never ranks between the board's rows, nor moves a published row's rank."""
+    out = []
+    for section in SECTIONS:
+        rows_in = [r for r in rows if r.section == section]
+        with_average = [r for r in rows_in if r.average is not None]
+        without = [r for r in rows_in if r.average is None]
+        with_average.sort(key=lambda r: -r.average)
+        without.sort(key=lambda r: -(sum(r.scores.values()) / max(len(r.scores), 1)))
+        out += with_average + without
+    return out
+
+
+def section_ranks(rows: list) -> list[int]:
+    """Each row's rank within its section (:attr:`Row.section`), for rows in rank order: the
+    board's rows 1, 2, …, the local rows 1, 2, … again."""
+    seen: dict[str, int] = {}
+    ranks = []
+    for row in rows:
+        section = getattr(row, "section", BOARD_SECTION)
+        seen[section] = seen.get(section, 0) + 1
+        ranks.append(seen[section])
+    return ranks
 
 
 def select(rows: list[Row], *, tasks: list[str] | None = None, rewriter: str | None = None,
            retriever: str | None = None, reranker: str | None = None, top: int | None = None,
            include_local: bool = False) -> tuple[list[Row], list[str]]:
     """Filters; ``tasks`` (mteb task names) narrows the columns and the average to those datasets,
-    and ranks by their average. Runs on local data are left out unless ``include_local``."""
+    and ranks by their average, each section apart (:func:`ranked`); ``top``: the first rows of each
+    section. Runs on local data are left out unless ``include_local``."""
     tasks = [t.name for t in R2MED_TASKS if tasks is None or t.name in tasks]
 
     def has(text: str | None, *values: str) -> bool:
@@ -628,8 +765,11 @@ def select(rows: list[Row], *, tasks: list[str] | None = None, rewriter: str | N
            and has(retriever, *r.component_names("retriever"), r.system)
            and has(reranker, *r.component_names("reranker"))]
     if len(tasks) < len(R2MED_TASKS):  # rank by these datasets' own average (stable: ties keep the overall order)
-        out.sort(key=lambda r: (r.average_over(tasks) is None, -(r.average_over(tasks) or 0.0)))
-    return (out[:top] if top else out), tasks
+        out.sort(key=lambda r: (SECTIONS.index(r.section), r.average_over(tasks) is None,
+                                -(r.average_over(tasks) or 0.0)))
+    if top:  # the first of each section
+        out = [r for section in SECTIONS for r in [r for r in out if r.section == section][:top]]
+    return out, tasks
 
 
 # Dataset headers of the terminal table, short enough for 120 columns (explained in its caption).
@@ -677,19 +817,22 @@ def live_command(command: str) -> str:
 
 
 def records_of(rows: list[Row], tasks: list[str], commands: bool = False) -> tuple[list[str], list[list]]:
-    """Header and one record per row, in rank order, as the text formats show them."""
+    """Header and one record per row, in rank order, as the text formats show them; a row's rank is
+    its rank within its section (:func:`section_ranks`: the board's, then the local rows')."""
+    ranks = section_ranks(rows)
     if commands:
-        return ["Rank", "System", "Avg", "Command", "Live command"], [
-            [i, r.system, r.average_over(tasks), r.command or None, r.live_command or None]
-            for i, r in enumerate(rows, 1)]
+        return ["Rank", "System", "Avg", "Command", "Live command", "Placeholders"], [
+            [i, r.system, r.average_over(tasks), r.command or None, r.live_command or None,
+             placeholder_text(r.placeholders)] for i, r in zip(ranks, rows)]
     header = ["Rank", "System", "Rewriter", "Retriever", "Reranker", "Avg", "Avg 95% CI", "Tied",
-              *(SHORT_NAMES[t] for t in tasks), "Judged@10", "Source"]
+              *(SHORT_NAMES[t] for t in tasks), "Judged@10", "Judged@10 is", "USD/query", "Seconds/query", "Source"]
     records = []
-    for i, r in enumerate(rows, 1):
+    for i, r in zip(ranks, rows):
         avg = r.average_over(tasks)
         marks = ("" if avg is not None else " (incomplete)") + ("; " + "; ".join(r.notes) if r.notes else "")
         records.append([i, r.system, r.rewriter, r.retriever, r.reranker, avg, interval_text(r.average_ci),
                         TIED_TEXT[r.tied], *(r.scores.get(t) for t in tasks), r.judged_over(tasks),
+                        r.judged_means(tasks), cost_text(r.usd_per_query), cost_text(r.seconds_per_query),
                         r.source + marks])
     return header, records
 
@@ -699,59 +842,82 @@ TIED_TEXT = {True: "yes", False: "no", None: None}  # the Tied column (None: no 
 
 def interval_text(ci: list[float] | None) -> str | None:
     """An interval as the text formats show it: "38.12–44.90"."""
-    return None if ci is None else f"{ci[0]:.2f}–{ci[1]:.2f}"
+    return None if ci is None else f"{number(ci[0])}–{number(ci[1])}"
+
+
+def cost_text(value: float | None) -> str | None:
+    """A cost or time per query as the text formats show it: 6 significant digits ("0.000213")."""
+    return None if value is None else f"{value:.6g}"
+
+
+def placeholder_text(placeholders: dict[str, str]) -> str | None:
+    """A command's placeholders as one cell: "DATA_DIR: the folder of local data …"."""
+    return "; ".join(f"{word}: {what}" for word, what in placeholders.items()) or None
 
 
 def json_records(rows: list[Row], tasks: list[str], commands: bool = False) -> list[dict]:
     """One object per row, in rank order, as ``--format json`` writes them: the text formats'
-    columns under snake_case keys (the datasets' under their short names), whether the row is on
-    local data and, unless ``commands``, its statistics as numbers."""
+    columns under snake_case keys (the datasets' under their short names; ``rank``, the row's rank
+    within its ``section``, ``"board"`` or ``"local"``), whether the row is on local data and,
+    unless ``commands``, its statistics as numbers (with ``commands``: each placeholder of its
+    command, and what to put there)."""
     header, records = records_of(rows, tasks, commands)
     keys = ([h.lower().replace(" ", "_") for h in header] if commands else
             ["rank", "system", "rewriter", "retriever", "reranker", "average", "average_ci", "tied",
-             *(SHORT_NAMES[t] for t in tasks), "judged_at_10", "source"])
+             *(SHORT_NAMES[t] for t in tasks), "judged_at_10", "judged_at_10_is", "usd_per_query",
+             "seconds_per_query", "source"])
     keys = ["average" if k == "avg" else k for k in keys]
 
     def extra(r: Row) -> dict:  # the statistics as numbers (the records hold their text)
         if commands:
-            return {}
-        return {"kind": r.kind, "provenance": r.provenance, "average_ci": r.average_ci, "tied": r.tied,
-                "tie_p": r.tie_p, "tie_best": r.tie_best,
+            return {"placeholders": dict(r.placeholders)}
+        return {"kind": r.kind, "origin": r.origin, "provenance": r.provenance, "average_ci": r.average_ci,
+                "tied": r.tied, "tie_p": r.tie_p, "tie_best": r.tie_best,
                 "ci": {SHORT_NAMES[t]: r.ci[t] for t in tasks if t in r.ci},
                 "judged": {SHORT_NAMES[t]: r.judged[t] for t in tasks if t in r.judged},
                 "ndcg_at_10_condensed": {SHORT_NAMES[t]: r.condensed[t] for t in tasks if t in r.condensed},
+                "only_relevant_judged": {SHORT_NAMES[t]: r.relevant_only[t] for t in tasks if t in r.relevant_only},
                 "usd_per_query": r.usd_per_query, "seconds_per_query": r.seconds_per_query}
-    return [{**dict(zip(keys, rec)), "local_data": r.local, **extra(r)} for rec, r in zip(records, rows)]
+    return [{**dict(zip(keys, rec)), "section": r.section, "local_data": r.local, **extra(r)}
+            for rec, r in zip(records, rows)]
 
 
 @dataclass
 class Leaderboard:
     """The leaderboard as ``r2med leaderboard`` shows it (:func:`r2med_tasks.rank_systems`): ``rows``
-    ranked and filtered, in rank order, each with its ties and intervals marked; ``tasks``, the
+    ranked and filtered, in rank order (the board's rows, then the local rows, each section ranked
+    on its own: :attr:`Row.section`), each with its ties and intervals marked; ``tasks``, the
     datasets shown (mteb task names), whose average ranks; ``warnings``, what reading the folders
     skipped or doubted, one line each."""
 
     rows: list[Row]
     tasks: list[str]
     warnings: list[str] = field(default_factory=list)
+    reproductions: list[dict] = field(default_factory=list)  # r2med reproduce's verdicts kept in the folders
 
     def records(self, *, commands: bool = False) -> list[dict]:
         """The rows as ``--format json`` writes them (:func:`json_records`)."""
         return json_records(self.rows, self.tasks, commands)
 
-    def render(self, fmt: str = "table", *, commands: bool = False, wide: bool = False, width: int = 120) -> str:
-        """The text ``--format`` writes (:func:`render`)."""
-        return render(self.rows, self.tasks, fmt, commands=commands, wide=wide, width=width)
+    def render(self, fmt: str = "table", *, commands: bool = False, wide: bool = False, width: int = 120,
+               data_dir: Path | None = None) -> str:
+        """The text ``--format`` writes (:func:`render`); ``data_dir``: for the HTML page's per-query
+        view, the folder runs on local data read (their grades)."""
+        return render(self.rows, self.tasks, fmt, commands=commands, wide=wide, width=width, data_dir=data_dir,
+                      reproductions=self.reproductions)
 
 
-def render(rows, tasks: list[str], fmt: str, commands: bool = False, wide: bool = False, width: int = 120) -> str:
+def render(rows, tasks: list[str], fmt: str, commands: bool = False, wide: bool = False, width: int = 120,
+           data_dir: Path | None = None, reproductions: list[dict] | None = None) -> str:
     """The leaderboard as text in one format (table, markdown, csv, json, html); ``commands``: rank,
     system, average and the command reproducing each published row; ``wide``: the terminal table
-    with every column (else one that fits 120 columns)."""
+    with every column (else one that fits 120 columns). The local rows are a section of their own
+    in each: below the board's under their own title (table, markdown, the page), or marked
+    ``local`` in the ``Section`` column (csv) and ``section`` field (json)."""
     if fmt == "html":
         from .html import render_html
 
-        return render_html(rows, tasks)
+        return render_html(rows, tasks, data_dir=data_dir, reproductions=reproductions or [])
     if fmt == "json":
         return json.dumps(json_records(rows, tasks, commands), indent=2) + "\n"
     header, records = records_of(rows, tasks, commands)
@@ -762,14 +928,37 @@ def render(rows, tasks: list[str], fmt: str, commands: bool = False, wide: bool 
     if fmt == "csv":
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(header)
-        writer.writerows([[csv_cell(v) if isinstance(v, str) else cell(v) for v in rec] for rec in records])
+        writer.writerow([*header, "Section"])
+        writer.writerows([[csv_cell(v) if isinstance(v, str) else cell(v) for v in rec] + [r.section]
+                          for rec, r in zip(records, rows)])
         return buffer.getvalue()
     if fmt == "markdown":
-        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        lines += ["| " + " | ".join(markdown_cell(cell(v)) for v in rec) + " |" for rec in records]
-        return "\n".join(lines) + "\n"
+        def table(part: list[list]) -> list[str]:
+            return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+                    *("| " + " | ".join(markdown_cell(cell(v)) for v in rec) + " |" for rec in part)]
+
+        lines = []
+        for section in SECTIONS:
+            part = [rec for rec, r in zip(records, rows) if r.section == section]
+            if part and section == LOCAL_SECTION:
+                lines += ["", f"**{markdown_cell(LOCAL_TITLE)}**", ""]
+            if part or section == BOARD_SECTION and not rows:
+                lines += table(part)
+        notes = _notes(rows, tasks, commands=commands, wide=True)
+        return "\n".join(lines + ([""] + [markdown_cell(n) for n in notes] if notes else [])) + "\n"
     return terminal_table(rows, tasks, header, records, commands=commands, wide=wide, width=width)
+
+
+def _notes(rows, tasks: list[str], *, commands: bool, wide: bool) -> list[str]:
+    """The lines below a table that say what some of its cells mean: each command's placeholders
+    (``commands``), and where judged@10 is P@10 (``wide``: the table has the column). (None names
+    the program: ``r2med sweep`` reads a line that does as a command.)"""
+    if commands:
+        return [f"{word} in #{rank} {row.system} ({row.section}): {what}"
+                for rank, row in zip(section_ranks(rows), rows) for word, what in row.placeholders.items()]
+    if wide and any(r.judged_means(tasks) in ("P@10", "mixed") for r in rows):
+        return [P_AT_10_NOTE]
+    return []
 
 
 def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, width: int = 120) -> str:
@@ -778,7 +967,8 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
     the datasets under short headers, as many as fit beside a system column of at least
     :data:`SYSTEM_MIN` characters (the caption names those left out); ``wide`` (or ``--format
     json``) has every column: rewriter, retriever, reranker, the statistics, the source's path and
-    notes."""
+    notes. The local rows come after the board's, under a line of their own ("Local data"),
+    ranked from 1 among themselves."""
     from rich import box
     from rich.console import Console
     from rich.markup import escape
@@ -797,20 +987,27 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
         left_out = [t for t in tasks if t not in shown]
         header = ["#", "System", "Src", "Avg", *(ABBREVIATIONS[SHORT_NAMES[t]] for t in shown)]
         records = [[i, r.system, ORIGINS[r.origin], _average_cell(r, tasks, tied), *(r.scores.get(t) for t in shown)]
-                   for i, r in enumerate(rows, 1)]
-        system_width = min(SYSTEM_MAX, max([6, *(len(printable(r.system)) for r in rows)]),
+                   for i, r in zip(section_ranks(rows), rows)]
+        labels = [LOCAL_LABEL] if any(getattr(r, "local", False) for r in rows) else []
+        system_width = min(SYSTEM_MAX, max([6, *(len(printable(r.system)) for r in rows), *map(len, labels)]),
                            max(1, width - _width_without_system(rows, tasks, shown, tied)))
         for rec in records:
             rec[1] = two_lines(printable(rec[1]), system_width)
     table = Table(title="R2MED leaderboard: nDCG@10 ×100", title_justify="left", box=box.SIMPLE_HEAD,
                   caption_justify="left")
-    numeric = {"Rank", "#", "Avg", "Judged@10", *SHORT_NAMES.values(), *ABBREVIATIONS.values()}
+    numeric = {"Rank", "#", "Avg", "Judged@10", "USD/query", "Seconds/query", *SHORT_NAMES.values(),
+               *ABBREVIATIONS.values()}
     for col in header:
         table.add_column(col, justify="right" if col in numeric else "left",
                          no_wrap=col in numeric or not (wide or commands),
                          overflow="fold" if col == "Command" or wide else "ellipsis",
                          max_width=None if wide or col != "System" else SYSTEM_MAX)
-    for rec in records:  # (the default table's System cells are printable already, wrapped on purpose)
+    local = any(getattr(r, "local", False) for r in rows)
+    for rec, row in zip(records, rows):  # (the default table's System cells are printable already, wrapped on purpose)
+        if getattr(row, "local", False) and row is next(r for r in rows if getattr(r, "local", False)):
+            if row is not rows[0]:
+                table.add_section()
+            table.add_row("", LOCAL_LABEL, *([""] * (len(header) - 2)))
         table.add_row(*(escape(v if i == 1 and not (wide or commands) else cell(v)) for i, v in enumerate(rec)))
     if not (wide or commands):
         table.caption = ("  ".join(f"{ABBREVIATIONS[SHORT_NAMES[t]]}={SHORT_NAMES[t]}" for t in tasks if t not in left_out) +
@@ -819,10 +1016,16 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
                          "\nSrc: board = leaderboard, repo = authors' repository, paper = another paper, run = "
                          "your run, mteb = MTEB results, local = local data. No Avg: incomplete. " +
                          (f"{TIE_MARK}: tied for first (not separable from the best row). " if tied else "") +
-                         "--wide: every column.")
+                         "--wide: every column." + (f"\n{LOCAL_TITLE}." if local else ""))
     console = Console(file=io.StringIO(), width=1000 if wide else width, highlight=False, color_system=None,
                       force_terminal=False)
     console.print(table, crop=False)
+    notes = ([f"{LOCAL_TITLE}."] if local and (wide or commands) else []) + _notes(rows, tasks, commands=commands,
+                                                                                   wide=wide)
+    if notes:
+        console.print()
+        for line in notes:
+            console.print(printable(line), soft_wrap=True, markup=False)
     if live:
         console.print("The search agents' rows replay their published generations (R2MED did not say which "
                       "corpus its agents searched); to run the agents live, searching the task's corpus:",
@@ -832,6 +1035,7 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
     return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines()) + "\n"
 
 
+LOCAL_LABEL = "Local data"  # the terminal table's line above the local rows (LOCAL_TITLE below says what they are)
 SYSTEM_MIN, SYSTEM_MAX = 18, 40  # the terminal table's System column: datasets give way below the minimum
 
 

@@ -16,13 +16,25 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .atomic import naming
+
 
 @contextmanager
 def folder_lock(path: Path, on_wait: Callable[[str], None]) -> Iterator[None]:
     """Hold ``path``'s lock for the block; when another process holds it, call ``on_wait`` with a
     description of the holder once, then wait for it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    made = [p for p in (path.parent, *path.parent.parents) if not p.exists()]  # the folders this call makes
+    try:
+        with naming(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:  # a full disk, a file-size limit: nothing of this attempt is left behind
+        for folder in made:  # deepest first
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        raise
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -31,8 +43,11 @@ def folder_lock(path: Path, on_wait: Callable[[str], None]) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX)
         me = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%d %H:%M:%S"),
               "program": os.path.basename(sys.argv[0])}  # not its arguments: they may hold a secret
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(me).encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(me).encode(), 0)
+        except OSError:  # who holds it is only shown to a waiting run ("another process"): a full disk is no reason to stop
+            pass
         yield
     finally:
         os.close(fd)  # releases the lock

@@ -166,12 +166,13 @@ def model_meta_text(info: dict[str, Any], update: dict[str, Any], *, registered:
     """``model_meta.json``'s text for :func:`model_meta`'s ``ModelMeta``.
 
     A name in r2med's own namespaces (``r2med/...``, ``local/...`` for a local folder's model, which
-    mteb never registers) whose fields are
+    mteb never registers), or any name not looked up in mteb's registry (``registered`` false: a
+    pipeline's, filed under its first third-party package), whose fields are
     plain ones, of the values ``ModelMeta`` accepts unchanged, is written from ``ModelMeta``'s empty
     fields without importing mteb: its import costs seconds and ~300 MB resident for the rest of
     a run (tests/test_mteb_adapter.py checks both texts are the same, field order included)."""
     fields = {k: v for k, v in {**info, **update}.items() if k in EMPTY_MODEL_META}
-    if info["name"].startswith(OWN_NAMESPACES) and fields.keys() <= _PLAIN.keys() \
+    if (not registered or info["name"].startswith(OWN_NAMESPACES)) and fields.keys() <= _PLAIN.keys() \
             and all(_PLAIN[k](v) for k, v in fields.items()):
         meta = {**EMPTY_MODEL_META, **fields}
         meta["is_cross_encoder"] = "cross-encoder" in meta["model_type"]  # ModelMeta derives it so

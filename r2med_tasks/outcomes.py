@@ -24,7 +24,11 @@ class TaskOutcome:
     for a per-query file written before r2med had them); ``ndcg_at_10_ci``, the 95% percentile
     bootstrap interval of the mean nDCG@10 over queries (10,000 resamples, ``default_rng(0)``), ×100
     and rounded to 2 decimals like ``ndcg_at_10_x100``, computed on the unrounded per-query values;
-    ``usage`` and ``seconds``, what computing it cost, from its cost file (None when it has none)."""
+    ``usage`` and ``seconds``, what computing it cost, from its cost file (None when it has none);
+    ``only_relevant_judged``: whether every judged document of every scored query is relevant (the
+    task's judgments hold no grade 0, as R2MED's): then ``judged_at_10`` is P@10 and
+    ``ndcg_at_10_condensed`` no measure of holes (``evaluation.judgment_coverage``; None for a
+    per-query file written before r2med recorded it)."""
 
     task: str  # mteb's task name
     alias: str  # the short name --tasks takes
@@ -39,13 +43,14 @@ class TaskOutcome:
     ndcg_at_10_ci: list[float] | None = None  # [lo, hi] of the mean nDCG@10, ×100, 2 decimals
     usage: dict[str, Any] | None = None  # LLM requests, tokens and dollars (None: no LLM called)
     seconds: dict[str, float] | None = None  # wall seconds per stage
+    only_relevant_judged: bool | None = None  # no grade 0 in the judgments: judged@10 is P@10
 
     @classmethod
     def read(cls, task, folder, *, status: str, official_data: bool) -> TaskOutcome:
         """The outcome of ``task`` (a ``TaskSpec``) from the results folder it was written to (a
         ``RunFolder`` or its path): the main score from its TaskResult, the rest from its per-query
         file and its cost file. The one way an outcome is built, for a task computed now or reused."""
-        from .evaluation import COVERAGE, MAIN_SCORE
+        from .evaluation import COVERAGE, MAIN_SCORE, RELEVANT_ONLY
         from .layout import RunFolder
         from .uncertainty import mean_interval, x100
 
@@ -61,10 +66,12 @@ class TaskOutcome:
             return sum(values) / len(values) if len(values) == len(rows) else None
 
         cost = run.cost(task.name) or {}
+        relevant_only = mean(RELEVANT_ONLY)
         return cls(task.name, task.short_name, task.group, main, len(rows), status, official_data, str(run.path),
                    judged_at_10=mean("judged_at_10"), ndcg_at_10_condensed=mean("ndcg_at_10_condensed"),
                    ndcg_at_10_ci=x100(mean_interval([row[MAIN_SCORE] for row in rows.values()])),
-                   usage=cost.get("usage"), seconds=cost.get("seconds"))
+                   usage=cost.get("usage"), seconds=cost.get("seconds"),
+                   only_relevant_judged=None if relevant_only is None else relevant_only == 1.0)
 
     @property
     def ndcg_at_10_x100(self) -> float:

@@ -12,6 +12,7 @@ from .components import PROTOCOLS, Composite, DescribesModel
 from .context import Context, for_component
 from .errors import PluginError, UserError
 from .options import option_text, writable
+from .plugins import OWN_DISTRIBUTION as OWN_NAMESPACE
 from .registry import Registered, Registry
 from .results import RunSpec, code_versions
 from .tasks import normalize
@@ -93,9 +94,24 @@ class Stage:
             self._meta = self._read_model_meta()
         return self._meta
 
+    @property
+    def default_model_name(self) -> str:
+        """The model name of a component whose ``model_meta()`` gives none: its plugin's namespace."""
+        return f"{self.entry.plugin.name}/{self.spec.name}"
+
+    def renamed(self) -> dict[str, str]:
+        """{its model's name: the name an earlier r2med gave it} where they differ: a third party's
+        component without a model name was ``r2med/<name>`` (:meth:`default_model_name`)."""
+        name = self.model_meta()["name"]
+        old = f"{OWN_NAMESPACE}/{self.spec.name}"
+        return {name: old} if name == self.default_model_name and name != old else {}
+
     def _read_model_meta(self) -> dict[str, Any]:
+        """The component's ``model_meta()``; a name it does not give is ``<its plugin>/<its name>``
+        (``r2med/bm25`` for a built-in, ``my-package/mine`` for a third party's), a revision its
+        plugin's version."""
         info = dict(self.instance.model_meta()) if isinstance(self.instance, DescribesModel) else {}
-        info.setdefault("name", f"r2med/{self.spec.name}")
+        info.setdefault("name", self.default_model_name)
         info.setdefault("revision", self.entry.plugin.version or "0")
         if "/" not in info["name"]:
             raise PluginError(f"{self.label}: model_meta() name {info['name']!r} must contain '/' (org/name)")
@@ -139,11 +155,25 @@ class Pipeline:
         """The pipeline as the results layout sees it (components must be created)."""
         models = {kind: m for kind, s in self.stages.items() if (m := s.model()) is not None}
         plugins = {s.entry.plugin.name: s.entry.plugin.code_version for s in self.ordered()}
+        renamed: dict[str, str] = {}  # the models an earlier r2med named otherwise (RunSpec.legacy)
+        for kind in models:
+            renamed |= self.stages[kind].renamed()
         command, note = self.command()
         return RunSpec(display_name=self.display_name(), model=self.model_meta(), config=self.config(),
                        models=models, code=code_versions(plugins), variant=self.variant(),
                        composite=len(self.stages) > 1, command=command, command_note=note,
-                       components=self.components(), encode_kwargs=self.runtime_options())
+                       components=self.components(), encode_kwargs=self.runtime_options(),
+                       namespace=self.namespace(), renamed=renamed)
+
+    def namespace(self) -> str:
+        """Whose name a pipeline of several components is filed under: the package of its first
+        third-party component (stage by stage, a composite's members after it), r2med's own only
+        when every component is r2med's."""
+        for stage in self.ordered():
+            for s in (stage, *stage.members):
+                if s.entry.plugin.name != OWN_NAMESPACE:
+                    return s.entry.plugin.name
+        return OWN_NAMESPACE
 
     def model_meta(self) -> dict[str, Any]:
         """The retriever's model metadata; a reranker that says its ``model_type`` adds it (mteb's

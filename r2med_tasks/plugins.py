@@ -12,7 +12,8 @@ Environment:
 
 A run's identity records each plugin's :attr:`PluginInfo.code_version`: its version, except for
 code that changes under the same version (a module ``R2MED_PLUGINS`` names, a distribution
-installed from a local folder, editable or not), identified by a hash of its source files.
+installed from a local folder, editable or not), identified by a hash of its whole package, data
+files too (:func:`source_digest`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 import pluggy
 
 from . import hookspecs
+from .errors import UserError
 
 GROUP = "r2med"
 OWN_DISTRIBUTION = "r2med"
@@ -54,8 +56,8 @@ class PluginInfo:
     def code_version(self) -> str | None:
         """What identifies this plugin's code in a run's identity: its version, except for code
         that changes under one version (a module ``R2MED_PLUGINS`` names, a distribution installed
-        from a local folder, editable or not), which is ``source-<sha256[:12]>`` of its source
-        files (:func:`source_digest`). The ``r2med`` distribution's built-ins keep its version."""
+        from a local folder, editable or not), which is ``source-<sha256[:12]>`` of its package's
+        files, data files too (:func:`source_digest`). The ``r2med`` distribution's built-ins keep its version."""
         if self.unpackaged or (self.name != OWN_DISTRIBUTION and _installed_from_path(self.distribution)):
             digest = source_digest(self.module)
             if digest is not None:
@@ -65,10 +67,30 @@ class PluginInfo:
 
 @dataclass(frozen=True)
 class BrokenPlugin:
+    """A plugin that failed to import or register: ``entry_point``, the name of its entry point
+    (None for a module ``R2MED_PLUGINS`` names)."""
+
     name: str
     version: str | None
     module: str
     error: str
+    entry_point: str | None = None
+
+    def may_provide(self, component: str) -> bool:
+        """Whether ``component`` is named like this plugin (its entry point, its package or module,
+        with or without an ``r2med-`` prefix): the name a user asks for when it is this plugin's
+        component, which its failure left unregistered."""
+        from .tasks import normalize
+
+        module = self.module.partition(":")[0].strip().split(".")[0]
+        names = {self.name, module, *([self.entry_point] if self.entry_point else [])}
+        keys = {normalize(n) for n in names} | {normalize(n)[len("r2med"):] for n in names
+                                                 if normalize(n).startswith("r2med")}
+        return normalize(component) in keys - {""}
+
+    def summary(self) -> str:
+        """The error's first line."""
+        return (self.error.strip().splitlines() or ["?"])[0]
 
 
 class Plugins:
@@ -81,6 +103,7 @@ class Plugins:
         self.broken: list[BrokenPlugin] = []
         self.distributions: set[str] = set()  # third-party packages loaded through entry points
         self.env_modules: list[str] = []  # the modules R2MED_PLUGINS names
+        self.entry_point_names: dict[str, str] = {}  # an entry point's module -> its name
 
     def register(self, plugin: object, info: PluginInfo) -> None:
         """Register one plugin object (once: again is a no-op); a plugin with invalid hooks is
@@ -108,7 +131,8 @@ class Plugins:
         self.info.pop(name, None)
 
     def mark_broken(self, info: PluginInfo, error: str) -> None:
-        self.broken.append(BrokenPlugin(info.name, info.version, info.module, error))
+        self.broken.append(BrokenPlugin(info.name, info.version, info.module, error,
+                                        self.entry_point_names.get(info.module)))
 
     def load_entry_points(self) -> None:
         allowed = os.environ.get("R2MED_LOAD_PLUGINS")
@@ -121,6 +145,7 @@ class Plugins:
             if allowed_set is not None and dist != OWN_DISTRIBUTION and dist not in allowed_set:
                 continue
             info = PluginInfo(dist, version, ep.value, distribution=ep.dist)
+            self.entry_point_names.setdefault(ep.value, ep.name)
             try:
                 module = ep.load()
             except Exception as e:  # a broken package must not take the others down
@@ -181,11 +206,23 @@ def _installed_from_path(dist: Any) -> bool:
     return isinstance(url, str) and url.startswith("file://")
 
 
+MAX_SOURCE_FILES = 10_000  # files of a plugin package hashed for its identity; more is refused
+MAX_SOURCE_BYTES = 256 * 2**20  # their bytes together; more is refused
+NOT_SOURCE = ("py.typed",)  # PEP 561's empty marker: no content to identify
+
+
 def source_digest(module: str) -> str | None:
-    """sha256 (hex) of the source of ``module``'s top-level package: each ``*.py`` file under its
-    folder (``__pycache__`` and hidden folders aside), by relative path, sorted, with its bytes; of
-    the one file, for a top-level module. ``module`` may be an entry point's ``pkg.mod:attr``.
-    None where there is no such source (not found, or not ``.py`` files)."""
+    """sha256 (hex) of ``module``'s top-level package, whole: every file under its folder, code
+    and data alike (a vocabulary, a prompt file, weights), through links to files and folders
+    (``r2med_tasks.models.walk_files``), by relative path, sorted, with its bytes; of the one
+    file, for a top-level module. Left out: what Python writes or no program reads (``__pycache__``,
+    ``*.pyc``, ``*.pyo``, hidden files and folders, editor leftovers ``x~`` and ``#x#``, the
+    ``py.typed`` marker). ``module`` may be an entry point's ``pkg.mod:attr``. None where there is
+    no such source (not found, or not ``.py`` files). A package of more than
+    :data:`MAX_SOURCE_FILES` files or :data:`MAX_SOURCE_BYTES` bytes is refused in one line
+    (:class:`UserError`), never hashed for minutes."""
+    from .models import walk_files
+
     top = module.partition(":")[0].strip().split(".")[0]
     try:
         spec = importlib.util.find_spec(top)
@@ -196,14 +233,22 @@ def source_digest(module: str) -> str | None:
     files: list[tuple[str, Path]] = []
     if spec.submodule_search_locations is not None:  # a package (a namespace package: each of its folders)
         for location in spec.submodule_search_locations:
-            for folder, dirs, names in os.walk(location):
-                dirs[:] = [d for d in dirs if d != "__pycache__" and not d.startswith(".")]
-                files += [((Path(folder) / n).relative_to(location).as_posix(), Path(folder) / n)
-                          for n in names if n.endswith(".py") and not n.startswith(".")]
+            found = walk_files(Path(location), skip_folder=_not_source_folder, skip_file=_not_source_file,
+                               limit=MAX_SOURCE_FILES - len(files))
+            if found is None:
+                raise UserError(_too_large(top, location, f"more than {MAX_SOURCE_FILES} files"))
+            files += found
     elif spec.has_location and spec.origin and spec.origin.endswith(".py"):
         files = [(Path(spec.origin).name, Path(spec.origin))]
     if not files:
         return None
+    try:
+        size = sum(file.stat().st_size for _, file in files)
+    except OSError:
+        return None
+    if size > MAX_SOURCE_BYTES:
+        location = next(iter(spec.submodule_search_locations or [spec.origin]))
+        raise UserError(_too_large(top, location, f"{_size_text(size)} of files"))
     h = hashlib.sha256()
     for relative, file in sorted(files):
         try:
@@ -213,6 +258,29 @@ def source_digest(module: str) -> str | None:
         h.update(f"{relative}\0{len(data)}\n".encode())
         h.update(data)
     return h.hexdigest()
+
+
+def _not_source_folder(name: str) -> bool:
+    return name == "__pycache__" or _not_source_file(name)
+
+
+def _not_source_file(name: str) -> bool:
+    return name.startswith((".", "#")) or name.endswith(("~", ".pyc", ".pyo")) or name in NOT_SOURCE
+
+
+def _size_text(size: int) -> str:
+    for unit, name in ((2**30, "GiB"), (2**20, "MiB")):
+        if size >= unit:
+            return f"{size / unit:.1f} {name}"
+    return f"{size} bytes"
+
+
+def _too_large(top: str, location: str, what: str) -> str:
+    return (f"plugin {top}: its package ({location}) holds {what}; a plugin loaded from source (R2MED_PLUGINS, or "
+            f"installed from a local folder) is identified by a hash of its whole package, at most "
+            f"{MAX_SOURCE_FILES} files and {MAX_SOURCE_BYTES // 2**20} MiB: keep large data (weights, corpora) "
+            "outside the package and name it with an option (a model folder given with -o model= is identified by "
+            "its content)")
 
 
 _plugins: Plugins | None = None

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from .components import SPEC_TYPES, ComponentSpec, LLMSpec
 from .errors import PluginError, UserError
-from .plugins import PluginInfo, Plugins
+from .plugins import BrokenPlugin, PluginInfo, Plugins
 from .tasks import GROUPS, TaskSpec, normalize
 
 KINDS = ("retriever", "rewriter", "reranker")
@@ -39,6 +39,9 @@ class Registry:
     conflicts: list[str] = field(default_factory=list)
     clashes: dict[str, dict[str, str]] = field(default_factory=lambda: {k: {} for k in HOOKS})
     """Per kind: normalized name -> the clash's message (the lookup of that name raises it)."""
+    broken: list[BrokenPlugin] = field(default_factory=list)
+    """The plugins that failed to import or register (``Plugins.broken``): what they would have
+    registered is unknown, so a name found nowhere may be theirs."""
 
     def names(self, kind: str) -> dict[str, Registered]:
         """Normalized name and alias -> entry, for one kind."""
@@ -64,9 +67,16 @@ class Registry:
             options = " or ".join(f"{k}:{self.names(k)[key].spec.name if key in self.names(k) else name}"
                                   for k in found)
             raise UserError(f"--plugin {token}: several components have that name; write {options}")
+        for b in self.broken:
+            if b.may_provide(name):
+                raise UserError(f"--plugin {token}: the plugin '{b.name}' that should provide it is broken: "
+                                f"{b.summary()} (see `r2med plugins`)")
         known = sorted({e.spec.name for k in kinds for e in self.entries[k]})
+        broken = "; ".join(f"'{b.name}' ({b.summary()})" for b in {b.name: b for b in self.broken}.values())
         raise UserError(f"--plugin {token}: no such component{_suggest(name, known)}. "
-                        f"Installed: {', '.join(known) or 'none'} (see `r2med list retrievers`)")
+                        f"Installed: {', '.join(known) or 'none'} (see `r2med list retrievers`)"
+                        + (f". Broken plugins, which may provide it: {broken} (see `r2med plugins`)"
+                           if broken else ""))
 
     def llm(self, spec: str, **sampling) -> object:
         """A client for ``-o llm=PREFIX:MODEL`` (or ``BASE_URL#MODEL``) from the registered backends."""
@@ -124,7 +134,7 @@ def _suggest(name: str, known: list[str]) -> str:
 
 
 def build_registry(plugins: Plugins) -> Registry:
-    registry = Registry()
+    registry = Registry(broken=plugins.broken)  # the list itself: a hook that fails below joins it
     for kind, hook_name in HOOKS.items():
         expected = EXPECTED[kind]
         for impl in getattr(plugins.pm.hook, hook_name).get_hookimpls():  # in registration order

@@ -207,9 +207,9 @@ def prepare(request: RunRequest, *, pipeline: Pipeline | None = None, registry: 
             log: Callable[[str], None] = lambda line: None) -> Prepared:
     """Check a request whole and create its components (cheap: models load on first use): the
     pipeline (``pipeline``: one built by the caller from Python objects), the tasks, the output and
-    cache folders."""
-    from .context import default_cache_dir
+    cache folders. Local models' fingerprints go to the run's cache folder (:func:`_run_cache_dir`)."""
     from .layout import check_output_folder
+    from .models import fingerprints_in
     from .pipelines import base_context, build_pipeline, instantiate
 
     if registry is None:
@@ -217,15 +217,24 @@ def prepare(request: RunRequest, *, pipeline: Pipeline | None = None, registry: 
         from .registry import build_registry
 
         registry = build_registry(get_plugins())
-    if pipeline is None:
-        pipeline = build_pipeline(registry, list(request.components), list(request.options), top_k=request.top_k,
-                                  device=request.device)
-    tasks = choose_tasks(registry, request.tasks, request.data_dir)
-    check_output_folder(request.output, create=False)
-    cache_dir = request.cache_dir or default_cache_dir()
-    check_output_folder(cache_dir, create=False, option="--cache-dir")
-    instantiate(pipeline, registry)
+    cache_dir = _run_cache_dir(request)
+    with fingerprints_in(cache_dir):
+        if pipeline is None:
+            pipeline = build_pipeline(registry, list(request.components), list(request.options),
+                                      top_k=request.top_k, device=request.device)
+        tasks = choose_tasks(registry, request.tasks, request.data_dir)
+        check_output_folder(request.output, create=False)
+        check_output_folder(cache_dir, create=False, option="--cache-dir")
+        instantiate(pipeline, registry)
     return Prepared(request, registry, pipeline, tasks, base_context(registry, cache_dir=cache_dir, log=log))
+
+
+def _run_cache_dir(request: RunRequest) -> Path:
+    """The cache folder a request's run uses (its ``Context.cache_dir``): ``--cache-dir``, else the
+    user's cache folder."""
+    from .context import default_cache_dir
+
+    return request.cache_dir or default_cache_dir()
 
 
 def execute(request: RunRequest, *, console: Console, log: Callable[[str], None] = lambda line: None,
@@ -236,12 +245,19 @@ def execute(request: RunRequest, *, console: Console, log: Callable[[str], None]
     from .components import ReportsUsage
     from .layout import check_output_folder
     from .llm.usage import Usage
+    from .models import fingerprints_in
+    from .results import RUN_DATA_DIR
     from .runner import run_pipeline
 
     ready = prepare(request, pipeline=pipeline, registry=registry, log=log)
     check_output_folder(request.output, create=True)
-    outcome = run_pipeline(ready.pipeline, ready.tasks, output=request.output, data_dir=request.data_dir,
-                           overwrite=request.overwrite, context=ready.context, console=console)
+    recorded = RUN_DATA_DIR.set(request.data_dir)  # the records keep it, for the commands printed later
+    try:
+        with fingerprints_in(ready.context.cache_dir):
+            outcome = run_pipeline(ready.pipeline, ready.tasks, output=request.output, data_dir=request.data_dir,
+                                   overwrite=request.overwrite, context=ready.context, console=console)
+    finally:
+        RUN_DATA_DIR.reset(recorded)
     usages = [stage.instance.usage for stage in ready.pipeline.ordered() if isinstance(stage.instance, ReportsUsage)]
     outcome.summaries = [usage.describe(usage.model) for usage in usages if isinstance(usage, Usage)]  # LLM calls' cost
     words, _ = ready.pipeline.command()
@@ -254,10 +270,10 @@ def execute(request: RunRequest, *, console: Console, log: Callable[[str], None]
 def plan_request(request: RunRequest, *, registry: Registry | None = None) -> dict[str, Any]:
     """What :func:`execute` would do, without loading data or models or downloading anything (a hub
     model resolves from the local cache only)."""
-    from .models import hub_offline
+    from .models import fingerprints_in, hub_offline
     from .runner import plan
 
-    with hub_offline():
+    with hub_offline(), fingerprints_in(_run_cache_dir(request)):
         ready = prepare(request, registry=registry)
         return plan(ready.pipeline, ready.tasks, output=request.output, data_dir=request.data_dir,
                     overwrite=request.overwrite)

@@ -20,7 +20,8 @@ import hashlib
 import json
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,10 @@ from .layout import RunFolder, experiment_name, folder_path, inside, leads_outsi
 from .runs import Run, trec_text
 
 FORMAT = 3  # of the identity files and records; results without one were written by an earlier r2med
+# The --data-dir of the run now writing (request.execute sets it): the record keeps it per task
+# ("data_dirs", as given) for the command the leaderboard prints; no identity holds it (identities
+# hold no machine paths). A record without it (an earlier r2med's) still reads.
+RUN_DATA_DIR: ContextVar[Path | None] = ContextVar("r2med_run_data_dir", default=None)
 
 
 def canonical(value: Any) -> Any:
@@ -73,9 +78,11 @@ class RunSpec:
     name and revision of the models that score; ``variant``: the options set away from their
     defaults (mteb's ``experiment_kwargs``); ``model``: the retriever's model metadata, which names a
     bare retriever's folder so its results merge with MTEB's; a ``composite`` pipeline (rewriter,
-    reranker or fusion) is filed under ``r2med/<its name>`` instead. ``command``: the words that
-    reproduce it (``("r2med-run", "--plugin", "bm25")``), or None with ``command_note`` saying why
-    no command can; ``components``: each stage's component, plugin and label (a composite's members
+    reranker or fusion) is filed under ``<namespace>/<its name>`` instead: ``namespace`` is the
+    package of its first third-party component, ``r2med`` when all are r2med's own (``renamed``:
+    {model name: the name an earlier r2med gave it}, where they differ; :meth:`legacy`).
+    ``command``: the words that reproduce it (``("r2med-run", "--plugin", "bm25")``), or None with
+    ``command_note`` saying why no command can; ``components``: each stage's component, plugin and label (a composite's members
     too), as the leaderboard shows and filters them. ``encode_kwargs``: the runtime options set
     (batch size, device), recorded in ``run_settings.jsonl`` as mteb records its encode kwargs.
     """
@@ -91,6 +98,30 @@ class RunSpec:
     command_note: str | None = None
     components: dict[str, Any] = field(default_factory=dict)
     encode_kwargs: dict[str, Any] = field(default_factory=dict)  # runtime options set (run_settings.jsonl)
+    namespace: str = "r2med"
+    renamed: dict[str, str] = field(default_factory=dict)
+
+    def legacy(self) -> RunSpec | None:
+        """This pipeline as r2med named it before pipelines were filed under their first
+        third-party package (``r2med/<its name>``) and a third party's component without a model
+        name was ``r2med/<component>``; None when that is how it is named now."""
+        if self.namespace == "r2med" and not self.renamed:
+            return None
+        models = {kind: self._renamed_model(m) for kind, m in self.models.items()}
+        return replace(self, namespace="r2med", renamed={}, models=models, model=self._renamed_model(self.model))
+
+    def _renamed_model(self, model: Any) -> Any:
+        if not isinstance(model, dict) or model.get("name") not in self.renamed:
+            return model
+        return {**model, "name": self.renamed[model["name"]]}
+
+    def legacy_identity(self, identity: dict[str, Any]) -> dict[str, Any]:
+        """``identity`` as an earlier r2med wrote it for this pipeline (its models named as
+        :meth:`legacy` says): a result stored under those names is still this pipeline's."""
+        models = identity.get("models")
+        if not self.renamed or not isinstance(models, dict):
+            return identity
+        return {**identity, "models": {kind: self._renamed_model(m) for kind, m in models.items()}}
 
     @property
     def label(self) -> str:
@@ -126,19 +157,37 @@ class ResultFolder(RunFolder):
         self.spec = spec
         self.display_name, self.label = spec.display_name, spec.label
         if spec.composite:
-            self.name = f"r2med/{slug(spec.display_name) or 'pipeline'}"
+            self.name = f"{spec.namespace}/{slug(spec.display_name) or 'pipeline'}"
             self.revision = digest({"config": _without_options(spec.config), "models": spec.models})
-        else:
-            self.name, self.revision = spec.model["name"], safe_component(str(spec.model["revision"]))
+        else:  # a model name of r2med's own (r2med/hybrid) goes under a third-party member's package
+            self.name, self.revision = _in_namespace(spec.model["name"], spec.namespace), \
+                safe_component(str(spec.model["revision"]))
         self.experiment = experiment_name(spec.variant)
         super().__init__(folder_path(output, self.name, self.revision, self.experiment, local=local))
         self.output = output
+        self.adopted = self._adopt_legacy(output, local)
         if not inside(self.path, output):  # sanitising makes this impossible; a last guard all the same
             raise UserError(f"results folder {self.path} would lie outside --output {output}")
         escape = leads_outside(self.path, output)
         if escape is not None:
             raise UserError(f"{escape} is a symbolic link leading out of --output {output}; results are only "
                             "written inside it: remove the link or choose another --output")
+
+    def _adopt_legacy(self, output: Path, local: bool) -> bool:
+        """Keep using the folder an earlier r2med filed this very configuration in
+        (:meth:`RunSpec.legacy`: ``r2med__…`` for a pipeline with a third-party component) when it
+        holds its record and this folder holds none: its results are found and reused there, and
+        new tasks join them. True when it does."""
+        legacy = self.spec.legacy()
+        if legacy is None or self.record_file.exists():
+            return False
+        earlier = ResultFolder(output, legacy, local=local)
+        stored = earlier.record()
+        if earlier.path == self.path or stored.get("format") != FORMAT or stored.get("config") != canonical(
+                self.spec.config):
+            return False
+        self.path, self.name, self.revision = earlier.path, earlier.name, earlier.revision
+        return True
 
     def check_claim(self) -> None:
         """Refuse a folder whose recorded configuration is another one (two configurations never
@@ -158,14 +207,31 @@ class ResultFolder(RunFolder):
         self.check_claim()
         self.remove_stale_temp_files()
 
-    def record_text(self) -> str:
+    def record_text(self, task_name: str | None = None) -> str:
+        """``r2med/pipeline.json``'s text; ``task_name``: the task being written, whose local data
+        folder (:data:`RUN_DATA_DIR`) joins the record's ``data_dirs``."""
         spec = self.spec
+        data_dirs = self._data_dirs(task_name)
         return json.dumps(canonical({
             "format": FORMAT, "name": self.display_name, "label": self.label, "config": spec.config,
             "models": spec.models, "code": spec.code, "experiment_kwargs": spec.variant or None,
             "data": "local" if self.local else "hub", "components": spec.components,
-            "command": list(spec.command) if spec.command else None, "command_note": spec.command_note}),
+            "command": list(spec.command) if spec.command else None, "command_note": spec.command_note,
+            **({"data_dirs": data_dirs} if data_dirs else {})}),
             indent=2, ensure_ascii=False) + "\n"
+
+    def _data_dirs(self, task_name: str | None) -> dict[str, str]:
+        """Task -> the ``--data-dir`` its result was computed from, as given: the stored record's,
+        with ``task_name``'s set to the running one's (dropped when it read no local folder)."""
+        stored = self.record().get("data_dirs")
+        dirs = {k: v for k, v in stored.items() if isinstance(v, str)} if isinstance(stored, dict) else {}
+        if task_name is not None:
+            given = RUN_DATA_DIR.get()
+            if self.local and given is not None:
+                dirs[task_name] = str(given)
+            else:
+                dirs.pop(task_name, None)
+        return dict(sorted(dirs.items()))
 
     def prune(self) -> None:
         """Remove what a run that wrote no task left: the lock file and the empty folders above it
@@ -193,6 +259,8 @@ class ResultFolder(RunFolder):
         except (OSError, ValueError) as e:
             return Status(False, f"{self.identity_file(task_name)} is unreadable ({type(e).__name__})")
         changes = differences(stored, identity)
+        if changes and not differences(stored, self.spec.legacy_identity(identity)):
+            changes = []  # stored by an earlier r2med, its models named as it named them
         if changes:
             return Status(False, "; ".join(changes))
         try:
@@ -240,7 +308,7 @@ class ResultFolder(RunFolder):
 
         if not self.model_meta_file.exists():
             atomic.write_text(self.model_meta_file, self.model_meta_text())
-        record = self.record_text()
+        record = self.record_text(task_name)
         files = {
             self.trec(task_name): trec_text(ranked, slug(self.display_name) or "r2med"),
             self.per_query(task_name): "".join(line + "\n" for line in [
@@ -276,16 +344,41 @@ class ResultFolder(RunFolder):
         except OSError:
             return True
 
+    def repair_run_settings(self, task_name: str) -> bool:
+        """Put a reused task's entry back into ``run_settings.jsonl`` when the file lost it (deleted,
+        emptied, or lines that are not JSON, which mteb skips): rewritten as a run writes it, merged
+        with the entries still readable. True when it was."""
+        from .mteb_adapter import run_settings_entries
+
+        existing = self._run_settings()
+        if existing:
+            lines = [line for line in existing.splitlines() if line.strip()]
+            entries = run_settings_entries(existing)
+            if len(entries) == len(lines) and any(e.get("task") == task_name for e in entries):
+                return False
+        settings = self.run_settings_text(task_name)
+        if settings is None:
+            return False
+        atomic.write_text(self.run_settings_file, settings)
+        return True
+
     def run_settings_text(self, task_name: str) -> str | None:
         """``run_settings.jsonl`` with this task's entry, merged as mteb's ``ResultCache.save_to_cache``
         merges it (one test split, the default subset)."""
         from .mteb_adapter import run_settings_text
 
+        return run_settings_text(self._run_settings(), task_name, {"test": [{"hf_subset": "default"}]},
+                                 self.spec.encode_kwargs)
+
+    def _run_settings(self) -> str | None:
+        """``run_settings.jsonl``'s text: None when there is none, "" when it cannot be read as text
+        (rebuilt from nothing)."""
         try:
-            existing = self.run_settings_file.read_text(encoding="utf-8")
+            return self.run_settings_file.read_text(encoding="utf-8")
         except FileNotFoundError:
-            existing = None
-        return run_settings_text(existing, task_name, {"test": [{"hf_subset": "default"}]}, self.spec.encode_kwargs)
+            return None
+        except (OSError, UnicodeDecodeError):
+            return ""
 
     def model_meta_object(self):
         """The mteb ModelMeta naming these results (mteb's own entry when it has one), with the
@@ -360,6 +453,13 @@ def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
 def _short(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _in_namespace(name: str, namespace: str) -> str:
+    """A model name in r2med's own namespace (``r2med/hybrid``) as ``namespace``'s (the package of
+    the pipeline's first third-party component); any other name as it is."""
+    org, slash, rest = name.partition("/")
+    return f"{namespace}/{rest}" if slash and org == "r2med" and namespace != "r2med" else name
 
 
 def _without_options(config: dict[str, Any]) -> dict[str, Any]:

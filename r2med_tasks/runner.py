@@ -8,6 +8,7 @@ Each results folder is locked for the run, so two processes never interleave one
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -28,15 +29,18 @@ from .datafiles import hash_ahead
 from .taskdata import Query, TaskData
 from .errors import FILE_PROBLEMS, PluginError, UserError
 from .evaluation import check_run, score
+from .journal import Journal
+from .layout import GENERATIONS
 from .llm import RetryLine, Usage
 from .outcomes import RunOutcome, TaskOutcome, average_ci
-from .pipelines import Pipeline, Stage, without_secrets
+from .pipelines import STAGE_ORDER, Pipeline, Stage, without_secrets
 from .results import ResultFolder, Status, locked
 from .runs import rank
 from .tasks import TaskSpec
 
 
-STAGES = {"Rewriting queries": "rewrite", "Encoding corpus": "index", "Encoding queries": "search",
+LOADING = "Loading model"  # a phase inside another (context.loading()): timed apart, as the "load" stage
+STAGES = {LOADING: "load", "Rewriting queries": "rewrite", "Encoding corpus": "index", "Encoding queries": "search",
           "Reranking": "rerank", "Scoring": "score"}  # phase -> the stage a cost file times (layout.COST_STAGES)
 
 
@@ -50,47 +54,55 @@ class Phases:
 
     def __init__(self) -> None:
         self.items: list[dict[str, Any]] = []
-        self.marks: list[tuple[int, Usage | None]] = []  # each item's nesting depth and the usage added in it
+        # each item's enclosing phases (outermost first; how deep it nests) and the usage added in it
+        self.marks: list[tuple[tuple[str, ...], Usage | None]] = []
         self._nesting = threading.local()  # stages that overlap (index while rewriting) nest apart
 
     @property
-    def _depth(self) -> int:
-        return getattr(self._nesting, "depth", 0)
-
-    @_depth.setter
-    def _depth(self, value: int) -> None:
-        self._nesting.depth = value
+    def _open(self) -> list[str]:
+        """The phases open in this thread, outermost first."""
+        if not hasattr(self._nesting, "open"):
+            self._nesting.open = []
+        return self._nesting.open
 
     @contextmanager
     def __call__(self, name: str, *components: Any):
         watched = [(c, c.usage, c.usage.tally()) if isinstance(c.usage, Usage) else (c, None, None)
                    for c in components if isinstance(c, ReportsUsage)]
         start = time.time()
-        self._depth += 1
+        around = tuple(self._open)
+        self._open.append(name)
         try:
             yield
         finally:
-            self._depth -= 1
+            self._open.pop()
         with _APPENDING:  # items and marks stay pairs
             self.items.append({"name": name, "start": start, "end": time.time(), "split": "test",
                                "subset": "default"})
-            self.marks.append((self._depth, _added(watched)))
+            self.marks.append((around, _added(watched)))
 
     def cost(self, since: int = 0) -> dict[str, Any]:
         """``{"seconds": {stage: s}, "usage": {...} or None}`` of the phases recorded from item
         ``since`` on (a saved run's, inside the task's): seconds of the outermost ones only (a phase
-        inside another is part of its time), usage of all (None when no component reported any)."""
+        inside another is part of its time), but a model's loading, which counts as "load" and not
+        in the stage it happened in; usage of all (None when no component reported any)."""
         marks = self.marks[since:]
-        top = min((depth for depth, _ in marks), default=0)
+        top = min((len(around) for around, _ in marks), default=0)
         seconds: dict[str, float] = {}
         usage: Usage | None = None
-        for item, (depth, added) in zip(self.items[since:], marks):
+        for item, (around, added) in zip(self.items[since:], marks):
             stage = STAGES.get(item["name"])
-            if stage is not None and depth == top:
-                seconds[stage] = seconds.get(stage, 0.0) + max(0.0, item["end"] - item["start"])
+            took = max(0.0, item["end"] - item["start"])
+            if stage is not None and len(around) == top:
+                seconds[stage] = seconds.get(stage, 0.0) + took
+            elif stage == "load":  # inside a stage: its own time, taken out of that stage's
+                seconds["load"] = seconds.get("load", 0.0) + took
+                outer = STAGES.get(around[top])
+                if outer is not None:
+                    seconds[outer] = seconds.get(outer, 0.0) - took
             if added is not None:
                 usage = added if usage is None else usage + added
-        return {"seconds": {k: round(v, 3) for k, v in seconds.items()},
+        return {"seconds": {k: round(max(0.0, v), 3) for k, v in seconds.items()},
                 "usage": usage.to_json() if usage is not None else None}
 
 
@@ -117,7 +129,8 @@ def with_recorded(cost: dict[str, Any], recorded: dict[str, Any] | None) -> dict
     usages = [u for u in (recorded["usage"], cost["usage"]) if u is not None]
     usage = None
     if usages:
-        usage = {k: sum(u[k] for u in usages) for k in usages[0] if k != "usd"}
+        usage = {k: sum(u.get(k) or 0 for u in usages) for k in dict.fromkeys(k for u in usages for k in u)
+                 if k != "usd"}
         usage["usd"] = None if any(u["usd"] is None for u in usages) else round(sum(u["usd"] for u in usages), 10)
     return {"seconds": seconds, "usage": usage}
 
@@ -262,6 +275,30 @@ class _Current:
     held_out: set[str] | None = None
     extra_scores: dict | None = None
     kept: dict[str, list[dict]] = field(default_factory=dict)  # what components asked to keep (context.keep)
+    generations: list[dict] = field(default_factory=list)  # what the LLMs wrote (context.generated), as it came
+    journal: Journal | None = None  # where they are appended as they come (the results folder's)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def generated(self, record: dict) -> None:
+        """One query's generation record, kept and appended to the journal at once (fsynced when
+        this returns; outside the lock, so the records of concurrent queries share a write)."""
+        if not isinstance(record, dict) or not isinstance(record.get("query_id"), str):
+            raise PluginError("context.generated(record): a dict with a 'query_id' string "
+                              "(r2med_tasks.llm.records.record builds one)")
+        row = json.loads(json.dumps(record, default=str))  # plain JSON values, as they will be read back
+        with self.lock:
+            self.generations.append(row)
+        if self.journal is not None:
+            self.journal.append([row])
+
+    def kept_with_generations(self, *stages: str) -> dict[str, list[dict]]:
+        """What the components kept, and the generation records of ``stages`` in the queries' order
+        (each stage's, rewriter first)."""
+        order = {q.id: i for i, q in enumerate(self.data.queries)}
+        with self.lock:
+            rows = [r for r in self.generations if r.get("stage") in stages]
+        rows.sort(key=lambda r: (STAGE_ORDER.index(r["stage"]), order.get(r["query_id"], len(order))))  # stable
+        return {**self.kept, **({GENERATIONS: rows} if rows else {})}
 
 
 class _Run:
@@ -292,6 +329,7 @@ class _Run:
                 data_id = task.data_identity(self.data_dir, only_task=self.only_task)
                 status = folder.status(task.name, folder.spec.task_identity(task.name, data_id))
                 if status.reuse and not self.overwrite:
+                    folder.repair_run_settings(task.name)  # what mteb reads beside it, put back if lost
                     outcomes.append(TaskOutcome.read(task, folder, status="cached",  # as it was computed
                                                      official_data=data_id["official"]))
                 else:
@@ -331,7 +369,9 @@ class _Run:
         with phase("Data loading"):
             data: TaskData = task.load(self.data_dir, only_task=self.only_task, cache_dir=context.cache_dir)
         data_id = task.data_identity(self.data_dir, only_task=self.only_task, revision=data.revision)
-        current = _Current(task, data, data_id)
+        journal = Journal(folder.generations_journal(task.name), "the generation records")
+        journal.path.unlink(missing_ok=True)  # a killed run's: this run's come again (its answers from the cache)
+        current = _Current(task, data, data_id, journal=journal)
         context = self.task_context(context, current, phase, step)
         for warning in data.warnings:
             self.console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
@@ -342,6 +382,8 @@ class _Run:
             step("first stage from its saved run")
             ranked = first_folder.read_run(task.name)  # a reranker reuses the first stage, never recomputes it
             first_cost = first_folder.cost(task.name)  # what computing it cost, counted in this task's
+            for record in first_folder.generations(task.name):  # and what its LLM wrote, kept with this task's
+                current.generated(record)
         else:
             ranked = first_stage(pipeline, task, data, phase, step, context)
         if current.held_out is not None:  # a component tuned on these queries: never scored on them
@@ -349,7 +391,7 @@ class _Run:
             ranked = {q: d for q, d in ranked.items() if q in data.qrels}
         if first_folder is not None and not reused:
             _save(first_folder, task, data, data_id, ranked, started, phase,  # for the leaderboard and rerankers
-                  kept=current.kept)
+                  kept=current.kept_with_generations("rewriter", "retriever"))
 
         extra_scores = dict(current.extra_scores or {})
         if "reranker" in pipeline.stages:
@@ -361,8 +403,9 @@ class _Run:
             self.console.print(f"[yellow]warning:[/] {task.name}: {len(empty)} queries got no documents; "
                                "they score 0 in the averages")
         step("scoring")
-        ndcg, n = _save(folder, task, data, data_id, ranked, started, phase, extra_scores, kept=current.kept,
-                        first_cost=first_cost)
+        ndcg, n = _save(folder, task, data, data_id, ranked, started, phase, extra_scores,
+                        kept=current.kept_with_generations(*STAGE_ORDER), first_cost=first_cost)
+        journal.path.unlink(missing_ok=True)  # the records are in <Task>.generations.jsonl now
         return ndcg, n, data_id["official"]
 
     def task_context(self, context: Context, current: _Current, phase: Phases, step) -> CompositeContext:
@@ -386,9 +429,13 @@ class _Run:
         def keep(name: str, rows: list[dict]) -> None:
             if not re.fullmatch(r"[a-z][a-z0-9_-]{0,40}", name):
                 raise PluginError(f"context.keep({name!r}): a name of lower-case letters, digits, - and _")
+            if name == GENERATIONS:
+                raise PluginError(f"context.keep({name!r}): the harness writes that file from "
+                                  "context.generated(record); keep your rows under another name")
             current.kept[name] = [dict(row) for row in rows]
 
-        return context.with_(corpus=current.data.corpus, keep=keep).composed(
+        return context.with_(corpus=current.data.corpus, keep=keep, generated=current.generated,
+                             loading=lambda: phase(LOADING)).composed(
             tasks=tuple(self.tasks), saved_run=saved_run, tuning_judgments=tuning_judgments, hold_out=hold_out)
 
     def saved_run(self, member: Any, task: TaskSpec, queries, current: _Current, context: Context, phase: Phases,
@@ -482,7 +529,7 @@ def first_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, phase: Phase
     step(f"rewriting queries ({stage.spec.name}) while indexing {len(data.corpus):,} documents "
          f"({pipeline.retriever.spec.name})")
     with phase("Rewriting queries", stage.instance), calling(stage, task, "rewriting queries of", context):
-        queries = stage.instance.rewrite(data.queries, task=task, context=stage.context(context))
+        queries = stage.instance.rewrite(data.queries, task=task, context=stage_context(stage, context))
     if sorted(q.id for q in queries) != sorted(q.id for q in data.queries):
         raise PluginError(f"{stage.label} must return one rewritten query per input query")
     if not indexing.done():
@@ -515,6 +562,21 @@ class Background:
             raise self._error
 
 
+def stage_context(stage: Stage, context: Context) -> Context:
+    """What a stage's component gets of ``context`` (``Stage.context``), its generation records
+    marked with the stage and the component that wrote them."""
+    context = stage.context(context)
+    generated = context.generated
+
+    def mark(record: dict) -> None:
+        if isinstance(record, dict):
+            record = {"query_id": record.get("query_id"), "stage": stage.spec.kind, "component": stage.spec.name,
+                      **{k: v for k, v in record.items() if k not in ("stage", "component")}}
+        generated(record)
+
+    return context.with_(generated=mark)
+
+
 def index_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, phase: Phases, context: Context) -> None:
     """The retriever indexes (encodes) the task's corpus."""
     retriever = pipeline.retriever
@@ -531,7 +593,7 @@ def search_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, queries: li
     step(f"searching {len(queries)} queries")
     with phase("Encoding queries", retriever.instance), calling(retriever, task, "searching", context):
         run = retriever.instance.search(queries, task=task, top_k=pipeline.top_k,
-                                        context=retriever.context(context))
+                                        context=stage_context(retriever, context))
     check_run(run, data.qrels, set(data.corpus.ids), component=retriever.label)
     return rank(run, pipeline.top_k)
 
@@ -547,7 +609,7 @@ def rerank_stage(stage: Stage, task: TaskSpec, data: TaskData, ranked, phase: Ph
     candidates = {qid: dict(list(docs.items())[:k]) for qid, docs in ranked.items()}
     with phase("Reranking", stage.instance), calling(stage, task, "reranking", context):
         reranked = stage.instance.rerank(data.queries, data.corpus, candidates, task=task,
-                                         context=stage.context(context))
+                                         context=stage_context(stage, context))
     check_run(reranked, data.qrels, set(data.corpus.ids), component=stage.label)
     out = {}
     for qid, docs in ranked.items():

@@ -272,7 +272,7 @@ def compare(
             "mean_b": mean_b,
             "difference": mean_b - mean_a,
             "p_value": float(p),
-            "difference_ci": list(difference_interval(a, b, resamples=resamples, seed=seed)),
+            "difference_ci": _listed(difference_interval(a, b, resamples=resamples, seed=seed)),
         }
         paired[task] = (a, b)
     for task, p_adj in holm({task: r["p_value"] for task, r in tasks.items()}).items():
@@ -324,3 +324,8 @@ class Comparison:
         out = {"test": self.test, **({"trials": self.trials} if self.trials is not None else {})}
         out.update({f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("a", "b", "test", "trials")})
         return out
+
+
+def _listed(bounds: tuple[float, float] | None) -> list[float] | None:
+    """An interval as JSON holds it; None (no interval: one query) as null."""
+    return None if bounds is None else list(bounds)

@@ -22,3 +22,10 @@ def _escaped(c: str) -> str:
     if unicodedata.category(c) in ("Zs",):  # non-ASCII spaces are harmless; keep them
         return c
     return repr(c)[1:-1] if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+
+
+def number(value: float, digits: int = 2, *, signed: bool = False) -> str:
+    """A number as the tables show it, with ``digits`` decimals (``signed``: always a sign), never
+    "-0.00": a value that rounds to zero has no sign."""
+    rounded = round(value, digits) + 0.0  # -0.0 + 0.0 is 0.0
+    return f"{rounded:+.{digits}f}" if signed else f"{rounded:.{digits}f}"

@@ -84,8 +84,11 @@ def interval(means: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
 
 
 def mean_interval(scores: Sequence[float], *, resamples: int = RESAMPLES, seed: int = SEED,
-                  level: float = LEVEL) -> tuple[float, float]:
-    """The 95% percentile bootstrap interval of the mean of ``scores`` (one task's per-query nDCG@10)."""
+                  level: float = LEVEL) -> tuple[float, float] | None:
+    """The 95% percentile bootstrap interval of the mean of ``scores`` (one task's per-query nDCG@10);
+    None over fewer than two queries, where resampling has nothing to vary (no interval to show)."""
+    if _values(scores).size < 2:  # refuses no value and non-finite ones first
+        return None
     return interval(bootstrap_means(scores, np.random.default_rng(seed), resamples=resamples), level)
 
 
@@ -106,10 +109,12 @@ def average_interval(groups: Sequence[Sequence[float]], *, resamples: int = RESA
 
 
 def average_interval_of(per_task: Mapping[str, Sequence[float]], *, resamples: int = RESAMPLES, seed: int = SEED,
-                        level: float = LEVEL) -> tuple[float, float]:
+                        level: float = LEVEL) -> tuple[float, float] | None:
     """:func:`average_interval` of task name -> per-query scores, the tasks drawn in the order of
     their names: a run's interval and its leaderboard row's are the same numbers, whatever order the
-    run listed its tasks in."""
+    run listed its tasks in. None when no task has two queries (nothing to resample)."""
+    if all(len(per_task[t]) < 2 for t in per_task):
+        return None
     return average_interval([per_task[t] for t in sorted(per_task)], resamples=resamples, seed=seed, level=level)
 
 
@@ -121,8 +126,9 @@ def _paired(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
 
 
 def difference_interval(a: Sequence[float], b: Sequence[float], *, resamples: int = RESAMPLES, seed: int = SEED,
-                        level: float = LEVEL) -> tuple[float, float]:
-    """The paired bootstrap interval of ``mean(b) - mean(a)`` (the same queries drawn for both)."""
+                        level: float = LEVEL) -> tuple[float, float] | None:
+    """The paired bootstrap interval of ``mean(b) - mean(a)`` (the same queries drawn for both);
+    None over fewer than two queries."""
     return mean_interval(_paired(a, b), resamples=resamples, seed=seed, level=level)
 
 

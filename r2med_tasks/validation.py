@@ -22,16 +22,20 @@ def _field(rows: Rows, i: int, name: str, kind: type) -> Any:
     if name not in row or row[name] is None:
         raise UserError(f"{rows.where(i)}: missing field '{name}'")
     value = row[name]
-    if kind is str and isinstance(value, int) and not isinstance(value, bool):
-        return str(value)  # numeric ids are ids all the same
+    if kind is str and isinstance(value, int) and not isinstance(value, bool) and name in ID_FIELDS:
+        return str(value)  # numeric ids are ids all the same; a number is no text
     if kind is int:
         number = _integer(value)
         if number is None:
             raise UserError(f"{rows.where(i)}: field '{name}' must be an integer, got {shown(value, 40)}")
         return number
     if not isinstance(value, kind):
-        raise UserError(f"{rows.where(i)}: field '{name}' must be a {kind.__name__}, got {type(value).__name__}")
+        raise UserError(f"{rows.where(i)}: field '{name}' must be a {'string' if kind is str else kind.__name__}, "
+                        f"got {type(value).__name__} {shown(value, 40)}")
     return value
+
+
+ID_FIELDS = ("id", "q_id", "p_id")  # fields whose numbers are read as ids ("text": 123 is refused)
 
 
 def column(rows: Rows, name: str, kind: type) -> list[Any]:
@@ -164,6 +168,12 @@ def task_data(corpus: Corpus, query_rows: Rows, qrels_rows: Rows, *, revision: s
                                       f"line {also[1:]}" if also.startswith(":") else also.strip(), before))
 
     warnings = []
+    written_as_text = [i for i, row in enumerate(qrels_rows.values) if isinstance(row, dict)
+                       and isinstance(row.get("score"), str)]
+    if written_as_text:
+        warnings.append(f"{qrels_rows.where(written_as_text[0])}: {len(written_as_text)} grade(s) written as text "
+                        f"({shown(qrels_rows.values[written_as_text[0]]['score'], 20)}); read as the integers they "
+                        "spell")
     if unknown_q:
         warnings.append(f"{source}: ignored {unknown_q} {qrels_rows.name} rows naming unknown queries")
     if absent:

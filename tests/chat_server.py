@@ -46,10 +46,17 @@ servers without the list), another status (an error echoing the key) or None; ``
 answered instead of the list (HTTP 200). These requests are recorded apart, in ``model_requests``
 (``requests`` and ``count`` stay the chat requests), and take no scripted fault.
 
+A reasoning parser, as vLLM's ``--reasoning-parser`` splits a chat answer (``reasoning_parser``:
+None, ``"deepseek_r1"`` or ``"qwen3"``; ``reasoning_field``: ``"reasoning_content"``, as vLLM and
+DeepSeek's API name it, or ``"reasoning"``, as newer vLLM and OpenRouter do): the generated text
+(after the stop cut) is split by ``split_reasoning``, the thinking in that field and the rest in
+``content`` (null when empty); ``/completions`` is never split, as in vLLM.
+
 Usage as reported (the block at the end of ``ChatServer``): every answer's ``usage`` object is
 recorded in ``reported``, as ``(request body, usage)``, so a test sums what the server reported;
 ``reasoning_tokens`` (an int, or ``callable(body) -> int``), when set, is reported in each answer as
-OpenAI and vLLM's reasoning parsers report it, ``usage.completion_tokens_details.reasoning_tokens``.
+OpenAI and vLLM's reasoning parsers report it, ``usage.completion_tokens_details.reasoning_tokens``;
+``usage_values``, when set, replaces those fields of every answer's usage (a server's bad counts).
 """
 
 from __future__ import annotations
@@ -101,6 +108,25 @@ def cut(text: str, stop: Any, max_tokens: Any) -> tuple[str, str | None, str, in
 COMPLETION_TOKENS = 3
 
 
+def split_reasoning(parser: str, text: str) -> tuple[str | None, str | None]:
+    """``(reasoning, content)`` as vLLM's reasoning parsers split a model's output: ``deepseek_r1``
+    drops a leading ``<think>``, and without ``</think>`` all is reasoning (the template opened the
+    thought); ``qwen3`` splits only a text holding both tags, else all is content."""
+    if parser == "deepseek_r1":
+        before, tag, after = text.partition("<think>")
+        text = after if tag else before
+        if "</think>" not in text:
+            return text, None
+        reasoning, _, content = text.partition("</think>")
+        return reasoning, content or None
+    if parser == "qwen3":
+        if "<think>" not in text or "</think>" not in text:
+            return None, text
+        reasoning, _, content = text.partition("<think>")[2].partition("</think>")
+        return reasoning, content or None
+    raise ValueError(f"unknown reasoning parser {parser!r}")
+
+
 class ChatServer(LocalServer):
     def __init__(self, *, api_key: str | None = None) -> None:
         self.answered = 0
@@ -117,6 +143,9 @@ class ChatServer(LocalServer):
         self._down_after: tuple[int, str, dict] | None = None
         self.reported: list[tuple[Any, dict]] = []  # see "usage as reported" below
         self.reasoning_tokens: int | Callable[[Any], int] | None = None
+        self.usage_values: dict | None = None  # replaces fields of every answer's usage (see "usage as reported")
+        self.reasoning_parser: str | None = None
+        self.reasoning_field = "reasoning_content"
         super().__init__(api_key)
 
     def fail_after(self, k: int, mode: str = "500", **options: Any) -> None:
@@ -154,9 +183,19 @@ class ChatServer(LocalServer):
             n = self.reasoning_tokens(body) if callable(self.reasoning_tokens) else self.reasoning_tokens
             answer["usage"]["completion_tokens_details"] = {"reasoning_tokens": n}
             payload = json.dumps(answer).encode()
+        if self.usage_values is not None:  # counts that are not counts, as a broken server reports them
+            answer["usage"].update(self.usage_values)
+            payload = json.dumps(answer).encode()
         with self._lock:
             self.reported.append((body, answer["usage"]))
         return payload
+
+    def message(self, content: Any) -> dict:
+        """A chat answer's message: ``content``, split by the reasoning parser when one is set."""
+        if self.reasoning_parser is None or not isinstance(content, str):
+            return {"role": "assistant", "content": content}
+        reasoning, rest = split_reasoning(self.reasoning_parser, content)
+        return {"role": "assistant", "content": rest, **({self.reasoning_field: reasoning} if reasoning else {})}
 
     # -- the handler -----------------------------------------------------------------------------
     def _handler(self):
@@ -226,8 +265,7 @@ class ChatServer(LocalServer):
                 answer = {
                     "id": "chatcmpl-test", "object": "chat.completion", "created": 0,
                     "model": server.served_model or body.get("model"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                 "finish_reason": finish_reason}],
+                    "choices": [{"index": 0, "message": server.message(content), "finish_reason": finish_reason}],
                     "usage": {"prompt_tokens": prompt_tokens(messages), "completion_tokens": COMPLETION_TOKENS,
                               "total_tokens": prompt_tokens(messages) + COMPLETION_TOKENS},
                 }
@@ -264,7 +302,7 @@ class ChatServer(LocalServer):
                 answer = {
                     "id": "chatcmpl-test", "object": "chat.completion", "created": 0,
                     "model": server.served_model or body.get("model"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, **end}],
+                    "choices": [{"index": 0, "message": server.message(text), **end}],
                     "usage": {"prompt_tokens": used, "completion_tokens": tokens, "total_tokens": used + tokens},
                 }
                 self._send(200, json.dumps(answer).encode())

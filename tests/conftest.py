@@ -196,6 +196,14 @@ def own_cache_dir(tmp_path_factory):
         os.environ["XDG_CACHE_HOME"] = previous
 
 
+@pytest.fixture(autouse=True)
+def own_working_folder(tmp_path_factory, monkeypatch):
+    """Every test runs in an empty folder of its own: a command that reads or writes ./results (the
+    default output, the leaderboard's default folder) never meets the checkout's results/, where a
+    user's own runs lie, and no two tests share one."""
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
 def tokenizer_with_template(folder: Path, chat_template: str) -> Path:
     """A small tokenizer folder (the installed MiniLM's files) whose tokenizer_config.json holds
     ``chat_template``: what a served model's chat template renders, without downloading one."""

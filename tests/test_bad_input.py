@@ -509,7 +509,8 @@ def test_debug_keeps_the_traceback(plugins, earlier, tmp_path):
     disk = tmp_path / "file"
     disk.write_text("x")
     with pytest.raises(NotADirectoryError):  # not turned into a line either
-        CliRunner().invoke(cli, ["export-mteb", "--debug", str(earlier[1]), str(disk / "x")], catch_exceptions=False)
+        CliRunner().invoke(cli, ["export-mteb", "--debug", "--create", str(earlier[1]), str(disk / "x")],
+                           catch_exceptions=False)
 
 
 def test_a_component_that_cannot_be_created_is_still_named(register, run_cli, tmp_path):

@@ -102,6 +102,25 @@ def test_analysed_queries_are_stored_and_reused_only_for_the_same_texts(evaluate
     assert len(analysed) == 10 and unstored["R2MEDSampleRetrieval"].status == "computed"
 
 
+def test_a_search_agents_one_query_searches_store_no_terms(tmp_path):
+    """An agent searches one query at a time (``context.searcher``): each is analysed, never stored
+    (a file per search would cost more than its analysis and pile up in the cache); the same
+    texts among others are stored, and the hits are the same either way."""
+    from r2med_tasks.api import registry
+    from r2med_tasks.pipelines import base_context
+    from r2med_tasks.tasks import SAMPLE_TASK
+
+    data = SAMPLE_TASK.load(cache_dir=tmp_path / "cache")
+    context = base_context(registry(), cache_dir=tmp_path / "cache").with_(corpus=data.corpus)
+    searcher = context.searcher(SAMPLE_TASK, "bm25")
+    texts = [q.text for q in data.queries[:3]]
+    alone = [searcher.search_one(text, 5) for text in texts]
+    stored = tmp_path / "cache" / "bm25" / "queries"
+    assert not stored.exists() or not list(stored.iterdir())
+    assert searcher.search(texts, 5) == alone
+    assert len(list(stored.iterdir())) == 1
+
+
 def test_cache_off_and_corrupt_cache(evaluate, tmp_path):
     uncached = evaluate("bm25", output="a", cache=False)
     assert not (tmp_path / "cache" / "bm25").exists()  # no index kept

@@ -21,7 +21,8 @@ from r2med_tasks.hookspecs import hookimpl
 from r2med_tasks.options import Options, options_model
 from r2med_tasks.runs import read_trec
 
-ORDINARY = {"cache_dir", "progress", "log", "keep", "retries", "corpus", "chat_clients", "retrievers"}
+ORDINARY = {"cache_dir", "progress", "log", "keep", "generated", "loading", "retries", "corpus", "chat_clients",
+            "served", "retrievers"}
 COMPOSITE_SERVICES = {"tasks", "saved_run", "tuning_judgments", "hold_out"}
 
 

@@ -173,6 +173,9 @@ DEFECTS: dict[str, tuple[Callable[[Path], None], list[tuple[str, str]]]] = {
                                                 "split: test[0])")]),
     "mteb cannot read it": (lambda d: edit_json(d / RESULT, lambda r: r.update(evaluation_time="slow")),
                             [(RESULT, "mteb cannot read it (ValidationError")]),
+    "a NaN score (mteb reads it)": (score_block(lambda b: b.update(ndcg_at_10=float("nan"), recall_at_5=float("-inf"))),
+                                    [(RESULT, "scores that are not numbers (NaN or Infinity) in test/default: "
+                                              "ndcg_at_10, recall_at_5: the evaluation failed")]),
     # run_settings.jsonl (PR 676)
     "no run_settings.jsonl": (lambda d: (d / SETTINGS).unlink(), [(SETTINGS, "missing")]),
     "run settings of another subset": (write(SETTINGS, settings_line(subsets=["other"])),
@@ -223,6 +226,8 @@ VALID_VARIANTS: dict[str, Callable[[Path], None]] = {
                                                       + settings_line("Other")),
     "macOS litter": lambda d: (write("results/.DS_Store", "x")(d), write(f"{MODEL_DIR}/.DS_Store", "x")(d)),
     "files beside the results": write(f"{FOLDER}/{TASK}.trec", "q Q0 d 1 1.0 run\n"),
+    "a NaN nAUC (mteb's for a metric the same for every query)": score_block(
+        lambda b: b.update(nauc_recall_at_100_max=float("nan"))),
 }
 
 
@@ -255,8 +260,9 @@ def test_mteb_versions_are_read_as_the_repository_reads_them(value, above):
 
 # -- export_run ----------------------------------------------------------------------------------------
 def test_export_copies_a_run_and_reports_nothing_for_a_valid_one(valid, tmp_path):
-    target, problems = export_run(valid / FOLDER, tmp_path / "clone")
-    assert target == tmp_path / "clone" / FOLDER and problems == []
+    export = export_run(valid / FOLDER, tmp_path / "clone", create=True)
+    target = export.target
+    assert target == tmp_path / "clone" / FOLDER and export.problems == [] and export.ok
     assert {p.name: p.read_bytes() for p in target.iterdir()} == {p.name: p.read_bytes()
                                                                   for p in (valid / FOLDER).iterdir()}
 
@@ -268,24 +274,25 @@ def test_export_reports_the_exported_folder_only(dest, tmp_path):
     shutil.copytree(dest / FOLDER, run)
     second_revision(dest, "1", "1")  # the clone holds the task at another revision of the model
     write("results/other__model/x/A.json", "{")(dest)  # and an unrelated broken folder
-    _, problems = export_run(run, dest)
+    problems = export_run(run, dest).problems
     assert_problems(problems, [(RESULT, "also under revision 1 ")])
 
 
 def test_export_of_an_option_variant_says_it_cannot_be_submitted(dest, tmp_path):
     experiment(dest, keep_base=False)
-    target, problems = export_run(dest / FOLDER / "experiments" / "b_0.9", tmp_path / "clone")
-    assert target == tmp_path / "clone" / FOLDER / "experiments" / "b_0.9"
-    assert_problems(problems, [(f"{FOLDER}/experiments/b_0.9", "option variant cannot be submitted")])
+    export = export_run(dest / FOLDER / "experiments" / "b_0.9", tmp_path / "clone", create=True)
+    assert export.target == tmp_path / "clone" / FOLDER / "experiments" / "b_0.9"
+    assert_problems(export.problems, [(f"{FOLDER}/experiments/b_0.9", "option variant cannot be submitted")])
 
 
 def test_export_of_an_r2med_run_lists_its_problems(run_cli, evaluate, tmp_path):
     """`r2med-run --plugin bm25 --tasks sample`, exported: r2med's sample task, and a pipeline name
     (and revision) mteb does not register."""
     (run,) = map(Path, evaluate("bm25", output="res").results_dirs)
-    code, out, err = run_cli("export-mteb", run, tmp_path / "clone", "--json")
-    assert code == 0, err
+    code, out, err = run_cli("export-mteb", run, tmp_path / "clone", "--create", "--json")
+    assert code == 1, err  # problems listed
     report = json.loads(out)
+    assert report["ok"] is False
     folder = f"results/r2med__bm25/{run.name}"
     assert report["exported_to"] == str(tmp_path / "clone" / folder)
     copied = {p.name for p in run.iterdir() if p.suffix == ".json" or p.name == "run_settings.jsonl"}
@@ -306,6 +313,7 @@ def test_export_files_a_model_under_the_repository_folder_of_its_name(valid, tmp
     run = tmp_path / "run"
     shutil.copytree(valid / FOLDER, run)
     edit_json(run / "model_meta.json", lambda m: m.update(name=name))
-    target, problems = export_run(run, tmp_path / "clone")
-    assert target == tmp_path / "clone" / "results" / folder / REVISION
-    assert any("belongs in results/" in p for p in problems) is (folder != name.replace("/", "__").replace(" ", "_"))
+    export = export_run(run, tmp_path / "clone", create=True)
+    assert export.target == tmp_path / "clone" / "results" / folder / REVISION
+    misplaced = folder != name.replace("/", "__").replace(" ", "_")
+    assert any("belongs in results/" in p for p in export.problems) is misplaced

@@ -298,3 +298,22 @@ def test_leaderboard_rows_carry_cost_and_seconds_per_query(evaluate, tmp_path, c
                                  tasks="Biology,Bioinformatics").records()  # the --format json rows show them
     shown = {r["rewriter"]: (r["usd_per_query"], r["seconds_per_query"]) for r in records}
     assert shown == {name: (r.usd_per_query, r.seconds_per_query) for name, r in rows.items()}
+
+
+def test_loading_a_model_is_its_own_stage(run_cli, evaluate, tmp_path, small_model_path):
+    """A dense run: loading the weights is timed as "load", taken out of the stage it happened in
+    (indexing here: the first encoding); a warm rerun (embeddings cached) loads nothing."""
+    outcome = evaluate("st", model=str(small_model_path), output="st")
+    folder = folder_of(outcome)
+    seconds = json.loads((folder / "r2med" / "R2MEDSampleRetrieval.cost.json").read_text())["seconds"]
+    phases = json.loads((folder / "R2MEDSampleRetrieval.json").read_text())["evaluation_phases"]
+    (load,) = [p for p in phases if p["name"] == "Loading model"]  # once: the weights stay loaded
+    (corpus,) = [p for p in phases if p["name"] == "Encoding corpus"]
+    assert corpus["start"] <= load["start"] <= load["end"] <= corpus["end"]
+    assert seconds["load"] == pytest.approx(load["end"] - load["start"], abs=2e-3)
+    assert seconds["index"] == pytest.approx((corpus["end"] - corpus["start"]) - seconds["load"], abs=2e-3)
+    code, out, err = run_cli("run", "--plugin", "st", "-o", f"model={small_model_path}", "--tasks", "sample",
+                             "--output", tmp_path / "again", "--cache-dir", tmp_path / "cache")
+    assert code == 0, err
+    total = next(line for line in (out + err).splitlines() if line.startswith("Total:"))
+    assert "load" not in total  # the embeddings of the corpus and the queries were cached: no model loaded

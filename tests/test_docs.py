@@ -208,14 +208,15 @@ def test_the_page_shows_the_example_package_as_it_is():
 
 
 def test_the_pages_retriever_test_runs(plugins, tmp_path, monkeypatch):
-    """The page's pytest test of the retriever, run as written: it evaluates tfidf on the sample."""
+    """The page's pytest test of the retriever, run as written: it loads the plugin
+    (r2med_tasks.testing) and evaluates tfidf on the sample, into ``tmp_path/results``."""
     import r2med_tasks as r2med
 
     monkeypatch.syspath_prepend(str(TESTS / "example_plugin"))
     namespace: dict = {}
     exec(compile(page_examples()["retriever test"], str(WRITING_PLUGINS), "exec"), namespace)  # noqa: S102 (the page's code)
     namespace["test_tfidf_runs"](tmp_path)
-    again = r2med.evaluate("tfidf", tasks="sample", output=tmp_path, cache_dir=tmp_path / "cache")
+    again = r2med.evaluate("tfidf", tasks="sample", output=tmp_path / "results", cache_dir=tmp_path / "cache")
     task = again["R2MEDSampleRetrieval"]  # what the page's test computed, reused
     assert task.status == "cached" and task.n_queries == 10 and 0 < task.ndcg_at_10 <= 1
 

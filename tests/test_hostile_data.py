@@ -419,7 +419,8 @@ def test_qrels_file_unreadable(tmp_path, content, message):
 
 
 def test_task_data_keeps_a_repeated_judgment_and_string_grades(tmp_path):
-    """The same judgment twice is kept once, silently: it changes no number. A grade written "2" is 2."""
+    """The same judgment twice is kept once, silently: it changes no number. A grade written "2" is
+    2, and a warning says grades were written as text."""
     from r2med_tasks.loading import load_local
 
     write_rows(tmp_path / "corpus.jsonl", [{"id": "d1", "text": "one"}, {"id": "d2", "text": "two"}])
@@ -430,7 +431,9 @@ def test_task_data_keeps_a_repeated_judgment_and_string_grades(tmp_path):
                                           {"q_id": "q1", "p_id": "d3", "score": 2147483647}])
     data = load_local(tmp_path)
     assert data.qrels == {"q1": {"d1": 1, "d2": 2, "d3": 2147483647}}
-    assert data.warnings == [(f"{tmp_path}: 1 {tmp_path / 'qrels.jsonl'} rows (1 relevant) name documents missing "
+    assert data.warnings == [f"{tmp_path / 'qrels.jsonl'}:2: 1 grade(s) written as text ('2'); read as the "
+                             "integers they spell",
+                             (f"{tmp_path}: 1 {tmp_path / 'qrels.jsonl'} rows (1 relevant) name documents missing "
                               "from the corpus; kept, as in the published evaluation: they count in recall and nDCG "
                               "but are never retrieved")]
 

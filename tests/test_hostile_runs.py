@@ -226,22 +226,38 @@ def test_temp_files_a_killed_writer_left_go_with_the_next_write(tmp_path):
 
 
 def interrupt_twice(args: list[str], ready, tmp_path) -> subprocess.CompletedProcess:
-    """Start ``r2med ARGS``, wait until ``ready()`` (the stage under test is running), then press
-    Ctrl-C twice."""
-    proc = subprocess.Popen([sys.executable, "-m", "r2med_tasks.cli", *map(str, args)], stdout=subprocess.PIPE,
+    """Start ``r2med ARGS``, wait until ``ready()`` (the stage under test is running), press Ctrl-C,
+    wait until the run says it was interrupted (its first line), then press again: each press comes
+    after the run has answered the one before, however loaded the machine, so no timing decides."""
+    import threading
+
+    proc = subprocess.Popen([sys.executable, "-m", "r2med_tasks.cli", *map(str, args)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    lines: list[str] = []
+    said = threading.Event()
+
+    def read() -> None:
+        for line in proc.stderr:
+            lines.append(line)
+            if line.startswith("Interrupted."):
+                said.set()
+        said.set()  # the stream ended: the run is over
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     deadline = time.monotonic() + 90
     while not ready() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert proc.poll() is None, proc.communicate()[1]
+    assert proc.poll() is None, "".join(lines)
     proc.send_signal(signal.SIGINT)
-    time.sleep(0.3)
-    second = proc.poll() is None  # a run that already ended cleanly gets no second press
+    assert said.wait(60), "no answer to the first Ctrl-C within 60 s"
+    second = proc.poll() is None and reader.is_alive()  # a run that already ended gets no second press
     if second:
         proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    return subprocess.CompletedProcess(args, proc.returncode, out, err), second
+    proc.wait(timeout=60)
+    reader.join(timeout=10)
+    return subprocess.CompletedProcess(args, proc.returncode, "", "".join(lines)), second
 
 
 def large_task(root: Path, n_docs: int) -> Path:

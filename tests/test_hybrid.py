@@ -2,6 +2,7 @@
 score; checked against a fusion the test computes itself from the members' saved runs."""
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,38 @@ def test_weights_are_tuned_per_task_group(evaluate, tmp_path, data_dir):
     grid = [[i / 10, 1 - i / 10] for i in range(1, 10)]
     best = max(grid, key=lambda w: (sum(task_value(n, w) for n in split) / 3, -grid.index(w)))
     assert recorded[0] == pytest.approx(best)
+
+
+def test_fuse_refuses_runs_scored_on_different_data_as_compare_does(run_cli, evaluate, tmp_path, data_dir):
+    """Same query ids, other texts: BM25 on the sample and on a copy whose queries are one query's
+    text repeated. Refused (exit 2, one line) unless --allow-different-data, and then the output
+    says so; a folder of other data than the judgments the fusion is scored on is refused too."""
+    from r2med_tasks.api import fuse_runs
+    from r2med_tasks.errors import UserError
+
+    from conftest import SAMPLE, read_jsonl, write_jsonl
+
+    queries = read_jsonl(SAMPLE / "query.jsonl")
+    other = tmp_path / "other" / "sample"
+    shutil.copytree(SAMPLE, other)  # noqa: the sample's files, queries replaced below
+    write_jsonl(other / "query.jsonl", [{**q, "text": queries[0]["text"]} for q in queries])
+    a = one_dir(evaluate("bm25", output="a").results_dirs)
+    b = one_dir(evaluate("bm25", data_dir=other, output="b").results_dirs)
+    code, _, err = run_cli("fuse", a, b, "--output", tmp_path / "fused")
+    assert code == 2 and "different data" in err and "--allow-different-data" in err and "Traceback" not in err
+    assert not (tmp_path / "fused").exists()
+    with pytest.raises(UserError, match="different data"):
+        fuse_runs([a, b], output=tmp_path / "fused", cache_dir=tmp_path / "cache")
+    fused = fuse_runs([a, b], output=tmp_path / "fused", cache_dir=tmp_path / "cache", allow_different_data=True)
+    assert any("different data" in line for line in fused.summaries) and "--allow-different-data" in fused.command
+    code, out, err = run_cli("fuse", a, b, "--output", tmp_path / "fused2", "--allow-different-data")
+    assert code == 0 and "different data" in out + err
+    c = one_dir(evaluate("bm25", k1=1.5, data_dir=other, output="c").results_dirs)  # both on the other data
+    with pytest.raises(UserError, match="other data than the judgments"):
+        fuse_runs([b, c], output=tmp_path / "fused3", cache_dir=tmp_path / "cache")
+    fuse_runs([b, c], data_dir=other.parent, output=tmp_path / "fused3", cache_dir=tmp_path / "cache")  # its data
+
+
+def test_fuse_of_missing_paths_names_the_first(run_cli, tmp_path):
+    code, _, err = run_cli("fuse", tmp_path / "nope-a", tmp_path / "nope-b")
+    assert code == 2 and "nope-a: no such file or folder" in err and "not both" not in err

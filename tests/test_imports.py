@@ -66,6 +66,7 @@ PUBLIC = {
     "r2med_tasks.runs",  # Run, rank, TREC files
     "r2med_tasks.searcher",  # Searcher, Hit: a retriever over a task's corpus, for agents
     "r2med_tasks.tasks",  # TaskSpec, R2MED_TASKS
+    "r2med_tasks.testing",  # a plugin's own tests: load_plugin, run_on_sample
 }
 
 # (importing plugin package, imported plugin package) -> who removes it. Keep it shrinking.
@@ -222,6 +223,20 @@ def test_public_modules_exist():
     assert not missing, f"PUBLIC names modules that do not exist: {missing}"
 
 
+def test_the_docs_list_every_public_module():
+    """docs/writing-plugins.md's "The core API" table names each module of PUBLIC (the package as
+    ``r2med_tasks``, the others by their last part), and no module that is not in it."""
+    import re
+
+    page = (ROOT / "docs" / "writing-plugins.md").read_text(encoding="utf-8")
+    section = page.split("\n## The core API\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    listed = {name for row in rows for name in re.findall(r"`([a-z0-9_]+)`", row.split(" | ")[0])}
+    expected = {m if m == CORE else m.rpartition(".")[2] for m in PUBLIC}
+    assert listed == expected, (f"missing from the page: {sorted(expected - listed)}; "
+                                f"not public: {sorted(listed - expected)}")
+
+
 # ---------------------------------------------------------------- (c) no cycles in the core
 
 
@@ -307,7 +322,7 @@ ROOT = Path(r2med_tasks.__file__).parent.parent
 # the ones before it (type-only imports aside) and never its own package (whose __init__ gathers
 # them); the package's __init__ imports only its modules (sweep's: none).
 LAYERS = {
-    "r2med_tasks.llm": ["secrets", "endpoint", "specs", "usage", "chat", "cache"],
+    "r2med_tasks.llm": ["secrets", "endpoint", "specs", "usage", "chat", "cache", "records"],
     "r2med_tasks.sweep": ["sources", "plan", "board", "executors"],
 }
 

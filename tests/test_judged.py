@@ -71,6 +71,47 @@ def test_condensed_ndcg_by_hand():
     assert condensed["q5"] == 1.0 and per_query["q5"]["ndcg_at_10"] == 0.0  # the hole-robust view differs
 
 
+def test_only_relevant_judged_by_hand():
+    """1 for a query none of whose judged documents has grade 0, else 0: a fact of the judgments."""
+    _, per_query = score(RUN, QRELS)
+    assert {q: m["only_relevant_judged"] for q, m in per_query.items()} == {
+        "q1": 0.0, "q2": 0.0,  # b and y are judged not relevant
+        "q3": 1.0, "q4": 1.0, "q5": 1.0}
+
+
+def test_with_only_relevant_documents_judged_judged_at_10_is_p_at_10(evaluate, tmp_path, data_dir):
+    """The sample's judgments (as R2MED's) grade every judged document 1: per query, judged@10 is then
+    pytrec_eval's P@10 and the outcome says so; one grade 0 added to a task's judgments and it is
+    not, for that task only."""
+    import pytrec_eval
+
+    from conftest import read_jsonl as plain_jsonl
+    from conftest import write_jsonl
+
+    run = sample_run()
+    outcome = evaluate("run-file", path=str(write_trec(tmp_path / "mine.trec", run)))
+    (task,) = outcome.tasks
+    qrels = qrels_of(SAMPLE)
+    assert {g for judged in qrels.values() for g in judged.values()} == {1}
+    precision = pytrec_eval.RelevanceEvaluator(qrels, {"P.10"}).evaluate(
+        {q: {d: s for d, s in docs} for q, docs in run.items()})
+    lines = (Path(task.results_dir) / f"{task.task}.per_query.tsv").read_text().splitlines()
+    header = lines[0].split("\t")
+    table = {line.split("\t")[0]: dict(zip(header[1:], map(float, line.split("\t")[1:]))) for line in lines[1:]}
+    assert {q: r["judged_at_10"] for q, r in table.items()} == pytest.approx(
+        {q: m["P_10"] for q, m in precision.items()}, abs=1e-12)
+    assert {r["only_relevant_judged"] for r in table.values()} == {1.0}
+    assert task.only_relevant_judged is True and outcome.to_json()["tasks"][0]["only_relevant_judged"] is True
+
+    rows = plain_jsonl(data_dir / "Biology" / "qrels.jsonl")
+    corpus = [r["id"] for r in plain_jsonl(data_dir / "Biology" / "corpus.jsonl")]
+    judged = {(r["q_id"], r["p_id"]) for r in rows}
+    extra = next(d for d in corpus if (rows[0]["q_id"], d) not in judged)
+    write_jsonl(data_dir / "Biology" / "qrels.jsonl", [*rows, {"q_id": rows[0]["q_id"], "p_id": extra, "score": 0}])
+    mixed = evaluate("bm25", tasks=["Biology", "Bioinformatics"], data_dir=data_dir, output="mixed")
+    assert {t.alias: t.only_relevant_judged for t in mixed.tasks} == {"Biology": False, "Bioinformatics": True}
+
+
 def test_the_score_dict_is_left_as_mteb_computes_it():
     scores, per_query = score(RUN, QRELS)
     assert not any("judged" in k or "condensed" in k for k in scores)
@@ -142,5 +183,5 @@ def test_a_per_query_file_from_before_them_reads_as_unknown(evaluate, tmp_path):
     old = ["\t".join(line.split("\t")[:5]) for line in per_query.read_text().splitlines()]  # the four measures
     per_query.write_text("\n".join(old) + "\n")
     read = TaskOutcome.read(SAMPLE_TASK, folder, status="cached", official_data=False)
-    assert read.judged_at_10 is None and read.ndcg_at_10_condensed is None
+    assert read.judged_at_10 is None and read.ndcg_at_10_condensed is None and read.only_relevant_judged is None
     assert read.ndcg_at_10_ci == outcome.tasks[0].ndcg_at_10_ci and read.n_queries == outcome.tasks[0].n_queries

@@ -47,7 +47,9 @@ def test_every_published_row_has_a_command(plugins, tmp_path, monkeypatch):
     assert [r["name"] for r in published() if not r["command"]] == []  # BGE-Reasoner-Embed-0928: reason-embed
     rows, _ = board(commands=True)
     assert [(r["system"], r["command"] or "") for r in rows] == [(r["name"], r["command"]) for r in published()]
-    assert set(rows[0]) == {"rank", "system", "average", "command", "live_command", "local_data"}
+    assert set(rows[0]) == {"rank", "system", "average", "command", "live_command", "placeholders", "section",
+                            "local_data"}
+    assert all(r["section"] == "board" and r["placeholders"] == {} for r in rows)
     agents = [r for r in rows if "-o source=" in (r["command"] or "") and "search-" in r["command"]]
     assert len(agents) == 16 and all(r["live_command"] for r in agents)
     assert all(r["live_command"] is None for r in rows if r not in agents)
@@ -338,7 +340,8 @@ def test_export_mteb(run_cli, evaluate, tmp_path, model_path):
     from r2med_tasks.export import export_run
 
     (run_dir,) = map(Path, evaluate("bm25", output="res").results_dirs)
-    target, problems = export_run(run_dir, tmp_path / "repo")
+    export = export_run(run_dir, tmp_path / "repo", create=True)
+    target, problems = export.target, export.problems
     assert target == tmp_path / "repo" / "results" / "r2med__bm25" / run_dir.name
     assert sorted(p.name for p in target.iterdir()) == sorted(  # (and run_settings.jsonl, when the run has one)
         p.name for p in run_dir.iterdir() if p.suffix == ".json" or p.name == "run_settings.jsonl")

@@ -14,6 +14,7 @@ import importlib.util
 import json
 import os
 import re
+import shlex
 import shutil
 from pathlib import Path
 
@@ -52,6 +53,11 @@ def every_row() -> dict[str, dict[str, float]]:
     return {**rows, **ours()}
 
 
+def board_rows() -> dict[str, dict[str, float]]:
+    """Every row but the run on local data, which the page ranks and sorts apart, below these."""
+    return {n: s for n, s in every_row().items() if n != LOCAL}
+
+
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
     if shutil.which("chromium") is None:
@@ -84,6 +90,7 @@ def browser(tmp_path_factory):
     chromium.send("Page.addScriptToEvaluateOnNewDocument",
                   {"source": "window.__alerts = 0; window.alert = () => { window.__alerts += 1; };"}, session=True)
     chromium.url = page.as_uri()
+    chromium.results = str(results)
     chromium.stats_url = (tmp / "stats.html").as_uri()
     chromium.open(chromium.url, 1500)
     yield chromium
@@ -134,7 +141,7 @@ def test_filters_and_search(browser):
     browser.click("#origins input[value=leaderboard]")
     assert sorted(visible(browser)) == sorted(["BM25", *ours()])  # BM25: holds your run
     browser.click("#origins input[value=run]")
-    assert visible(browser) == [LOCAL, "intfloat/e5-base-v2"]
+    assert visible(browser) == ["intfloat/e5-base-v2", LOCAL]  # the run on local data in its own section, last
 
 
 def test_group_view_ranks_by_the_groups_average(browser):
@@ -143,32 +150,36 @@ def test_group_view_ranks_by_the_groups_average(browser):
     shown = browser.js("Array.from(document.querySelectorAll('#leaderboard thead tr:last-child th'))"
                        ".filter(th => !th.classList.contains('hidden')).map(th => th.textContent)")
     assert shown == ["#", "System", "Avg", "PMC-Clinical", "IIYi-Clinical", "Group avg▼", "Model"]
-    averages = {n: leaderboard_average([s["PMC-Clinical"], s["IIYi-Clinical"]]) for n, s in every_row().items()
+    averages = {n: leaderboard_average([s["PMC-Clinical"], s["IIYi-Clinical"]]) for n, s in board_rows().items()
                 if "PMC-Clinical" in s}
     best = sorted(averages, key=lambda n: -averages[n])[:3]
-    assert visible(browser)[:3] == best
+    assert visible(browser)[:3] == best and visible(browser)[-1] == LOCAL  # the best local run: in its own section
 
 
 def test_sorting_by_click_and_keyboard(browser):
     reset(browser)
-    biology = {n: s["Biology"] for n, s in every_row().items() if "Biology" in s}
+    biology = {n: s["Biology"] for n, s in board_rows().items() if "Biology" in s}
     browser.click("th[data-col=Biology] button")
     assert browser.js("document.querySelector('th[data-col=Biology]').getAttribute('aria-sort')") == "descending"
     assert browser.js("document.querySelector('th[data-col=Biology] .ind').textContent") == "▼"
-    assert visible(browser)[0] == max(biology, key=biology.get)
+    # the local run has the highest Biology of all, yet sorts within its own section, after the board's rows
+    names = visible(browser)
+    assert names[0] == max(biology, key=biology.get) and names[-1] == LOCAL
     browser.click("th[data-col=Biology] button")
     names = visible(browser)
-    assert names[0] == min(biology, key=biology.get)
-    assert set(names[len(biology):]) == set(every_row()) - set(biology)  # no value: last
+    assert names[0] == min(biology, key=biology.get) and names[-1] == LOCAL
+    assert set(names[len(biology):-1]) == set(board_rows()) - set(biology)  # no value: last of the board
 
     browser.js("document.querySelector('th[data-col=system] button').focus()")
     browser.press("Enter", 13, "\r")
     assert browser.js("document.querySelector('th[data-col=system]').getAttribute('aria-sort')") == "ascending"
-    assert visible(browser) == sorted(every_row(), key=str.lower)
+    assert visible(browser) == [*sorted(board_rows(), key=str.lower), LOCAL]
+    head = "document.querySelector('#leaderboard tbody.section-head')"
+    assert browser.js(f"{head}.nextElementSibling.querySelector('button.sys').textContent") == LOCAL
     browser.js("document.querySelector('th[data-col=avg] button').focus()")
     browser.press(" ", 32, " ")
     averages = {r["name"]: float(r["avg"]) for r in published()}
-    averages |= {n: leaderboard_average(list(s.values())) for n, s in ours().items()}
+    averages |= {n: leaderboard_average(list(s.values())) for n, s in ours().items() if n != LOCAL}
     assert visible(browser)[:5] == sorted(averages, key=lambda n: -averages[n])[:5]
 
 
@@ -205,7 +216,9 @@ def test_detail_view(browser):
         run = round(100 * round(float(bm25[short]) / 100 + (0.0012 if i % 2 else -0.0007), 5), 2)
         assert row[2:] == [f"{run:.2f}", bm25[short], f"{run - float(bm25[short]):+.2f}"]
     pre = browser.js("Array.from(document.querySelectorAll('#detail-body pre')).map(p => p.textContent)")
-    assert json.loads(pre[0])["retriever"]["component"] == "bm25" and pre[1] == "r2med-run --plugin bm25"
+    # the results folder the page was made from is not the default ./results: the command names it
+    assert json.loads(pre[0])["retriever"]["component"] == "bm25" and pre[1].startswith("r2med-run --plugin bm25 ")
+    assert shlex.split(pre[1])[3:5] == ["--output", browser.results] and len(shlex.split(pre[1])) == 5
     browser.click("#detail-close")
     browser.click(f"button.sys[data-id={row_id('BM25')}]")
     assert facts(browser)["Intervals"] == "none: published rows have no per-query scores"
@@ -239,11 +252,17 @@ def test_model_size_open_weights_and_licence(browser):
 def test_charts_show_each_datasets_own_top_systems(browser):
     reset(browser)
     for short, scores in [(s, {n: v[s] for n, v in every_row().items() if s in v}) for s in SHORTS]:
-        top = sorted(scores, key=lambda n: -scores[n])[:5]
+        # the board's top 5, then, apart, the run on local data (above them all, but not comparable)
+        top = [*sorted((n for n in scores if n != LOCAL), key=lambda n: -scores[n])[:5], LOCAL]
         labels = browser.js(f"Array.from(document.querySelectorAll('figure[data-dataset=\"{short}\"] g title'))"
                             ".map(t => t.textContent)")
         assert [label.rsplit(": ", 1)[0] for label in labels] == top, short
         assert [float(label.rsplit(": ", 1)[1]) for label in labels] == [scores[n] for n in top]
+        bars = browser.js(f"Array.from(document.querySelectorAll('figure[data-dataset=\"{short}\"] g rect'))"
+                          ".map(r => parseFloat(r.getAttribute('y')))")
+        line = browser.js(f"parseFloat(document.querySelector('figure[data-dataset=\"{short}\"] line.section')"
+                          ".getAttribute('y1'))")
+        assert max(bars[:5]) < line < bars[5]  # below a line of its own
         ticks = browser.js(f"Array.from(document.querySelectorAll('figure[data-dataset=\"{short}\"] svg > text'))"
                            ".map(t => t.textContent)")
         assert ticks[0] == "0" and ticks[-1] == "nDCG@10 ×100"
@@ -280,7 +299,7 @@ def test_chart_legend_and_local_runs_only_when_shown(browser):
             ".map(g => g.dataset.kind)))"
     legend = "Array.from(document.querySelectorAll('#chart-legend li[data-kind]')).map(li => li.dataset.kind)"
     assert sorted(browser.js(legend)) == sorted(browser.js(drawn)) == ["leaderboard", "local", "mteb", "run"]
-    assert chart_labels(browser, "Biology")[0] == f"{LOCAL}: {ours()[LOCAL]['Biology']:.2f}"
+    assert chart_labels(browser, "Biology")[-1] == f"{LOCAL}: {ours()[LOCAL]['Biology']:.2f}"  # ranked apart
     colours = browser.js("Object.fromEntries(Array.from(document.querySelectorAll('#chart-legend li[data-kind]'))"
                          ".map(li => [li.dataset.kind, li.querySelector('.swatch').style.background]))")
     fill = browser.js("document.querySelector('figure[data-dataset=Biology] g[data-kind=local] rect')"
@@ -443,7 +462,7 @@ def test_one_badge_per_kind_of_source(browser):
     legend = browser.js("Array.from(document.querySelectorAll('#kinds li')).map(li => [li.dataset.kind, li.textContent])")
     assert [k for k, _ in legend] == ["leaderboard", "mteb", "run", "local"]
     assert all(len(text.split(": ", 1)[1]) > 20 for _, text in legend)
-    badges = browser.js("Array.from(document.querySelectorAll('#leaderboard tbody tr:not(.sub)'))"
+    badges = browser.js("Array.from(document.querySelectorAll('#leaderboard tbody:not(.section-head) tr:not(.sub)'))"
                         ".map(tr => [tr.dataset.kind, tr.querySelectorAll('.badge').length])")
     assert {kind for kind, n in badges if n} == {"mteb", "run", "local"}
     assert all(n == (kind != "leaderboard") for kind, n in badges)
@@ -468,6 +487,8 @@ def statistics_page() -> str:
                   tied=tied, tie_p=tie_p, tie_best=STATS[0][0])
         avg = row.average_over(tasks)
         row.average_ci = [round(avg - 1.25, 2), round(avg + 1.5, 2)]
+        if name in RELEVANT_ONLY:  # judgments with relevant documents only on these datasets (no grade 0)
+            row.relevant_only = {t: t in RELEVANT_ONLY[name] for t in tasks}
         if usd is not None:  # one query per dataset, each costing usd and taking sec
             row.per_query = {t: {"q1": 0.5} for t in tasks}
             row.costs = {t: {"seconds": {"search": sec}, "usage": {"usd": usd} if usd else None} for t in tasks}
@@ -483,6 +504,10 @@ STATS = [("alpha agent", True, None, 0.02, 1.5), ("beta rewriter", True, 0.31, 0
          ("epsilon no cost", None, None, None, None)]
 
 
+# rows whose judgments hold only relevant documents: on every dataset, on the first two only
+RELEVANT_ONLY = {"beta rewriter": {t.name for t in R2MED_TASKS}, "gamma reranker": {t.name for t in R2MED_TASKS[:2]}}
+
+
 def stats_open(browser, width: int = 1500) -> None:
     browser.open(browser.stats_url, width)
 
@@ -492,7 +517,7 @@ def test_statistics_in_the_table(browser):
     cells = browser.js("""Object.fromEntries(Array.from(document.querySelectorAll('#leaderboard tbody tr'))
         .map(tr => [tr.querySelector('button.sys').textContent, Object.fromEntries(
             Array.from(tr.querySelectorAll('td[data-col]')).map(td => [td.dataset.col, td.textContent]))]))""")
-    assert [cells[n]["judged"] for n, *_ in STATS] == ["95%", "85%", "75%", "65%", "55%"]
+    assert [cells[n]["judged"] for n, *_ in STATS] == ["95%", "85%= P@10", "75%", "65%", "55%"]
     assert cells["BM25"]["judged"] == "–" and cells["BM25"]["usd"] == "–" and cells["BM25"]["sec"] == "–"
     assert [cells[n]["usd"] for n, *_ in STATS] == ["$0.0200", "$0.00100", "$0.0500", "$0", "–"]
     assert [cells[n]["sec"] for n, *_ in STATS] == ["1.5 s", "0.40 s", "3.0 s", "0.050 s", "–"]
@@ -558,3 +583,48 @@ def test_quality_against_cost_marks_the_pareto_front(browser):
     assert "Pareto front" in legend and "Your run" in legend
     browser.click("#origins input[value=run]")  # no row with a cost shown: no chart
     assert browser.js("document.getElementById('cost-section').classList.contains('hidden')")
+
+
+def test_judged_at_10_is_p_at_10_where_only_relevant_documents_are_judged(browser):
+    """Judgments without a grade 0 (R2MED's): every judged document is relevant, so judged@10 is
+    P@10 and the condensed nDCG@10 no hole measure; the detail view says so per dataset and for the
+    row, the table marks the row whose every dataset is so; a row with unknown judgments is unmarked."""
+    stats_open(browser)
+    browser.click(f"button.sys[data-id={row_id('beta rewriter')}]")
+    per_dataset = tables(browser)[0]
+    assert per_dataset[0] == ["Dataset", "Group", "nDCG@10", "95% interval", "Judged@10", "Condensed nDCG@10"]
+    assert all(r[4] == "85.0% = P@10" and r[5].endswith(" (not a hole measure here)") for r in per_dataset[1:])
+    judged = facts(browser)["Judged@10"]
+    assert judged.startswith("85.0% = P@10") and "only relevant documents are judged" in judged
+    notes = browser.js("Array.from(document.querySelectorAll('#detail-body p.note')).map(p => p.textContent)")
+    assert any("not what holes cost" in n for n in notes)
+    browser.click("#detail-close")
+
+    browser.click(f"button.sys[data-id={row_id('gamma reranker')}]")  # on two datasets of eight
+    per_dataset = tables(browser)[0]
+    assert [r[4].endswith("= P@10") for r in per_dataset[1:]] == [True, True] + [False] * 6
+    assert [r[5].endswith("(not a hole measure here)") for r in per_dataset[1:]] == [True, True] + [False] * 6
+    assert "carry a judgment" in facts(browser)["Judged@10"] and "= P@10 on the datasets" in facts(browser)["Judged@10"]
+    browser.click("#detail-close")
+
+    browser.click(f"button.sys[data-id={row_id('alpha agent')}]")  # not known: said as before
+    assert "P@10" not in facts(browser)["Judged@10"] and not browser.js("document.querySelectorAll('#detail-body p.note').length")
+
+
+def test_local_runs_are_a_section_of_their_own(browser):
+    """The run on local data scores above every published system, yet it is ranked 1 among the local
+    rows under a head of their own, after the board's rows, whose ranks run 1, 2, … without it."""
+    reset(browser)
+    rows = browser.js("Array.from(document.querySelectorAll('#leaderboard tbody')).map(b => b.classList.contains("
+                      "'section-head') ? ['head', b.textContent] : [b.dataset.section, b.querySelector('button.sys')"
+                      ".textContent, b.querySelector('td.c-rank').textContent])")
+    heads = [i for i, r in enumerate(rows) if r[0] == "head"]
+    assert len(heads) == 1 and "ranked among themselves" in rows[heads[0]][1]
+    board, local = rows[:heads[0]], rows[heads[0] + 1:]
+    assert {r[0] for r in board} == {"board"} and [r[1:] for r in local] == [[LOCAL, "1"]]
+    assert [r[2] for r in board] == [str(i) for i in range(1, len(board) + 1)]
+    browser.click(f"button.sys[data-id={row_id(LOCAL)}]")
+    assert "rank 1 among the runs on local data" in browser.js("document.querySelector('#detail-body p').textContent")
+    browser.click("#detail-close")
+    browser.click("#origins input[value=local]")  # no local row shown: no head
+    assert browser.js("document.querySelector('tbody.section-head').classList.contains('hidden')") is True

@@ -111,6 +111,72 @@ def test_answers_come_back_in_input_order_under_concurrency(server, sleeps):
                           completion_tokens=10 * COMPLETION_TOKENS)
 
 
+@pytest.mark.parametrize("with_key", [False, True])
+def test_a_request_is_the_one_the_sdks_create_sends(server, sleeps, monkeypatch, with_key):
+    """The client sends through the SDK's ``post`` the very request ``chat.completions.create``
+    sends: the same path, JSON body and headers (but the SDK's marker of a raw-response call)."""
+    from r2med_tasks.llm import EXTRA_BODY_PARAMS, Turn, no_auth_header, openai_client
+
+    key = KEY if with_key else None
+    if with_key:
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    c = client(server, sleeps, temperature=0.7, top_p=0.9, max_tokens=64, seed=3, top_k=20, repetition_penalty=1.05)
+    turn = Turn(tuple(ask("q")[0]), partial="so far", stop=("</s>", "<end>"))
+    for send in (lambda: c.continue_turns([turn]), lambda: c.generate(ask("q"))):
+        send()
+        ours = server.requests[-1]
+        body = ours.body
+        plain = {k: v for k, v in body.items() if k not in EXTRA_BODY_PARAMS}
+        extra = {k: v for k, v in body.items() if k in EXTRA_BODY_PARAMS}
+        sdk = openai_client(server.url, key=key, timeout=5.0)
+        sdk.chat.completions.with_raw_response.create(**plain, extra_body=extra or None,
+                                                      extra_headers=no_auth_header(key))
+        theirs = server.requests[-1]
+        assert (ours.path, ours.body) == (theirs.path, theirs.body)
+        assert {k: v for k, v in ours.headers.items() if k != "x-stainless-raw-response"} == \
+            {k: v for k, v in theirs.headers.items() if k != "x-stainless-raw-response"}
+        assert ("authorization" in ours.headers) == with_key
+    assert server.requests[-4].body["continue_final_message"] is True and server.requests[-2].body["top_k"] == 20
+
+
+def test_a_slow_on_result_holds_back_no_other_request(server, sleeps):
+    """``on_result`` is called one call at a time, once per answer, before ``generate`` returns;
+    while one call is slow (an fsynced append on a busy disk) the other workers go on sending."""
+    requests = ask(*[f"question {i}" for i in range(12)])
+    calls, running, sent_during_first = [], [], []
+
+    def on_result(i: int, generation: Generation) -> None:
+        running.append(i)
+        assert len(running) == 1  # never two at once
+        if not calls:
+            before = server.count
+            time.sleep(0.5)
+            sent_during_first.append(server.count - before)
+        calls.append((i, generation))
+        running.remove(i)
+
+    usage = Usage()
+    out = client(server, sleeps, concurrency=4).generate(requests, on_result=on_result, usage=usage)
+    assert out == expected(requests) and sorted(calls) == sorted(enumerate(out))
+    assert usage.sent == 12
+    assert sent_during_first[0] >= 6  # the three other workers sent the rest meanwhile (all 11 here)
+
+
+def test_an_on_result_that_fails_still_has_every_answer_handed_over(server, sleeps):
+    requests = ask(*[f"question {i}" for i in range(8)])
+    seen = []
+
+    def on_result(i: int, generation: Generation) -> None:
+        seen.append(i)
+        if i == 0:
+            time.sleep(0.2)  # the others' answers queue meanwhile
+            raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        client(server, sleeps, concurrency=4).generate(requests, on_result=on_result)
+    assert sorted(seen) == list(range(8))
+
+
 def test_no_key_is_sent_to_a_local_server_without_one(server, sleeps):
     client(server, sleeps).generate(ask("x"))
     assert "authorization" not in server.requests[0].headers

@@ -1,10 +1,12 @@
-"""A local model's identity is a hash of its files' bytes, remembered per file (in this process and
-in <cache>/fingerprints.json) so an unchanged model is not read again; model options that name no
-model are refused in one line."""
+"""A local model's identity is a hash of its files' bytes (through linked files and folders),
+remembered per file (in this process and in <cache>/fingerprints.json, by path, size, mtime, ctime
+and inode) so an unchanged model is not read again, and a file written in place is; model options
+that name no model are refused in one line."""
 
 import json
 import os
 import shutil
+import time
 
 import pytest
 
@@ -18,7 +20,15 @@ def own_fingerprints(tmp_path, monkeypatch):
     """This test's own persistent cache and an empty in-process one."""
     monkeypatch.setenv("R2MED_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(models, "_digests", {})
+    saved_a_while_ago(monkeypatch)
     return tmp_path / "cache" / "fingerprints.json"
+
+
+def saved_a_while_ago(monkeypatch):
+    """Hash as if the files had been written a minute before (as a model usually was): a file
+    changed within the last moments is read again each time (models.RACY_NS), so these tests'
+    just-written files would never be remembered."""
+    monkeypatch.setattr(models, "_now_ns", lambda: time.time_ns() + 60 * 10**9)
 
 
 def fake_model(folder, weights=bytes(range(256)) * 64):
@@ -115,6 +125,142 @@ def test_a_file_renamed_is_another_model(tmp_path):
     assert local_model_identity(folder)[1] != revision
 
 
+def write_in_place(file, data):
+    """Write ``data`` (the file's size) over ``file`` in place and put its times back, as
+    ``rsync -t --inplace`` or ``cp -p`` over an older checkpoint do: size, inode and mtime kept;
+    only the ctime tells (the kernel sets it on every write, and on the utime that restores mtime)."""
+    before = file.stat()
+    assert len(data) == before.st_size
+    deadline = time.monotonic() + 5
+    while True:
+        with open(file, "r+b") as f:
+            f.write(data)
+        os.utime(file, ns=(before.st_atime_ns, before.st_mtime_ns))
+        after = file.stat()
+        if after.st_ctime_ns != before.st_ctime_ns or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)  # still the clock tick of the first write: write again in the next one
+    assert (after.st_size, after.st_ino, after.st_mtime_ns) == (before.st_size, before.st_ino, before.st_mtime_ns)
+    assert after.st_ctime_ns != before.st_ctime_ns
+
+
+def test_a_file_written_in_place_with_its_size_and_mtime_kept_is_another_revision(tmp_path, hashed,
+                                                                                  own_fingerprints):
+    folder = fake_model(tmp_path / "bge")
+    revision = local_model_identity(folder)[1]
+    hashed.clear()
+    assert local_model_identity(folder)[1] == revision and hashed == []  # remembered
+    weights = folder / "model.safetensors"
+    write_in_place(weights, weights.read_bytes()[::-1])
+    edited = local_model_identity(folder)[1]
+    assert edited != revision and hashed == ["model.safetensors"]
+    models._digests.clear()  # another process: the fingerprints file does not answer for the old bytes
+    assert local_model_identity(folder)[1] == edited
+    copy = tmp_path / "copy" / "bge"
+    shutil.copytree(folder, copy)
+    assert local_model_identity(copy)[1] == edited  # the bytes decide
+
+
+def test_a_file_changed_moments_ago_is_read_again(tmp_path, hashed, monkeypatch):
+    """When in doubt, the bytes: a write within the same clock tick as the one before keeps every
+    time the file has, so a digest is remembered only for a file last changed a while before."""
+    monkeypatch.setattr(models, "_now_ns", time.time_ns)  # the files below were written just now
+    folder = fake_model(tmp_path / "bge")
+    revision = local_model_identity(folder)[1]
+    hashed.clear()
+    assert local_model_identity(folder)[1] == revision
+    assert sorted(hashed) == ["config.json", "model.safetensors"]  # not remembered: read again
+    saved_a_while_ago(monkeypatch)
+    hashed.clear()
+    local_model_identity(folder)
+    hashed.clear()
+    assert local_model_identity(folder)[1] == revision and hashed == []
+
+
+def test_fingerprints_written_before_ctimes_were_recorded_are_not_believed(tmp_path, own_fingerprints):
+    folder = fake_model(tmp_path / "bge")
+    revision = local_model_identity(folder)[1]
+    stored = json.loads(own_fingerprints.read_text())
+    for entry in stored["files"].values():
+        assert "ctime_ns" in entry
+        del entry["ctime_ns"]
+        entry["sha256"] = "0" * 64  # what an older r2med remembered of another state of the same stat
+    own_fingerprints.write_text(json.dumps(stored))
+    models._digests.clear()
+    assert local_model_identity(folder)[1] == revision
+
+
+def test_a_linked_subfolder_is_part_of_the_model(tmp_path):
+    """``1_Pooling -> ../pooling``: the model loads its config through the link, so it is hashed."""
+    folder = fake_model(tmp_path / "bge")
+    pooling = tmp_path / "pooling"
+    pooling.mkdir()
+    (pooling / "config.json").write_text('{"pooling_mode_mean_tokens": true}')
+    (folder / "1_Pooling").symlink_to(pooling, target_is_directory=True)
+    (folder / "tokenizer.json").symlink_to(tmp_path / "pooling" / "config.json")  # a linked file, as before
+    revision = local_model_identity(folder)[1]
+    assert [r for r, _ in models._model_files(folder)] == ["1_Pooling/config.json", "config.json",
+                                                          "model.safetensors", "tokenizer.json"]
+    copy = tmp_path / "copy" / "bge"
+    shutil.copytree(folder, copy, symlinks=False)  # the same files, links resolved: the same model
+    assert local_model_identity(copy)[1] == revision
+    (pooling / "config.json").write_text('{"pooling_mode_cls_token": true}')
+    assert local_model_identity(folder)[1] != revision
+
+
+def test_a_link_loop_in_a_model_folder_ends_and_its_files_count_once(tmp_path):
+    folder = fake_model(tmp_path / "bge")
+    pooling = tmp_path / "pooling"
+    pooling.mkdir()
+    (pooling / "config.json").write_text("{}")
+    (pooling / "model").symlink_to(folder, target_is_directory=True)  # back into the model: a cycle
+    (folder / "1_Pooling").symlink_to(pooling, target_is_directory=True)
+    (folder / "again").symlink_to(".", target_is_directory=True)  # the folder itself
+    (folder / "sub").mkdir()
+    (folder / "sub" / "up").symlink_to("..", target_is_directory=True)  # an ancestor
+    (folder / "sub" / "top").symlink_to("/", target_is_directory=True)  # every folder's ancestor
+    (folder / "outside").symlink_to(tmp_path, target_is_directory=True)  # the folder that holds the model
+    (folder / "a").symlink_to("b")  # links to each other: neither resolves
+    (folder / "b").symlink_to("a")
+    (folder / "gone").symlink_to(tmp_path / "nothing-here")
+    started = time.monotonic()
+    name, revision = local_model_identity(folder)
+    assert time.monotonic() - started < 10 and name == "local/bge" and revision.startswith("local-")
+    assert [r for r, _ in models._model_files(folder)] == ["1_Pooling/config.json", "config.json",
+                                                          "model.safetensors"]
+    assert models.content_digest(folder) == models.content_digest(folder)
+
+
+def test_a_folder_with_absurdly_many_files_is_refused_in_one_line(tmp_path, monkeypatch):
+    folder = fake_model(tmp_path / "bge")
+    (tmp_path / "elsewhere").mkdir()
+    for i in range(3):
+        (tmp_path / "elsewhere" / f"{i}.bin").write_bytes(b"x")
+    (folder / "data").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    monkeypatch.setattr(models, "MAX_MODEL_FILES", 3)
+    with pytest.raises(UserError) as e:
+        local_model_identity(folder)
+    assert str(e.value).startswith(f"{folder}: more than 3 files") and "\n" not in str(e.value)
+
+
+def test_fingerprints_are_kept_in_the_cache_folder_given_and_nowhere_else(tmp_path, monkeypatch):
+    """``cache_dir=``, or the run's (``fingerprints_in``, which ``r2med-run --cache-dir`` sets):
+    nothing is written to $R2MED_CACHE_DIR or the user's cache folder."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("R2MED_CACHE_DIR", str(tmp_path / "env-cache"))
+    folder = fake_model(tmp_path / "bge")
+    revision = local_model_identity(folder, cache_dir=tmp_path / "given")[1]
+    assert len(json.loads((tmp_path / "given" / "fingerprints.json").read_text())["files"]) == 2
+    models._digests.clear()
+    with models.fingerprints_in(tmp_path / "run-cache"):
+        assert model_identity(str(folder))[1] == revision
+    assert (tmp_path / "run-cache" / "fingerprints.json").is_file()
+    assert not home.exists() and not (tmp_path / "env-cache").exists()
+    assert models.fingerprints_file() == tmp_path / "env-cache" / "fingerprints.json"  # outside a run, as before
+
+
 @pytest.mark.parametrize("content", ["{not json", '{"files": [1, 2]}', '{"files": {"/x": {"size": "big"}}}', "[]", ""])
 def test_a_corrupt_fingerprints_file_is_ignored_and_rewritten(tmp_path, hashed, own_fingerprints, content):
     folder = fake_model(tmp_path / "bge")
@@ -128,7 +274,7 @@ def test_a_corrupt_fingerprints_file_is_ignored_and_rewritten(tmp_path, hashed, 
 
 
 def test_a_wrong_digest_in_the_fingerprints_file_is_believed_only_for_that_exact_file(tmp_path, own_fingerprints):
-    """(The file is keyed by path, size, mtime and inode: an entry for another state is not used.)"""
+    """(The file is keyed by path, size, mtime, ctime and inode: an entry for another state is not used.)"""
     folder = fake_model(tmp_path / "bge")
     revision = local_model_identity(folder)[1]
     stored = json.loads(own_fingerprints.read_text())

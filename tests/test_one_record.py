@@ -98,15 +98,17 @@ def test_printed_commands_rerun_every_task_and_make_no_folder(run_cli, evaluate,
     assert len(commands) == 3 and all(commands.values()), rows
     st = next(c for c in commands.values() if "--plugin st" in c)
     hybrid = next(c for c in commands.values() if "--plugin hybrid" in c)
-    assert commands["BM25 (k1=1.2)"] == "r2med-run --plugin bm25 -o k1=1.2 --tasks Biology"
+    # the data folder was given as an absolute path: a placeholder, explained; the output as found
+    assert commands["BM25 (k1=1.2)"] == f"r2med-run --plugin bm25 -o k1=1.2 --tasks Biology --data-dir DATA_DIR --output {out}"
+    assert all(set(r["placeholders"]) == {"DATA_DIR"} for r in rows)
     assert f"model={small_model_path}" in st and "batch_size=8" in st and "device=cpu" in st
     assert "--tasks Biology,Bioinformatics" in st
     assert "members=bm25,st" in hybrid and f"st.model={small_model_path}" in hybrid and "bm25.k1=1.2" in hybrid
     before = folders_under(out)
     for command in commands.values():
-        words = shlex.split(command)
+        words = [str(data_dir) if w == "DATA_DIR" else w for w in shlex.split(command)]
         assert words[0] == "r2med-run"
-        again = run_json(run_cli, *words[1:], *common)
+        again = run_json(run_cli, *words[1:], "--cache-dir", cache)
         assert {t["status"] for t in again["tasks"]} == {"cached"}, command
     assert folders_under(out) == before
 

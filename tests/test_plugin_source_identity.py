@@ -86,7 +86,12 @@ def test_a_package_is_hashed_whole_and_its_caches_are_not(tmp_path, monkeypatch)
     assert first is not None and source_digest("devpkg") == first
     (package / "__pycache__").mkdir()
     (package / "__pycache__" / "plugin.cpython-311.pyc").write_bytes(b"\0" * 10)
-    (package / "notes.txt").write_text("not code")
+    (package / "sub" / "helpers.pyc").write_bytes(b"\0" * 10)
+    (package / ".hidden").mkdir()
+    (package / ".hidden" / "state").write_text("x")
+    (package / "plugin.py~").write_text("X = 0\n")
+    (package / "#plugin.py#").write_text("X = 0\n")
+    (package / "py.typed").write_text("")
     assert source_digest("devpkg.plugin") == first
     (package / "sub" / "helpers.py").write_text("Y = 3\n")  # another module of the package
     assert source_digest("devpkg.plugin") != first
@@ -94,6 +99,83 @@ def test_a_package_is_hashed_whole_and_its_caches_are_not(tmp_path, monkeypatch)
         "source-" + source_digest("devpkg")[:12]
     assert source_digest("no_such_module_here") is None
     assert PluginInfo("no_such_module_here", None, "no_such_module_here", unpackaged=True).code_version is None
+
+
+def old_source_digest(package):
+    """The source hash before data files counted: the ``.py`` files only, in the same form."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for file in sorted(package.rglob("*.py"), key=lambda f: f.relative_to(package).as_posix()):
+        if "__pycache__" not in file.parts:
+            data = file.read_bytes()
+            h.update(f"{file.relative_to(package).as_posix()}\0{len(data)}\n".encode())
+            h.update(data)
+    return h.hexdigest()
+
+
+def test_a_package_of_code_only_keeps_the_identity_it_had(tmp_path, monkeypatch):
+    """Data files joined the hash; a package without any keeps its hash, so its results keep
+    their identity (the built-ins are identified by r2med's version, whatever their files)."""
+    from r2med_tasks.plugins import source_digest
+
+    package = tmp_path / "src" / "codepkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("from .sub.m import Z\n")
+    (package / "sub" / "m.py").write_text("Z = 1\n")
+    (package / "__pycache__").mkdir()
+    (package / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    monkeypatch.syspath_prepend(str(tmp_path / "src"))
+    assert source_digest("codepkg") == old_source_digest(package)
+
+
+def test_a_plugins_data_files_are_part_of_its_source(tmp_path, monkeypatch):
+    """A vocabulary, a prompt file, weights: editing any of them is other code, as editing a module is."""
+    from r2med_tasks.plugins import PluginInfo, source_digest
+
+    package = tmp_path / "src" / "datapkg"
+    (package / "prompts").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "vocab.txt").write_text("alpha\nbeta\n")
+    (package / "prompts" / "rewrite.txt").write_text("Rewrite: {query}")
+    elsewhere = tmp_path / "weights"
+    elsewhere.mkdir()
+    (elsewhere / "head.bin").write_bytes(b"\1" * 64)
+    (package / "weights").symlink_to(elsewhere, target_is_directory=True)  # a linked data folder
+    monkeypatch.syspath_prepend(str(tmp_path / "src"))
+    first = source_digest("datapkg")
+    assert first != old_source_digest(package)  # (a package with data files: once, a new identity)
+    (package / "vocab.txt").write_text("alpha\ngamma\n")
+    second = source_digest("datapkg")
+    assert second != first
+    (package / "prompts" / "rewrite.txt").write_text("Rewrite briefly: {query}")
+    third = source_digest("datapkg")
+    assert third != second
+    (elsewhere / "head.bin").write_bytes(b"\2" * 64)
+    assert source_digest("datapkg") != third
+    assert PluginInfo("datapkg", None, "datapkg", unpackaged=True).code_version == \
+        "source-" + source_digest("datapkg")[:12]
+
+
+@pytest.mark.parametrize("limit, value, said", [("MAX_SOURCE_BYTES", 100, "holds 120 bytes of files"),
+                                                ("MAX_SOURCE_FILES", 2, "more than 2 files")])
+def test_a_package_too_large_to_hash_is_refused_in_one_line(tmp_path, monkeypatch, limit, value, said):
+    from r2med_tasks import plugins as plugins_module
+    from r2med_tasks.errors import UserError
+    from r2med_tasks.plugins import PluginInfo
+
+    package = tmp_path / "src" / "bigpkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "a.bin").write_bytes(b"x" * 60)
+    (package / "b.bin").write_bytes(b"x" * 60)
+    monkeypatch.syspath_prepend(str(tmp_path / "src"))
+    monkeypatch.setattr(plugins_module, limit, value)
+    with pytest.raises(UserError) as e:
+        PluginInfo("bigpkg", None, "bigpkg", unpackaged=True).code_version
+    message = str(e.value)
+    assert message.startswith(f"plugin bigpkg: its package ({package}) holds") and said in message
+    assert "\n" not in message and "outside the package" in message
 
 
 def test_ordinary_installs_keep_their_version(plugins):

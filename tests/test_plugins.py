@@ -248,6 +248,15 @@ def test_installed_plugin_runs_beside_a_broken_one(installed_plugins, tmp_path):
     assert pipeline["code"]["r2med-example"].startswith("source-")
 
 
+def test_asking_for_a_broken_packages_component_names_it_broken(installed_plugins, tmp_path):
+    """r2med-broken's entry point is ``broken``: the component a user asks for by that name is its."""
+    result = r2med_command("run", "--plugin", "broken", "--tasks", "sample", "--output", tmp_path,
+                           env=installed_plugins)
+    assert result.returncode == 2
+    assert ("--plugin broken: the plugin 'r2med-broken' that should provide it is broken: ImportError: r2med_broken "
+            "needs a library that is not installed (see `r2med plugins`)") in " ".join(result.stderr.split())
+
+
 def test_load_plugins_env_restricts_third_party(installed_plugins):
     env = {**installed_plugins, "R2MED_LOAD_PLUGINS": ""}
     rows = json.loads(r2med_command("plugins", "--json", env=env).stdout)["plugins"]

@@ -6,6 +6,7 @@ The authors' files (R2MED/R2MED at 45cbac5 and 62b7074) are optional test materi
 """
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -186,11 +187,13 @@ def test_published_choices(run_cli, tmp_path, monkeypatch):
     assert len(default) == 69 and {r["kind"] for r in default} == {"leaderboard"}
     assert board(published="leaderboard") == default
     every = board(published="all")
-    assert len(every) == 69 + 28 + 1  # and the run of another paper
+    # and the runs of other papers (ReasonEmbed's, InsertRank's), and MTEB's R2MED results (tests/test_mteb_record.py)
+    assert len(every) == 69 + 28 + 2 + 26
     repository = [r for r in every if r["kind"] == "repository"]
     assert {r["system"] for r in repository} == {r["name"] for r in RUNS if r["kind"] == "repository"}
-    (paper,) = [r for r in every if r["kind"] == "paper"]
-    assert paper["system"] == "Qwen3-Embedding-8B (ReasonEmbed paper)" and paper["average"] == 34.22
+    papers = {r["system"]: r for r in every if r["kind"] == "paper"}
+    assert set(papers) == {"Qwen3-Embedding-8B (ReasonEmbed paper)", "BM25 + InsertRank(DeepSeek-R1) (InsertRank paper)"}
+    assert papers["Qwen3-Embedding-8B (ReasonEmbed paper)"]["average"] == 34.22
     medcpt = next(r for r in every if r["system"] == "MedCPT (repository)")
     assert medcpt["average"] == 7.87 and medcpt["provenance"] == [
         "R2MED/R2MED@45cbac5:results/base retriever/medcpt", "R2MED/R2MED@62b7074:results/base retriever/medcpt"]
@@ -206,7 +209,7 @@ def test_published_choices(run_cli, tmp_path, monkeypatch):
 def test_shipped_folders_follow_the_published_choice(plugins, monkeypatch):
     monkeypatch.chdir(ROOT)  # ./results holds every published run as mteb results
     assert len(board()) == 69
-    assert len(board(published="all")) == 69 + 28 + 1
+    assert len(board(published="all")) == 69 + 28 + 2 + 26  # + MTEB's R2MED results
     assert board(published="none") == []
 
 
@@ -263,7 +266,10 @@ def test_published_results_record_the_data_they_used(tmp_path):
             assert data["dataset_revision"] == pinned[data["task_name"]]
     assert after == 8  # BGE-Reasoner-Embed-0928's eight datasets
     warnings, shipped = [], []
-    rows = result_rows(ROOT / "results", warnings.append, shipped=shipped)
+    copy = tmp_path / "results"  # the shipped folders only: never the checkout's own runs (a user's results/)
+    for folder in (ROOT / "results").glob("r2med-*__*"):
+        shutil.copytree(folder, copy / folder.name)
+    rows = result_rows(copy, warnings.append, shipped=shipped)
     # the shipped copies: their rows are the package's (published_rows), read from no folder
     assert not warnings and rows == [] and len(shipped) == 69 + 28
 
@@ -278,7 +284,7 @@ def test_reproducing_lists_every_published_run():
     text = (ROOT / "docs" / "reproducing.md").read_text(encoding="utf-8")
     start, end = text.index(TABLE_START), text.index(TABLE_END) + len(TABLE_END) + 1
     assert text[start:end] == runs_table()
-    assert text[start:end].count("\n| ") == 1 + 69 + 28 + 1
+    assert text[start:end].count("\n| ") == 1 + 69 + 28 + 2
     assert "Rows marked \"(*)\"" in text[:start]  # the note the marked rows refer to
 
 
@@ -310,7 +316,7 @@ def test_a_run_joins_the_repository_run_it_reproduces(plugins):
                   run("r2med-run --plugin lamer -o source=gpt4 --plugin bm25", "LameR (GPT4o) + BM25"),
                   run("r2med-run --plugin nvembed --plugin monobert -o rerank_k=20",
                       "NV-Embed-v2 + monoBERT (monobert.rerank_k=20)")])
-    assert len(rows) == 69 + 28 + 1 + 1  # the other paper's run; the rerank_k=20 run is a row of its own
+    assert len(rows) == 69 + 28 + 2 + 1  # the other papers' runs; the rerank_k=20 run is a row of its own
     top100 = next(r for r in rows if r.system == "NV-Embed-v2 + monoBERT (rerank_k=100)")
     lamer = next(r for r in rows if r.system == "LameR (GPT4o) + BM25")
     assert top100.notes and lamer.notes  # joined, and their numbers differ from the published ones

@@ -116,7 +116,8 @@ def test_pipelines_never_share_a_folder(overlap, evaluate):
         return only(evaluate("overlap", **options).results_dirs)
 
     default = folder()
-    assert default.endswith("r2med__overlap/1.0")  # a bare retriever keeps its own name and revision
+    # a bare retriever keeps its own name and revision; without model_meta(), its package's namespace
+    assert default.endswith("overlap-plugin__overlap/1.0")
     bonus = folder(bonus=0.5)
     topk = folder(top_k=50)
     # option variants are mteb experiments of the same model and revision, never revision suffixes

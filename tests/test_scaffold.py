@@ -162,6 +162,8 @@ def test_each_kind_runs_on_the_sample_task(kind, installed, tmp_path, request):
     (task,) = summary["tasks"]
     assert task["n_queries"] == 10 and 0 < task["ndcg_at_10"] <= 1
     (folder,) = summary["results_dirs"]
+    if kind != "retriever":  # a pipeline with the package's component: filed under the package's name
+        assert Path(folder).parent.name.startswith(f"r2med-{name}__"), folder
     (record,) = Path(folder).rglob("pipeline.json")  # (a reranker's first stage has its own folder)
     pipeline = json.loads(record.read_text())
     assert pipeline["config"][PLUGIN_KINDS[kind][0]]["plugin"] == f"r2med-{name}"

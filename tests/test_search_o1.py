@@ -922,7 +922,8 @@ def test_previous_reasoning_is_truncated_as_the_reference_truncates():
 
 
 def test_documents_are_formatted_as_the_reference_formats_web_pages():
-    texts = [d["text"] for d in CORPUS[:3]] + ["Ünïcode \"quoted\"\nline. " * 600]  # one over 6000 characters
+    texts = [d["text"] for d in CORPUS[:3]] + ["Ünïcode \"quoted\"\nline. " * 600,  # one over 6000 characters
+                                              "controls \x00\x1f\t\\ / \u2028 a lone \ud800 surrogate", ""]
     block = lines_of(LOOP_PY, "for relevant_info in batch_relevant_info:", "batch_documents.append(")
     pages = [{"id": i + 1, "title": "", "url": f"u{i}", "site_name": "", "date": "", "snippet": "", "context": ""}
              for i in range(len(texts))]  # extract_relevant_info's fields; R2MED's documents have none but the text
@@ -932,7 +933,7 @@ def test_documents_are_formatted_as_the_reference_formats_web_pages():
     ours = search_o1.format_documents(texts)
     assert ours == ABSENT_FIELDS.sub("", ns["batch_documents"][0])
     assert ours.startswith('**Web Page 1:**\n{\n  "id": 1,\n  "context": ' + json.dumps(texts[0]) + "\n}\n**Web Page 2:**")
-    assert ours.endswith('"context": ' + json.dumps(texts[3][:6000], ensure_ascii=False) + "\n}\n")  # 2 * max_doc_len
+    assert '"context": ' + json.dumps(texts[3][:6000], ensure_ascii=False) + "\n}\n" in ours  # 2 * max_doc_len
 
 
 def test_extraction_is_the_reference_s():

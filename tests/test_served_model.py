@@ -146,3 +146,29 @@ def test_through_the_cli_a_401_endpoint_reports_nothing_cached(run_cli, evaluate
     again = evaluate("hyde", "bm25", llm=f"{a.url}#test-model", output="again")
     assert a.count == sent and again["sample"].status == "computed"
     assert again["sample"].ndcg_at_10 == first["sample"].ndcg_at_10
+
+
+@pytest.mark.parametrize("status", [405, 410, 501])
+def test_a_model_list_that_is_not_there_is_asked_once_and_not_retried(servers, status):
+    a, _ = servers
+    a.models_status = status
+    served = chat(a).served_model()
+    assert served.key() is None and f"HTTP {status}" in served.reason
+    assert len(a.model_requests) == 1  # a 501 is not a failing server: never retried
+
+
+def test_a_run_asks_the_model_list_once_and_a_failure_ends_it_at_once(evaluate, chat_server, data_dir):
+    """Three tasks, HyDE and an LLM reranker (a client per task and stage): one GET /models; then a
+    server whose model list keeps failing: asked once (its retries), and no chat request at all."""
+    evaluate("hyde", "bm25", "llm-rerank", llm=f"{chat_server.url}#test-model", data_dir=data_dir,
+             tasks="Biology,Bioinformatics,Medical-Sciences")
+    assert len(chat_server.model_requests) == 1
+    chat_server.models_status = 503  # failing, retried, then the run ends
+    chat_server.requests.clear()
+    with pytest.raises(UserError) as err:
+        evaluate("search-r1", "bm25", llm=f"{chat_server.url}#test-model", output="again", cache_dir="c2",
+                 concurrency=8)
+    assert "HTTP 503" in str(err.value) and chat_server.count == 0
+    from r2med_tasks.llm.endpoint import DEFAULT_RETRY
+
+    assert len(chat_server.model_requests) == 1 + DEFAULT_RETRY.max_retries + 1  # one ask, retried; no query asks again

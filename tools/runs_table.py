@@ -24,6 +24,9 @@ def known_difference(row) -> str:
     if any(marker in row.source for marker in AFTER_UPDATE_SOURCES):
         return ("the ReasonEmbed authors' FlagEmbedding run (*): faiss inner product over fp16 vectors, cosine "
                 "here (float-level ties); their weights' and data's hub revisions unpinned")
+    if row.kind == "paper" and "InsertRank" in row.reranker:
+        return ("the abstract's average only; the paper's prompt wording, window and depth not transcribed: "
+                "`insertrank` runs `llm-rerank`'s (see InsertRank above)")
     if row.reranker != "-" and "ReasonRank" in row.reranker:
         return "ReasonRank's own runs; `llm-rerank` cuts passages by words, not tokens"
     if row.system == "MedCPT":

@@ -267,32 +267,31 @@ class BM25Index:
         if query_weighting not in ("bm25", "plain"):
             raise ValueError(f"unknown query_weighting {query_weighting!r}")
         term_ids = self.term_ids
-        rows, cols, values = [], [], []
-        for row, tokens in enumerate(queries):
+        indptr, cols, values = [0], [], []
+        for tokens in queries:
             counts: dict[int, int] = {}
             for token in tokens:
                 term_id = term_ids.get(token)
                 if term_id is not None:
                     counts[term_id] = counts.get(term_id, 0) + 1
-            if not counts:
-                continue
-            ids = np.fromiter(counts, dtype=np.int64, count=len(counts))
-            tf = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
-            if query_weighting == "bm25":
-                query_length = sum(counts.values())
-                norm = self.k1 * (1 - self.b + self.b * query_length / self.avgdl)
-                tf = self.idf[ids] * (tf / (tf + norm))
-            rows.append(np.full(len(ids), row, dtype=np.int64))
-            cols.append(ids)
-            values.append(tf.astype(np.float32))
+            if counts:
+                ids = np.fromiter(counts, dtype=np.int64, count=len(counts))
+                tf = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
+                if query_weighting == "bm25":
+                    query_length = sum(counts.values())
+                    norm = self.k1 * (1 - self.b + self.b * query_length / self.avgdl)
+                    tf = self.idf[ids] * (tf / (tf + norm))
+                order = np.argsort(ids, kind="stable")  # a row's term ids, ascending (each once: counted)
+                cols.append(ids[order])
+                values.append(tf.astype(np.float32)[order])
+            indptr.append(indptr[-1] + len(counts))
         shape = (len(queries), self.num_terms)
-        if not rows:
+        if not cols:
             return sp.csr_matrix(shape, dtype=np.float32)
-        matrix = sp.csr_matrix(
-            (np.concatenate(values), (np.concatenate(rows), np.concatenate(cols))), shape=shape
-        )
-        matrix.sort_indices()
-        return matrix
+        # built as CSR directly (sorted, no duplicates): what the COO form summed and sorted into,
+        # value for value, without scipy's conversion (most of a lone query's search)
+        return sp.csr_matrix((np.concatenate(values), np.concatenate(cols), np.asarray(indptr, dtype=np.int64)),
+                             shape=shape)
 
     def scores(
         self, queries: Sequence[Sequence[str]], query_weighting: QueryWeighting = "bm25"
@@ -332,10 +331,11 @@ class BM25Index:
     ) -> list[list[tuple[int, float]]]:
         """Top ``top_k`` (document index, score) per query, ordered like the reference.
 
-        Batches run on a thread per core as soon as they are read: scipy's sparse kernels release
-        the GIL, so a lazy ``queries`` (analysed as it is read, in Python) is analysed while the
-        batches before it are scored. Each batch's result is independent of the others, so
-        threading changes nothing but time.
+        Batches run on a thread per core as soon as they are read (the first once the second is;
+        a single batch runs in the calling thread, starting no thread): scipy's sparse kernels
+        release the GIL, so a lazy ``queries`` (analysed as it is read, in Python) is analysed
+        while the batches before it are scored. Each batch's result is independent of the others,
+        so threading changes nothing but time.
         """
         if top_k < 1:
             raise ValueError("top_k must be positive")
@@ -344,8 +344,12 @@ class BM25Index:
             return [rank_top_k(row, top_k) for row in self.scores(chunk, query_weighting)]
 
         queries = iter(queries)
+        first = list(islice(queries, batch_size))
+        second = list(islice(queries, batch_size))
+        if not second:  # one batch (an agent's few searches at a time): no threads to start
+            return batch(first) if first else []
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-            pending = []
+            pending = [pool.submit(batch, first), pool.submit(batch, second)]
             while chunk := list(islice(queries, batch_size)):
                 pending.append(pool.submit(batch, chunk))
             return [hit for done in pending for hit in done.result()]

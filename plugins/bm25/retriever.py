@@ -62,7 +62,9 @@ class BM25Retriever:
         from r2med_tasks.combine import bm25_query
 
         texts = [bm25_query(q) for q in queries]
-        terms = stored_terms(texts, context) if self.cache else map(analyze, texts)
+        # one query (a search agent's, searching as it reasons): analysed, never stored; its file
+        # would cost more than its analysis, and a file per search would pile up in the cache
+        terms = stored_terms(texts, context) if self.cache and len(texts) > 1 else map(analyze, texts)
         # terms is lazy: each query is analysed as the search reads it, overlapping the scoring of the last ones
         hits = self._index.search(terms, top_k=top_k, query_weighting=self.query_weighting)
         return {q.id: {self._ids[i]: s for i, s in row} for q, row in zip(queries, hits)}
@@ -71,8 +73,9 @@ class BM25Retriever:
 def stored_terms(texts: list[str], context) -> Iterator[list[str]]:
     """Each query text's terms, kept in the cache keyed by the texts and the analyzer's version: a
     rerun on the same queries (another k1, b, top-k or reranker) reads them instead of analysing
-    every query again in Python. Analysed lazily, one by one, and stored once all are; a stored
-    file that is unreadable or of another shape is analysed anew. The key is ``query_terms_key``."""
+    every query again in Python (``search`` analyses a lone query without storing it). Analysed
+    lazily, one by one, and stored once all are; a stored file that is unreadable or of another
+    shape is analysed anew. The key is ``query_terms_key``."""
     path = context.cache("bm25", "queries", f"{query_terms_key(texts)}.json")
     stored = _read_terms(path, len(texts))
     if stored is not None:

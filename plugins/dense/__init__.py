@@ -4,17 +4,22 @@ run was (``models.py``): ``r2med-run --plugin nvembed`` reproduces the NV-Embed-
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, create_model
 
 from r2med_tasks.components import RetrieverSpec
+from r2med_tasks.errors import UserError
 from r2med_tasks.hookspecs import hookimpl
-from r2med_tasks.options import Options
+from r2med_tasks.options import Identified, Options, file_content
 
 from .models import DENSE_MODELS
 from .st import RAY_ACTORS_OPTION, register_st
+
+# What the API models cut texts with unless ``-o tokenizer=`` says otherwise (as published).
+PUBLISHED_TOKENIZERS = {"openai": "tiktoken's cl100k_base", "voyage": "the hub's voyageai/voyage-3 (AutoTokenizer)"}
 
 # GPU memory of one run at the published dtype, batch size and length limit, in GB: the estimates of
 # docs/reproducing.md (from parameter count and activations; no GPU was there to measure). A
@@ -45,6 +50,14 @@ def _options(name: str) -> tuple[type, tuple[str, ...]]:
             "base_url": (str, Field("", description="API endpoint (default: the provider's)")),
             "concurrency": (int, Field(4, ge=1, le=256, description="requests in flight")),
             "batch_size": (int | None, Field(None, ge=1, description="texts per request (default: the client's)")),
+            # a file or folder by its content, an encoding name by its name (file_content leaves a
+            # path where nothing is as its text); in a run's identity only when set (APIRetrieverSpec)
+            "tokenizer": (Annotated[str, Identified(file_content)],
+                          Field("", description="what texts are cut to their token limit with: a tiktoken encoding "
+                                                "name (cl100k_base; offline, tiktoken reads it from "
+                                                "TIKTOKEN_CACHE_DIR), a local tokenizer.json, or a local folder "
+                                                "holding a Hugging Face tokenizer (default: "
+                                                f"{PUBLISHED_TOKENIZERS[config.backend]}, as published)")),
         }
         runtime += ["base_url", "concurrency"]
     else:
@@ -73,11 +86,32 @@ def _options(name: str) -> tuple[type, tuple[str, ...]]:
     return create_model(name, __base__=Options, **fields), tuple(runtime)
 
 
+@dataclass(frozen=True)
+class APIRetrieverSpec(RetrieverSpec):
+    """An API model's spec (``openai``, ``voyage``): its ``tokenizer`` option is in a run's
+    configuration and experiment name only when set, so a run that leaves it out has the identity
+    these retrievers had before the option existed (the published configuration's results folders,
+    stored results and leaderboard rows stay theirs). An empty ``-o tokenizer=`` is refused rather
+    than taken for another configuration of the same run."""
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        return {k: v for k, v in super().defaults.items() if k != "tokenizer"}
+
+    def parse(self, key: str, raw: str) -> Any:
+        if key == "tokenizer" and not raw.strip():
+            raise UserError(f"-o {self.name}.tokenizer=: give a tiktoken encoding name (cl100k_base), a local "
+                            "tokenizer.json or a folder holding a Hugging Face tokenizer; leave the option out for "
+                            "the published tokenizer")
+        return super().parse(key, raw)
+
+
 @hookimpl
 def register_retrievers(register):
     for config in DENSE_MODELS.values():
         options, runtime = _options(config.name)
-        register(RetrieverSpec(
+        spec = APIRetrieverSpec if config.backend in ("openai", "voyage") else RetrieverSpec
+        register(spec(
             name=config.name,
             factory=PublishedFactory(config.name),
             aliases=config.aliases,
@@ -137,7 +171,8 @@ def published_retriever(name: str, options):
     api = None
     if config.backend in ("openai", "voyage"):
         api = {"base_url": options.base_url or None, "concurrency": options.concurrency,
-               **({"batch_size": batch_size} if batch_size else {})}
+               **({"batch_size": batch_size} if batch_size else {}),
+               **({"tokenizer": _tokenizer_option(name, options.tokenizer)} if options.tokenizer else {})}
     adapter = PublishedModel(config, device=device, batch_size=batch_size, dtype=dtype,
                              article_queries=getattr(options, "article_queries", True), weights_revision=revision,
                              api_options=api)
@@ -147,3 +182,17 @@ def published_retriever(name: str, options):
     return DenseRetriever(adapter, cache=options.cache, chunk_size=options.chunk_size,
                           drop_identical_ids=options.drop_identical_ids, ray_actors=getattr(options, "ray_actors", 0),
                           gpu_memory_gb=memory)
+
+
+def _tokenizer_option(name: str, value: str) -> str:
+    """``-o tokenizer=`` as the encoder gets it: an encoding name as given, a file or folder as an
+    absolute path (loaded on first use, wherever the run is then); nothing there is a one-line error
+    now, before any request."""
+    from pathlib import Path
+
+    from .api import missing_tokenizer, tokenizer_kind
+
+    kind = tokenizer_kind(value)
+    if kind == "missing":
+        raise UserError(missing_tokenizer(value, where=f"-o {name}.tokenizer"))
+    return value if kind == "tiktoken" else str(Path(value).expanduser().resolve())

@@ -33,6 +33,11 @@ class TransformerEncoder:
         self.doc_model = config.hf_doc_model or config.hf_model
         self._loaded: dict[str, tuple[Any, list[Any]]] = {}
 
+    def load(self) -> None:
+        """The weights loaded now (the documents' model and the queries', when they differ)."""
+        for model_id in dict.fromkeys((self.doc_model, self.query_model)):
+            self._load(model_id)
+
     def _load(self, model_id: str):
         if model_id not in self._loaded:
             from transformers import AutoModel, AutoTokenizer
@@ -154,6 +159,10 @@ class NVEmbedEncoder:
         self.config, self.devices, self.batch_size, self.dtype = config, devices, batch_size, dtype
         self._replicas: list[Any] | None = None
 
+    def load(self) -> None:
+        """The weights loaded now (else on the first encoding)."""
+        self._load()
+
     def _load(self) -> list[Any]:
         if self._replicas is None:
             from transformers import AutoModel
@@ -184,6 +193,10 @@ class GritLMEncoder:
     def __init__(self, config: DenseConfig, *, devices: list[str], batch_size: int, dtype: str) -> None:
         self.config, self.devices, self.batch_size, self.dtype = config, devices, batch_size, dtype
         self._replicas: list[Any] | None = None
+
+    def load(self) -> None:
+        """The weights loaded now (else on the first encoding)."""
+        self._load()
 
     def _load(self) -> list[Any]:
         if self._replicas is None:

@@ -49,6 +49,12 @@ class PublishedModel:
     def effective_dtype(self) -> str:
         return self.dtype if self.devices()[0].startswith("cuda") else "fp32"
 
+    def load(self) -> None:
+        """The weights loaded now (a run times it as loading, apart from encoding); an API loads nothing."""
+        load = getattr(self.encoder(), "load", None)
+        if callable(load):
+            load()
+
     def encoder(self):
         if self._encoder is None:
             c, kw = self.config, {"devices": self.devices(), "batch_size": self.batch_size, "dtype": self.effective_dtype()}
@@ -108,11 +114,28 @@ class PublishedModel:
 
     def _recipe_identity(self) -> dict[str, Any]:
         """Fields named only where used, so the other configurations' cache keys stay as they were:
-        FlagEmbedding's recipe, and the content of weights other than the published ones."""
+        FlagEmbedding's recipe, the content of weights other than the published ones, and an API
+        model's tokenizer other than the published one."""
         c = self.config
         return {**({"special_tokens": c.special_tokens} if c.special_tokens else {}),
                 **({"cast_module": True} if c.cast_module else {}),
-                **({"weights": self.weights_revision} if self.weights_revision else {})}
+                **({"weights": self.weights_revision} if self.weights_revision else {}),
+                **self._tokenizer_identity()}
+
+    def _tokenizer_identity(self) -> dict[str, Any]:
+        """``-o tokenizer=``: a file or folder by its content, an encoding name by its name; none for
+        the published one (OpenAI's cl100k_base named explicitly cuts as the default does, so it
+        reuses the default's embeddings)."""
+        tokenizer = self.api_options.get("tokenizer")
+        if not isinstance(tokenizer, str) or not tokenizer:
+            return {}
+        from r2med_tasks.options import file_content
+
+        from .api import PUBLISHED_TIKTOKEN
+
+        if self.config.backend == "openai" and tokenizer == PUBLISHED_TIKTOKEN:  # a path arrives absolute
+            return {}
+        return {"tokenizer": file_content(tokenizer)}
 
     def document_identity(self, task) -> dict[str, Any]:
         c = self.config

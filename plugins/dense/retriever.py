@@ -59,6 +59,7 @@ class DenseRetriever:
         self._ids: list[str] = []
         self._chunks: list[tuple[int, np.ndarray]] = []
         self._query_cache: Path | None = None  # with the corpus cache on: where query embeddings are kept
+        self._weights_loaded = False  # the model's load() timed once (later calls load nothing)
 
     def model_meta(self) -> dict[str, Any]:
         return self.model.model_meta()
@@ -75,6 +76,7 @@ class DenseRetriever:
             self.model.show_retries(context.retries)
         self._ids = corpus.ids
         if not self.use_cache:
+            self._loaded(context)
             self._chunks = [(0, self.model.encode_documents(corpus.texts, task))]
             return
         identity = self.model.document_identity(task)
@@ -91,30 +93,46 @@ class DenseRetriever:
             if self.ray_actors:
                 fill_on_ray(cache, texts, self.model, task, self.ray_actors, advance)
             else:
+                self._loaded(context)
                 cache.fill(lambda start, stop: encode_chunk(self.model, texts[start:stop], task, advance))
         self._chunks = list(cache.chunks())
         self._query_cache = context.cache("query-embeddings")
 
-    def _encoded(self, texts: list[str], task, kind: str) -> np.ndarray:
+    def _loaded(self, context) -> None:
+        """The model's weights loaded before its first encoding, timed as loading (a run's time split
+        shows it apart from indexing and searching); nothing for a model that loads nothing."""
+        load = getattr(self.model, "load", None)
+        if callable(load) and not self._weights_loaded:
+            with context.loading():
+                load()
+            self._weights_loaded = True
+
+    def _encoded(self, texts: list[str], task, kind: str, context=None) -> np.ndarray:
         """The model's embeddings of ``texts`` (queries or generated documents), read back from the
-        query-embedding cache when this very call was made before."""
-        encode = self.model.encode_queries if kind == "query" else self.model.encode_generated
+        query-embedding cache when this very call was made before (then the model is not loaded)."""
+        encoder = self.model.encode_queries if kind == "query" else self.model.encode_generated
+
+        def encode(batch: list[str]) -> np.ndarray:
+            if context is not None:
+                self._loaded(context)
+            return encoder(batch, task)
+
         identity = getattr(self.model, "query_identity", None)
         if self._query_cache is None or identity is None:
-            return encode(texts, task)
-        return QueryEmbeddingCache(identity(task, kind), self._query_cache).encode(texts, lambda t: encode(t, task))
+            return encode(texts)
+        return QueryEmbeddingCache(identity(task, kind), self._query_cache).encode(texts, encode)
 
-    def query_embeddings(self, queries, task) -> np.ndarray:
+    def query_embeddings(self, queries, task, context=None) -> np.ndarray:
         """One vector per query; with generated documents, the published rule: the mean of the
         query's embedding and each document's (not re-normalised: cosine scoring normalises)."""
         from r2med_tasks.combine import dense_query
 
         parts = [dense_query(q) for q in queries]
         heads = [p if isinstance(p, str) else p[0] for p in parts]
-        embeddings = self._encoded(heads, task, "query")
+        embeddings = self._encoded(heads, task, "query", context)
         tails = [(i, doc) for i, p in enumerate(parts) if not isinstance(p, str) for doc in p[1:]]
         if tails:
-            generated = self._encoded([doc for _, doc in tails], task, "generated")
+            generated = self._encoded([doc for _, doc in tails], task, "generated", context)
             sums, counts = embeddings.astype(np.float32).copy(), np.ones(len(parts), dtype=np.float32)
             for (i, _), vector in zip(tails, generated):
                 sums[i] += vector
@@ -125,7 +143,7 @@ class DenseRetriever:
     def search(self, queries, *, task, top_k: int, context) -> dict[str, dict[str, float]]:
         if isinstance(self.model, ShowsRetries):
             self.model.show_retries(context.retries)
-        embeddings = self.query_embeddings(queries, task)
+        embeddings = self.query_embeddings(queries, task, context)
         k = top_k + 1 if self.drop_identical_ids else top_k  # room for the dropped one, as BEIR does
         hits = cosine_top_k(embeddings, self._chunks, min(k, len(self._ids)))
         out = {}

@@ -12,7 +12,7 @@ from pydantic import Field, field_validator
 
 from r2med_tasks.components import RetrieverSpec
 from r2med_tasks.errors import UserError
-from r2med_tasks.models import local_model_identity
+from r2med_tasks.models import local_model_identity, weights_identity
 from r2med_tasks.options import Options
 
 # Shared with the published models' retrievers (``__init__.py``).
@@ -110,6 +110,7 @@ class SentenceTransformerModel:
         self.query_prompt, self.doc_prompt = query_prompt, doc_prompt
         self.max_length, self.batch_size, self.device = max_length, batch_size, device
         self._meta: dict | None = None
+        self._weights: str | None = None
         self._encoder = None
 
     def _resolve(self) -> tuple[Path | None, str, str]:
@@ -141,6 +142,12 @@ class SentenceTransformerModel:
                           "use_instructions": bool(self.query_prompt or self.doc_prompt), "open_weights": True}
         return self._meta
 
+    def load(self) -> None:
+        """The weights loaded now (a run times it as loading, apart from encoding); an API loads nothing."""
+        load = getattr(self.encoder(), "load", None)
+        if callable(load):
+            load()
+
     def encoder(self):
         if self._encoder is None:
             from r2med_tasks.encoders import SentenceTransformerEncoder, parse_devices
@@ -153,15 +160,35 @@ class SentenceTransformerModel:
                                                                     max_length=self.max_length)
         return self._encoder
 
+    def weights(self) -> str:
+        """The weights by their content, never by the name results are filed under (``-o name=``,
+        ``-o revision=`` only label them): a model folder's files, a hub model's resolved snapshot
+        alike (``r2med_tasks.models.weights_identity``), a model object's parameters
+        (:func:`weights_fingerprint`); the name and revision where the files cannot be hashed."""
+        if self._weights is None:
+            meta = self.model_meta()
+            if meta["path"] is None:
+                self._weights = weights_fingerprint(self.model_ref)
+            else:
+                try:
+                    self._weights = weights_identity(Path(meta["path"]))
+                except (OSError, UserError):  # unreadable, or too many files to hash
+                    self._weights = f"{meta['name']}@{meta['revision']}"
+        return self._weights
+
+    def _encoding(self) -> dict:
+        """What turns a text into its embedding besides the prompt: the weights (by content), the
+        library that runs them, the length limit, the normalisation and the dtype (sentence-
+        transformers computes in fp32 here). Batch size and device are left out: they do not
+        change which embedding a text gets."""
+        return {"weights": self.weights(), "library": "sentence-transformers", "max_length": self.max_length,
+                "normalize": True, "dtype": "fp32"}
+
     def document_identity(self, task) -> dict:
-        meta = self.model_meta()
-        return {"model": meta["name"], "revision": meta["revision"], "doc_prompt": self.doc_prompt,
-                "max_length": self.max_length, "normalize": True}
+        return {**self._encoding(), "doc_prompt": self.doc_prompt}
 
     def query_identity(self, task, kind: str) -> dict:
-        meta = self.model_meta()
-        return {"model": meta["name"], "revision": meta["revision"], "max_length": self.max_length, "normalize": True,
-                "prompt": self.query_prompt if kind == "query" else ""}
+        return {**self._encoding(), "prompt": self.query_prompt if kind == "query" else ""}
 
     def encode_queries(self, texts: list[str], task):
         return self.encoder().encode(texts, self.query_prompt)

@@ -45,6 +45,7 @@ class Loop(Protocol):
 
     NAME: str
     PROMPTS: str  # the method's prompt templates, verbatim: their hash is part of the run's identity
+    OPENS_THINKING: bool  # its model writes "<think>" itself (not the chat template): put back when split off
 
     def defaults(self, model: str) -> dict[str, Any]:
         """Sampling parameters (temperature, top_p, top_k, repetition_penalty, max_tokens, seed) and
@@ -120,7 +121,15 @@ class SearchAgent(GARRewriter):
     def rewrite(self, queries, *, task, context):
         if self.source:
             return super().rewrite(queries, task=task, context=context)
-        from r2med_tasks.llm import GenerationCache, Usage, continue_cached, llm_model_name, map_concurrently
+        from r2med_tasks.llm import (
+            GenerationCache,
+            Usage,
+            continue_cached,
+            joined_text,
+            llm_model_name,
+            map_concurrently,
+            record,
+        )
         from r2med_tasks.searcher import Searcher
 
         from .rewriter import DEFAULT_KEY
@@ -150,12 +159,23 @@ class SearchAgent(GARRewriter):
         cache = GenerationCache(context.cache("generations", "chat.jsonl"))
         searcher = Searcher(self.members[0], context.corpus, task, context.ordinary(), label=self.searcher_name)
 
-        def turn(request, sampling: dict | None = None):
-            return continue_cached(client_for(sampling), cache, [request], usage=self.usage)[0]
-
         def one(i: int, abort) -> AgentResult:
+            asked = []  # this query's answers, as the server gave them
+
+            def turn(request, sampling: dict | None = None):
+                """The loop's turn: the answer with its thinking in place when the server returned it
+                apart (vLLM's reasoning parsers put an unclosed thought, search tags and all, there)."""
+                generation = continue_cached(client_for(sampling), cache, [request], usage=self.usage)[0]
+                asked.append(generation)
+                if generation.reasoning is None:
+                    return generation
+                return replace(generation, text=joined_text(generation.text, generation.reasoning,
+                                                            opened=loop.OPENS_THINKING))
+
             result = loop.run(queries[i].text, task_key=task.key or DEFAULT_KEY, model=model, settings=settings,
                               turn=turn, search=searcher.search_one, tokenizer=client.tokenizer())
+            context.generated(record(queries[i].id, asked, answer=result.answer, query=queries[i].text, output=result.output,
+                                     sampling=client.params, method=self.method, r1_mode=True))
             advance(1)
             return result
 

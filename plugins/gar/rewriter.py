@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from r2med_tasks.datafiles import read_jsonl
+from r2med_tasks.datafiles import GENERATED_FILE, read_jsonl
 from r2med_tasks.errors import UserError, reason
 
 from .reasoning import is_reasoning_llm, strip_reasoning
@@ -21,6 +21,17 @@ LEADERBOARD_NAMES = {
 }
 METHOD_NAMES = {"query2doc": "Query2Doc", "lamer": "LameR", "search-o1": "Search-O1", "search-r1": "Search-R1"}
 DEFAULT_KEY = "Stack-Medical"  # prompt wording for tasks outside R2MED (a medical Q&A post)
+
+
+def generated_document(generation) -> tuple[str, bool]:
+    """The document a live rewriter takes from an answer, and whether it is in "r1 mode" (a
+    reasoning model's answer: R2MED combines it with the query as it does its r1 models'): the text
+    after the thinking, stripped, as published for r1 models, whether the thinking came in the text
+    (``</think>``) or apart (``reasoning``, from a server with a reasoning parser); else the text."""
+    if generation.reasoning is not None:  # the answer after it; a thought never closed is all there is
+        return (generation.text.strip(), True) if generation.text.strip() else (generation.reasoning, False)
+    _, sep, answer = generation.text.partition("</think>")
+    return (answer.strip(), True) if sep else (generation.text, False)
 
 
 class GARRewriter:
@@ -58,30 +69,37 @@ class GARRewriter:
 
     def rewrite(self, queries, *, task, context):
         if self.source:
-            texts = self._published(queries, task, context.corpus.folder)
-            reasoning = is_reasoning_llm(self.source) or self.method.startswith("search")
-            generated = [strip_reasoning(t, self.source) for t in texts]
+            documents = self._published(queries, task, context.corpus.folder)
         else:
-            generated, reasoning_flags = self._live(queries, task, context)
-            return [replace(q, generated=(g,), method=self.method, reasoning=r)
-                    for q, g, r in zip(queries, generated, reasoning_flags)]
-        return [replace(q, generated=(g,), method=self.method, reasoning=reasoning) for q, g in zip(queries, generated)]
+            documents = self._live(queries, task, context)
+        return [replace(q, generated=(g,), method=self.method, reasoning=r) for q, (g, r) in zip(queries, documents)]
 
     # -- the published generations ---------------------------------------------------------------
-    def _published(self, queries, task, corpus_folder: Path | None) -> list[str]:
+    def _published(self, queries, task, corpus_folder: Path | None) -> list[tuple[str, bool]]:
+        """Each query's generated document and whether it is in "r1 mode": R2MED's rule for the
+        source LLM (``strip_reasoning``), or, in a file ``r2med export-generations`` wrote, what the
+        live run took (its ``answer`` and ``r1_mode``), so that the replay is the run."""
         folder = Path(self.published_data) if self.published_data else corpus_folder
         if folder is not None:
-            path = folder / self.method / self.source / "query_with_hydoc.jsonl"
+            path = folder / self.method / self.source / GENERATED_FILE
             rows, _ = read_jsonl(path)
             where = str(path)
-            table = {str(r.get("id")): r.get("hy_doc") for r in rows.values if isinstance(r, dict)}
+            table = {str(r.get("id")): r for r in rows.values if isinstance(r, dict)}
         else:
             table, where = self._from_hub(task)
-        missing = [q.id for q in queries if not isinstance(table.get(q.id), str)]
+        missing = [q.id for q in queries if not isinstance(table.get(q.id, {}).get("hy_doc"), str)]
         if missing:
             raise UserError(f"{where}: no generated document (field hy_doc) for {len(missing)} of {len(queries)} "
                             f"queries (e.g. {missing[0]!r})")
-        return [table[q.id] for q in queries]
+        r1_mode = is_reasoning_llm(self.source) or self.method.startswith("search")
+        out = []
+        for q in queries:
+            row = table[q.id]
+            if isinstance(row.get("answer"), str) and isinstance(row.get("r1_mode"), bool):
+                out.append((row["answer"], row["r1_mode"]))
+            else:
+                out.append((strip_reasoning(row["hy_doc"], self.source), r1_mode))
+        return out
 
     def _from_hub(self, task) -> tuple[dict[str, str], str]:
         if not task.hub_path:
@@ -96,11 +114,11 @@ class GARRewriter:
             raise UserError(f"cannot load {where} from the Hugging Face hub ({reason(e, 300)}); -o hub_split=NAME "
                             "reads another split; without hub access pass --data-dir DIR with "
                             "<Name>/<method>/<llm>/query_with_hydoc.jsonl") from None
-        return {str(r.get("id")): r.get("hy_doc") for r in rows}, where
+        return {str(r.get("id")): {"hy_doc": r.get("hy_doc")} for r in rows}, where
 
     # -- live generation -------------------------------------------------------------------------
-    def _live(self, queries, task, context) -> tuple[list[str], list[bool]]:
-        from r2med_tasks.llm import GenerationCache, Usage, generate_cached
+    def _live(self, queries, task, context) -> list[tuple[str, bool]]:
+        from r2med_tasks.llm import GenerationCache, Usage, generate_cached, record
 
         from .prompts import build_messages
 
@@ -118,14 +136,15 @@ class GARRewriter:
         examples = self._query2doc_examples(context) if self.method == "query2doc" else None
         passages = self._lamer_passages(queries, task, context) if self.method == "lamer" else {}
         requests = [build_messages(self.method, key, q.text, passages.get(q.id), examples=examples) for q in queries]
+
+        def keep(i: int, generation) -> None:  # each query's record as its answer comes
+            answer, r1_mode = generated_document(generation)
+            context.generated(record(queries[i].id, [generation], answer=answer, query=queries[i].text, sampling=client.params,
+                                     method=self.method, r1_mode=r1_mode))
+
         generations = generate_cached(client, GenerationCache(context.cache("generations", "chat.jsonl")), requests,
-                                      usage=self.usage)
-        texts, flags = [], []
-        for g in generations:  # reasoning models: keep the answer after the trace, as published for r1 models
-            thought, sep, answer = g.text.partition("</think>")
-            texts.append(answer.strip() if sep else g.text)
-            flags.append(bool(sep))
-        return texts, flags
+                                      usage=self.usage, on_answer=keep)
+        return [generated_document(g) for g in generations]
 
     def _query2doc_examples(self, context) -> dict[str, str]:
         """The authors' few-shot examples: -o examples=PATH, else their src/example.py at the pinned

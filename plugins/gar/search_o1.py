@@ -75,6 +75,8 @@ from .agent import AgentResult
 from .reasoning import strip_reasoning
 
 NAME = "Search-o1"
+# QwQ-32B and DeepSeek-R1 (distills) open the thought in the chat template: "<think>" is not in their output
+OPENS_THINKING = False
 REFERENCE = "https://github.com/sunnynexus/Search-o1/tree/6ced48f"
 
 # run_search_o1.py L39-43
@@ -285,9 +287,11 @@ def format_documents(texts: list[str], max_doc_len: int = MAX_DOC_LEN) -> str:
     ``extract_snippet_with_context`` leaves when there is no snippet to find)."""
     formatted_documents = ""
     for i, raw_context in enumerate(texts):
-        doc_info = {"id": i + 1, "context": raw_context[:max_doc_len * 2]}
+        # json.dumps({"id": i + 1, "context": ...}, ensure_ascii=False, indent=2) + "\n", written out:
+        # the same text (tested), without json's pure-Python indenting encoder
         formatted_documents += web_page_header(i)
-        formatted_documents += json.dumps(doc_info, ensure_ascii=False, indent=2) + "\n"
+        formatted_documents += ('{\n  "id": ' + str(i + 1) + ',\n  "context": '
+                                + json.dumps(raw_context[:max_doc_len * 2], ensure_ascii=False) + "\n}\n")
     return formatted_documents
 
 

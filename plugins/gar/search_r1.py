@@ -58,6 +58,8 @@ from .agent import AgentResult
 from .reasoning import strip_reasoning
 
 NAME = "Search-R1"
+# its prompt has the model write "<think>...</think>" itself (Qwen2.5's template opens nothing)
+OPENS_THINKING = True
 REFERENCE = "PeterGriffinJin/Search-R1@a14dc3a4ffc6fe88c1e95038d9738e21ba3f7a06"
 
 # infer.py L20-24 (= scripts/data_process/nq_search.py L32-36), the backslash-newlines joined.

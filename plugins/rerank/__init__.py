@@ -1,4 +1,5 @@
-"""Rerankers: cross-encoders and LLM listwise reranking.
+"""Rerankers: cross-encoders and LLM listwise reranking (RankGPT/ReasonRank's, and InsertRank's with the
+first stage's scores in the prompt).
 
 Each re-scores the first stage's top ``rerank_k`` documents per query (the published runs reranked
 NV-Embed-v2's top 10); the run is that reranked list, as published (``-o keep_tail=true``, the
@@ -10,7 +11,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, create_model
 
 from r2med_tasks.components import RerankerSpec
 from r2med_tasks.hookspecs import hookimpl
@@ -68,6 +69,16 @@ LLM_RERANK_OPTIONS = options_model(
     concurrency=(int, Field(8, ge=1, le=256, description="requests in flight")),
     price=price_field(),
 )
+# InsertRank (arXiv 2506.14086): llm-rerank's options and defaults (where the paper's settings could not
+# be read: insertrank.py says which), and how the first stage's scores are written.
+INSERTRANK_OPTIONS = create_model(
+    "InsertRankOptions",
+    __base__=LLM_RERANK_OPTIONS,
+    score_name=(str, Field("BM25", min_length=1, description="what the scores are called in the prompt "
+                                                              "(\"BM25 score: 12.35\"); the first stage's scores are "
+                                                              "shown whatever it is")),
+    score_decimals=(int, Field(2, ge=0, le=10, description="decimals each first-stage score is rounded to")),
+)
 
 
 @hookimpl
@@ -102,12 +113,28 @@ def register_rerankers(register):
         model_options=("llm",),  # identified by its model (model_meta), not the server
         reference="https://github.com/sunnweiwei/RankGPT",
     ))
+    register(RerankerSpec(
+        name="insertrank",
+        factory=make_insertrank,
+        description="InsertRank: listwise LLM reranking with each passage's first-stage (BM25) score in the "
+                    "prompt, llm-rerank's window over any LLM backend; answers cached",
+        options=INSERTRANK_OPTIONS,
+        runtime_options=("concurrency", "price"),
+        model_options=("llm",),
+        reference="https://arxiv.org/abs/2506.14086",
+    ))
 
 
 def make_llm_reranker(options):
     from .llm_rerank import LLMReranker
 
     return LLMReranker(options)
+
+
+def make_insertrank(options):
+    from .insertrank import InsertRankReranker
+
+    return InsertRankReranker(options)
 
 
 def make_rankllama(options):

@@ -37,17 +37,22 @@ Where this module departs from them (deliberately, and documented where it happe
    "[2] > [1] > [3]" answer is read exactly as RankGPT reads it.
 4. A digit string that ``int`` rejects (e.g. a superscript "²", which ``str.isdigit`` accepts)
    makes RankGPT raise; here, as in ReasonRank's ``receive_permutation``, that window keeps its order.
+
+A hook for rerankers that show more than the text (InsertRank's first-stage scores, ``insertrank.py``):
+a passage may be ``(doc_id, text, annotation)``; the annotation is written right after the passage's
+cut text and travels with it from window to window, and ``note`` adds one sentence to the prompt's
+opening. Without either the prompts are exactly RankGPT's and ReasonRank's.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from r2med_tasks.llm import GenerationCache, Usage, generate_cached
+from r2med_tasks.llm import Generation, GenerationCache, Usage, generate_cached
 from r2med_tasks.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -114,38 +119,53 @@ def replace_number(text: str) -> str:
     return _BRACKETED_NUMBER.sub(r"(\1)", text)
 
 
-def rankgpt_messages(query: str, texts: Sequence[str], passage_words: int | None = 300) -> list[dict]:
+def _annotations(texts: Sequence[str], annotations: Sequence[str] | None) -> Sequence[str]:
+    if annotations is None:
+        return [""] * len(texts)
+    if len(annotations) != len(texts):
+        raise UserError(f"listwise prompt: {len(annotations)} annotation(s) for {len(texts)} passage(s)")
+    return annotations
+
+
+def rankgpt_messages(query: str, texts: Sequence[str], passage_words: int | None = 300, *,
+                     annotations: Sequence[str] | None = None, note: str = "") -> list[dict]:
     """The chat messages RankGPT's ``create_permutation_instruction`` builds for one window.
 
     System prompt, the prefix turn and its acknowledgement, then for passage ``i`` (1-based) a user
     turn ``"[i] <text>"`` and an assistant turn ``"Received passage [i]."``, then the post prompt.
-    The query is used as given; passages are cut to ``passage_words`` words.
+    The query is used as given; passages are cut to ``passage_words`` words. ``annotations[i]``
+    (the hook, not RankGPT's) is appended to passage ``i``'s cut text; ``note`` to the prefix turn,
+    after one space.
     """
     num = len(texts)
+    prefix = RANKGPT_PREFIX.format(num=num, query=query) + (f" {note}" if note else "")
     messages = [{"role": "system", "content": RANKGPT_SYSTEM},
-                {"role": "user", "content": RANKGPT_PREFIX.format(num=num, query=query)},
+                {"role": "user", "content": prefix},
                 {"role": "assistant", "content": RANKGPT_PREFIX_ACK}]
-    for rank, text in enumerate(texts, start=1):
-        messages.append({"role": "user", "content": RANKGPT_PASSAGE.format(rank=rank,
-                                                                         content=truncate_words(text, passage_words))})
+    for rank, (text, extra) in enumerate(zip(texts, _annotations(texts, annotations)), start=1):
+        content = truncate_words(text, passage_words) + extra
+        messages.append({"role": "user", "content": RANKGPT_PASSAGE.format(rank=rank, content=content)})
         messages.append({"role": "assistant", "content": RANKGPT_PASSAGE_ACK.format(rank=rank)})
     messages.append({"role": "user", "content": RANKGPT_POST.format(query=query, num=num)})
     return messages
 
 
-def reasonrank_messages(query: str, texts: Sequence[str], passage_words: int | None = 300) -> list[dict]:
+def reasonrank_messages(query: str, texts: Sequence[str], passage_words: int | None = 300, *,
+                        annotations: Sequence[str] | None = None, note: str = "") -> list[dict]:
     """The chat messages of ReasonRank's ``rank_GPT_reasoning`` mode for one window.
 
     A system prompt asking for ``<think> ... </think> <answer> ... </answer>``, then ONE user message:
     the prefix, a blank line, ``"[i] <text>\\n"`` per passage, and the post prompt. As ReasonRank does,
     "[N]" in the query and in passages becomes "(N)" and the query is stripped; passages are cut to
     ``passage_words`` words (ReasonRank cuts by tokenizer tokens and applies ``ftfy.fix_text``).
+    ``annotations[i]`` (the hook, not ReasonRank's) is appended to passage ``i``'s text as given (no
+    "[N]" replacement); ``note`` is a line of its own after the prefix.
     """
     query = replace_number(query).strip()
     num = len(texts)
-    context = REASONRANK_PREFIX.format(num=num, query=query) + "\n"
-    for rank, text in enumerate(texts, start=1):
-        context += f"[{rank}] {replace_number(truncate_words(text, passage_words))}\n"
+    context = REASONRANK_PREFIX.format(num=num, query=query) + (f"{note}\n" if note else "") + "\n"
+    for rank, (text, extra) in enumerate(zip(texts, _annotations(texts, annotations)), start=1):
+        context += f"[{rank}] {replace_number(truncate_words(text, passage_words))}{extra}\n"
     context += REASONRANK_POST.format(query=query, num=num)
     return [{"role": "system", "content": REASONRANK_SYSTEM}, {"role": "user", "content": context}]
 
@@ -280,11 +300,14 @@ class ListwiseReranker:
     ``reasoning``: False for RankGPT's prompt (``rankgpt_messages``), True for ReasonRank's
     ``rank_GPT_reasoning`` prompt (``reasonrank_messages``); either way the ranking is read from
     ``answer_text`` of the answer. ``usage``: a ``Usage`` tallying requests sent, cache hits and
-    tokens. ``stats``: a ``ListwiseStats`` over every window answered so far.
+    tokens. ``stats``: a ``ListwiseStats`` over every window answered so far. ``note``: a sentence
+    added to the prompt's opening (the module's hook; "" keeps the prompts as published), for
+    passages given as ``(doc_id, text, annotation)``.
     """
 
     def __init__(self, client: Any, cache: GenerationCache, *, window: int = 20, step: int = 10,
-                 passage_words: int | None = 300, reasoning: bool = False, usage: Usage | None = None) -> None:
+                 passage_words: int | None = 300, reasoning: bool = False, usage: Usage | None = None,
+                 note: str = "") -> None:
         for attr in ("model", "params", "generate"):
             if not hasattr(client, attr):
                 raise UserError(f"ListwiseReranker: the client must have .model, .params and .generate "
@@ -295,6 +318,9 @@ class ListwiseReranker:
         self.step = _int_option("step", step, 1)
         self.passage_words = None if passage_words is None else _int_option("passage_words", passage_words, 1)
         self.reasoning = bool(reasoning)
+        if not isinstance(note, str):
+            raise UserError(f"ListwiseReranker: note must be a string, got {type(note).__name__}")
+        self.note = note
         self.usage = usage
         self.stats = ListwiseStats()
 
@@ -302,10 +328,11 @@ class ListwiseReranker:
         return (f"ListwiseReranker({self.client.model!r}, window={self.window}, step={self.step}, "
                 f"passage_words={self.passage_words}, reasoning={self.reasoning})")
 
-    def messages(self, query: str, texts: Sequence[str]) -> list[dict]:
-        """The chat request for one window of passage ``texts`` (in their current order)."""
+    def messages(self, query: str, texts: Sequence[str], annotations: Sequence[str] | None = None) -> list[dict]:
+        """The chat request for one window of passage ``texts`` (in their current order), each
+        followed by its annotation, if any."""
         build = reasonrank_messages if self.reasoning else rankgpt_messages
-        return build(query, texts, self.passage_words)
+        return build(query, texts, self.passage_words, annotations=annotations, note=self.note)
 
     def permutation(self, answer: str, num: int) -> list[int]:
         """The window order ``answer`` implies (``receive_permutation``), tallied in ``stats``."""
@@ -327,14 +354,20 @@ class ListwiseReranker:
         return self.rerank_many([("q", query)], {"q": passages})["q"]
 
     def rerank_many(self, queries: Sequence[tuple[Hashable, str]],
-                    passages: dict[Hashable, Sequence[tuple[str, str]]]) -> dict[Hashable, list[str]]:
+                    passages: dict[Hashable, Sequence[tuple[str, str]]], *,
+                    on_done: Callable[[Hashable, list[Generation], list[str]], None] | None = None
+                    ) -> dict[Hashable, list[str]]:
         """``{qid: doc ids in the new order}`` for every ``(qid, query)``; a qid without passages gets ``[]``.
+        A passage is ``(doc_id, text)`` or ``(doc_id, text, annotation)`` (shown after its text).
 
         Round ``r`` sends the ``r``-th window of every query that has one, all in one
         ``generate_cached`` call (so concurrently, and answered from the cache when possible); the
-        next round is built from the order those answers gave.
+        next round is built from the order those answers gave. ``on_done(qid, answers, order)``
+        (if given) as each query's last window is answered: its windows' answers, in the order
+        asked, and its new order (a component writes the query's generation record).
         """
         lists: dict[Hashable, list[tuple[str, str]]] = {}
+        notes: dict[Hashable, list[str]] = {}  # each passage's annotation, permuted with it
         texts: dict[Hashable, str] = {}
         for item in queries:
             if not isinstance(item, (tuple, list)) or len(item) != 2 or not isinstance(item[1], str):
@@ -343,17 +376,26 @@ class ListwiseReranker:
             if qid in texts:
                 raise UserError(f"ListwiseReranker: query id {qid!r} is given twice")
             texts[qid] = text
-            lists[qid] = self._check_passages(qid, passages.get(qid, ()))
+            lists[qid], notes[qid] = self._check_passages(qid, passages.get(qid, ()))
         plans = {qid: sliding_windows(len(items), self.window, self.step) for qid, items in lists.items()}
         rounds = max((len(p) for p in plans.values()), default=0)
+        asked: dict[Hashable, list[Generation]] = {}
         for r in range(rounds):
             todo = [(qid, plans[qid][r]) for qid in texts if r < len(plans[qid])]
-            requests = [self.messages(texts[qid], [t for _, t in lists[qid][start:end]])
+            requests = [self.messages(texts[qid], [t for _, t in lists[qid][start:end]], notes[qid][start:end])
                         for qid, (start, end) in todo]
             log.info("%s: listwise round %d/%d, %d window(s)", self.client.model, r + 1, rounds, len(requests))
             answers = generate_cached(self.client, self.cache, requests, usage=self.usage)
             for (qid, (start, end)), answer in zip(todo, answers):
-                apply_permutation(lists[qid], start, end, self.permutation(answer.text, end - start))
+                # the answer, never its reasoning; a thought never closed (vLLM's deepseek_r1 parser puts an
+                # answer without "</think>" all in the reasoning) is all the model wrote, as a plain server gives it
+                ranking = answer.text if answer.text.strip() else (answer.reasoning or "")
+                permutation = self.permutation(ranking, end - start)
+                apply_permutation(lists[qid], start, end, permutation)
+                apply_permutation(notes[qid], start, end, permutation)
+                asked.setdefault(qid, []).append(answer)
+                if on_done is not None and r == len(plans[qid]) - 1:
+                    on_done(qid, asked.pop(qid), [doc_id for doc_id, _ in lists[qid]])
         if self.stats.unranked or self.stats.incomplete:
             log.info("%s: %d window(s) answered, %d repaired (ids missing, repeated or out of range), %d with no "
                      "usable ranking (kept in order)", self.client.model, self.stats.windows,
@@ -361,14 +403,17 @@ class ListwiseReranker:
         return {qid: [doc_id for doc_id, _ in lists[qid]] for qid in texts}
 
     @staticmethod
-    def _check_passages(qid: Hashable, items: Any) -> list[tuple[str, str]]:
+    def _check_passages(qid: Hashable, items: Any) -> tuple[list[tuple[str, str]], list[str]]:
+        """The ``(doc_id, text)`` pairs and each one's annotation ("" when it has none)."""
         if isinstance(items, (str, bytes, dict)) or not isinstance(items, Sequence):
             raise UserError(f"ListwiseReranker: the passages of query {qid!r} must be a list of (doc_id, text) "
                             f"pairs, got {type(items).__name__}")
-        out = []
+        out, notes = [], []
         for i, item in enumerate(items):
-            if not isinstance(item, (tuple, list)) or len(item) != 2 or not isinstance(item[1], str):
+            if (not isinstance(item, (tuple, list)) or len(item) not in (2, 3) or not isinstance(item[1], str)
+                    or (len(item) == 3 and not isinstance(item[2], str))):
                 raise UserError(f"ListwiseReranker: passage {i} of query {qid!r} must be a (doc_id, text) pair "
-                                f"with a text string, got {item!r:.80}")
+                                f"with a text string (or (doc_id, text, annotation)), got {item!r:.80}")
             out.append((item[0], item[1]))
-        return out
+            notes.append(item[2] if len(item) == 3 else "")
+        return out, notes

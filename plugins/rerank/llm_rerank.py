@@ -8,11 +8,17 @@ LEADERBOARD_NAMES = {"liuwenhan/reasonrank-32B": "ReasonRank(32B)", "liuwenhan/r
 
 
 class LLMReranker:
+    """``llm-rerank``; a subclass shows more of each passage (``insertrank.py``) through ``note`` (a
+    sentence added to the prompt's opening) and ``passage`` (what a candidate becomes in the prompt)."""
+
+    component = "llm-rerank"  # as registered (its errors name it)
+
     def __init__(self, options) -> None:  # LLM_RERANK_OPTIONS
         from r2med_tasks.errors import UserError
 
         if not options.llm:
-            raise UserError("reranker 'llm-rerank' needs -o llm=SPEC (e.g. openai:gpt-4o, vllm:MODEL, BASE_URL#MODEL)")
+            raise UserError(f"reranker '{self.component}' needs -o llm=SPEC (e.g. openai:gpt-4o, vllm:MODEL, "
+                            "BASE_URL#MODEL)")
         self.llm, self.rerank_k, self.window, self.step = options.llm, options.rerank_k, options.window, options.step
         self.passage_words, self.reasoning = options.passage_words, options.reasoning
         # max_tokens None: the server's default
@@ -20,6 +26,12 @@ class LLMReranker:
                          "concurrency": options.concurrency}
         self.price = tuple(options.price) if options.price else None  # -o price=IN,OUT: what the usage is priced at
         self.usage = None  # the LLM calls' Usage (ReportsUsage), from the first call on
+        self.note = ""  # RankGPT's and ReasonRank's prompts as published
+
+    def passage(self, doc_id: str, text: str, score: float) -> tuple:
+        """A candidate as ``ListwiseReranker`` takes it: ``(doc_id, text)``; ``score``, the first
+        stage's, is not shown."""
+        return doc_id, text
 
     def model_meta(self) -> dict:
         """The LLM that ranks: its model, never the server's address; named as the leaderboard names
@@ -31,7 +43,7 @@ class LLMReranker:
                 "display_name": LEADERBOARD_NAMES.get(model, model.rsplit("/", 1)[-1])}
 
     def rerank(self, queries, corpus, candidates, *, task, context) -> dict[str, dict[str, float]]:
-        from r2med_tasks.llm import GenerationCache, Usage
+        from r2med_tasks.llm import GenerationCache, Usage, record
 
         from .listwise import ListwiseReranker
 
@@ -40,8 +52,16 @@ class LLMReranker:
             self.usage = Usage(model=client.model, price=self.price)
         reranker = ListwiseReranker(client, GenerationCache(context.cache("generations", "chat.jsonl")), window=self.window,
                                     step=self.step, passage_words=self.passage_words, reasoning=self.reasoning,
-                                    usage=self.usage)
+                                    usage=self.usage, note=self.note)
         text_of = dict(zip(corpus.ids, corpus.texts))
+
+        asked = {q.id: q.text for q in queries}
+
+        def keep(qid: str, answers: list, order: list[str]) -> None:  # the query's windows, as it finishes
+            context.generated(record(qid, answers, answer=order, query=asked[qid], sampling=client.params))
+
         orders = reranker.rerank_many([(q.id, q.text) for q in queries if q.id in candidates],
-                                      {qid: [(d, text_of[d]) for d in docs] for qid, docs in candidates.items()})
+                                      {qid: [self.passage(d, text_of[d], score) for d, score in docs.items()]
+                                       for qid, docs in candidates.items()},
+                                      on_done=keep)
         return {qid: {d: float(len(order) - i) for i, d in enumerate(order)} for qid, order in orders.items()}

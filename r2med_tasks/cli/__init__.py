@@ -1,4 +1,4 @@
-"""Command line: ``r2med run|plugins|list|leaderboard|compare|fuse|export-mteb|new-plugin`` and ``r2med-run``
+"""Command line: ``r2med run|plugins|list|leaderboard|compare|show|fuse|export-mteb|export-generations|new-plugin`` and ``r2med-run``
 (= ``r2med run``), one module per command group, each a thin shell over the library.
 
 Start-up stays light: these modules import click, rich and the plugin registry only; torch, mteb
@@ -11,10 +11,13 @@ import click
 
 from .common import Group, exit_after_interrupt, tolerant_streams
 from .fuse import fuse_command
+from .generations import export_generations_command
 from .leaderboard import compare_command, export_mteb_command, leaderboard_command
 from .listing import list_command, plugins_command
+from .reproduce import reproduce_command
 from .run import run_command
 from .scaffold import new_plugin_command
+from .show import show_command
 from .sweep import sweep_command
 
 
@@ -25,8 +28,9 @@ def cli():
 
 
 for command in (run_command, plugins_command, list_command, leaderboard_command, compare_command, fuse_command,
-                export_mteb_command):
+                export_mteb_command, export_generations_command, reproduce_command):
     cli.add_command(command)
+cli.add_command(show_command)
 cli.add_command(sweep_command)
 cli.add_command(new_plugin_command)
 

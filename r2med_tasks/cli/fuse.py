@@ -33,9 +33,11 @@ from .run import print_summary
 @click.option("--cache-dir", type=PathOption(), metavar="DIR", envvar="R2MED_CACHE_DIR",
               help="Where a --data-dir corpus's checked document ids are kept (default: $R2MED_CACHE_DIR, else "
                    "$XDG_CACHE_HOME/r2med or ~/.cache/r2med).")
+@click.option("--allow-different-data", is_flag=True,
+              help="Fuse results folders scored on different data (refused otherwise, as compare refuses them).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def fuse_command(inputs, qrels, task_name, data_dir, output, fusion, weights, rrf_k, depth, top_k, cache_dir,
-                 as_json):
+                 allow_different_data, as_json):
     """Fuse runs from anywhere into a new results folder the leaderboard reads.
 
     INPUTS are TREC run files (one task: give --qrels) or results folders of r2med-run (every task
@@ -55,7 +57,9 @@ def fuse_command(inputs, qrels, task_name, data_dir, output, fusion, weights, rr
             check_output_folder(cache_dir, create=False, option="--cache-dir")
         outcome = fuse_runs(inputs, qrels=qrels, task_name=task_name, data_dir=data_dir, output=output,
                             fusion=fusion, weights=weight_list, rrf_k=rrf_k, depth=depth, top_k=top_k,
-                            cache_dir=cache_dir,
+                            cache_dir=cache_dir, allow_different_data=allow_different_data,
                             on_wait=lambda message: err.print(f"[yellow]waiting:[/] {escape(printable(message))}"))
+    for line in outcome.summaries:
+        err.print(escape(printable(line)), soft_wrap=True)
     print_summary(outcome, as_json)
 

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..request import RUN_PARAMS, execute, plan_request, request_from_params
-from ..terminal import printable
+from ..terminal import number, printable
 from .common import Command, err, installed_plugins, out, user_errors, warn_broken
 
 RUN_HELP = """Evaluate a pipeline [rewriter] -> retriever -> [reranker] on R2MED tasks.
@@ -116,7 +116,7 @@ def print_summary(outcome, as_json: bool) -> None:
     def versus(value: float, reference: float | None) -> list[str]:
         if not compared:
             return []
-        return ["-", ""] if reference is None else [f"{reference:.2f}", f"{value - reference:+.2f}"]
+        return ["-", ""] if reference is None else [number(reference), number(value - reference, signed=True)]
 
     for o, p in zip(tasks, published):
         note = ["from earlier run" if o.status == "cached" else ""] if cached else []
@@ -151,9 +151,12 @@ def cost_line(totals: dict, *, reused: bool = False) -> str | None:
         cached = f" (+{usage['cached']:,} from the cache)" if usage.get("cached") else ""
         reasoning = f" ({usage['reasoning_tokens']:,} reasoning)" if usage.get("reasoning_tokens") else ""
         usd = usage.get("usd")
-        price = "cost unknown (no price: -o price=IN,OUT)" if usd is None else usd_text(usd)
+        unknown = usage.get("unknown_tokens")
+        price = ("cost unknown (no token counts)" if unknown else "cost unknown (no price: -o price=IN,OUT)") \
+            if usd is None else usd_text(usd)
+        counted = f" ({unknown:,} answers without token counts)" if unknown else ""
         parts.append(f"{usage['requests']:,} LLM requests{cached}, {usage['prompt_tokens']:,} prompt + "
-                     f"{usage['completion_tokens']:,} completion tokens{reasoning}, {price}")
+                     f"{usage['completion_tokens']:,} completion tokens{reasoning}{counted}, {price}")
     if seconds:
         stages = ", ".join(f"{stage} {seconds[stage]:.1f}" for stage in COST_STAGES if stage in seconds)
         parts.append(f"{sum(seconds.values()):.1f} s ({stages})")

@@ -21,7 +21,8 @@ SWEEP_HELP = """Run many pipelines × tasks as independent jobs into one results
 FILE (or - for stdin) lists r2med-run argument lines, one pipeline each (the output of
 `r2med leaderboard --commands` works as is, in any --format), or is a TOML sweep of
 [[pipeline]] tables (plugins, options, a grid of option values, tasks). --output, --data-dir,
---tasks and --cache-dir apply to every line that does not set its own. Finished tasks are reused
+--tasks and --cache-dir apply to every line that does not set its own (--data-dir also to a line
+whose --data-dir is the DATA_DIR placeholder of a printed command). Finished tasks are reused
 by identity, as r2med-run reuses them, so a rerun computes only what is missing.
 
 \b
@@ -59,18 +60,21 @@ def sweep_command(file, output, data_dir, task_names, cache_dir, executor, addre
     from ..sweep.board import Board
     from ..sweep.executors import choose_executor, run_in_pool, run_local, run_on_ray
     from ..sweep.plan import plan_sweep
-    from ..sweep.sources import sweep_lines
+    from ..files import UnreadableFile, read_text
+    from ..sweep.sources import MAX_SWEEP_BYTES, sweep_lines
 
     with user_errors():
         if address and executor not in ("ray", "auto"):
             raise UserError("--address: only with --executor ray (or auto)")
         if file == "-":
-            text, source = sys.stdin.read(), "<stdin>"
+            text, source = sys.stdin.read(MAX_SWEEP_BYTES + 1), "<stdin>"
+            if len(text) > MAX_SWEEP_BYTES:
+                raise UserError(f"<stdin>: over {MAX_SWEEP_BYTES:,} characters; a sweep file lists commands")
         else:
-            try:
-                text, source = Path(file).read_text(encoding="utf-8"), file
-            except OSError as e:
-                raise UserError(f"{file}: cannot read ({e.strerror or e})") from None
+            try:  # bounded: a device (/dev/zero), a FIFO or a huge file is refused before it is read
+                text, source = read_text(Path(file), MAX_SWEEP_BYTES), file
+            except UnreadableFile as e:
+                raise UserError(f"{file}: cannot read it as a sweep file ({e})") from None
         jobs = plan_sweep(sweep_lines(text, source), output=output, data_dir=data_dir, tasks=task_names,
                           cache_dir=cache_dir)
         for folder in dict.fromkeys(Path(j.output) for j in jobs):  # an unwritable one stops it before any job
@@ -155,19 +159,55 @@ def print_outcome(outcomes, as_json: bool) -> None:
             err.print(f"{escape(o.job.pipeline)} [{escape(','.join(o.job.tasks))}]: {escape(line)}", soft_wrap=True)
     computed = sum(1 for o in outcomes if o.run and not o.error for t in o.run.tasks if t.status == "computed")
     out.print(f"{len(outcomes)} jobs: {computed} tasks computed, the others' results reused; {len(failed)} failed")
-    table = Table(title="Sweep: nDCG@10 ×100", title_justify="left")
-    table.add_column("#", justify="right")
-    table.add_column("System")
-    table.add_column("Avg", justify="right")
-    for t in tasks:
-        table.add_column(t, justify="right")
-    for i, r in enumerate(rows, 1):
-        avg = r.average(tasks)
-        table.add_row(str(i), escape(r.label), "" if avg is None else f"{avg:.2f}",
-                      *("" if t not in r.scores else f"{r.scores[t]:.2f}" for t in tasks))
-    out.print(table)
+    out.print(board_table(rows, tasks, out.width))
     for r in rows:
         out.print(f"Results: {escape(r.results_dir)}", soft_wrap=True)
     for o in failed:
         err.print(f"[red]failed:[/] {escape(o.job.pipeline)} [{escape(','.join(o.job.tasks))}] "
                   f"(after {o.attempts} attempt{'s' if o.attempts != 1 else ''}): {escape(o.error)}", soft_wrap=True)
+
+
+def board_table(rows, tasks: list[str], width: int):
+    """The sweep's board as the leaderboard's terminal table shows one: rank, system (on at most two
+    lines), average over every task, and each task under its name, or where the names do not all
+    fit in ``width`` under the leaderboard's short headers (``Bio``, ``Binf``, named in the caption),
+    as many as fit beside a system column of at least ``SYSTEM_MIN`` characters; the caption names
+    the tasks left out."""
+    from rich import box
+
+    from ..leaderboard import ABBREVIATIONS, SYSTEM_MAX, SYSTEM_MIN, two_lines
+    from ..terminal import printable
+
+    heads = {t: t for t in tasks}  # the names themselves where they all fit, else the short headers
+    averages = [r.average(tasks) for r in rows]
+
+    def widest(t: str) -> int:
+        return max([len(heads[t]), *(len(f"{r.scores[t]:.2f}") for r in rows if t in r.scores)])
+
+    fixed = [len(str(max(len(rows), 1))), max([3, *(len(f"{a:.2f}") for a in averages if a is not None)])]
+
+    def without_system(shown: list[str]) -> int:  # every column's widest cell, a space either side, the rules
+        return sum(fixed) + sum(map(widest, shown)) + 3 * (len(shown) + 3) + 1
+
+    if without_system(tasks) + SYSTEM_MIN > width:
+        heads = {t: ABBREVIATIONS.get(t, t) for t in tasks}
+    shown = list(tasks)
+    while shown and without_system(shown) + SYSTEM_MIN > width:
+        shown.pop()
+    system_width = min(SYSTEM_MAX, max([6, *(len(printable(r.label)) for r in rows)]),
+                       max(SYSTEM_MIN, width - without_system(shown)))
+    table = Table(title="Sweep: nDCG@10 ×100", title_justify="left", box=box.SIMPLE_HEAD, caption_justify="left")
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("System", no_wrap=True)
+    table.add_column("Avg", justify="right", no_wrap=True)
+    for t in shown:
+        table.add_column(heads[t], justify="right", no_wrap=True)
+    for i, (r, avg) in enumerate(zip(rows, averages), 1):
+        table.add_row(str(i), escape(two_lines(printable(r.label), system_width)), "" if avg is None else f"{avg:.2f}",
+                      *("" if t not in r.scores else f"{r.scores[t]:.2f}" for t in shown))
+    left_out = [t for t in tasks if t not in shown]
+    named = [f"{heads[t]}={t}" for t in shown if heads[t] != t]
+    table.caption = "  ".join(named) + (f"\nNot shown at {width} columns: {', '.join(left_out)} (Avg is over every "
+                                        "task; --json has them all)." if left_out else "") or None
+    return table
+

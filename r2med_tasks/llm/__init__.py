@@ -12,7 +12,10 @@ every name in ``__all__``, from the modules that define them, in the order they 
 - ``usage``: ``Usage``, requests, cache hits, tokens and dollars; the shipped price table;
 - ``chat``: ``ChatClient``, ``Generation``, ``Turn``, ``ServedModel``, and the protocols a
   component calls (``LLMClient``; ``ContinuesTurns`` for agents);
-- ``cache``: ``GenerationCache``, ``generate_cached``, ``continue_cached``.
+- ``cache``: ``GenerationCache``, ``generate_cached``, ``continue_cached``;
+- ``records``: what an LLM wrote for one query, as a component hands it to ``context.generated``
+  (``record``), and a reasoning model's whole text from an answer whose thinking came apart
+  (``whole_text``, ``joined_text``).
 
 Importing this package imports no ``openai``/``httpx``.
 """
@@ -53,6 +56,7 @@ from .endpoint import (
     retry_policy,
     server_message,
 )
+from .records import joined_text, record, whole_text
 from .secrets import HARMLESS_QUERY_PARAMS, KEY_LIKE, api_key, mask_urls, redact, scrub, show_url, url_secrets
 from .specs import SPEC_FORMS, llm_identity, llm_model_name, parse_llm_spec
 from .usage import PRICE_HELP, Usage, cost, dollars, price_field, price_of, price_table, usd_text
@@ -73,4 +77,6 @@ __all__ = [
     "ServedModel", "Turn", "parse_chat_completion", "parse_continuation",
     # cache
     "CACHE_VERSION", "GenerationCache", "continue_cached", "generate_cached", "key_for", "turn_key",
+    # records
+    "joined_text", "record", "whole_text",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
@@ -79,17 +80,27 @@ def _entry(obj: dict) -> tuple[str, Generation] | None:
     finish, stop = obj.get("finish_reason"), obj.get("stop")
     if (finish is not None and not isinstance(finish, str)) or (stop is not None and not isinstance(stop, str)):
         return None
+    reasoning, seconds = obj.get("reasoning"), obj.get("seconds")
     return obj["key"], Generation(text=obj["text"], prompt_tokens=obj["prompt_tokens"],
                                   completion_tokens=obj["completion_tokens"], finish_reason=finish,
-                                  model=obj["model"], stop=stop, reasoning_tokens=token_count(obj.get("reasoning_tokens")))
+                                  model=obj["model"], stop=stop, reasoning_tokens=token_count(obj.get("reasoning_tokens")),
+                                  reasoning=reasoning if isinstance(reasoning, str) else None,
+                                  seconds=float(seconds) if _finite_seconds(seconds) else None,
+                                  tokens_known=obj.get("tokens_known") is not False)
+
+
+def _finite_seconds(value: Any) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and value >= 0)
 
 
 class GenerationCache:
     """Answers by request key, in an append-only journal (:class:`r2med_tasks.journal.Journal`).
 
     Each line is ``{"key": <key_for(...) or turn_key(...)>, "text", "prompt_tokens",
-    "completion_tokens", "finish_reason", "model"}`` and ``"stop"`` when set (the ``Generation``
-    fields; ``model`` is the model that answered) and nothing else: no key, no prompt. ``put``
+    "completion_tokens", "finish_reason", "model"}`` and each of ``"stop"``, ``"reasoning_tokens"``,
+    ``"reasoning"`` (the thinking a server returned apart) and ``"seconds"`` (the request's) when set
+    (the ``Generation`` fields; ``model`` is the model that answered) and nothing else: no key, no prompt. ``put``
     appends and fsyncs one line, so a killed run loses only the answer being written; a line that does not parse (the last one, cut by a kill; or garbage)
     is skipped with one warning and dropped from the file, and its request is sent again.
     When a key appears twice, the last line wins. The file is read once, at construction: lines
@@ -129,12 +140,20 @@ class GenerationCache:
             del record["stop"]  # the lines of answers that are not continued turns stay as they were
         if not record["reasoning_tokens"]:
             del record["reasoning_tokens"]  # likewise for answers without reasoning tokens reported
+        for name in ("reasoning", "seconds"):  # likewise for answers without their thinking apart, or not timed
+            if record[name] is None:
+                del record[name]
+        if record["tokens_known"]:
+            del record["tokens_known"]  # likewise: written only when the server's counts were not counts
+        if "seconds" in record:
+            record["seconds"] = round(record["seconds"], 3)
         self._journal.append([record])
         self._entries[key] = generation
 
 
 def generate_cached(client: LLMClient, cache: GenerationCache, requests: list[list[dict]], *,
-                    usage: Usage | None = None) -> list[Generation]:
+                    usage: Usage | None = None,
+                    on_answer: Callable[[int, Generation], None] | None = None) -> list[Generation]:
     """``client.generate(requests)`` for what ``cache`` lacks, each answer stored as it arrives.
 
     First (before anything is reused or sent) the client is asked which model its server serves
@@ -142,7 +161,8 @@ def generate_cached(client: LLMClient, cache: GenerationCache, requests: list[li
     are keyed by ``key_for(client.model, messages, client.params, served)``, so answers of another
     served model are not reused. A client without ``served_model`` (a plugin's own) is keyed by its
     model name alone. Identical requests in one call are sent once. ``usage`` (if given) counts the requests sent (and their tokens) and the
-    cache hits. If the run fails, every answer received so far is already in the cache, so a rerun
+    cache hits; ``on_answer(i, generation)`` (if given) is called once per request as its answer is
+    had, cached answers first (a component writes a query's record as it finishes). If the run fails, every answer received so far is already in the cache, so a rerun
     sends only the rest.
     """
     requests = check_messages(requests, "generate_cached")
@@ -152,39 +172,48 @@ def generate_cached(client: LLMClient, cache: GenerationCache, requests: list[li
     served = client.served_model().key() if callable(getattr(client, "served_model", None)) else None
     keys = [cache.key_for(client.model, messages, params, served) for messages in requests]
     return _through_cache(cache, keys, lambda indices, store: client.generate(
-        [requests[i] for i in indices], on_result=store, usage=usage), usage=usage,
+        [requests[i] for i in indices], on_result=store, usage=usage), usage=usage, on_answer=on_answer,
         log_line=lambda hits, sent: log.info("%s: %d answer(s) cached, %d request(s) to send to %s",
                                              redact(client.model), hits, sent,
                                              show_url(getattr(client, "url", "its endpoint"))))
 
 
 def _through_cache(cache: GenerationCache, keys: list[str], send: Callable[[list[int], Callable], Any], *,
-                   usage: Usage | None, log_line: Callable[[int, int], None]) -> list[Generation]:
+                   usage: Usage | None, log_line: Callable[[int, int], None],
+                   on_answer: Callable[[int, Generation], None] | None = None) -> list[Generation]:
     """The answer of each key: from ``cache``, else from ``send(indices, store)`` (each request
     ``keys`` lacks, once per distinct key; ``store(j, generation)`` keeps the j-th answer as it
-    arrives); ``usage`` counts the cache hits."""
+    arrives); ``usage`` counts the cache hits; ``on_answer(i, generation)``, once per request, as
+    its answer is had (cached ones first)."""
     out: list[Generation | None] = [cache.get(k) for k in keys]
     to_send: list[int] = []
     first: dict[str, int] = {}
+    same: dict[str, list[int]] = {}  # the requests of a key being sent
     for i, key in enumerate(keys):
-        if out[i] is None and key not in first:
-            first[key] = i
-            to_send.append(i)
+        if out[i] is None:
+            if key not in first:
+                first[key] = i
+                to_send.append(i)
+            same.setdefault(key, []).append(i)
     hits = len(keys) - len(to_send)
     if usage is not None:
         usage.add_cached(hits)
+    if on_answer is not None:
+        for i, generation in enumerate(out):
+            if generation is not None:
+                on_answer(i, generation)
     if to_send:
         log_line(hits, len(to_send))
 
     def store(j: int, generation: Generation) -> None:
         i = to_send[j]
         cache.put(keys[i], generation)
-        out[i] = generation
+        for k in same[keys[i]]:
+            out[k] = generation
+            if on_answer is not None:
+                on_answer(k, generation)
 
     send(to_send, store)
-    for i, key in enumerate(keys):
-        if out[i] is None:
-            out[i] = out[first[key]]
     return out  # type: ignore[return-value]
 
 

@@ -76,16 +76,31 @@ def openai_client(base_url: str, *, key: str | None, timeout: float):
     - ``key`` None sends no ``Authorization`` header at all (pass ``no_auth_header`` as each
       request's ``extra_headers``): the SDK needs some key, so it gets a placeholder;
     - a query string in ``base_url`` (``?api-key=...``) goes to ``default_query``, so it is kept on
-      every request instead of being glued to the path.
+      every request instead of being glued to the path;
+    - without a key, one is built per base URL and timeout and shared (it holds nothing secret, and
+      building one costs about as much CPU as a request): a search agent sends each turn as a call
+      of its own.
     """
+    if key is None:
+        with _http_lock:
+            shared = _keyless_clients.get((base_url, timeout))
+        if shared is not None:
+            return shared
     import openai  # heavy: imported on first use only
 
     install_log_scrubbing()
     parts = urlsplit(base_url)
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
     root = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
-    return openai.OpenAI(api_key=key or _NO_KEY, base_url=root, timeout=timeout, max_retries=0,
-                         default_query=query or None, http_client=_http_client(timeout))
+    client = openai.OpenAI(api_key=key or _NO_KEY, base_url=root, timeout=timeout, max_retries=0,
+                           default_query=query or None, http_client=_http_client(timeout))
+    if key is None:
+        with _http_lock:
+            client = _keyless_clients.setdefault((base_url, timeout), client)
+    return client
+
+
+_keyless_clients: dict[tuple[str, float], Any] = {}
 
 
 _http_clients: dict[float, Any] = {}
@@ -261,10 +276,10 @@ class APICaller:
     """Calls ``send()`` (one SDK request, returning the reply's body bytes) until ``parse`` accepts
     a reply, following a ``RetryPolicy``; holds no key (it is passed to each ``call``, for scrubbing).
 
-    - retried: HTTP 408/429/5xx (waiting the server's ``Retry-After`` when it names one), timeouts,
+    - retried: HTTP 408/429/5xx but 501 (waiting the server's ``Retry-After`` when it names one), timeouts,
       connection errors, and replies ``parse`` rejects with ``BadResponse``; once retries are
       spent, ``UserError("<url> failed <n> time(s) for <model>, the last with <failure>; <advice>")``;
-    - not retried: a 3xx (redirects are not followed) or another 4xx: ``client_error(status,
+    - not retried: a 3xx (redirects are not followed), 501 (not implemented) or another 4xx: ``client_error(status,
       message)`` (optional, given the scrubbed server message) may raise its own exception or
       return the advice, else ``default_fix``; then ``UserError("<url> refused the request
       (HTTP <status> ...); <advice>")``;
@@ -328,7 +343,7 @@ class APICaller:
             except openai.APIStatusError as e:
                 status, headers = e.status_code, e.response.headers
                 message = self.scrub(server_message(e.response.content), key)
-                if status in (408, 429) or status >= 500:
+                if status in (408, 429) or (status >= 500 and status != 501):  # 501: never there, never retried
                     wait_s = retry_after(headers, self.retry.retry_after_max)
                     failure = f"HTTP {status} {_reason(e.response)}".rstrip() + (f": {message}" if message else "")
                     advice = ("the API is rate-limiting: wait and rerun, lower concurrency, or raise max_retries"

@@ -6,6 +6,7 @@ lines of the openai SDK and its HTTP library (``install_log_scrubbing``)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -78,6 +79,8 @@ def scrub(text: str, key: str | Sequence[str] | None = None, limit: int | None =
 
 def redact(text: str, key: str | Sequence[str] | None = None) -> str:
     """``text`` with ``key`` (or each of several) and anything shaped like a secret as ``***``."""
+    if key is None and len(text) <= 256:
+        return _redact_short(text)  # a model's name or a URL, redacted for every request: once
     keys = [key] if isinstance(key, str) else list(key or ())
     for k in sorted((k for k in keys if k), key=len, reverse=True):  # a longer secret before its parts
         text = text.replace(k, "***")
@@ -86,11 +89,21 @@ def redact(text: str, key: str | Sequence[str] | None = None) -> str:
     return KEY_LIKE.sub("***", text)
 
 
+@functools.lru_cache(maxsize=512)
+def _redact_short(text: str) -> str:
+    return redact(text, ())
+
+
 def url_secrets(url: str) -> list[str]:
     """What ``mask_urls`` hides in ``url`` (user, password, every query value not harmless), as
     written and decoded, for replacing wherever else it shows up (a server echoing it back).
     Values shorter than 4 characters are left out: replaced everywhere they would garble messages
     (inside the URL itself ``mask_urls`` still masks them)."""
+    return list(_url_secrets(url))
+
+
+@functools.lru_cache(maxsize=256)  # a client's few URLs, asked on every request
+def _url_secrets(url: str) -> tuple[str, ...]:
     found: list[str] = []
     m = re.match(r"[a-z][a-z0-9+.\-]*://([^/\s]*)@", url, re.I)
     if m:
@@ -102,9 +115,10 @@ def url_secrets(url: str) -> list[str]:
         if not _harmless(name):
             found.append(value if eq else name)
     found += [unquote_plus(s) for s in found]
-    return sorted({s for s in found if len(s) >= _SHORTEST_ECHOED and s != "***"}, key=len, reverse=True)
+    return tuple(sorted({s for s in found if len(s) >= _SHORTEST_ECHOED and s != "***"}, key=len, reverse=True))
 
 
+@functools.lru_cache(maxsize=256)
 def show_url(url: str) -> str:
     """``url`` as it may appear in a message or a repr (``mask_urls``; its secrets echoed elsewhere too)."""
     return scrub(url, url_secrets(url), limit=None)

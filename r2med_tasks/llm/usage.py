@@ -37,30 +37,38 @@ class Usage:
     # compares the counts, the model and the price, not these
     priced_usd: float = field(default=0.0, compare=False)
     unpriced: int = field(default=0, compare=False)
+    unknown_tokens: int = 0  # answers sent whose token counts the server did not give (their tokens: unknown)
     model: str = ""
     price: tuple[float, float] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    COUNTS = ("sent", "cached", "prompt_tokens", "completion_tokens", "reasoning_tokens", "priced_usd", "unpriced")
+    COUNTS = ("sent", "cached", "prompt_tokens", "completion_tokens", "reasoning_tokens", "priced_usd", "unpriced",
+              "unknown_tokens")
 
     @property
     def usd(self) -> float | None:
-        """Dollars of the answers sent; None when one had no known price (cache hits cost nothing)."""
-        return None if self.unpriced else self.priced_usd
+        """Dollars of the answers sent; None when one had no known price or token counts (cache hits
+        cost nothing)."""
+        return None if self.unpriced or self.unknown_tokens else self.priced_usd
 
     def describe(self, model: str) -> str:
         """One line for the end of a run: requests, cache hits, tokens and, when known, the cost."""
         dollars = self.usd if self.sent else None
         price = f", about {usd_text(dollars)}" if dollars is not None else ""
         reasoning = f" ({self.reasoning_tokens:,} reasoning)" if self.reasoning_tokens else ""
+        unknown = f", {self.unknown_tokens} answer(s) without token counts" if self.unknown_tokens else ""
         return (f"{redact(model)}: {self.sent} requests sent, {self.cached} answered from the cache, "
-                f"{self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion tokens{reasoning}{price}")
+                f"{self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion tokens{reasoning}{unknown}"
+                f"{price}")
 
     def add(self, generation: Generation) -> None:
         """Count an answer the API sent, priced (see the class)."""
         price = self.price or price_of(generation.model) or price_of(self.model)
         with self._lock:
             self.sent += 1
+            if not generation.tokens_known:
+                self.unknown_tokens += 1
+                return
             self.prompt_tokens += generation.prompt_tokens
             self.completion_tokens += generation.completion_tokens
             self.reasoning_tokens += generation.reasoning_tokens
@@ -92,6 +100,7 @@ class Usage:
         t = self.tally()
         return {"requests": t.sent, "cached": t.cached, "prompt_tokens": t.prompt_tokens,
                 "completion_tokens": t.completion_tokens, "reasoning_tokens": t.reasoning_tokens,
+                **({"unknown_tokens": t.unknown_tokens} if t.unknown_tokens else {}),
                 "usd": None if t.usd is None else round(t.usd, 10)}
 
 
@@ -105,6 +114,7 @@ def dollars(price: tuple[float, float], prompt_tokens: int, completion_tokens: i
     return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
 
 
+MAX_PRICE = 1e6  # dollars per million tokens: far above any model's list price, and finite
 PRICE_HELP = ("dollars per million input and output tokens, IN,OUT (e.g. 2.5,10), for the reported cost "
               "(default: the price table shipped with r2med, r2med_tasks/data/prices/prices.json; a model it lacks "
               "has no cost)")
@@ -117,7 +127,7 @@ def price_field() -> tuple[Any, Any]:
 
     from pydantic import Field
 
-    amount = Annotated[float, Field(ge=0)]
+    amount = Annotated[float, Field(ge=0, le=MAX_PRICE)]  # finite: a cost is written as JSON
     return tuple[amount, amount] | None, Field(None, description=PRICE_HELP)
 
 

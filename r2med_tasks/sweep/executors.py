@@ -64,6 +64,23 @@ def run_local(jobs: list[Job], board: Board, refresh: Callable[[], None] = lambd
     return [board.outcomes[j.index] for j in jobs]
 
 
+def end_with_parent(parent: int) -> None:
+    """A pool worker's first step: on Linux, ask the kernel for SIGTERM when the sweep's process
+    ends (killed included), so no worker outlives it and runs jobs nobody waits for; elsewhere,
+    nothing. A parent already gone by then ends the worker at once."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it ended before the request took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def run_in_pool(jobs: list[Job], board: Board, *, workers: int | None = None, retries: int = 3,
                 refresh: Callable[[], None] = lambda: None) -> list[Outcome]:
     """The chains side by side in a pool of processes (one per CPU core, at most one per chain),
@@ -89,7 +106,8 @@ def run_in_pool(jobs: list[Job], board: Board, *, workers: int | None = None, re
     lost: deque[tuple[Job, list[Job]]] = deque()  # jobs of a pool that broke, to run again
     while waiting or lost:
         forks = sys.platform.startswith("linux") and threading.active_count() == 1
-        with ProcessPoolExecutor(max_workers=size, mp_context=get_context("fork" if forks else "spawn")) as pool:
+        with ProcessPoolExecutor(max_workers=size, mp_context=get_context("fork" if forks else "spawn"),
+                                 initializer=end_with_parent, initargs=(os.getpid(),)) as pool:
             running: dict[Any, tuple[Job, list[Job]]] = {}  # future -> its job and the rest of its chain
 
             def submit(job: Job, rest: list[Job], pool=pool, running=running) -> None:

@@ -36,9 +36,12 @@ def plan_sweep(lines: list[tuple[str, list[str]]], *, output: Path, data_dir: Pa
                tasks: Sequence[str] = (), cache_dir: Path | None = None) -> list[Job]:
     """The jobs of a sweep: each line's pipeline on each of its tasks (the line's ``--tasks``, else
     ``tasks``, else what ``r2med-run`` would run), with the sweep's ``output``, ``data_dir`` and
-    ``cache_dir`` where the line sets none. Every line is parsed by ``r2med-run``'s parser and
-    checked here (:func:`r2med_tasks.request.prepare`), so a typo stops the sweep before anything runs."""
+    ``cache_dir`` where the line sets none (``data_dir`` also where the line's is the placeholder a
+    printed command of ``r2med leaderboard --commands`` has for a folder it cannot name). Every
+    line is parsed by ``r2med-run``'s parser and checked here (:func:`r2med_tasks.request.prepare`),
+    so a typo stops the sweep before anything runs."""
     from ..api import registry
+    from ..leaderboard import DATA_DIR_PLACEHOLDER
     from ..request import parse_run_args, prepare
     from ..runner import result_folders
 
@@ -54,6 +57,8 @@ def plan_sweep(lines: list[tuple[str, list[str]]], *, output: Path, data_dir: Pa
             line = parsed.request
             cache = line.cache_dir if "cache_dir" in parsed.given else cache_dir or line.cache_dir
             data = line.data_dir or data_dir
+            if line.data_dir == Path(DATA_DIR_PLACEHOLDER) and data_dir is not None:  # a printed command's blank
+                data = data_dir
             request = replace(
                 line, output=Path(line.output if "output" in parsed.given else output).expanduser().absolute(),
                 data_dir=Path(data).expanduser().absolute() if data is not None else None,

@@ -19,6 +19,9 @@ from ..leaderboard import LIVE_PREFIX
 COMMENT = re.compile(r"(^|\s+)#\s.*$")  # a comment, not the '#' of llm=URL#model
 
 
+MAX_SWEEP_BYTES = 16 * 1024 * 1024  # a sweep file lists commands: far more than any sweep, and bounded
+
+
 def sweep_lines(text: str, source: str) -> list[tuple[str, list[str]]]:
     """(where, r2med-run arguments) of each pipeline a sweep file lists, duplicates dropped."""
     if source.endswith(".toml") or re.search(r"^\s*\[\[pipeline\]\]", text, re.MULTILINE):

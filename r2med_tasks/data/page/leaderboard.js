@@ -2,7 +2,11 @@
 const $ = id => document.getElementById(id);
 const data = JSON.parse($('data').textContent);
 const table = $('leaderboard'), box = table.closest('.scroll');
-const bodies = Array.from(table.tBodies);
+// Each system's rows are a tbody; the rows on local data are a section of their own, after the
+// board's under their head, ranked and sorted among themselves (never between the board's rows).
+const bodies = Array.from(table.tBodies).filter(b => !b.classList.contains('section-head'));
+const localHead = table.querySelector('tbody.section-head');
+const sectionOf = b => b.dataset.section === 'local' ? 1 : 0;
 const rowOf = id => table.querySelector(`tr[data-id="${CSS.escape(id)}"]`);
 const SELECTS = ['rewriter', 'retriever', 'reranker'];
 let sorted = {col: 'rank', dir: 'ascending'};
@@ -29,12 +33,17 @@ function defaultSort() {
 function sortBy(col, dir) {
   sorted = {col, dir};
   const sign = dir === 'ascending' ? 1 : -1;
-  const keyed = bodies.map((b, i) => [value(b, col), i, b]);
+  const keyed = bodies.map((b, i) => [value(b, col), i, b, sectionOf(b)]);
   keyed.sort((x, y) => {
+    if (x[3] !== y[3]) return x[3] - y[3];
     if (x[0] === null || y[0] === null) return (x[0] === null) - (y[0] === null) || x[1] - y[1];
     return (x[0] > y[0] ? sign : x[0] < y[0] ? -sign : 0) || x[1] - y[1];
   });
-  keyed.forEach(k => table.appendChild(k[2]));
+  const firstLocal = keyed.find(k => k[3]);
+  keyed.forEach(k => {
+    if (localHead && k === firstLocal) table.appendChild(localHead);
+    table.appendChild(k[2]);
+  });
   table.querySelectorAll('th[data-col]').forEach(th => {
     const on = th.dataset.col === col;
     th.setAttribute('aria-sort', on ? dir : 'none');
@@ -60,6 +69,9 @@ function filter() {
     Array.from(b.rows).slice(1).forEach(tr => tr.classList.toggle('hidden', !origins.has(tr.dataset.kind)));
     shown += ok;
   });
+  if (localHead) {
+    localHead.classList.toggle('hidden', !bodies.some(b => sectionOf(b) && !b.classList.contains('hidden')));
+  }
   $('count').textContent = `${shown} of ${bodies.length} systems`;
   charts();
 }
@@ -186,15 +198,19 @@ const nameOf = s => s.published === null ? s.system : `your ${s.system}`;
 const fmt = v => v === null || v === undefined ? '–' : v.toFixed(2);
 const interval = ci => ci ? `${ci[0].toFixed(2)}–${ci[1].toFixed(2)}` : '–';
 // Each dataset's chart: the top systems by its score among those shown (ties in rank order), as
-// horizontal bars coloured by source, with the 95% interval as a whisker where the row has one.
+// horizontal bars coloured by source, with the 95% interval as a whisker where the row has one. Runs
+// on local data are ranked apart: their top systems below the board's, past a dashed line.
 function chart(figure, ds, systems) {
-  const ranked = systems.filter(s => ds in s.scores).sort((a, b) => b.scores[ds] - a.scores[ds]).slice(0, data.top);
+  const top = local => systems.filter(s => ds in s.scores && (s.section === 'local') === local)
+    .sort((a, b) => b.scores[ds] - a.scores[ds]).slice(0, data.top);
+  const board = top(false), ranked = [...board, ...top(true)];
   figure.querySelector('svg')?.remove();
   if (!ranked.length) return [];
   const width = 440, bar = 22, left = 200, right = 44, pad = 6, plot = width - left - right;
+  const gap = board.length && ranked.length > board.length ? bar : 0;  // the line between the two sections
   const high = Math.max(...ranked.map(s => s.ci[ds] ? Math.max(s.ci[ds][1], s.scores[ds]) : s.scores[ds]));
   const axisMax = Math.max(10, Math.ceil(high / 10) * 10), step = axisMax <= 50 ? 10 : 20;
-  const bottom = pad + bar * ranked.length, height = bottom + 34, mid = y => (y + bar * 0.65).toFixed(1);
+  const bottom = pad + bar * ranked.length + gap, height = bottom + 34, mid = y => (y + bar * 0.65).toFixed(1);
   const x = v => left + plot * v / axisMax;
   const root = svg('svg', {viewBox: `0 0 ${width} ${height}`, role: 'img',
                            'aria-label': `${ds}: top ${ranked.length} systems by nDCG@10`});
@@ -203,8 +219,13 @@ function chart(figure, ds, systems) {
     root.append(svg('line', {x1: at, y1: pad, x2: at, y2: bottom, stroke: '#e1e6ea'}),
                 svg('text', {x: at, y: bottom + 13, 'font-size': 10, 'text-anchor': 'middle', fill: '#48525c'}, `${tick}`));
   }
+  if (gap) {
+    const at = pad + bar * board.length + gap / 2;
+    root.append(svg('line', {class: 'section', x1: 0, y1: at, x2: width, y2: at, stroke: '#8a8f96', 'stroke-dasharray': '4 3'}),
+                svg('text', {x: 4, y: at - 3, 'font-size': 9, fill: '#48525c'}, 'local data, ranked apart'));
+  }
   ranked.forEach((s, i) => {
-    const v = s.scores[ds], y = pad + i * bar, ci = s.ci[ds], name = nameOf(s);
+    const v = s.scores[ds], y = pad + i * bar + (i < board.length ? 0 : gap), ci = s.ci[ds], name = nameOf(s);
     const g = svg('g', {'data-kind': s.origin});
     g.append(svg('title', {}, `${name}: ${v.toFixed(2)}` + (ci ? ` (95% interval ${interval(ci)})` : '')),
              svg('text', {x: left - 6, y: mid(y), 'font-size': 11, 'text-anchor': 'end', fill: '#1d2329'},
@@ -268,8 +289,11 @@ function cost(systems) {
   figure.querySelector('svg')?.remove();
   $('cost-section').classList.toggle('hidden', !points.length);
   if (!points.length) return;
-  const byCost = points.slice().sort((a, b) => a.usd - b.usd || b.q - a.q);
+  // the front among the board's systems (runs on local data are not comparable with them), else the local ones
+  const board = points.filter(p => p.s.section !== 'local');
+  const byCost = (board.length ? board : points).slice().sort((a, b) => a.usd - b.usd || b.q - a.q);
   let best = -Infinity;
+  points.forEach(p => { p.front = false; });
   byCost.forEach(p => { p.front = p.q > best; if (p.front) best = p.q; });
   const width = 640, height = 360, left = 56, right = 16, top = 12, bottom = 44;
   const positive = points.filter(p => p.usd > 0).map(p => p.usd);
@@ -346,7 +370,9 @@ function detail(id) {
   d.dataset.id = id;
   $('detail-title').textContent = s.system;
   const avg = `average ${fmt(s.avg)}` + (s.avg_ci ? ` (95% interval ${interval(s.avg_ci)})` : '');
-  body.appendChild(el('p', `${s.origin_label} · rank ${s.rank} · ${avg}` +
+  const rank = s.section === 'local' ? `rank ${s.rank} among the runs on local data (ranked apart from the board)`
+    : `rank ${s.rank}`;
+  body.appendChild(el('p', `${s.origin_label} · ${rank} · ${avg}` +
                       (s.published ? ` · published ${fmt(s.published.avg)} (${s.published.system})` : '')));
   const facts = el('dl');
   const fact = (name, text) => { facts.append(el('dt', name), el('dd', text)); };
@@ -358,7 +384,14 @@ function detail(id) {
     if (s.tie_p !== null) facts.lastChild.append(` (paired randomization test, Holm-adjusted p = ${s.tie_p.toFixed(4)})`);
   }
   fact('Intervals', s.has_ci ? '95% bootstrap over queries (10,000 resamples)' : s.no_ci);
-  if (s.judged !== null) fact('Judged@10', `${(100 * s.judged).toFixed(1)}% of the top 10 documents carry a judgment`);
+  if (s.judged !== null) {
+    const pct = `${(100 * s.judged).toFixed(1)}%`;
+    fact('Judged@10', s.judged_means === 'P@10'
+      ? `${pct} ${data.p_at_10}: only relevant documents are judged (no grade 0), so this is the share of the ` +
+        'top 10 that is relevant, not a measure of holes'
+      : `${pct} of the top 10 documents carry a judgment` +
+        (s.judged_means === 'mixed' ? ` (${data.p_at_10} on the datasets whose judgments hold only relevant documents)` : ''));
+  }
   if (s.usd !== null || s.sec !== null) fact('Cost per query', [s.usd_text, s.sec_text].filter(Boolean).join(', '));
   fact('Model', [s.model.size_text || 'size –', s.model.open === null ? 'open weights –' : s.model.open
                  ? 'open weights' : 'closed weights', `licence ${s.model.license || '–'}`].join(' · '));
@@ -369,10 +402,18 @@ function detail(id) {
                          ...(judged ? ['Judged@10'] : []), ...(condensed ? ['Condensed nDCG@10'] : []),
                          ...(s.published ? ['Published', 'Difference'] : [])],
     data.datasets.map(ds => [ds.name, ds.group_label, fmt(s.scores[ds.name]), ...(s.has_ci ? [interval(s.ci[ds.name])] : []),
-      ...(judged ? [s.judged_by[ds.name] === undefined ? '–' : `${(100 * s.judged_by[ds.name]).toFixed(1)}%`] : []),
-      ...(condensed ? [fmt(s.condensed[ds.name])] : []),
+      ...(judged ? [s.judged_by[ds.name] === undefined ? '–' : `${(100 * s.judged_by[ds.name]).toFixed(1)}%` +
+                    (s.relevant_only[ds.name] ? ` ${data.p_at_10}` : '')] : []),
+      ...(condensed ? [fmt(s.condensed[ds.name]) + (s.relevant_only[ds.name] && ds.name in s.condensed
+                                                    ? ` (${data.not_holes})` : '')] : []),
       ...(s.published ? [fmt(s.published.scores[ds.name]), s.diffs[ds.name] === undefined ? '–'
          : (s.diffs[ds.name] >= 0 ? '+' : '') + s.diffs[ds.name].toFixed(2)] : [])])));
+  if ((judged || condensed) && data.datasets.some(ds => s.relevant_only[ds.name])) {
+    body.appendChild(el('p', `${data.p_at_10}, ${data.not_holes}: where a dataset's judgments hold only relevant ` +
+      'documents (every grade above 0, as R2MED\'s), every judged document is relevant: judged@10 is the precision ' +
+      'at 10, and the condensed list is the run\'s relevant documents alone, so its nDCG@10 says how many of the ' +
+      'relevant documents the run found anywhere in its list (and how high), not what holes cost.', 'note'));
+  }
   const names = Array.from(new Set(data.datasets.flatMap(ds => Object.keys(s.metrics[ds.name] || {})))).sort(byName);
   body.appendChild(el('h3', `Every score shipped (×100), ${names.length}`));
   body.appendChild(grid(['Metric', ...data.datasets.map(ds => ds.name)],
@@ -384,10 +425,12 @@ function detail(id) {
       others.map(m => [m, ...data.datasets.map(ds => { const v = (s.stored[ds.name] || {})[m];
                                                        return v === undefined ? '–' : String(v); })])));
   }
+  perQuery(id, body);
   body.appendChild(el('h3', 'Configuration'));
   body.appendChild(el('pre', JSON.stringify(s.config, null, 2)));
   body.appendChild(el('h3', 'Command'));
   body.appendChild(el('pre', s.command || 'none: not a run of r2med-run (see the source below)'));
+  Object.entries(s.placeholders || {}).forEach(([word, what]) => body.appendChild(el('p', `${word}: ${what}`, 'note')));
   body.appendChild(el('h3', 'Source'));
   const list = el('ul');
   [s.source, ...s.provenance, ...s.notes].filter((x, i, a) => x && a.indexOf(x) === i)
@@ -395,6 +438,64 @@ function detail(id) {
   body.appendChild(list);
   if (!d.open) d.showModal();
   save();
+}
+// Your runs' per-query view (data.queries[id], per dataset: query ids q, nDCG@10 n, top 10 ids d,
+// their grades g and relevant counts r when the judgments were found, else no_grades; the first
+// characters of what the LLM generated, a): each query folds open to its top 10; lowest nDCG@10 first.
+function perQuery(id, body) {
+  const s = data.systems[id], view = (data.queries || {})[id];
+  if (s.origin !== 'run' && s.origin !== 'local') return;
+  const section = el('section'); section.id = 'per-query';
+  section.appendChild(el('h3', 'Per query'));
+  body.appendChild(section);
+  if (!view) {
+    section.appendChild(el('p', `Not embedded: the page carries the per-query view of the first ${data.query_runs} of ` +
+      'your runs (in rank order) whose folders hold per-query files. r2med show RUN --task TASK --query ID ' +
+      'opens any query of any run.'));
+    return;
+  }
+  const names = data.datasets.map(ds => ds.name).filter(n => view[n]);
+  const folder = s.provenance[0] || 'RUN';
+  const quoted = w => /^[\w@%+=:,.\/-]+$/.test(w) ? w : `'${w.replace(/'/g, "'\\''")}'`;
+  const pick = el('select'); pick.id = 'pq-dataset';
+  names.forEach(n => { const o = el('option', n); o.value = n; pick.appendChild(o); });
+  const label = el('label', 'Dataset ', 'pq-pick'); label.appendChild(pick);
+  const note = el('p', null, 'pq-note'), list = el('div', null, 'pq-list');
+  section.append(label, note, list);
+  const draw = () => {
+    const v = view[pick.value];
+    list.replaceChildren();
+    note.textContent = `${v.q.length} queries, lowest nDCG@10 first; open one for the run's top 10 ` +
+      (v.g ? 'with their grades (0: judged not relevant; unjudged: no judgment)' : `(grades unknown: ${v.no_grades})`) +
+      (v.a ? ' and the beginning of what its LLM generated' : '') +
+      '; the command under each opens the whole view (texts, snippets, the relevant documents missed).';
+    const order = v.q.map((_, i) => i).sort((a, b) => v.n[a] - v.n[b] || (v.q[a] < v.q[b] ? -1 : 1));
+    order.forEach(i => {
+      const item = el('details', null, 'pq'); item.dataset.query = v.q[i];
+      const found = v.g ? v.g[i].filter(g => g !== null && g > 0).length : null;
+      item.appendChild(el('summary', `${v.q[i]} · nDCG@10 ${fmt(100 * v.n[i])}` +
+                                     (v.g ? ` · ${found} of ${v.r[i]} relevant in the top 10` : '')));
+      const ol = el('ol');
+      v.d[i].forEach((doc, j) => {
+        const li = el('li'); li.appendChild(el('span', doc, 'doc'));
+        if (v.g) {
+          const g = v.g[i][j];
+          li.appendChild(el('span', g === null ? 'unjudged' : `grade ${g}`, g !== null && g > 0 ? 'grade rel' : 'grade'));
+        }
+        ol.appendChild(li);
+      });
+      item.appendChild(ol);
+      if (v.a && v.a[i] !== null) {
+        item.appendChild(el('p', 'Generated', 'pq-label'));
+        item.appendChild(el('blockquote', v.a[i]));
+      }
+      item.appendChild(el('code', 'r2med show ' + [folder, '--task', pick.value, '--query', v.q[i]].map(quoted).join(' ') +
+                                  (s.origin === 'local' ? ' --data-dir DIR' : ''), 'pq-command'));
+      list.appendChild(item);
+    });
+  };
+  pick.addEventListener('change', draw);
+  draw();
 }
 document.querySelectorAll('button.sys').forEach(b => b.addEventListener('click', () => detail(b.dataset.id)));
 function closed() {  // (Close, or Escape) the address no longer names the row
