@@ -496,3 +496,15 @@ def test_a_scaffold_package_builds_into_a_wheel_ready_to_publish(run_cli, tmp_pa
     assert "[r2med]\npublishable = r2med_publishable" in entry_points
     assert "Name: r2med-publishable" in metadata and "Requires-Dist: r2med" in metadata
     assert "Description-Content-Type: text/markdown" in metadata
+
+
+def test_a_published_retrievers_local_weights_are_keyed_by_content_not_path(small_model_path, evaluate, tmp_path):
+    """`contriever -o model=PATH` (a published retriever over other weights): the same files in
+    another folder read the embeddings back; the hub id's own key is unchanged."""
+    evaluate("contriever", model=str(small_model_path), output="a")
+    assert len(embedding_folders(tmp_path / "cache")) == 1
+    elsewhere = shutil.copytree(small_model_path, tmp_path / "copies" / "moved")
+    evaluate("contriever", model=str(elsewhere), output="b")
+    assert len(embedding_folders(tmp_path / "cache")) == 1  # no second corpus encoding
+    (identity,) = [json.loads(p.read_text()) for p in (tmp_path / "cache" / "embeddings").glob("*/identity.json")]
+    assert str(small_model_path) not in json.dumps(identity) and identity["documents"]["weights"].startswith("local-")

@@ -7,6 +7,7 @@ excluded from pooling (Instructor), or as the model's ``instruction=`` argument 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,9 @@ from r2med_tasks.encoders import SentenceTransformerEncoder, parse_devices
 
 from .config import DenseConfig
 from .encoders import GritLMEncoder, NVEmbedEncoder, TransformerEncoder
+
+
+LOCAL_WEIGHTS = "local weights"  # a cache key's model for -o model=PATH (its content: the key's 'weights')
 
 
 class PublishedModel:
@@ -107,10 +111,17 @@ class PublishedModel:
         c = self.config
         model = (c.hf_doc_model or c.hf_model) if self.article_queries else c.hf_model
         instruction = c.query_instruction(task.key) if kind == "query" else c.generated_instruction(task.key)
-        return {"model": model, "revision": c.revision, "backend": c.backend, "instruction": instruction,
+        return {"model": self._weights_name(model), "revision": c.revision, "backend": c.backend,
+                "instruction": instruction,
                 "pooling": c.pooling, "normalize": c.normalize, "max_length": c.query_max_length,
                 "dtype": self.effective_dtype(), "append_eos": c.append_eos,
                 "padding_side": c.padding_side or "tokenizer default", **self._recipe_identity()}
+
+    def _weights_name(self, model: str) -> str:
+        """How a cache key names the model: a local folder (``-o model=PATH``) not by its path but as
+        local weights, which ``weights`` identifies by content (the same files elsewhere reuse the
+        embeddings); a hub id as itself."""
+        return LOCAL_WEIGHTS if self.weights_revision and Path(model).is_dir() else model
 
     def _recipe_identity(self) -> dict[str, Any]:
         """Fields named only where used, so the other configurations' cache keys stay as they were:
@@ -139,7 +150,7 @@ class PublishedModel:
 
     def document_identity(self, task) -> dict[str, Any]:
         c = self.config
-        return {"model": c.hf_doc_model or c.hf_model, "revision": c.revision, "backend": c.backend,
+        return {"model": self._weights_name(c.hf_doc_model or c.hf_model), "revision": c.revision, "backend": c.backend,
                 "doc_instruction": c.doc_instruction(task.key), "pooling": c.pooling, "normalize": c.normalize,
                 "max_length": c.doc_max_length, "dtype": self.effective_dtype(), "doc_as_pair": c.doc_as_pair,
                 "append_eos": c.append_eos, "padding_side": c.padding_side or "tokenizer default",
