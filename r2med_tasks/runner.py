@@ -285,7 +285,7 @@ class _Current:
         if not isinstance(record, dict) or not isinstance(record.get("query_id"), str):
             raise PluginError("context.generated(record): a dict with a 'query_id' string "
                               "(r2med_tasks.llm.records.record builds one)")
-        row = json.loads(json.dumps(record, default=str))  # plain JSON values, as they will be read back
+        row = json.loads(json.dumps(record, default=str, allow_nan=False))  # strict JSON, as read back
         with self.lock:
             self.generations.append(row)
         if self.journal is not None:

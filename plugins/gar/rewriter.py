@@ -26,12 +26,14 @@ DEFAULT_KEY = "Stack-Medical"  # prompt wording for tasks outside R2MED (a medic
 def generated_document(generation) -> tuple[str, bool]:
     """The document a live rewriter takes from an answer, and whether it is in "r1 mode" (a
     reasoning model's answer: R2MED combines it with the query as it does its r1 models'): the text
-    after the thinking, stripped, as published for r1 models, whether the thinking came in the text
-    (``</think>``) or apart (``reasoning``, from a server with a reasoning parser); else the text."""
-    if generation.reasoning is not None:  # the answer after it; a thought never closed is all there is
-        return (generation.text.strip(), True) if generation.text.strip() else (generation.reasoning, False)
-    _, sep, answer = generation.text.partition("</think>")
-    return (answer.strip(), True) if sep else (generation.text, False)
+    after the thinking, stripped, as published for r1 models; else the whole text. A server that
+    returned the thinking apart is read as the text the model wrote (``whole_text``), so it gives
+    what a plain server gives."""
+    from r2med_tasks.llm import whole_text
+
+    text = whole_text(generation)
+    _, sep, answer = text.partition("</think>")
+    return (answer.strip(), True) if sep else (text, False)
 
 
 class GARRewriter:

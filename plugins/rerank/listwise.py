@@ -52,7 +52,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from r2med_tasks.llm import Generation, GenerationCache, Usage, generate_cached
+from r2med_tasks.llm import Generation, GenerationCache, Usage, generate_cached, whole_text
 from r2med_tasks.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -387,10 +387,9 @@ class ListwiseReranker:
             log.info("%s: listwise round %d/%d, %d window(s)", self.client.model, r + 1, rounds, len(requests))
             answers = generate_cached(self.client, self.cache, requests, usage=self.usage)
             for (qid, (start, end)), answer in zip(todo, answers):
-                # the answer, never its reasoning; a thought never closed (vLLM's deepseek_r1 parser puts an
-                # answer without "</think>" all in the reasoning) is all the model wrote, as a plain server gives it
-                ranking = answer.text if answer.text.strip() else (answer.reasoning or "")
-                permutation = self.permutation(ranking, end - start)
+                # read from the text the model wrote (a server's reasoning apart put back in place), as a
+                # plain server gives it: answer_text takes the answer after the thinking
+                permutation = self.permutation(whole_text(answer), end - start)
                 apply_permutation(lists[qid], start, end, permutation)
                 apply_permutation(notes[qid], start, end, permutation)
                 asked.setdefault(qid, []).append(answer)
