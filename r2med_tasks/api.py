@@ -554,7 +554,7 @@ def export_generations(run_dir: str | Path, data_dir: str | Path, *, tasks: str 
         here = task_folder(data_dir, task)
         source = data_dir if all((here / f).is_file() for f in FILES) else None
         try:
-            return task.load(source, cache_dir=cache).qrels
+            return _task_qrels(task, source, cache)[0]
         except UserError as e:
             raise UserError(f"{task.short_name}: its judgments (for doc_id) cannot be read ({e}); export into the "
                             "data folder the run read (DATA_DIR/<Task>/qrels.jsonl)") from None
