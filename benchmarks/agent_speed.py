@@ -59,11 +59,11 @@ def measure(method: str, queries: int, latency: float, concurrency: int) -> floa
     """Wall seconds of the agent's ``rewrite`` over ``queries`` sample queries."""
     import r2med_tasks as r2med
     from r2med_tasks.api import registry
-    from r2med_tasks.journal import Journal
-    from r2med_tasks.pipelines import base_context
-    from r2med_tasks.runner import _Current, stage_context
-    from r2med_tasks.taskdata import Query
-    from r2med_tasks.tasks import SAMPLE_TASK
+    from r2med_tasks.files.journal import Journal
+    from r2med_tasks.running.pipelines import base_context
+    from r2med_tasks.running.runner import _Current, stage_context
+    from r2med_tasks.tasks.taskdata import Query
+    from r2med_tasks.tasks.specs import SAMPLE_TASK
 
     model = MODEL if method == "search-r1" else QWQ
     with LatencyServer(partial(answer, method), model, latency) as base_url, \

@@ -22,8 +22,8 @@ import time
 
 import numpy as np
 
-from r2med_tasks.significance import average_randomization, compare
-from r2med_tasks.uncertainty import average_interval_of, mean_interval
+from r2med_tasks.scoring.significance import average_randomization, compare
+from r2med_tasks.scoring.uncertainty import average_interval_of, mean_interval
 
 # R2MED's query counts (Biology ... IIYi-Clinical): 876 in all
 SIZES = {"Biology": 103, "Bioinformatics": 77, "Medical-Sciences": 88, "MedXpertQA-Exam": 97, "MedQA-Diag": 118,

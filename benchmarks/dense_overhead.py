@@ -47,7 +47,7 @@ import json, sys
 import mteb
 from pathlib import Path
 from sentence_transformers import SentenceTransformer
-from r2med_tasks.tasks import R2MED_TASKS
+from r2med_tasks.tasks.specs import R2MED_TASKS
 task = next(t for t in R2MED_TASKS if t.short_name == sys.argv[2]).to_mteb_task(Path(sys.argv[1]))
 model = SentenceTransformer(sys.argv[3], device="cpu")
 result = mteb.evaluate(model, task, cache=None, co2_tracker=False, show_progress_bar=False,

@@ -145,7 +145,7 @@ def write_result(folder: Path, task: str, ndcg: float, name: str, extra: dict | 
                  meta: dict | None = None) -> None:
     """An mteb TaskResult on R2MED's official data (mteb's pinned revision) and its model_meta.json
     (``meta``: more of mteb's ModelMeta fields, such as ``n_parameters``)."""
-    from r2med_tasks.tasks import R2MED_TASKS
+    from r2med_tasks.tasks.specs import R2MED_TASKS
 
     folder.mkdir(parents=True, exist_ok=True)
     revision = next(t.revision for t in R2MED_TASKS if t.name == task)
@@ -162,8 +162,8 @@ def write_published_config_run(folder: Path, command: str, name: str, scores: di
     record (configuration and command) and each task's identity, so that the run joins the published row."""
     import shlex
 
-    from r2med_tasks.leaderboard import command_config
-    from r2med_tasks.results import FORMAT
+    from r2med_tasks.board.leaderboard import command_config
+    from r2med_tasks.results.identity import FORMAT
 
     for task, value in scores.items():
         write_result(folder, task, value, f"r2med/{name.lower()}")
@@ -182,8 +182,8 @@ def demo_results(root: Path) -> tuple[Path, Path]:
     """A results folder (a reproduction of the published BM25, a new system with every metric,
     mteb's nAUCs among them) and an MTEB results folder (one model, with its size and licence), as
     a reader's would be; returns both."""
-    from r2med_tasks.leaderboard import published_row
-    from r2med_tasks.tasks import R2MED_TASKS
+    from r2med_tasks.board.leaderboard import published_row
+    from r2med_tasks.tasks.specs import R2MED_TASKS
 
     results, mteb = root / "results", root / "mteb-results"
     bm25 = published_row("BM25")

@@ -1,7 +1,7 @@
 """R2MED's eight datasets and the offline sample, registered as tasks."""
 
-from r2med_tasks.hookspecs import hookimpl
-from r2med_tasks.tasks import R2MED_TASKS, SAMPLE_TASK
+from r2med_tasks.plugin import hookimpl
+from r2med_tasks.plugin import R2MED_TASKS, SAMPLE_TASK
 
 
 @hookimpl

@@ -14,11 +14,11 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from r2med_tasks.components import RetrieverSpec
-from r2med_tasks.errors import UserError
-from r2med_tasks.fusion import DEFAULT_DEPTH, DEFAULT_METHOD, DEFAULT_RRF_K, METHODS
-from r2med_tasks.hookspecs import hookimpl
-from r2med_tasks.options import Identified, Options, file_content
+from r2med_tasks.plugin import RetrieverSpec
+from r2med_tasks.plugin import UserError
+from r2med_tasks.plugin import DEFAULT_DEPTH, DEFAULT_METHOD, DEFAULT_RRF_K, FUSION_METHODS
+from r2med_tasks.plugin import hookimpl
+from r2med_tasks.plugin import Identified, Options, file_content
 
 
 class HybridOptions(Options):
@@ -26,7 +26,7 @@ class HybridOptions(Options):
 
     members: tuple[str, ...] = Field(("bm25", "nvembed"), description="comma-separated retrievers (member options: "
                                                                       "-o MEMBER.key=value)")
-    fusion: Literal[METHODS] = Field(DEFAULT_METHOD, description="rrf, zscore, minmax or linear")
+    fusion: Literal[FUSION_METHODS] = Field(DEFAULT_METHOD, description="rrf, zscore, minmax or linear")
     weights: tuple[Annotated[float, Field(ge=0)], ...] = Field(
         (), description="comma-separated, one weight per member (default: equal)")
     rrf_k: int = Field(DEFAULT_RRF_K, ge=0, le=1_000_000,  # beyond, 1/(k + r) no longer tells ranks apart in a float
@@ -81,7 +81,7 @@ class HybridRetriever:
         import hashlib
         import json
 
-        from r2med_tasks.components import DescribesModel
+        from r2med_tasks.plugin import DescribesModel
 
         metas = [dict(m.model_meta()) if isinstance(m, DescribesModel) else {} for m in self.members]
         shown = [meta.get("display_name") or meta.get("name", f"r2med/{name}").split("/")[-1]
@@ -106,7 +106,7 @@ class HybridRetriever:
         return self.fuse(runs, top_k=top_k, weights=weights)
 
     def fuse(self, runs, top_k: int, weights: list[float] | None = None):
-        from r2med_tasks.fusion import fuse
+        from r2med_tasks.plugin import fuse
 
         return fuse(runs, method=self.fusion, weights=weights or self.weights, rrf_k=self.rrf_k, depth=self.depth,
                     top_k=top_k)
@@ -115,7 +115,7 @@ class HybridRetriever:
         """The weighting of ``task``'s group (a task outside R2MED's groups is its own group): the
         one maximising the mean over the group's tasks of mean nDCG@10 on each task's tuning
         queries, over :meth:`weight_grid`; ties keep the grid's order."""
-        from r2med_tasks.evaluation import score
+        from r2med_tasks.plugin import score
 
         group = task.group or task.name
         if group not in self._tuned:

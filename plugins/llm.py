@@ -8,9 +8,9 @@ environment variable the key is read from. The client, the generation cache and 
 
 from __future__ import annotations
 
-from r2med_tasks.components import LLMSpec
-from r2med_tasks.hookspecs import hookimpl
-from r2med_tasks.llm import ChatClient, parse_llm_spec
+from r2med_tasks.plugin import LLMSpec
+from r2med_tasks.plugin import hookimpl
+from r2med_tasks.plugin import ChatClient, parse_llm_spec
 
 
 @hookimpl

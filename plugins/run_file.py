@@ -14,10 +14,10 @@ from pathlib import Path
 
 from pydantic import Field
 
-from r2med_tasks.components import RetrieverSpec
-from r2med_tasks.errors import UserError
-from r2med_tasks.hookspecs import hookimpl
-from r2med_tasks.options import options_model
+from r2med_tasks.plugin import RetrieverSpec
+from r2med_tasks.plugin import UserError
+from r2med_tasks.plugin import hookimpl
+from r2med_tasks.plugin import options_model
 
 RUN_FILE_OPTIONS = options_model(
     "RunFileOptions",
@@ -52,7 +52,7 @@ class RunFileRetriever:
         self.files = [self.path] if self.path.is_file() else sorted(self.path.glob("*.trec"))
         if not self.files:
             raise UserError(f"-o run-file.path={path}: no *.trec file in that folder")
-        from r2med_tasks.layout import run_name
+        from r2med_tasks.plugin import run_name
 
         self.name = name or run_name(self.path.resolve())  # a results folder's pipeline name, else the file's
         digest = hashlib.sha256()
@@ -65,7 +65,7 @@ class RunFileRetriever:
     def model_meta(self) -> dict:
         """Named by the runs; the kind of model is what the results folder they come from says, if
         any (mteb's ``model_type``)."""
-        from r2med_tasks.layout import run_folder, slug
+        from r2med_tasks.plugin import run_folder, slug
 
         kind = run_folder(self.path).model_meta().get("model_type")
         return {"name": f"r2med/{slug(self.name) or 'run'}", "revision": self.revision, "display_name": self.name,
@@ -76,7 +76,7 @@ class RunFileRetriever:
         self._doc_ids = set(corpus.ids)
 
     def search(self, queries, *, task, top_k: int, context) -> dict[str, dict[str, float]]:
-        from r2med_tasks.runs import read_trec
+        from r2med_tasks.plugin import read_trec
 
         file = self._file_for(task)
         try:
@@ -103,7 +103,7 @@ class RunFileRetriever:
                                 "<Task>.trec files, or --tasks with one task")
             self._task_of_single_file = task.name
             return self.path
-        from r2med_tasks.tasks import normalize
+        from r2med_tasks.plugin import normalize
 
         by_stem = {normalize(f.stem): f for f in self.files}
         for name in (task.name, task.short_name, task.key):

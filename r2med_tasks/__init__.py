@@ -2,23 +2,28 @@
 
 The public API: ``evaluate``, ``pipeline``, ``as_mteb_model``, ``rank_systems`` (the leaderboard),
 ``compare_runs``, ``fuse_runs``, ``show_query`` and ``compare_queries`` for users (docs/python-api.md);
-the component protocols, ``Context`` and specs for plugin authors (docs/plugins.md). Importing it
-is cheap: no torch, no mteb.
+and, for plugin authors, one namespace: :mod:`r2med_tasks.plugin` (docs/writing-plugins.md; the
+specs, protocols and ``Context`` are also named here, as before). docs/architecture.md shows the
+sub-packages and which way imports go. Importing it is cheap: no torch, no mteb.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
+from . import _moved
+
 from .api import (as_mteb_model, compare_queries, compare_runs, evaluate, export_generations, fuse_runs, pipeline,
                   rank_systems, read_generations, show_query)
-from .components import (CombinesGenerated, Composite, DeclaresResources, DescribesModel, RerankDepth, Reranker,
-                         RerankerSpec, ReportsUsage, Retriever, RetrieverSpec, Rewriter, RewriterSpec, Run)
-from .context import CompositeContext, Context
-from .taskdata import Corpus, Query
+from .components.specs import (CombinesGenerated, Composite, DeclaresResources, DescribesModel, RerankDepth, Reranker,
+                               RerankerSpec, ReportsUsage, Retriever, RetrieverSpec, Rewriter, RewriterSpec, Run)
+from .components.context import CompositeContext, Context
+from .tasks.taskdata import Corpus, Query
 from .errors import PluginError, UserError
-from .hookspecs import hookimpl
-from .options import Options, options_model
-from .outcomes import RunOutcome, TaskOutcome
-from .tasks import R2MED_TASKS, TaskSpec
+from .components.hookspecs import hookimpl
+from .components.options import Options, options_model
+from .results.outcomes import RunOutcome, TaskOutcome
+from .tasks.specs import R2MED_TASKS, TaskSpec
+
+_moved.install()
 
 try:
     __version__ = version("r2med")

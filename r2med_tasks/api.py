@@ -23,28 +23,28 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import UserError
-from .fusion import DEFAULT_DEPTH, DEFAULT_METHOD, DEFAULT_RRF_K
-from .runs import DEFAULT_TOP_K
+from .scoring.fusion import DEFAULT_DEPTH, DEFAULT_METHOD, DEFAULT_RRF_K
+from .scoring.runs import DEFAULT_TOP_K
 
 MAX_TRIALS = 1_000_000  # compare --trials: bounded (one trial resamples every query of a task)
 
 if TYPE_CHECKING:
-    from .layout import RunFolder
-    from .leaderboard import Leaderboard
-    from .outcomes import RunOutcome
-    from .perquery import QueryDifferences, QueryView
-    from .pipelines import Pipeline
-    from .registry import Registry
-    from .significance import Comparison
-    from .tasks import TaskSpec
+    from .results.layout import RunFolder
+    from .board.leaderboard import Leaderboard
+    from .results.outcomes import RunOutcome
+    from .results.perquery import QueryDifferences, QueryView
+    from .running.pipelines import Pipeline
+    from .running.registry import Registry
+    from .scoring.significance import Comparison
+    from .tasks.specs import TaskSpec
 
 OBJECT = "python-object"  # the component name of a retriever object passed to evaluate()
 
 
 def registry() -> Registry:
     """The components and tasks of the installed plugins."""
-    from .plugins import get_plugins
-    from .registry import build_registry
+    from .running.discovery import get_plugins
+    from .running.registry import build_registry
 
     return build_registry(get_plugins())
 
@@ -54,8 +54,8 @@ def pipeline(*components: str, top_k: int = 100, device: str | None = None,
     """A pipeline ``[rewriter] -> retriever -> [reranker]`` from component names, as ``--plugin``
     names them. Keyword options go to every selected component that accepts them (``-o key=value``);
     ``options={"bm25.k1": 1.2}`` addresses one component (``-o name.key=value``)."""
-    from .options import option_text
-    from .pipelines import build_pipeline, instantiate
+    from .components.options import option_text
+    from .running.pipelines import build_pipeline, instantiate
 
     reg = registry()
     tokens = [f"{key}={option_text(value)}" for key, value in {**shared, **(options or {})}.items()]
@@ -74,7 +74,7 @@ def evaluate(model: Any, tasks: str | Sequence[str] | None = None, *, data_dir: 
     object, or any object with the retriever protocol's ``index`` and ``search``. ``tasks``: names,
     aliases, groups or ``"r2med"``, as ``--tasks`` takes them; by default the task folders found
     in ``data_dir``, else all eight R2MED tasks. Runs what ``r2med-run`` runs
-    (:func:`r2med_tasks.request.execute`).
+    (:func:`r2med_tasks.running.request.execute`).
 
     The lines ``r2med-run`` prints beside its progress (warnings, why a task is recomputed, what a
     component logs) go to standard error with the progress bars when ``progress``, or to
@@ -82,7 +82,7 @@ def evaluate(model: Any, tasks: str | Sequence[str] | None = None, *, data_dir: 
     """
     from rich.console import Console
 
-    from .request import RunRequest, execute
+    from .running.request import RunRequest, execute
 
     request = RunRequest(components=(model,) if isinstance(model, str) else (),
                          tasks=_names(tasks),
@@ -125,8 +125,8 @@ class _Lines(io.TextIOBase):
 
 
 def _as_pipeline(model: Any, reg: Registry, *, top_k: int, device: str | None) -> Pipeline:
-    from .components import Retriever
-    from .pipelines import Pipeline, build_pipeline, check_interface, instantiate
+    from .components.specs import Retriever
+    from .running.pipelines import Pipeline, build_pipeline, check_interface, instantiate
 
     if isinstance(model, Pipeline):
         if top_k != 100 and model.top_k != top_k:
@@ -159,9 +159,9 @@ def _with_object(reg: Registry, retriever: Any) -> Registry:
     """A registry that also holds ``retriever`` as the component ``python-object``."""
     from dataclasses import replace
 
-    from .components import RetrieverSpec
-    from .plugins import PluginInfo
-    from .registry import Registered
+    from .components.specs import RetrieverSpec
+    from .running.discovery import PluginInfo
+    from .running.registry import Registered
 
     module = type(retriever).__module__.split(".")[0]
     spec = RetrieverSpec(name=OBJECT, factory=lambda options: retriever,
@@ -183,9 +183,9 @@ def _version(module: str) -> str | None:
 def as_mteb_model(model: Any, *, cache_dir: Path | None = None) -> Any:
     """An mteb search model (``index``/``search``) running an r2med retriever or pipeline, so
     ``mteb.evaluate(r2med.as_mteb_model("bm25"), tasks)`` runs it inside mteb."""
-    from .context import default_cache_dir
-    from .mteb_model import SearchModel
-    from .pipelines import base_context
+    from .components.context import default_cache_dir
+    from .running.mteb_model import SearchModel
+    from .running.pipelines import base_context
 
     reg = registry()
     built = _as_pipeline(model, reg, top_k=100, device=None)
@@ -198,7 +198,7 @@ def as_mteb_model(model: Any, *, cache_dir: Path | None = None) -> Any:
 
 def task_spec(name: str) -> TaskSpec:
     """The r2med task of an mteb task name, or a plain spec for a task r2med does not know."""
-    from .tasks import TaskSpec
+    from .tasks.specs import TaskSpec
 
     for entry in registry().entries["task"]:
         if entry.spec.name == name:
@@ -220,13 +220,13 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
     outcome's ``summaries`` then say so)."""
     import shlex
 
-    from .evaluation import score
-    from .fusion import fuse
-    from .layout import RunFolder, run_name
-    from .outcomes import RunOutcome, TaskOutcome, average_ci
-    from .results import ResultFolder, RunSpec, code_versions, differences, digest, locked, slug
-    from .runs import read_trec
-    from .validation import read_qrels
+    from .scoring.evaluation import score
+    from .scoring.fusion import fuse
+    from .results.layout import RunFolder, run_name
+    from .results.outcomes import RunOutcome, TaskOutcome, average_ci
+    from .results.identity import ResultFolder, RunSpec, code_versions, differences, digest, locked, slug
+    from .scoring.runs import read_trec
+    from .tasks.validation import read_qrels
 
     if len(inputs) < 2:
         raise UserError("r2med fuse: give at least two runs")
@@ -335,7 +335,7 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
 
 def _task_qrels(task, data_dir: Path | None, cache_dir: Path | None) -> tuple[dict, dict]:
     """A task's judgments; the corpus ids kept in the cache folder spare parsing the corpus again."""
-    from .context import default_cache_dir
+    from .components.context import default_cache_dir
 
     data = task.load(data_dir, cache_dir=cache_dir or default_cache_dir())
     return data.qrels, task.data_identity(data_dir, revision=data.revision)
@@ -356,11 +356,11 @@ def rank_systems(folders: str | Path | Sequence[str | Path] | None = None, *, mt
     """The leaderboard ``r2med leaderboard`` shows: the published rows, the runs of ``folders``
     (results folders in mteb's layout; None: ``./results`` when it exists) and of ``mteb_results``
     (a clone of the MTEB results repository) merged by identity, ranked, filtered, with ties and
-    intervals marked (:mod:`r2med_tasks.leaderboard`).
+    intervals marked (:mod:`r2med_tasks.board.leaderboard`).
 
     ``published``: ``"leaderboard"`` (its 69 rows), ``"all"`` (also the authors' repository's other
     runs, other papers' runs and MTEB's R2MED results as the package's record of the MTEB results
-    repository holds them, :func:`r2med_tasks.leaderboard.mteb_record_rows`: source ``mteb``, merged
+    repository holds them, :func:`r2med_tasks.board.leaderboard.mteb_record_rows`: source ``mteb``, merged
     by identity after your folders' rows) or ``"none"``. ``tasks``: R2MED datasets, groups or ``"r2med"``,
     as ``--tasks`` takes them: only those columns, ranked by their average. ``rewriter``,
     ``retriever``, ``reranker``: only rows whose component contains that text; ``top``: the first
@@ -369,7 +369,7 @@ def rank_systems(folders: str | Path | Sequence[str | Path] | None = None, *, mt
     intervals (quicker; ``--commands`` shows neither). Each warning (a file skipped, a folder
     without R2MED results) goes to ``on_warning`` as it comes and is kept in the result's
     ``warnings``. Bad input raises :class:`UserError`."""
-    from .leaderboard import (
+    from .board.leaderboard import (
         PUBLISHED_CHOICES,
         Leaderboard,
         add_intervals,
@@ -381,7 +381,7 @@ def rank_systems(folders: str | Path | Sequence[str | Path] | None = None, *, mt
         result_rows,
         select,
     )
-    from .tasks import R2MED_TASKS
+    from .tasks.specs import R2MED_TASKS
 
     warnings: list[str] = []
 
@@ -422,7 +422,7 @@ def rank_systems(folders: str | Path | Sequence[str | Path] | None = None, *, mt
                                 top=top, include_local=include_local)
     if statistics:
         add_intervals(shown, shown_tasks)
-    from .verdicts import reproductions
+    from .board.verdicts import reproductions
 
     return Leaderboard(shown, shown_tasks, warnings, reproductions([f for f in sources if f != mteb_folder]))
 
@@ -434,8 +434,8 @@ def _r2med_task_names(tasks: str | Sequence[str] | None) -> list[str] | None:
     tokens = _names(tasks)
     if not tokens:
         return None
-    from .request import choose_tasks
-    from .tasks import R2MED_TASKS
+    from .running.request import choose_tasks
+    from .tasks.specs import R2MED_TASKS
 
     official = {t.name for t in R2MED_TASKS}
     chosen = choose_tasks(registry(), list(tokens), None)
@@ -453,16 +453,16 @@ def compare_runs(a: str | Path, b: str | Path, *, tasks: str | Sequence[str] | N
     task and on the average over R2MED's tasks, nDCG@10 of each, the difference (B - A) with its 95%
     paired bootstrap interval, and per task a paired test over queries (``test``:
     ``"randomization"`` with ``trials`` and ``seed``, or ``"t"``) with Holm's correction
-    (:func:`r2med_tasks.significance.compare`). ``tasks``: only these (names, groups or ``r2med``).
+    (:func:`r2med_tasks.scoring.significance.compare`). ``tasks``: only these (names, groups or ``r2med``).
 
     A per-query value that is no score (outside 0..1, NaN) is refused, and so is a task whose runs
     were scored on different data (their stored data identities differ) unless
     ``allow_different_data``; the result's ``data_differences`` says what differs. Bad input raises
     :class:`UserError`."""
-    from .layout import RunFolder
-    from .request import choose_tasks
-    from .significance import Comparison, compare
-    from .tasks import R2MED_TASKS
+    from .results.layout import RunFolder
+    from .running.request import choose_tasks
+    from .scoring.significance import Comparison, compare
+    from .tasks.specs import R2MED_TASKS
     from .terminal import printable
 
     a, b = Path(a), Path(b)
@@ -502,7 +502,7 @@ def compare_runs(a: str | Path, b: str | Path, *, tasks: str | Sequence[str] | N
 def _different_data(folders: Sequence[RunFolder], tasks: list[str]) -> dict[str, list[str]]:
     """Per task, what differs between the two runs' stored data identities ("data.revision: a ->
     b"); a run without a stored identity for the task cannot be checked, and says so."""
-    from .results import differences
+    from .results.identity import differences
 
     out = {}
     for task in tasks:
@@ -522,7 +522,7 @@ def read_generations(run_dir: str | Path, task: str) -> list[dict[str, Any]]:
     its generation records, one per query and LLM stage, in the queries' order
     (:mod:`r2med_tasks.llm.records` says what each holds); those written so far while the task is
     being computed; [] when the run asked no LLM."""
-    from .layout import RunFolder
+    from .results.layout import RunFolder
 
     folder = RunFolder(Path(run_dir))
     records = folder.generations(registry().tasks([task])[0].name)
@@ -535,13 +535,13 @@ def export_generations(run_dir: str | Path, data_dir: str | Path, *, tasks: str 
                        llm: str | None = None, cache_dir: str | Path | None = None) -> list:
     """Write the generations of a run's rewriter in R2MED's published layout under ``data_dir``
     (``<Task>/<method>/<llm>/query_with_hydoc.jsonl``), what ``r2med export-generations`` does, so
-    that ``-o source=<llm>`` replays the run exactly (:mod:`r2med_tasks.generations`). ``tasks``:
+    that ``-o source=<llm>`` replays the run exactly (:mod:`r2med_tasks.results.generations`). ``tasks``:
     only these (default: every task with records); ``llm``: the ``<llm>`` folder (default: the served
     model's name). Returns one ``Exported`` per task; never changes a file that is there."""
-    from .context import default_cache_dir
-    from .datafiles import FILES
-    from .generations import export_records, task_folder
-    from .layout import RunFolder
+    from .components.context import default_cache_dir
+    from .tasks.datafiles import FILES
+    from .results.generations import export_records, task_folder
+    from .results.layout import RunFolder
 
     folder, data_dir = RunFolder(Path(run_dir)), Path(data_dir)
     reg = registry()
@@ -568,14 +568,14 @@ def show_query(run: str | Path, query: str, *, task: str | None = None, data_dir
     shows: the query's text, what each LLM stage generated for it (with its reasoning), the run's
     top 10 in its order with each document's grade (None: unjudged) and a snippet, the relevant
     documents the top 10 missed (with their rank further down, or None: not retrieved) and the
-    query's nDCG@10 as the run's per-query file stores it (:mod:`r2med_tasks.perquery`).
+    query's nDCG@10 as the run's per-query file stores it (:mod:`r2med_tasks.results.perquery`).
 
     ``task``: an mteb name or a short name (``"Biology"``, ``"sample"``); None when the folder holds
     one task. Grades and texts come from the task's data as the run read it (its stored data
     identity says where); a run on local files needs their folder again as ``data_dir``.
     ``cache_dir`` (default: the user's cache folder) keeps a local corpus's checked document ids.
     Bad input raises :class:`UserError`."""
-    from .perquery import choose_task, query_view, results_folder
+    from .results.perquery import choose_task, query_view, results_folder
 
     folder = results_folder(Path(run).expanduser())
     spec = choose_task([folder], task, registry())
@@ -587,11 +587,11 @@ def compare_queries(a: str | Path, b: str | Path, *, task: str | None = None, qu
     """Run B against run A query by query, what ``r2med show A B`` shows: every query both runs
     scored, with each run's nDCG@10 (their per-query files') and the difference B - A, the largest
     gain first; with ``query``, only that query, its text and the documents that entered B's top 10
-    and left A's, with their grades and ranks (:mod:`r2med_tasks.perquery`). ``task``,
+    and left A's, with their grades and ranks (:mod:`r2med_tasks.results.perquery`). ``task``,
     ``data_dir``, ``cache_dir``: as :func:`show_query` takes them (the data is read only for a
     ``query``). Runs scored on different data are compared, with a warning in the result's
     ``warnings``. Bad input raises :class:`UserError`."""
-    from .perquery import choose_task, query_differences, results_folder
+    from .results.perquery import choose_task, query_differences, results_folder
 
     folders = [results_folder(Path(p).expanduser()) for p in (a, b)]
     spec = choose_task(folders, task, registry())

@@ -4,7 +4,7 @@ r2med writes results mteb reads (``TaskResult`` files, ``model_meta.json``, mteb
 and offers its tasks to ``mteb.evaluate``. The mteb names that takes are used here only. Several
 of mteb's formats are reproduced here rather than called, because importing mteb (sklearn, pandas,
 datasets) costs seconds on every run: the score dict of mteb's retrieval evaluator (computed in
-:mod:`r2med_tasks.evaluation`), the bytes of a ``TaskResult`` file (:func:`task_result_text`), of
+:mod:`r2med_tasks.scoring.evaluation`), the bytes of a ``TaskResult`` file (:func:`task_result_text`), of
 ``model_meta.json`` for r2med's own names (:func:`model_meta_text`) and of the
 ``run_settings.jsonl`` that ``ResultCache.save_to_cache`` keeps beside the TaskResults (one row per
 task, settings and subsets: package versions, ``encode_kwargs``; :func:`run_settings_text`, read

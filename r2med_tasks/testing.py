@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import Any
 
 from .errors import PluginError
-from .outcomes import TaskOutcome
+from .results.outcomes import TaskOutcome
 
 __all__ = ["LoadedPlugin", "load_plugin", "run_on_sample"]
 
@@ -46,8 +46,8 @@ def load_plugin(plugin: str | ModuleType) -> LoadedPlugin:
     exception, a misspelled hook, a spec of the wrong kind) raises :class:`PluginError` with
     r2med's reason, as ``r2med plugins`` would show it; one that fails to import raises its own
     error."""
-    from .plugins import get_plugins
-    from .registry import build_registry
+    from .running.discovery import get_plugins
+    from .running.registry import build_registry
 
     module = importlib.import_module(plugin) if isinstance(plugin, str) else plugin
     plugins = get_plugins()
@@ -89,7 +89,7 @@ def _info_of(module: ModuleType):
     (importable but not installed) the module as ``R2MED_PLUGINS`` names it."""
     from importlib.metadata import PackageNotFoundError, distribution, packages_distributions
 
-    from .plugins import PluginInfo
+    from .running.discovery import PluginInfo
 
     top = module.__name__.split(".")[0]
     for name in packages_distributions().get(top, []):

@@ -269,7 +269,7 @@ def installed_entry_points():
 @pytest.fixture
 def plugins(monkeypatch, installed_entry_points):
     """The process-wide plugin set, rebuilt for this test: built-ins only, plus what it registers."""
-    from r2med_tasks import plugins as plugins_module
+    from r2med_tasks.running import discovery as plugins_module
 
     monkeypatch.setenv("R2MED_LOAD_PLUGINS", "")
     monkeypatch.delenv("R2MED_PLUGINS", raising=False)
@@ -281,7 +281,7 @@ def plugins(monkeypatch, installed_entry_points):
 @pytest.fixture
 def register(plugins):
     """Register a plugin object (a module or a class with @hookimpl methods) for one test."""
-    from r2med_tasks.plugins import PluginInfo
+    from r2med_tasks.running.discovery import PluginInfo
 
     def _register(obj, name: str = "test-plugin", version: str | None = "1.0"):
         plugins.register(obj, PluginInfo(name, version, name))
@@ -357,10 +357,10 @@ def qrels_of(folder: Path) -> dict[str, dict[str, int]]:
 
 
 def read_ranking(path: Path) -> dict[str, list[tuple[str, float]]]:
-    """A TREC run file as the package reads it (``r2med_tasks.runs.read_trec``), each query's
+    """A TREC run file as the package reads it (``r2med_tasks.scoring.runs.read_trec``), each query's
     documents as a list of ``(document id, score)`` best first, so that ``==`` compares the order
     too (two runs as dicts compare equal whatever their order)."""
-    from r2med_tasks.runs import read_trec
+    from r2med_tasks.scoring.runs import read_trec
 
     return {qid: list(docs.items()) for qid, docs in read_trec(path).items()}
 
@@ -388,7 +388,7 @@ def official_hub(monkeypatch):
     task), so runs read 'official' data at mteb's pinned revisions without a network."""
     import datasets
 
-    from r2med_tasks.tasks import R2MED_TASKS
+    from r2med_tasks.tasks.specs import R2MED_TASKS
 
     queries = read_jsonl(SAMPLE / "query.jsonl")
     tables = {}
@@ -438,7 +438,7 @@ def chat_server(monkeypatch):
 def finished_sample_run(out: Path) -> Path:
     """A finished bm25 run on sample into ``out``, with the built-in plugins only (for module-scoped
     fixtures: the results that no bad input may alter); returns its results folder."""
-    from r2med_tasks import plugins as plugins_module
+    from r2med_tasks.running import discovery as plugins_module
     from r2med_tasks.cli import cli
 
     with pytest.MonkeyPatch.context() as mp:
@@ -462,7 +462,7 @@ def snapshot(folder: Path) -> dict[Path, tuple[bytes, int | None]]:
 def docs_agent_plugin(tmp_path, monkeypatch):
     """docs/writing-plugins.md's searching agent, taken from the page's text and loaded as the plugin
     ``ask-search-answer`` (R2MED_PLUGINS), as a reader would install it."""
-    from r2med_tasks import plugins as plugins_module
+    from r2med_tasks.running import discovery as plugins_module
 
     page = (TESTS.parent / "docs" / "writing-plugins.md").read_text(encoding="utf-8")
     code = page.split("<!-- example: agent plugin -->", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]

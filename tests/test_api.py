@@ -113,8 +113,8 @@ def test_a_retriever_without_combination_gets_the_generated_documents_by_the_def
     published BM25 runs searched with (for HyDE: the generated document alone), never the bare query."""
     from test_gar import QUERIES, hy_doc, published_dir
 
-    from r2med_tasks.components import RetrieverSpec
-    from r2med_tasks.hookspecs import hookimpl
+    from r2med_tasks.components.specs import RetrieverSpec
+    from r2med_tasks.components.hookspecs import hookimpl
 
     import r2med_tasks as r2med
 
@@ -142,7 +142,7 @@ def test_mteb_evaluate_runs_an_r2med_retriever(plugins, tmp_path):
     import mteb
 
     import r2med_tasks as r2med
-    from r2med_tasks.tasks import SAMPLE_TASK
+    from r2med_tasks.tasks.specs import SAMPLE_TASK
 
     ours = r2med.evaluate("bm25", tasks="sample", output=tmp_path / "ours", cache_dir=tmp_path / "c")
     result = mteb.evaluate(r2med.as_mteb_model("bm25"), SAMPLE_TASK.to_mteb_task(), cache=None, co2_tracker=False,

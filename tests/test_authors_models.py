@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from r2med_tasks.registry import build_registry
+from r2med_tasks.running.registry import build_registry
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "r2med-repo"
 FIRST = REFERENCE / "45cbac5" / "src"

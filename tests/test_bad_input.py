@@ -31,8 +31,8 @@ def assert_user_error(code, err, *fragments):
 def register_retriever(register, name, make):
     """Register the retriever ``name`` of a plugin "<name>-plugin", which ``make()`` builds (it has no
     options: its factory ignores the empty options instance)."""
-    from r2med_tasks.components import RetrieverSpec
-    from r2med_tasks.hookspecs import hookimpl
+    from r2med_tasks.components.specs import RetrieverSpec
+    from r2med_tasks.components.hookspecs import hookimpl
 
     class Plugin:
         @hookimpl
@@ -110,8 +110,8 @@ def test_data_dir_finds_its_tasks(overlap, evaluate, data_dir):
 
 def test_answers_never_reach_components(register, evaluate):
     """query.jsonl's doc_id and answer fields carry the labels: no component may see them."""
-    from r2med_tasks.components import RetrieverSpec
-    from r2med_tasks.hookspecs import hookimpl
+    from r2med_tasks.components.specs import RetrieverSpec
+    from r2med_tasks.components.hookspecs import hookimpl
 
     seen = []
 
@@ -143,8 +143,8 @@ def test_answers_never_reach_components(register, evaluate):
     ({"q01": {"not-a-doc": 1.0}}, "returned unknown document id 'not-a-doc' for query 'q01'"),
 ])
 def test_plugin_bad_output(register, run_cli, tmp_path, bad, message):
-    from r2med_tasks.components import RetrieverSpec
-    from r2med_tasks.hookspecs import hookimpl
+    from r2med_tasks.components.specs import RetrieverSpec
+    from r2med_tasks.components.hookspecs import hookimpl
 
     class Bad:
         def index(self, corpus, *, task, context):
@@ -214,7 +214,7 @@ def test_hub_ids_pass_the_model_check(ref):
     """A hub id is accepted as written (the hub decides whether it exists, when the model loads);
     the same name written as a relative path is a folder that is not there."""
     from r2med_tasks.errors import UserError
-    from r2med_tasks.models import check_model_ref
+    from r2med_tasks.components.models import check_model_ref
 
     assert check_model_ref(ref, option="st.model") is None
     with pytest.raises(UserError, match=r"^-o st\.model=\./.*: no such folder, and not a hub id"):
@@ -484,7 +484,7 @@ def test_bad_input_gets_one_line(case, earlier, run_cli, tmp_path, monkeypatch):
 
 def test_ctrl_c_while_starting_exits_130_quietly(register, run_cli, tmp_path):
     """Ctrl-C while plugins load (before any task starts) exits as it does later: 130, no traceback."""
-    from r2med_tasks.hookspecs import hookimpl
+    from r2med_tasks.components.hookspecs import hookimpl
 
     class Slow:
         @hookimpl

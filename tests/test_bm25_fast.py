@@ -21,7 +21,7 @@ from r2med_plugins.bm25 import encode, index
 from r2med_plugins.bm25.analyzer import LuceneEnglishAnalyzer, analyze
 from r2med_plugins.bm25.encode import TermEncoder, encode_corpus
 from r2med_plugins.bm25.index import BM25Index
-from r2med_tasks.datafiles import read_jsonl
+from r2med_tasks.tasks.datafiles import read_jsonl
 
 TESTS = Path(__file__).parent
 REFERENCE = json.loads((TESTS / "data" / "lucene_analyzer_cases.json").read_text(encoding="utf-8"))
@@ -172,8 +172,8 @@ def test_every_kind_of_unreadable_cache_is_rebuilt(tmp_path, damage):
 
     from r2med_plugins.bm25 import BM25_OPTIONS
     from r2med_plugins.bm25.retriever import BM25Retriever
-    from r2med_tasks.context import Context
-    from r2med_tasks.taskdata import Corpus
+    from r2med_tasks.components.context import Context
+    from r2med_tasks.tasks.taskdata import Corpus
 
     docs = _corpus(50)
     corpus = Corpus([f"d{i}" for i in range(len(docs))], docs, "checksum")

@@ -107,8 +107,8 @@ def test_a_search_agents_one_query_searches_store_no_terms(tmp_path):
     (a file per search would cost more than its analysis and pile up in the cache); the same
     texts among others are stored, and the hits are the same either way."""
     from r2med_tasks.api import registry
-    from r2med_tasks.pipelines import base_context
-    from r2med_tasks.tasks import SAMPLE_TASK
+    from r2med_tasks.running.pipelines import base_context
+    from r2med_tasks.tasks.specs import SAMPLE_TASK
 
     data = SAMPLE_TASK.load(cache_dir=tmp_path / "cache")
     context = base_context(registry(), cache_dir=tmp_path / "cache").with_(corpus=data.corpus)

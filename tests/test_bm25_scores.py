@@ -173,8 +173,8 @@ def test_a_save_removes_postings_no_index_names(tmp_path) -> None:
 def test_retriever_rebuilds_a_damaged_cache(tmp_path, damage) -> None:
     from r2med_plugins.bm25 import BM25_OPTIONS
     from r2med_plugins.bm25.retriever import BM25Retriever
-    from r2med_tasks.context import Context
-    from r2med_tasks.taskdata import Corpus
+    from r2med_tasks.components.context import Context
+    from r2med_tasks.tasks.taskdata import Corpus
 
     texts = [f"patient {i} with fever {'cough ' * (i % 4)}" for i in range(60)]
     corpus = Corpus([f"d{i}" for i in range(len(texts))], texts, "checksum")

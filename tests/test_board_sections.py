@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import r2med_tasks as r2med
-from r2med_tasks.tasks import R2MED_TASKS
+from r2med_tasks.tasks.specs import R2MED_TASKS
 
 BIO, BINF, MEDSCI = "R2MEDBiologyRetrieval", "R2MEDBioinformaticsRetrieval", "R2MEDMedicalSciencesRetrieval"
 SHORTS = [t.short_name for t in R2MED_TASKS]

@@ -55,8 +55,8 @@ def test_dense_embedding_cache_folders(tmp_path):
 
 def test_a_document_identity_with_a_corpus_field_is_refused(tmp_path):
     from r2med_plugins.dense.retriever import DenseRetriever
-    from r2med_tasks.context import Context
-    from r2med_tasks.taskdata import Corpus
+    from r2med_tasks.components.context import Context
+    from r2med_tasks.tasks.taskdata import Corpus
     from r2med_tasks.errors import PluginError
 
     class Model:

@@ -15,11 +15,11 @@ from pydantic import Field, model_validator
 import r2med_plugins
 import r2med_tasks
 from conftest import SAMPLE, read_jsonl
-from r2med_tasks.components import RerankerSpec, RetrieverSpec, RewriterSpec
-from r2med_tasks.context import CompositeContext, Context
-from r2med_tasks.hookspecs import hookimpl
-from r2med_tasks.options import Options, options_model
-from r2med_tasks.runs import read_trec
+from r2med_tasks.components.specs import RerankerSpec, RetrieverSpec, RewriterSpec
+from r2med_tasks.components.context import CompositeContext, Context
+from r2med_tasks.components.hookspecs import hookimpl
+from r2med_tasks.components.options import Options, options_model
+from r2med_tasks.scoring.runs import read_trec
 
 ORDINARY = {"cache_dir", "progress", "log", "keep", "generated", "loading", "retries", "corpus", "chat_clients",
             "served", "retrievers"}
@@ -229,9 +229,9 @@ BEFORE = {
 @pytest.mark.parametrize("reranker,options", list(BEFORE))
 def test_keep_tail_identities_are_those_recorded_before_the_move(plugins, reranker, options):
     from r2med_tasks.api import registry
-    from r2med_tasks.models import hub_offline
-    from r2med_tasks.pipelines import build_pipeline, instantiate
-    from r2med_tasks.results import ResultFolder, canonical
+    from r2med_tasks.components.models import hub_offline
+    from r2med_tasks.running.pipelines import build_pipeline, instantiate
+    from r2med_tasks.results.identity import ResultFolder, canonical
 
     config, experiment, variant = BEFORE[(reranker, options)]
     reg = registry()
@@ -257,7 +257,7 @@ def test_rerankers_list_keep_tail_after_their_own_options(run_cli):
 # -- the LLM client contract -----------------------------------------------------------------------
 
 def test_an_llm_backend_returning_no_client_is_one_line(register, run_cli, tmp_path):
-    from r2med_tasks.components import LLMSpec
+    from r2med_tasks.components.specs import LLMSpec
 
     class Plugin:
         @hookimpl

@@ -1,5 +1,5 @@
 """What blocks a pull request to the MTEB results repository, checked before it is opened
-(r2med_tasks.contribution, and ``r2med export-mteb``, which reports it).
+(r2med_tasks.results.contribution, and ``r2med export-mteb``, which reports it).
 
 A results tree made by hand as r2med (and mteb) write one, for a model mteb registers at the
 revision its ModelMeta gives, passes; each defect the repository's tests (or r2med's knowledge of
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from r2med_tasks.contribution import check_results_tree, mteb_version_above_2
-from r2med_tasks.export import export_run
+from r2med_tasks.results.contribution import check_results_tree, mteb_version_above_2
+from r2med_tasks.results.export import export_run
 from r2med_tasks.mteb_adapter import installed_version, task_result_text
-from r2med_tasks.tasks import PINNED_REVISIONS
+from r2med_tasks.tasks.specs import PINNED_REVISIONS
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 REVISION = "8b3219a92973c328a8e22fadcfa821b5dc75636a"  # mteb's ModelMeta of MODEL (a test checks)

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from r2med_tasks import atomic
-from r2med_tasks.context import default_cache_dir
+from r2med_tasks.files import atomic
+from r2med_tasks.components.context import default_cache_dir
 from r2med_tasks.errors import UserError
-from r2med_tasks.journal import Journal
+from r2med_tasks.files.journal import Journal
 from r2med_tasks.llm import OPENAI_BASE_URL, VLLM_BASE_URL, parse_llm_spec
-from r2med_tasks.registry import build_registry
+from r2med_tasks.running.registry import build_registry
 
 SECRET = "sk-conv-0123456789SECRETURL"
 
@@ -140,7 +140,7 @@ def test_a_bad_llm_spec_is_refused_without_its_credentials(plugins, spec):
 
 def test_an_option_no_component_takes_is_refused_without_its_credentials(plugins):
     """``-o llm=URL`` given to a pipeline without an LLM: the message quotes the option, key masked."""
-    from r2med_tasks.pipelines import build_pipeline
+    from r2med_tasks.running.pipelines import build_pipeline
 
     with pytest.raises(UserError) as err:
         build_pipeline(build_registry(plugins), ["bm25"], [f"llm=http://u:{SECRET}@127.0.0.1:8000/v1#m"])
@@ -152,7 +152,7 @@ def test_an_option_no_component_takes_is_refused_without_its_credentials(plugins
 def clash_pkg(plugins, tmp_path, monkeypatch):
     """``clash_plugin`` installed as the package ``clash-pkg``: its metadata on ``sys.path``, as pip
     leaves it, found through the real entry-point machinery (after ``plugins`` set the built-ins)."""
-    from r2med_tasks import plugins as plugins_module
+    from r2med_tasks.running import discovery as plugins_module
 
     info = tmp_path / "site" / "clash_pkg-1.0.dist-info"
     info.mkdir(parents=True)

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLE, read_jsonl, write_jsonl
-from r2med_tasks import datafiles, loading
-from r2med_tasks.loading import load_local
+from r2med_tasks.tasks import datafiles, loading
+from r2med_tasks.tasks.loading import load_local
 from r2med_tasks.errors import UserError
-from r2med_tasks.tasks import TaskSpec
+from r2med_tasks.tasks.specs import TaskSpec
 
 
 @pytest.fixture
@@ -125,7 +125,7 @@ def test_fuse_keeps_the_ids_in_its_cache_dir(evaluate, data_dir, tmp_path, parse
     """`r2med fuse --data-dir` reads the judgments through the corpus ids kept under its --cache-dir
     (a corpus it saw once is not parsed again), and nothing under the default cache folder."""
     from r2med_tasks.api import fuse_runs
-    from r2med_tasks.context import default_cache_dir
+    from r2med_tasks.components.context import default_cache_dir
 
     members = []
     for name in ("bm25", "bm25-okapi"):
@@ -141,7 +141,7 @@ def test_fuse_keeps_the_ids_in_its_cache_dir(evaluate, data_dir, tmp_path, parse
 
 
 class CountingHashlib:
-    """``hashlib`` for ``r2med_tasks.datafiles``, recording every digest it computes."""
+    """``hashlib`` for ``r2med_tasks.tasks.datafiles``, recording every digest it computes."""
 
     def __init__(self) -> None:
         self.digests: list[str] = []

@@ -155,7 +155,7 @@ def test_dollars_at_the_table_or_the_price_option(evaluate, chat_server, two_tas
 
 
 def test_every_component_that_calls_an_llm_takes_a_price_that_never_identifies_results(plugins):
-    from r2med_tasks.registry import build_registry
+    from r2med_tasks.running.registry import build_registry
 
     registry = build_registry(plugins)
     specs = [e.spec for kind in ("rewriter", "reranker", "retriever") for e in registry.entries[kind]
@@ -224,7 +224,7 @@ def test_the_cost_file(evaluate, chat_server, two_tasks):
     """Beside the identity, listed in the task's manifest (written with its files as one), not a
     TaskResult to anyone who reads ``<Task>.json`` files, and read back only when it is the one
     written with them."""
-    from r2med_tasks.layout import RunFolder
+    from r2med_tasks.results.layout import RunFolder
 
     folder = RunFolder(folder_of(run(evaluate, chat_server, two_tasks, price=(1, 2), tasks=["Biology"])))
     task = "R2MEDBiologyRetrieval"

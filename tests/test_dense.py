@@ -74,7 +74,7 @@ def test_cache_fills_resumes_and_is_shared(tmp_path):
 @pytest.fixture
 def count_encoded(monkeypatch):
     """Counts texts the sentence-transformers encoder receives, by prompt kind."""
-    from r2med_tasks.encoders import SentenceTransformerEncoder
+    from r2med_tasks.components.encoders import SentenceTransformerEncoder
 
     counts = {"texts": 0, "calls": 0, "fail_after": None}
     original = SentenceTransformerEncoder.encode
@@ -281,7 +281,7 @@ def test_pair_tokenization_for_medcpt_documents(minilm_config, model_path):
 
 
 def test_replicas_give_the_same_embeddings(model_path):
-    from r2med_tasks.encoders import SentenceTransformerEncoder
+    from r2med_tasks.components.encoders import SentenceTransformerEncoder
 
     one = SentenceTransformerEncoder(str(model_path), devices=["cpu"], batch_size=2).encode(TEXTS, "")
     two = SentenceTransformerEncoder(str(model_path), devices=["cpu", "cpu"], batch_size=2).encode(TEXTS, "")
@@ -326,7 +326,7 @@ class Recorder:
 def test_transformers_backends_prepend_the_task_instruction(name):
     from r2med_plugins.dense.models import DENSE_MODELS
     from r2med_plugins.dense.published import PublishedModel
-    from r2med_tasks.tasks import R2MED_TASKS
+    from r2med_tasks.tasks.specs import R2MED_TASKS
 
     config = DENSE_MODELS[name]
     model = PublishedModel(config, device="cpu", batch_size=0, dtype=config.dtype)
@@ -345,7 +345,7 @@ def test_instruction_backends_pass_the_instruction_apart():
     """NV-Embed and GritLM take the instruction as an argument (excluded from pooling)."""
     from r2med_plugins.dense.models import DENSE_MODELS
     from r2med_plugins.dense.published import PublishedModel
-    from r2med_tasks.tasks import R2MED_TASKS
+    from r2med_tasks.tasks.specs import R2MED_TASKS
 
     biology = R2MED_TASKS[0]
     for name in ("nvembed", "grit"):
@@ -418,8 +418,8 @@ def test_every_published_model_is_listed_with_its_reference(run_cli):
 
 def test_device_flag_reaches_model_components(plugins):
     from r2med_tasks.errors import UserError
-    from r2med_tasks.pipelines import build_pipeline
-    from r2med_tasks.registry import build_registry
+    from r2med_tasks.running.pipelines import build_pipeline
+    from r2med_tasks.running.registry import build_registry
 
     reg = build_registry(plugins)
     pipeline = build_pipeline(reg, ["nvembed"], [], device="cuda:0,cuda:1")
@@ -434,7 +434,7 @@ def test_replicas_stop_after_their_current_batch_when_one_fails():
     stops promptly instead of encoding the rest of the chunk first."""
     import time
 
-    from r2med_tasks.encoders import run_batches
+    from r2med_tasks.components.encoders import run_batches
 
     done = {"ok": 0}
     lock = threading.Lock()

@@ -408,9 +408,9 @@ def test_the_api_retriever_shows_its_retries_on_the_runs_line(server, tmp_path, 
     (``ShowsRetries``), indexing and searching alike; nothing is shown once none waits."""
     from r2med_plugins.dense import published_retriever
     from r2med_tasks.api import registry
-    from r2med_tasks.context import Context
+    from r2med_tasks.components.context import Context
     from r2med_tasks.llm import RetryLine, RetryPolicy
-    from r2med_tasks.tasks import SAMPLE_TASK
+    from r2med_tasks.tasks.specs import SAMPLE_TASK
 
     monkeypatch.setattr("r2med_tasks.llm.endpoint.DEFAULT_RETRY", RetryPolicy(backoff=0.001, backoff_max=0.002))
     monkeypatch.setattr(OpenAIEncoder, "tokenizer", lambda self: SpaceTokenizer())

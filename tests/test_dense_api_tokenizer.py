@@ -101,7 +101,7 @@ def test_the_option_reaches_the_retriever_end_to_end(server, evaluate, tmp_path,
     from tokenizers import Tokenizer
 
     from r2med_plugins.dense import models
-    from r2med_tasks.tasks import SAMPLE_TASK
+    from r2med_tasks.tasks.specs import SAMPLE_TASK
 
     monkeypatch.setitem(models.DENSE_MODELS, "openai",
                         replace(models.DENSE_MODELS["openai"], query_max_length=3, doc_max_length=3))
@@ -129,7 +129,7 @@ def test_the_published_configuration_keeps_its_identity(name, plugins, tmp_path)
     import r2med_tasks as r2med
     from conftest import dry_run_plan
 
-    from r2med_tasks.tasks import SAMPLE_TASK
+    from r2med_tasks.tasks.specs import SAMPLE_TASK
 
     pipeline = r2med.pipeline(name)
     assert pipeline.config() == {"top_k": 100, "retriever": {"component": name, "plugin": "r2med",
@@ -140,7 +140,7 @@ def test_the_published_configuration_keeps_its_identity(name, plugins, tmp_path)
     assert plan["results_dirs"] == [str(tmp_path / "out" / "local-data" / f"r2med__{name}" / "unpinned")]
     identity = r2med.pipeline(name, cache=False)
     from r2med_tasks.api import registry
-    from r2med_tasks.pipelines import instantiate
+    from r2med_tasks.running.pipelines import instantiate
 
     instantiate(identity, registry())
     model = identity.retriever.instance.model
@@ -152,8 +152,8 @@ def test_the_published_configuration_keeps_its_identity(name, plugins, tmp_path)
 def test_a_tokenizer_file_is_identified_by_its_content_and_a_name_by_its_name(name, plugins, tmp_path):
     import r2med_tasks as r2med
     from r2med_tasks.api import registry
-    from r2med_tasks.pipelines import instantiate
-    from r2med_tasks.tasks import SAMPLE_TASK
+    from r2med_tasks.running.pipelines import instantiate
+    from r2med_tasks.tasks.specs import SAMPLE_TASK
 
     path = word_tokenizer(tmp_path / "tokenizer.json")
 
@@ -176,8 +176,8 @@ def test_a_tokenizer_file_is_identified_by_its_content_and_a_name_by_its_name(na
 def test_openai_with_its_published_encoding_named_reuses_the_defaults_embeddings(plugins):
     import r2med_tasks as r2med
     from r2med_tasks.api import registry
-    from r2med_tasks.pipelines import instantiate
-    from r2med_tasks.tasks import SAMPLE_TASK
+    from r2med_tasks.running.pipelines import instantiate
+    from r2med_tasks.tasks.specs import SAMPLE_TASK
 
     named, default = r2med.pipeline("openai", tokenizer="cl100k_base"), r2med.pipeline("openai")
     for pipeline in (named, default):
@@ -312,7 +312,7 @@ def test_no_tokenizer_library_is_imported_until_a_text_is_cut(tmp_path):
     path = word_tokenizer(tmp_path / "tokenizer.json")
     code = ("import sys, r2med_plugins.dense, r2med_plugins.dense.api as api\n"
             "from r2med_tasks.api import registry\n"
-            "from r2med_tasks.pipelines import instantiate\n"
+            "from r2med_tasks.running.pipelines import instantiate\n"
             "import r2med_tasks as r2med\n"
             f"p = r2med.pipeline('openai', tokenizer={str(path)!r})\n"
             "instantiate(p, registry())\n"

@@ -18,7 +18,7 @@ import pytest
 
 from r2med_plugins.dense.config import ALL_TASKS, DenseConfig
 from r2med_plugins.dense.models import DENSE_MODELS
-from r2med_tasks.tasks import R2MED_TASKS
+from r2med_tasks.tasks.specs import R2MED_TASKS
 
 TASK_KEYS = {t.key for t in R2MED_TASKS}
 BIO, IIYI = "Stack-Biology", "IIYiPatients-EN"
@@ -167,8 +167,8 @@ def test_published_names_are_leaderboard_rows():
     model of another paper's published run, whose name is the row's with the paper in parentheses."""
     import csv
 
-    from r2med_tasks.leaderboard import PUBLISHED_CSV
-    from r2med_tasks.published import paper_runs
+    from r2med_tasks.board.leaderboard import PUBLISHED_CSV
+    from r2med_tasks.board.published import paper_runs
 
     with PUBLISHED_CSV.open(newline="", encoding="utf-8") as f:
         rows = {r["name"] for r in csv.DictReader(f)}

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from r2med_tasks.tasks import R2MED_TASKS
+from r2med_tasks.tasks.specs import R2MED_TASKS
 
 SHORT = [t.short_name for t in R2MED_TASKS]
 

@@ -9,8 +9,8 @@ import numpy as np
 
 from conftest import SAMPLE
 from r2med_tasks import Corpus, TaskSpec
-from r2med_tasks.context import Context
-from r2med_tasks.datafiles import read_jsonl
+from r2med_tasks.components.context import Context
+from r2med_tasks.tasks.datafiles import read_jsonl
 
 TASK = TaskSpec(name="R2MEDSampleRetrieval", short_name="sample", description="")
 

@@ -117,7 +117,7 @@ def hub_cache_with_minilm(hub_cache, monkeypatch):
 
 @pytest.mark.parametrize("page,command", RUNS, ids=[f"{p}:{c}" for p, c in RUNS])
 def test_documented_run_is_accepted(page, command, plugins, hub_cache_with_minilm, tmp_path, monkeypatch):
-    from r2med_tasks import plugins as plugins_module
+    from r2med_tasks.running import discovery as plugins_module
     from r2med_tasks.cli import run_command
 
     work = tmp_path / "work"
@@ -226,7 +226,7 @@ def page_plugins(plugins, tmp_path, monkeypatch):
     """The page's example package, rewriter and reranker, loaded as a reader loads them:
     ``R2MED_PLUGINS=r2med_example,lay_terms,word_overlap``, the rewriter and reranker saved from the
     page's text."""
-    from r2med_tasks import plugins as plugins_module
+    from r2med_tasks.running import discovery as plugins_module
 
     write_modules(tmp_path / "saved", monkeypatch)
     monkeypatch.syspath_prepend(str(TESTS / "example_plugin"))
@@ -248,12 +248,12 @@ def ranking(outcome) -> dict[str, list[tuple[str, float]]]:
 
 def test_the_pages_rewriter_fills_generated_by_the_contract(page_plugins):
     """A tuple of strings and the method's name; the query's id and text kept. What each family of
-    retriever then searches with is the page's rule (r2med_tasks.combine)."""
+    retriever then searches with is the page's rule (r2med_tasks.components.combine)."""
     import dataclasses
 
     import lay_terms
 
-    from r2med_tasks.combine import bm25_query, default_query, dense_query
+    from r2med_tasks.components.combine import bm25_query, default_query, dense_query
 
     queries = sample_queries()
     rewritten = {q.id: q for q in lay_terms.LayTerms(None).rewrite(queries, task=None, context=None)}
@@ -272,7 +272,7 @@ def test_the_pages_rewriter_fills_generated_by_the_contract(page_plugins):
 def test_the_pages_rewriter_reaches_bm25_and_tfidf(page_plugins, evaluate, monkeypatch):
     """lay-terms + bm25 searches with the query and the generated document (BM25's own rule);
     tfidf, which declares no rule, gets the same text as the query's and never sees ``generated``."""
-    from r2med_tasks import combine
+    from r2med_tasks.components import combine
 
     queries = {q.id: q.text for q in sample_queries()}
     expected = {**queries, "q03": queries["q03"] + " tinnitus vertigo"}

@@ -2,7 +2,7 @@
 
 import pytest
 
-from r2med_tasks.evaluation import leaderboard_average, leaderboard_value
+from r2med_tasks.scoring.evaluation import leaderboard_average, leaderboard_value
 
 # (per-dataset nDCG@10 ×100 as published, published average), as in r2med_tasks/data/leaderboard/r2med_leaderboard.csv
 PUBLISHED = [

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import finished_sample_run, snapshot
-from r2med_tasks.tasks import PINNED_REVISIONS
+from r2med_tasks.tasks.specs import PINNED_REVISIONS
 
 SAMPLE = "R2MEDSampleRetrieval"
 TASK = "R2MEDBiologyRetrieval"
@@ -230,7 +230,7 @@ def test_problems_the_clone_already_had_are_not_reported(run_cli, official_run, 
     (dest / "results" / "acme__unregistered" / "main").mkdir(parents=True)
     (dest / "results" / "acme__unregistered" / "main" / "A.json").write_text("{")
 
-    from r2med_tasks.contribution import check_results_tree
+    from r2med_tasks.results.contribution import check_results_tree
 
     assert len(check_results_tree(dest / "results")) >= 6  # the clone's own problems, all there
     code, out, err = export(run_cli, official_run, dest, "--json")

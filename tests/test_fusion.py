@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from r2med_tasks.fusion import fuse
-from r2med_tasks.runs import read_trec, write_trec
+from r2med_tasks.scoring.fusion import fuse
+from r2med_tasks.scoring.runs import read_trec, write_trec
 
 
 def reference_rrf(runs, weights, k, depth):

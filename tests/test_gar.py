@@ -181,8 +181,8 @@ def test_missing_published_file_names_it(run_cli, tmp_path):
 def test_hook_register_llms(register, run_cli, tmp_path):
     """A package can add an LLM backend; `-o llm=PREFIX:MODEL` reaches it."""
     from r2med_tasks.llm import Generation
-    from r2med_tasks.components import LLMSpec
-    from r2med_tasks.hookspecs import hookimpl
+    from r2med_tasks.components.specs import LLMSpec
+    from r2med_tasks.components.hookspecs import hookimpl
 
     seen = []
 
@@ -223,7 +223,7 @@ def hub(monkeypatch):
     """A fake hub: Biology's three configs and the `hyde` config's `o3_mini` split at the pinned revision."""
     import datasets
 
-    from r2med_tasks.tasks import R2MED_TASKS
+    from r2med_tasks.tasks.specs import R2MED_TASKS
 
     revision = R2MED_TASKS[0].revision
     tables = {("corpus", "corpus"): CORPUS, ("query", "query"): QUERIES,

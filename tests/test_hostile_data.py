@@ -189,7 +189,7 @@ def test_hostile_number_options_get_one_line(case, dry_run, earlier, run_cli):
 @pytest.mark.parametrize("option", ["k1", "b"])
 def test_minus_zero_is_zero(option, plugins, tmp_path):
     """-0.0 is the value 0.0: the same identity and results folder, never a folder of its own."""
-    from r2med_tasks.request import RunRequest, plan_request
+    from r2med_tasks.running.request import RunRequest, plan_request
 
     def plan(value):
         planned = plan_request(RunRequest(("bm25",), (f"{option}={value}",), ("sample",), output=tmp_path / "out"))
@@ -206,7 +206,7 @@ def test_minus_zero_is_zero(option, plugins, tmp_path):
 def test_ordinary_numbers_still_parse(raw, expected):
     from pydantic import Field
 
-    from r2med_tasks.options import options_model, parse
+    from r2med_tasks.components.options import options_model, parse
 
     model = options_model("Numbers", x=(float, Field(1.0)), n=(int | None, Field(None)))
     value = parse(model, "x", raw, where="-o t.x")
@@ -227,7 +227,7 @@ def test_number_options_refused(key, raw, message):
     from pydantic import Field
 
     from r2med_tasks.errors import UserError
-    from r2med_tasks.options import options_model, parse
+    from r2med_tasks.components.options import options_model, parse
 
     model = options_model("Numbers", x=(float, Field(1.0)), n=(int | None, Field(None)),
                           items=(tuple[int, ...], Field(())))
@@ -241,7 +241,7 @@ def test_minus_zero_in_a_list_is_zero():
 
     from pydantic import Field
 
-    from r2med_tasks.options import options_model, parse
+    from r2med_tasks.components.options import options_model, parse
 
     model = options_model("Weights", w=(tuple[Annotated[float, Field(ge=0)], ...], Field(())))
     value = parse(model, "w", "-0.0,1", where="-o t.w")
@@ -255,7 +255,7 @@ COLLIDING = [("d1\x00x", NUL), ("d1\ud800", SURROGATE), ("d1\x07", "contains the
 
 @pytest.mark.parametrize("bad, problem", COLLIDING)
 def test_task_data_refuses_colliding_ids(tmp_path, bad, problem):
-    from r2med_tasks.loading import load_local
+    from r2med_tasks.tasks.loading import load_local
     from r2med_tasks.errors import UserError
 
     write_rows(tmp_path / "corpus.jsonl", [{"id": "d1", "text": "one"}, {"id": bad, "text": "two"}])
@@ -268,8 +268,8 @@ def test_task_data_refuses_colliding_ids(tmp_path, bad, problem):
 
 @pytest.mark.parametrize("bad, problem", COLLIDING)
 def test_hub_rows_refuse_colliding_ids(bad, problem):
-    from r2med_tasks.datafiles import Rows
-    from r2med_tasks.validation import build_task_data
+    from r2med_tasks.tasks.datafiles import Rows
+    from r2med_tasks.tasks.validation import build_task_data
     from r2med_tasks.errors import UserError
 
     def rows(name, values):
@@ -286,7 +286,7 @@ def test_hub_rows_refuse_colliding_ids(bad, problem):
 @pytest.mark.parametrize("column", ["query", "document"])
 @pytest.mark.parametrize("bad, problem", [("d1\x00x", NUL), ("d1\x07", "contains the control character U+0007")])
 def test_trec_file_refuses_colliding_ids(tmp_path, column, bad, problem):
-    from r2med_tasks.runs import read_trec
+    from r2med_tasks.scoring.runs import read_trec
 
     qid, doc = ("q1" + bad[2:], "d1") if column == "query" else ("q1", bad)
     path = tmp_path / "run.trec"
@@ -298,7 +298,7 @@ def test_trec_file_refuses_colliding_ids(tmp_path, column, bad, problem):
 
 
 def test_trec_file_refuses_control_characters_in_any_column(tmp_path):
-    from r2med_tasks.runs import read_trec
+    from r2med_tasks.scoring.runs import read_trec
 
     path = tmp_path / "run.trec"
     path.write_text("q1 Q0 d1 1 2.0 t\x00ag\n", encoding="utf-8")
@@ -309,7 +309,7 @@ def test_trec_file_refuses_control_characters_in_any_column(tmp_path):
 @pytest.mark.parametrize("line", ["q1 0 d1\x00x 0", '{"q_id": "q1", "p_id": "d1\\u0000x", "score": 0}',
                                   '{"q_id": "q1", "p_id": "d1\\ud800", "score": 0}'])
 def test_qrels_file_refuses_colliding_ids(tmp_path, line):
-    from r2med_tasks.validation import read_qrels
+    from r2med_tasks.tasks.validation import read_qrels
     from r2med_tasks.errors import UserError
 
     path = tmp_path / "qrels.txt"
@@ -322,7 +322,7 @@ def test_qrels_file_refuses_colliding_ids(tmp_path, line):
 @pytest.mark.parametrize("bad", ["q1\x00x", "q1\ud800", "q1\x1b"])
 def test_check_run_refuses_colliding_ids(where, bad):
     from r2med_tasks.errors import PluginError
-    from r2med_tasks.evaluation import check_run
+    from r2med_tasks.scoring.evaluation import check_run
 
     qrels = {"q1": {"d1": 1}}
     run = {"q1": {"d1": 1.0}, bad: {"d1": 0.5}} if where == "query" else {"q1": {"d1": 1.0, bad: 0.5}}
@@ -334,14 +334,14 @@ def test_check_run_refuses_colliding_ids(where, bad):
 
 def test_check_run_refuses_ids_that_are_not_text():
     from r2med_tasks.errors import PluginError
-    from r2med_tasks.evaluation import check_run
+    from r2med_tasks.scoring.evaluation import check_run
 
     with pytest.raises(PluginError, match=r"^retriever 'x' returned query id 1 \(int\)"):
         check_run({"q1": {"d1": 1.0}, 1: {"d1": 1.0}}, {"q1": {"d1": 1}}, {"d1"}, component="retriever 'x'")
 
 
 def test_write_trec_refuses_what_it_could_not_give_back(tmp_path):
-    from r2med_tasks.runs import write_trec
+    from r2med_tasks.scoring.runs import write_trec
 
     with pytest.raises(ValueError, match=r"^document id 'd\\x00' contains a NUL"):
         write_trec(tmp_path / "run.trec", {"q1": {"d\x00": 1.0}}, "t")
@@ -350,8 +350,8 @@ def test_write_trec_refuses_what_it_could_not_give_back(tmp_path):
 
 def test_a_component_returning_a_colliding_query_id_gets_one_line(register, run_cli, tmp_path):
     """Before, the extra query 'q01\\0x' reached pytrec_eval as 'q01' (a duplicate, a garbled stderr line)."""
-    from r2med_tasks.components import RetrieverSpec
-    from r2med_tasks.hookspecs import hookimpl
+    from r2med_tasks.components.specs import RetrieverSpec
+    from r2med_tasks.components.hookspecs import hookimpl
 
     class Colliding:
         def index(self, corpus, *, task, context):
@@ -386,7 +386,7 @@ def test_a_component_returning_a_colliding_query_id_gets_one_line(register, run_
     (['{"q_id": "q1", "p_id": "d1", "score": 1' + "0" * 5000 + "}"], "qrels.txt:1: expected a qrels.jsonl row"),
 ])
 def test_qrels_file_grades_and_conflicts(tmp_path, lines, message):
-    from r2med_tasks.validation import read_qrels
+    from r2med_tasks.tasks.validation import read_qrels
     from r2med_tasks.errors import UserError
 
     path = tmp_path / "qrels.txt"
@@ -397,7 +397,7 @@ def test_qrels_file_grades_and_conflicts(tmp_path, lines, message):
 
 
 def test_qrels_file_keeps_repeated_judgments_and_largest_grade(tmp_path):
-    from r2med_tasks.validation import read_qrels
+    from r2med_tasks.tasks.validation import read_qrels
 
     path = tmp_path / "qrels.txt"
     path.write_text('q1 0 d1 1\nq1 0 d1 1\n{"q_id": "q1", "p_id": "d2", "score": "2"}\nq2 0 d1 2147483647\n',
@@ -408,7 +408,7 @@ def test_qrels_file_keeps_repeated_judgments_and_largest_grade(tmp_path):
 @pytest.mark.parametrize("content, message", [(b"\xff\xfeq", "qrels.txt: not UTF-8 text"),
                                               (None, "qrels.txt: no such file")])
 def test_qrels_file_unreadable(tmp_path, content, message):
-    from r2med_tasks.validation import read_qrels
+    from r2med_tasks.tasks.validation import read_qrels
     from r2med_tasks.errors import UserError
 
     path = tmp_path / "qrels.txt"
@@ -421,7 +421,7 @@ def test_qrels_file_unreadable(tmp_path, content, message):
 def test_task_data_keeps_a_repeated_judgment_and_string_grades(tmp_path):
     """The same judgment twice is kept once, silently: it changes no number. A grade written "2" is
     2, and a warning says grades were written as text."""
-    from r2med_tasks.loading import load_local
+    from r2med_tasks.tasks.loading import load_local
 
     write_rows(tmp_path / "corpus.jsonl", [{"id": "d1", "text": "one"}, {"id": "d2", "text": "two"}])
     write_rows(tmp_path / "query.jsonl", [{"id": "q1", "text": "one?"}])
@@ -440,7 +440,7 @@ def test_task_data_keeps_a_repeated_judgment_and_string_grades(tmp_path):
 
 def test_some_empty_documents_are_kept(tmp_path):
     """An empty passage among others is data (it ranks last); only a corpus with no text at all is refused."""
-    from r2med_tasks.loading import load_local
+    from r2med_tasks.tasks.loading import load_local
 
     write_rows(tmp_path / "corpus.jsonl", [{"id": "d1", "text": ""}, {"id": "d2", "text": "two"}])
     write_rows(tmp_path / "query.jsonl", [{"id": "q1", "text": "two?"}])
@@ -452,8 +452,8 @@ def test_a_corpus_checked_before_these_checks_is_checked_again(tmp_path):
     """The cached id list skips the corpus checks: one written before them (format 1) is not used."""
     import hashlib
 
-    from r2med_tasks.datafiles import file_sha256
-    from r2med_tasks.loading import IDS_FORMAT, load_local
+    from r2med_tasks.tasks.datafiles import file_sha256
+    from r2med_tasks.tasks.loading import IDS_FORMAT, load_local
     from r2med_tasks.errors import UserError
 
     write_rows(tmp_path / "corpus.jsonl", [{"id": "d1", "text": "one"}, {"id": "d1\x00", "text": "two"}])

@@ -78,7 +78,7 @@ def test_swapped_weights_are_another_model(evaluate, tmp_path, data_dir, small_m
 
 
 def test_a_failed_rewrite_leaves_the_previous_result(run_cli, evaluate, tmp_path, data_dir, monkeypatch):
-    from r2med_tasks import atomic
+    from r2med_tasks.files import atomic
 
     out = tmp_path / "out"
     common = ["--plugin", "bm25", "--data-dir", data_dir, "--tasks", "Biology", "--output", out, "--cache-dir",
@@ -107,7 +107,7 @@ def test_a_failed_rewrite_leaves_the_previous_result(run_cli, evaluate, tmp_path
 
 def test_a_rewrite_killed_halfway_is_recomputed(run_cli, evaluate, tmp_path, data_dir, monkeypatch):
     """Killed while the new files replace the old: the mix is never reused."""
-    import r2med_tasks.atomic as atomic
+    import r2med_tasks.files.atomic as atomic
 
     out = tmp_path / "out"
     common = ["--plugin", "bm25", "--data-dir", data_dir, "--tasks", "Biology", "--output", out, "--cache-dir",
@@ -208,7 +208,7 @@ def test_a_full_standard_output_is_not_blamed_on_the_output_folder(tmp_path):
 
 
 def test_temp_files_a_killed_writer_left_go_with_the_next_write(tmp_path):
-    from r2med_tasks import atomic
+    from r2med_tasks.files import atomic
 
     target = tmp_path / "cache" / "index.npy"
     target.parent.mkdir()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import board_rows, read_ranking
-from r2med_tasks.runs import read_trec
+from r2med_tasks.scoring.runs import read_trec
 
 
 TASK = "R2MEDSampleRetrieval"
@@ -114,7 +114,7 @@ def test_tuned_weights_are_never_scored_on_their_tuning_queries(evaluate, tmp_pa
     import pytrec_eval
 
     from conftest import SAMPLE, qrels_of
-    from r2med_tasks.fusion import fuse
+    from r2med_tasks.scoring.fusion import fuse
 
     tune = tmp_path / "tune.json"
     tune.write_text(json.dumps({"sample": ["q01", "q02", "q03", "q04"]}))
@@ -153,7 +153,7 @@ def test_weights_are_tuned_per_task_group(evaluate, tmp_path, data_dir):
     import pytrec_eval
 
     from conftest import qrels_of
-    from r2med_tasks.fusion import fuse
+    from r2med_tasks.scoring.fusion import fuse
 
     split = {"Biology": ["q01", "q02"], "Bioinformatics": ["q03", "q04"], "Medical-Sciences": ["q05", "q06"]}
     tune = tmp_path / "tune.json"

@@ -15,8 +15,8 @@ import pytrec_eval
 
 import r2med_tasks as r2med
 from conftest import SAMPLE, TESTS, board_rows, qrels_of, read_jsonl, write_jsonl
-from r2med_tasks.layout import RunFolder
-from r2med_tasks.tasks import R2MED_TASKS
+from r2med_tasks.results.layout import RunFolder
+from r2med_tasks.tasks.specs import R2MED_TASKS
 
 
 @pytest.fixture
@@ -141,7 +141,7 @@ def test_escaping_revision_writes_nothing_outside_output(small_model_path, evalu
 
 
 def test_path_components_are_sanitised():
-    from r2med_tasks.layout import safe_component
+    from r2med_tasks.results.layout import safe_component
 
     for raw in ("..", ".", "../../x", "/etc/passwd", "a/b", "", "x" * 400, "a\\b", "\x1b[2J"):
         part = safe_component(raw)
@@ -152,7 +152,7 @@ def test_path_components_are_sanitised():
 
 
 def test_differences_name_what_changed():
-    from r2med_tasks.results import differences
+    from r2med_tasks.results.identity import differences
 
     old = {"data": {"revision": "a"}, "config": {"retriever": {"options": {"k1": 0.9, "b": 0.4}}}}
     new = {"data": {"revision": "b"}, "config": {"retriever": {"options": {"k1": 1.2, "b": 0.4}}}}
@@ -167,7 +167,7 @@ def test_concurrent_runs_on_different_data_each_print_their_own_scores(run_cli, 
     first loads it (R2MED_PLUGINS)."""
     import mteb  # noqa: F401  (imported before the first run starts, so the second reaches the lock at once)
 
-    from r2med_tasks import plugins as plugins_module
+    from r2med_tasks.running import discovery as plugins_module
 
     roots = {}
     for name, take in (("one", slice(0, 6)), ("two", slice(4, 10))):
@@ -297,7 +297,7 @@ def test_experiment_names_are_mtebs(kwargs):
     """The folder of a variant is the one mteb's ModelMeta.experiment_name gives for its kwargs."""
     from mteb.models import ModelMeta
 
-    from r2med_tasks.layout import experiment_name, safe_component
+    from r2med_tasks.results.layout import experiment_name, safe_component
 
     meta = ModelMeta.create_empty().model_copy(update={"experiment_kwargs": kwargs})
     assert experiment_name(kwargs) == safe_component(meta.experiment_name)
@@ -305,14 +305,14 @@ def test_experiment_names_are_mtebs(kwargs):
 
 def test_a_key_in_an_llm_url_never_reaches_plans_or_identities(plugins, run_cli, tmp_path):
     from r2med_tasks.api import registry
-    from r2med_tasks.pipelines import build_pipeline
+    from r2med_tasks.running.pipelines import build_pipeline
 
     url = "http://user:s3cr3t-KEY@127.0.0.1:9/v1?api-key=s3cr3t-KEY#model"
     code, out, err = run_cli("run", "--plugin", "hyde", "-o", f"llm={url}", "--plugin", "bm25", "--tasks", "sample",
                              "--output", tmp_path, "--dry-run", "--json")
     assert code == 0, err
     assert "s3cr3t" not in out + err
-    from r2med_tasks.pipelines import instantiate
+    from r2med_tasks.running.pipelines import instantiate
 
     reg = registry()
     built = build_pipeline(reg, ["hyde", "bm25"], [f"llm={url}"])

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from pydantic import Field
 
-from r2med_tasks import models
-from r2med_tasks.components import RetrieverSpec
-from r2med_tasks.hookspecs import hookimpl
-from r2med_tasks.options import options_model
+from r2med_tasks.components import models
+from r2med_tasks.components.specs import RetrieverSpec
+from r2med_tasks.components.hookspecs import hookimpl
+from r2med_tasks.components.options import options_model
 from test_model_identity import fake_model, saved_a_while_ago, write_in_place
 
 WeightedOptions = options_model("WeightedOptions", model=(str, Field(description="a model folder")))
@@ -121,8 +121,8 @@ def test_a_config_in_a_linked_folder_edited_is_recomputed(register, run_cli, tmp
 PACKAGE_PLUGIN = '''
 from pathlib import Path
 
-from r2med_tasks.components import RetrieverSpec
-from r2med_tasks.hookspecs import hookimpl
+from r2med_tasks.components.specs import RetrieverSpec
+from r2med_tasks.components.hookspecs import hookimpl
 
 HERE = Path(__file__).parent
 
@@ -147,7 +147,7 @@ def register_retrievers(register):
 def package_plugin(plugins, tmp_path, monkeypatch):
     """The package ``vocab_plugin`` (a module and ``data/vocab.txt``) named in R2MED_PLUGINS;
     ``load()`` gives the process-wide plugin set rebuilt with it, as a new process would."""
-    from r2med_tasks import plugins as plugins_module
+    from r2med_tasks.running import discovery as plugins_module
 
     package = tmp_path / "src" / "vocab_plugin"
     (package / "data").mkdir(parents=True)

@@ -105,7 +105,7 @@ def test_prompts_windows_and_order_through_the_runner(evaluate, chat_server, tmp
 
 def test_the_defaults_are_llm_reranks(plugins):
     """Top 100, windows of 20 by 10, 300 words, RankGPT's prompt; scores with 2 decimals, called BM25."""
-    from r2med_tasks.registry import build_registry
+    from r2med_tasks.running.registry import build_registry
 
     spec = build_registry(plugins).component("insertrank").spec
     defaults = spec.defaults
@@ -119,7 +119,7 @@ def test_the_defaults_are_llm_reranks(plugins):
 @pytest.mark.parametrize("score, shown", [(17.0, "17.00"), (3.14159, "3.14"), (9.996, "10.00"), (0.0, "0.00"),
                                           (-0.001, "0.00"), (-2.5, "-2.50"), (123456.789, "123456.79")])
 def test_scores_are_written_as_bm25_gave_them_with_two_decimals(plugins, score, shown):
-    from r2med_tasks.registry import build_registry
+    from r2med_tasks.running.registry import build_registry
 
     reranker = build_registry(plugins).component("insertrank").spec.create({"llm": "vllm:m"})
     assert reranker.passage("d1", "text", score) == ("d1", "text", f"\nBM25 score: {shown}")
@@ -131,7 +131,7 @@ def test_scores_are_written_as_bm25_gave_them_with_two_decimals(plugins, score, 
 
 def test_it_needs_an_llm(plugins):
     from r2med_tasks.errors import UserError
-    from r2med_tasks.registry import build_registry
+    from r2med_tasks.running.registry import build_registry
 
     with pytest.raises(UserError, match="reranker 'insertrank' needs -o llm="):
         build_registry(plugins).component("insertrank").spec.create({})
@@ -235,8 +235,8 @@ def test_the_papers_r2med_figure_is_listed_with_its_command(run_cli, tmp_path, m
 
 
 def test_the_rows_figures_are_the_abstracts_only():
-    from r2med_tasks.leaderboard import published_rows
-    from r2med_tasks.published import paper_runs
+    from r2med_tasks.board.leaderboard import published_rows
+    from r2med_tasks.board.published import paper_runs
 
     (run,) = [r for r in paper_runs() if r["name"] == ROW]
     assert run["average"] == 51.1 and run["ndcg_at_10"] == {}  # no per-dataset figure is claimed

@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from r2med_tasks import journal as journal_module
+from r2med_tasks.files import journal as journal_module
 from r2med_tasks.errors import UserError
-from r2med_tasks.journal import Journal
+from r2med_tasks.files.journal import Journal
 
 
 @pytest.fixture

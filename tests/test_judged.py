@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLE, qrels_of
-from r2med_tasks.datafiles import read_jsonl
-from r2med_tasks.evaluation import PER_QUERY, score
+from r2med_tasks.tasks.datafiles import read_jsonl
+from r2med_tasks.scoring.evaluation import PER_QUERY, score
 
 
 def ndcg10(grades_in_rank_order: list[int], all_grades: list[int]) -> float:
@@ -174,8 +174,8 @@ def test_a_run_reports_them_per_query_and_per_task_computed_or_reused(evaluate, 
 
 
 def test_a_per_query_file_from_before_them_reads_as_unknown(evaluate, tmp_path):
-    from r2med_tasks.outcomes import TaskOutcome
-    from r2med_tasks.tasks import SAMPLE_TASK
+    from r2med_tasks.results.outcomes import TaskOutcome
+    from r2med_tasks.tasks.specs import SAMPLE_TASK
 
     outcome = evaluate("run-file", path=str(write_trec(tmp_path / "mine.trec", sample_run())))
     folder = Path(outcome.tasks[0].results_dir)

@@ -12,8 +12,8 @@ import pytest
 import r2med_tasks as r2med
 from conftest import board_rows
 from r2med_tasks.errors import UserError
-from r2med_tasks.leaderboard import PUBLISHED_CSV, markdown_cell, merge, published_rows, ranked, select
-from r2med_tasks.tasks import R2MED_TASKS
+from r2med_tasks.board.leaderboard import PUBLISHED_CSV, markdown_cell, merge, published_rows, ranked, select
+from r2med_tasks.tasks.specs import R2MED_TASKS
 
 BIO, PMC, IIYI = "R2MEDBiologyRetrieval", "R2MEDPMCClinicalRetrieval", "R2MEDIIYiClinicalRetrieval"
 
@@ -61,7 +61,7 @@ def test_an_agent_row_runs_live_under_its_own_name(row, plugins, tmp_path):
     """The live command of a published agent row: the agent over a vLLM server, searching the task's
     corpus, named as the row (its results join the row's name, never its published numbers)."""
     from conftest import dry_run_plan
-    from r2med_tasks.leaderboard import live_command
+    from r2med_tasks.board.leaderboard import live_command
 
     command = live_command(row["command"])
     assert "-o llm=vllm:" in command and "-o source=" not in command
@@ -147,7 +147,7 @@ def test_filters_and_formats(run_cli, tmp_path, monkeypatch):
 
 
 def test_group_ranks_by_its_own_average():
-    from r2med_tasks.evaluation import leaderboard_average
+    from r2med_tasks.scoring.evaluation import leaderboard_average
 
     rows, _ = select(ranked(merge(published_rows())), tasks=[PMC, IIYI])
     expected = sorted((r for r in published() if r["PMC-Clinical"]),
@@ -158,7 +158,7 @@ def test_group_ranks_by_its_own_average():
 def test_compare_two_runs(run_cli, evaluate, tmp_path, data_dir):
     """Differences and p-values from the per-query files, checked against the significance module
     fed the same numbers read independently; ``r2med compare --json`` prints the library's result."""
-    from r2med_tasks.significance import compare
+    from r2med_tasks.scoring.significance import compare
 
     folders = []
     for options in ({}, {"k1": 2.0, "b": 0.9}):
@@ -258,7 +258,7 @@ def test_names_from_folders_reach_the_terminal_printable(run_cli, tmp_path):
     ("clinical-case,MedQA-Diag", ["MedQA-Diag", "PMC-Clinical", "IIYi-Clinical"]),
     ("R2MEDIIYiClinicalRetrieval", ["IIYi-Clinical"])])
 def test_tasks_takes_datasets_groups_and_r2med(plugins, tmp_path, monkeypatch, tasks, expected):
-    from r2med_tasks.evaluation import leaderboard_average
+    from r2med_tasks.scoring.evaluation import leaderboard_average
 
     monkeypatch.chdir(tmp_path)
     rows, _ = board(tasks=tasks)
@@ -337,7 +337,7 @@ def test_export_mteb(run_cli, evaluate, tmp_path, model_path):
     """A run laid out for the MTEB results repository loads with mteb; what blocks a PR is listed."""
     import mteb
 
-    from r2med_tasks.export import export_run
+    from r2med_tasks.results.export import export_run
 
     (run_dir,) = map(Path, evaluate("bm25", output="res").results_dirs)
     export = export_run(run_dir, tmp_path / "repo", create=True)
@@ -357,7 +357,7 @@ def test_shipped_published_results_are_generated_and_load_in_mteb(tmp_path):
     same files, mteb loads them, and their scores give back the published values."""
     import mteb
 
-    from r2med_tasks.evaluation import leaderboard_value
+    from r2med_tasks.scoring.evaluation import leaderboard_value
     from tools.published_results import write_published
 
     shipped = Path(__file__).parent.parent / "results"

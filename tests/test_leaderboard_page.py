@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from r2med_tasks.evaluation import leaderboard_average
-from r2med_tasks.leaderboard import PUBLISHED_CSV
-from r2med_tasks.tasks import R2MED_TASKS
+from r2med_tasks.scoring.evaluation import leaderboard_average
+from r2med_tasks.board.leaderboard import PUBLISHED_CSV
+from r2med_tasks.tasks.specs import R2MED_TASKS
 
 ROOT = Path(__file__).parent.parent
 spec = importlib.util.spec_from_file_location("screenshots", ROOT / "docs" / "screenshots.py")
@@ -64,7 +64,7 @@ def browser(tmp_path_factory):
         if os.environ.get("CI"):
             pytest.fail("chromium is missing: .ci/run installs Debian's chromium for this test")
         pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    from r2med_tasks import plugins as plugins_module
+    from r2med_tasks.running import discovery as plugins_module
     from r2med_tasks.cli import cli
 
     tmp = tmp_path_factory.mktemp("page")
@@ -475,8 +475,8 @@ def test_one_badge_per_kind_of_source(browser):
 def statistics_page() -> str:
     """A page of synthetic rows carrying what r2med computes for runs with per-query scores:
     judged@10, intervals, ties, cost and time per query; with a published row and a run without cost."""
-    from r2med_tasks.html import render_html
-    from r2med_tasks.leaderboard import Row, published_row
+    from r2med_tasks.board.html import render_html
+    from r2med_tasks.board.leaderboard import Row, published_row
 
     tasks = [t.name for t in R2MED_TASKS]
     rows = []

@@ -270,7 +270,7 @@ def test_a_context_shows_its_clients_retries_on_its_own_line(server, tmp_path):
     """``Context.llm`` hands the client it makes the context's ``RetryLine`` (``ShowsRetries``), so a
     run's API retries are its one status line, and another context's client shows on its own; a
     client without the capability is returned as made."""
-    from r2med_tasks.context import Context
+    from r2med_tasks.components.context import Context
 
     def chat_clients(spec: str, **sampling):
         return ChatClient(spec.rsplit("#", 1)[1], base_url=server.url, sleep=lambda s: None, **sampling)
@@ -470,7 +470,7 @@ def test_an_append_waiting_on_a_rewrite_lands_in_the_new_file(tmp_path):
     import fcntl
     import os
 
-    from r2med_tasks import atomic
+    from r2med_tasks.files import atomic
 
     path = tmp_path / "g.jsonl"
     g = Generation("t", 1, 2, None, "m")

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from r2med_tasks import models
+from r2med_tasks.components import models
 from r2med_tasks.errors import UserError
-from r2med_tasks.models import check_model_ref, local_model_identity, model_identity
+from r2med_tasks.components.models import check_model_ref, local_model_identity, model_identity
 
 
 @pytest.fixture(autouse=True)
@@ -294,7 +294,7 @@ def test_an_unwritable_cache_folder_is_passed_over(tmp_path, monkeypatch):
 
 
 def test_without_r2med_cache_dir_the_user_cache_folder_keeps_the_fingerprints(tmp_path, monkeypatch):
-    from r2med_tasks.context import default_cache_dir
+    from r2med_tasks.components.context import default_cache_dir
 
     monkeypatch.delenv("R2MED_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))

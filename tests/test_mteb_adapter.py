@@ -25,7 +25,7 @@ import pytrec_eval
 from packaging.requirements import Requirement
 
 from r2med_tasks import mteb_adapter
-from r2med_tasks.evaluation import K_VALUES, PER_QUERY, PYTREC_PER_QUERY, score
+from r2med_tasks.scoring.evaluation import K_VALUES, PER_QUERY, PYTREC_PER_QUERY, score
 from test_imports import ALL_IMPORTS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,8 +65,8 @@ def test_importing_the_adapter_imports_no_mteb():
 WARM_WRITE = """
 import sys
 from pathlib import Path
-from r2med_tasks.evaluation import score
-from r2med_tasks.results import ResultFolder, RunSpec
+from r2med_tasks.scoring.evaluation import score
+from r2med_tasks.results.identity import ResultFolder, RunSpec
 spec = RunSpec("BM25", {"name": "bm25s", "revision": "0"}, {}, {}, {}, {}, composite=False)
 folder = ResultFolder(Path(sys.argv[1]), spec)
 (folder.path / "model_meta.json").parent.mkdir(parents=True)
@@ -207,7 +207,7 @@ def test_constructed_runs_reach_the_cases_they_are_named_for():
 def test_task_metadata_of_a_registered_task_carries_the_revision_used():
     from mteb.abstasks.task_metadata import TaskMetadata
 
-    from r2med_tasks.tasks import R2MED_TASKS
+    from r2med_tasks.tasks.specs import R2MED_TASKS
 
     task = R2MED_TASKS[0]
     pinned = mteb_adapter.task_metadata(task.name, task.revision, dict)
@@ -217,7 +217,7 @@ def test_task_metadata_of_a_registered_task_carries_the_revision_used():
 
 
 def test_task_metadata_of_an_unknown_task_is_built_from_fields():
-    from r2med_tasks.tasks import SAMPLE_TASK
+    from r2med_tasks.tasks.specs import SAMPLE_TASK
 
     meta = SAMPLE_TASK.mteb_metadata("local-rev")
     assert meta.name == SAMPLE_TASK.name and meta.revision == "local-rev" and meta.main_score == "ndcg_at_10"
@@ -226,7 +226,7 @@ def test_task_metadata_of_an_unknown_task_is_built_from_fields():
 def test_retrieval_task_loads_what_it_is_given():
     from mteb.abstasks.retrieval import AbsTaskRetrieval
 
-    from r2med_tasks.tasks import SAMPLE_TASK
+    from r2med_tasks.tasks.specs import SAMPLE_TASK
 
     meta = SAMPLE_TASK.mteb_metadata("rev")
     task = mteb_adapter.retrieval_task("Tiny", meta, lambda: ({"a": "alpha", "b": "beta"}, {"q1": "first?"}, {"q1": {"a": 1}}))
@@ -254,7 +254,7 @@ def mtebs_task_result(task, revision: str, scores: dict, evaluation_time, phases
 def test_task_result_text_is_what_mteb_writes(tmp_path):
     from mteb.results import TaskResult
 
-    from r2med_tasks.tasks import R2MED_TASKS, SAMPLE_TASK
+    from r2med_tasks.tasks.specs import R2MED_TASKS, SAMPLE_TASK
 
     scores, _ = score(*RUNS["identical runs"])  # NaN nAUCs, numpy floats
     rounds_apart = 0.0424505  # numpy's round and Python's give different 6-decimal values

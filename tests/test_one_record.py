@@ -68,7 +68,7 @@ def test_the_cli_the_api_and_a_sweep_give_one_outcome(plugins, run_cli, tmp_path
 
 def test_sweep_lines_are_parsed_by_the_run_parser():
     from r2med_tasks.errors import UserError
-    from r2med_tasks.request import RunRequest, parse_run_args
+    from r2med_tasks.running.request import RunRequest, parse_run_args
 
     parsed = parse_run_args(["--plugin", "bm25", "-o", "k1=1.2", "--top-k", "50", "--tasks", "sample",
                              "--device", "cpu", "--overwrite"])
@@ -139,7 +139,7 @@ def test_a_run_no_command_expresses_says_so(plugins, tmp_path, data_dir):
 
 
 def test_a_stored_command_that_builds_another_configuration_is_not_printed(evaluate, tmp_path, data_dir):
-    from r2med_tasks.layout import runs_under
+    from r2med_tasks.results.layout import runs_under
 
     out = tmp_path / "out"
     evaluate("bm25", k1=1.2, data_dir=data_dir, tasks="Biology", output=out)
@@ -159,7 +159,7 @@ def test_a_stored_command_that_builds_another_configuration_is_not_printed(evalu
 def test_rows_carry_their_components_and_filters_find_third_party_ones(plugins, register, run_cli, evaluate,
                                                                        tmp_path, data_dir):
     from r2med_tasks import RetrieverSpec, hookimpl
-    from r2med_tasks.leaderboard import select
+    from r2med_tasks.board.leaderboard import select
 
     class Toy:
         def model_meta(self):
@@ -224,7 +224,7 @@ def test_compare_refuses_runs_scored_on_different_data(run_cli, evaluate, tmp_pa
 def test_identities_hold_no_machine_paths_or_endpoints(plugins, evaluate, tmp_path, small_model_path):
     """The same model at two paths is one model; a member's folder and an LLM's address are not
     part of a run's identity, experiment or name."""
-    from r2med_tasks.request import RunRequest, plan_request
+    from r2med_tasks.running.request import RunRequest, plan_request
 
     first, second = tmp_path / "a" / "minilm", tmp_path / "elsewhere" / "deep" / "minilm"
     shutil.copytree(small_model_path, first)
@@ -301,7 +301,7 @@ def test_official_and_local_data_never_share_a_folder(official_hub, evaluate, da
 
 def test_a_retriever_that_says_false_gets_the_default_combination(plugins, register, evaluate):
     from r2med_tasks import RetrieverSpec, RewriterSpec, hookimpl
-    from r2med_tasks.combine import default_query
+    from r2med_tasks.components.combine import default_query
 
     seen = {}
 

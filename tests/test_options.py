@@ -13,10 +13,10 @@ from pydantic import Field, ValidationError
 from conftest import TESTS, r2med_command
 from r2med_tasks import RetrieverSpec, hookimpl
 from r2med_tasks.errors import UserError
-from r2med_tasks.options import Options, options_model
-from r2med_tasks.pipelines import build_pipeline, instantiate
-from r2med_tasks.registry import build_registry
-from r2med_tasks.results import canonical
+from r2med_tasks.components.options import Options, options_model
+from r2med_tasks.running.pipelines import build_pipeline, instantiate
+from r2med_tasks.running.registry import build_registry
+from r2med_tasks.results.identity import canonical
 
 
 class Echo:
@@ -116,7 +116,7 @@ def test_any_type_is_described_in_english():
     """No "expected a int": unions, and types outside the usual ones, read with their article."""
     from pathlib import Path
 
-    from r2med_tasks.options import describe, parse
+    from r2med_tasks.components.options import describe, parse
 
     odd = options_model("OddOptions", either=(int | float, 1), path=(Path, Path(".")), table=(dict, {}),
                         anything=(object, None), maybe=(int | str | None, None))

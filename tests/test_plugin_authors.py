@@ -7,7 +7,7 @@
   ``r2med__``; a component without ``model_meta()`` is ``<its package>/<name>``; results an earlier
   r2med filed under ``r2med__…`` are still found and reused;
 - a plugin that fails to import is named as broken when its component is asked for;
-- ``r2med_tasks.testing`` (the scaffold's tests use it, not ``r2med_tasks.plugins``), and the
+- ``r2med_tasks.testing`` (the scaffold's tests use it, not ``r2med_tasks.running.discovery``), and the
   "Publishing your plugin" section of docs/writing-plugins.md.
 """
 
@@ -47,7 +47,7 @@ def one_folder(outcome) -> Path:
 def encoded(monkeypatch) -> dict[str, int]:
     """How many corpus documents and other texts (queries) the sentence-transformers encoder is
     given from now on."""
-    from r2med_tasks.encoders import SentenceTransformerEncoder
+    from r2med_tasks.components.encoders import SentenceTransformerEncoder
 
     corpus = {row["text"] for row in read_jsonl(SAMPLE / "corpus.jsonl")}
     counts = {"documents": 0, "other": 0}
@@ -139,7 +139,7 @@ def test_a_hub_snapshot_of_the_same_weights_reuses_their_embeddings(small_model_
     as a local copy's; its large files by the sha256 their blobs are named with, not read again."""
     import huggingface_hub.constants
 
-    from r2med_tasks import models
+    from r2med_tasks.components import models
 
     commit = "0123456789abcdef0123456789abcdef01234567"
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(hub_cache_of(small_model_path,
@@ -322,7 +322,7 @@ def test_a_third_party_pipelines_model_meta_is_what_mteb_writes(third_party, tmp
     """Written without importing mteb (a name mteb is never asked about), the same as mteb's."""
     import r2med_tasks as r2med
     from r2med_tasks.mteb_adapter import model_meta
-    from r2med_tasks.results import ResultFolder
+    from r2med_tasks.results.identity import ResultFolder
 
     folder = ResultFolder(tmp_path, r2med.pipeline("shout", "bm25").spec(), local=True)
     written = json.loads(folder.model_meta_text())
@@ -371,7 +371,7 @@ def test_a_name_found_nowhere_mentions_the_broken_plugins(broken_module, run_cli
 def test_an_installed_broken_package_is_named_by_its_entry_point(plugins):
     """The entry point's name (``broken``), its package's (``r2med-broken``, prefix or not) and its
     module's name a component it should provide; another name does not."""
-    from r2med_tasks.plugins import BrokenPlugin
+    from r2med_tasks.running.discovery import BrokenPlugin
 
     broken = BrokenPlugin("r2med-broken", "9.9.9", "r2med_broken", "ImportError: missing", entry_point="broken")
     assert all(broken.may_provide(n) for n in ("broken", "r2med-broken", "r2med_broken", "Broken"))
@@ -402,7 +402,7 @@ def test_load_plugin_of_an_installed_plugin_keeps_its_package(plugins, monkeypat
     """A module its package's entry point registered already: its package's name and version."""
     import types
 
-    from r2med_tasks.plugins import PluginInfo
+    from r2med_tasks.running.discovery import PluginInfo
     from r2med_tasks.testing import load_plugin
 
     @hookimpl
@@ -453,7 +453,7 @@ def test_run_on_sample_runs_and_reuses(example_module, tmp_path):
 
 def test_the_scaffold_tests_use_only_the_documented_api():
     """The generated tests import r2med only through public modules (tests/test_imports.py's PUBLIC,
-    listed in docs/writing-plugins.md), never r2med_tasks.plugins' internals."""
+    listed in docs/writing-plugins.md), never r2med_tasks.running.discovery' internals."""
     from test_imports import PUBLIC
 
     for template in sorted((ROOT / "r2med_tasks" / "data" / "scaffold").glob("*_test.py.tmpl")):

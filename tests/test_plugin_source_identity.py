@@ -9,8 +9,8 @@ import sys
 import pytest
 
 PLUGIN = '''
-from r2med_tasks.components import RetrieverSpec
-from r2med_tasks.hookspecs import hookimpl
+from r2med_tasks.components.specs import RetrieverSpec
+from r2med_tasks.components.hookspecs import hookimpl
 
 BONUS = {bonus}
 
@@ -33,7 +33,7 @@ def register_retrievers(register):
 def source_plugin(plugins, tmp_path, monkeypatch):
     """``write(bonus)`` writes the module ``edited_plugin`` (forgetting any earlier import) and
     returns the process-wide plugin set rebuilt with ``R2MED_PLUGINS=edited_plugin``."""
-    from r2med_tasks import plugins as plugins_module
+    from r2med_tasks.running import discovery as plugins_module
 
     folder = tmp_path / "src"
     folder.mkdir()
@@ -57,7 +57,7 @@ def info_of(plugins, module):
 
 
 def test_a_module_named_in_r2med_plugins_is_identified_by_its_source(source_plugin, monkeypatch):
-    from r2med_tasks import plugins as plugins_module
+    from r2med_tasks.running import discovery as plugins_module
 
     hashed = []
     real = plugins_module.source_digest
@@ -74,7 +74,7 @@ def test_a_module_named_in_r2med_plugins_is_identified_by_its_source(source_plug
 
 
 def test_a_package_is_hashed_whole_and_its_caches_are_not(tmp_path, monkeypatch):
-    from r2med_tasks.plugins import PluginInfo, source_digest
+    from r2med_tasks.running.discovery import PluginInfo, source_digest
 
     package = tmp_path / "pkg_src" / "devpkg"
     (package / "sub").mkdir(parents=True)
@@ -117,7 +117,7 @@ def old_source_digest(package):
 def test_a_package_of_code_only_keeps_the_identity_it_had(tmp_path, monkeypatch):
     """Data files joined the hash; a package without any keeps its hash, so its results keep
     their identity (the built-ins are identified by r2med's version, whatever their files)."""
-    from r2med_tasks.plugins import source_digest
+    from r2med_tasks.running.discovery import source_digest
 
     package = tmp_path / "src" / "codepkg"
     (package / "sub").mkdir(parents=True)
@@ -131,7 +131,7 @@ def test_a_package_of_code_only_keeps_the_identity_it_had(tmp_path, monkeypatch)
 
 def test_a_plugins_data_files_are_part_of_its_source(tmp_path, monkeypatch):
     """A vocabulary, a prompt file, weights: editing any of them is other code, as editing a module is."""
-    from r2med_tasks.plugins import PluginInfo, source_digest
+    from r2med_tasks.running.discovery import PluginInfo, source_digest
 
     package = tmp_path / "src" / "datapkg"
     (package / "prompts").mkdir(parents=True)
@@ -160,9 +160,9 @@ def test_a_plugins_data_files_are_part_of_its_source(tmp_path, monkeypatch):
 @pytest.mark.parametrize("limit, value, said", [("MAX_SOURCE_BYTES", 100, "holds 120 bytes of files"),
                                                 ("MAX_SOURCE_FILES", 2, "more than 2 files")])
 def test_a_package_too_large_to_hash_is_refused_in_one_line(tmp_path, monkeypatch, limit, value, said):
-    from r2med_tasks import plugins as plugins_module
+    from r2med_tasks.running import discovery as plugins_module
     from r2med_tasks.errors import UserError
-    from r2med_tasks.plugins import PluginInfo
+    from r2med_tasks.running.discovery import PluginInfo
 
     package = tmp_path / "src" / "bigpkg"
     package.mkdir(parents=True)
@@ -203,7 +203,7 @@ class FakeDistribution:
 ])
 def test_a_distribution_installed_from_a_local_folder_is_identified_by_its_source(tmp_path, monkeypatch,
                                                                                 direct_url, from_source):
-    from r2med_tasks.plugins import PluginInfo, source_digest
+    from r2med_tasks.running.discovery import PluginInfo, source_digest
 
     (tmp_path / "localpkg_plugin.py").write_text("Z = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -216,7 +216,7 @@ def test_a_distribution_installed_from_a_local_folder_is_identified_by_its_sourc
 
 def test_an_edited_plugin_recomputes_what_its_earlier_source_computed(source_plugin, tmp_path):
     import r2med_tasks as r2med
-    from r2med_tasks.layout import RunFolder
+    from r2med_tasks.results.layout import RunFolder
 
     def run(bonus):
         source_plugin(bonus)

@@ -7,7 +7,7 @@ import pytest
 
 from r2med_tasks import RetrieverSpec, RewriterSpec, TaskSpec, hookimpl
 from r2med_tasks.errors import UserError
-from r2med_tasks.registry import build_registry
+from r2med_tasks.running.registry import build_registry
 from pathlib import Path
 
 from conftest import SAMPLE, TESTS, r2med_command, read_jsonl, read_ranking
@@ -140,7 +140,7 @@ def test_duplicate_names_name_both_packages(plugins, register, run_cli):
 def test_a_clash_fails_only_the_lookups_of_its_names(plugins, register):
     """A package's retriever, task and LLM backend that take built-in names: those names (and the
     set-aside retriever's alias) fail when looked up, naming both packages; nothing else does."""
-    from r2med_tasks.components import LLMSpec
+    from r2med_tasks.components.specs import LLMSpec
 
     class Plugin:
         @hookimpl
@@ -281,7 +281,7 @@ def test_user_error_class_is_public():
 
 def test_every_hook_is_documented_and_tested():
     """Each hookspec has a section in docs/plugins.md and a test_hook_<name> somewhere in tests/."""
-    from r2med_tasks import hookspecs
+    from r2med_tasks.components import hookspecs
 
     hooks = [name for name in dir(hookspecs) if name.startswith("register_")]
     docs = (TESTS.parent / "docs" / "plugins.md").read_text()

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from r2med_tasks.leaderboard import PUBLISHED_CSV
-from r2med_tasks.published import DATA
-from r2med_tasks.tasks import R2MED_TASKS
+from r2med_tasks.board.leaderboard import PUBLISHED_CSV
+from r2med_tasks.board.published import DATA
+from r2med_tasks.tasks.specs import R2MED_TASKS
 
 ROOT = Path(__file__).parents[1]
 AUTHORS = ROOT.parent / "shared" / "reference" / "r2med-repo"
@@ -50,7 +50,7 @@ def test_the_record_holds_every_run_once():
 def test_medcpt_ships_the_repository_values_beside_the_leaderboards():
     medcpt = next(r for r in RUNS if r["id"] == "base retriever/medcpt")
     assert medcpt["kind"] == "repository" and medcpt["name"] == "MedCPT (repository)"
-    from r2med_tasks.evaluation import leaderboard_average, leaderboard_value
+    from r2med_tasks.scoring.evaluation import leaderboard_average, leaderboard_value
 
     values = [leaderboard_value(medcpt["metrics"][t.short_name]["ndcg_at_10"]) for t in R2MED_TASKS]
     assert leaderboard_average(values) == 7.87
@@ -231,7 +231,7 @@ def test_shipped_mteb_results_regenerate_and_load(tmp_path, monkeypatch):
     on_disk = {p.relative_to(shipped) for p in shipped.glob("r2med-*__*/**/*") if p.is_file()}
     assert on_disk == generated  # nothing stale
     # the package's manifest of them, which tells the shipped copy from a folder claiming to be published
-    from r2med_tasks.published import MANIFEST
+    from r2med_tasks.board.published import MANIFEST
 
     assert MANIFEST.read_text(encoding="utf-8") == manifest_text(tmp_path / "results", written)
     loaded = mteb.ResultCache(tmp_path).load_results(include_remote=False)
@@ -250,7 +250,7 @@ def test_published_results_record_the_data_they_used(tmp_path):
     """mteb's pinned revision for seven datasets; Medical-Sciences, updated on the hub after the
     published runs, says it predates the pinned revision, but for the ReasonEmbed paper's run
     (October 2025, on the updated data); and the rows stay official."""
-    from r2med_tasks.leaderboard import result_rows
+    from r2med_tasks.board.leaderboard import result_rows
 
     pinned = {t.name: t.revision for t in R2MED_TASKS}
     after = 0
@@ -304,7 +304,7 @@ def test_no_page_or_module_cites_files_outside_the_repository():
 def test_a_run_joins_the_repository_run_it_reproduces(plugins):
     """With --published all, a run of a repository run's command on official data is that row,
     including a setting named in parentheses (top 100 reranked)."""
-    from r2med_tasks.leaderboard import Row, command_config, merge, published_rows
+    from r2med_tasks.board.leaderboard import Row, command_config, merge, published_rows
 
     def run(command, name):
         return Row(name, scores={t.name: 1.0 for t in R2MED_TASKS}, key=(name, "rev", None, False),

@@ -19,8 +19,8 @@ import pytest
 from pydantic import Field
 
 from conftest import write_jsonl
-from r2med_tasks.layout import RunFolder
-from r2med_tasks.options import options_model
+from r2med_tasks.results.layout import RunFolder
+from r2med_tasks.components.options import options_model
 
 K = (1, 3, 5, 10, 100)
 N_DOCS = 30
@@ -98,8 +98,8 @@ RERANK_OPTIONS = options_model("FixedRerankOptions", rerank_k=(int, Field(10, ge
 
 @pytest.fixture
 def fixed(register):
-    from r2med_tasks.components import RerankerSpec, RetrieverSpec
-    from r2med_tasks.hookspecs import hookimpl
+    from r2med_tasks.components.specs import RerankerSpec, RetrieverSpec
+    from r2med_tasks.components.hookspecs import hookimpl
 
     class FixedPlugin:
         @hookimpl
@@ -159,7 +159,7 @@ def test_first_stage_scores_as_published(fixed, run_cli, task_dir, tmp_path):
 
 
 def test_task_data_keeps_absent_documents_and_all_zero_queries(task_dir):
-    from r2med_tasks.loading import load_local
+    from r2med_tasks.tasks.loading import load_local
 
     data = load_local(task_dir / "Biology")
     assert [q.id for q in data.queries] == ["q1", "q2", "q3", "q4"]
@@ -168,7 +168,7 @@ def test_task_data_keeps_absent_documents_and_all_zero_queries(task_dir):
 
 
 def test_read_qrels_keeps_every_judgment(task_dir):
-    from r2med_tasks.validation import read_qrels
+    from r2med_tasks.tasks.validation import read_qrels
 
     table = read_qrels(task_dir / "Biology" / "qrels.jsonl")
     assert table["q2"] == {"d05": 0, "d06": 0} and table["q3"]["ghost-2"] == 2
@@ -177,7 +177,7 @@ def test_read_qrels_keeps_every_judgment(task_dir):
 def test_fuse_scores_as_published(plugins, task_dir, tmp_path):
     """r2med fuse with a qrels file: the judgments whole; fusing a run with itself keeps its order."""
     from r2med_tasks.api import fuse_runs
-    from r2med_tasks.runs import write_trec
+    from r2med_tasks.scoring.runs import write_trec
 
     ranked = {q: dict(sorted(first_stage(q).items(), key=lambda kv: -kv[1])) for q in QUERIES}
     a, b = tmp_path / "a.trec", tmp_path / "b.trec"
@@ -236,8 +236,8 @@ def test_keep_tail_is_a_reranker_option(fixed, run_cli, task_dir, tmp_path):
 
 
 def test_keep_tail_is_the_harness_s(register):
-    from r2med_tasks.components import RerankerSpec
-    from r2med_tasks.options import options_model
+    from r2med_tasks.components.specs import RerankerSpec
+    from r2med_tasks.components.options import options_model
 
     made = []
     spec = RerankerSpec(name="r", factory=lambda options: made.append(options) or FixedReranker(options),
@@ -254,10 +254,10 @@ def test_mteb_search_model_follows_keep_tail(fixed, plugins, tmp_path, keep_tail
     """mteb.evaluate's path (``as_mteb_model``) returns what r2med-run scores."""
     from types import SimpleNamespace
 
-    from r2med_tasks.taskdata import Corpus
-    from r2med_tasks.mteb_model import SearchModel
-    from r2med_tasks.pipelines import base_context, build_pipeline, instantiate
-    from r2med_tasks.registry import build_registry
+    from r2med_tasks.tasks.taskdata import Corpus
+    from r2med_tasks.running.mteb_model import SearchModel
+    from r2med_tasks.running.pipelines import base_context, build_pipeline, instantiate
+    from r2med_tasks.running.registry import build_registry
 
     reg = build_registry(plugins)
     pipeline = build_pipeline(reg, ["fixed", "fixed-rerank"], [f"keep_tail={str(keep_tail).lower()}"])

@@ -19,7 +19,7 @@ import pytest
 from conftest import TESTS
 from test_distributed_encoding import TASK, Bars, chunk_bytes, corpus, retriever
 from test_sweep import TASKS, assert_same_results, result_files, sweep_json
-from r2med_tasks.context import Context
+from r2med_tasks.components.context import Context
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def sweep_file(tmp_path: Path, small_model_path: Path, runs: Path, *, models: bo
 
 def with_dies_once(mp: pytest.MonkeyPatch) -> None:
     """The built-in plugins and the test plugin whose process dies once, loaded as workers load them."""
-    from r2med_tasks import plugins as plugins_module
+    from r2med_tasks.running import discovery as plugins_module
 
     mp.setenv("R2MED_LOAD_PLUGINS", "")
     mp.setenv("R2MED_PLUGINS", "dies_once_plugin")

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from r2med_tasks.tasks import R2MED_TASKS
+from r2med_tasks.tasks.specs import R2MED_TASKS
 
 # agentic-search @ b2f2e40, ReasonEmbed/evaluation_r2med/code/prompts.py: R2MEDInstructions, as written there
 PROMPTS_B2F2E40 = {
@@ -108,7 +108,7 @@ def test_each_tasks_query_and_document_text_is_flag_embeddings(name):
 
 
 def test_identical_ids_are_kept_by_default_as_flag_embedding_kept_them(plugins):
-    from r2med_tasks.registry import build_registry
+    from r2med_tasks.running.registry import build_registry
 
     reg = build_registry(plugins)
     for name, default in (("reason-embed", False), ("qwen3-embedding-8b", False), ("e5", True), ("bge", True)):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from r2med_tasks.tasks import R2MED_TASKS
+from r2med_tasks.tasks.specs import R2MED_TASKS
 
 BOARD = Path(__file__).parent.parent / "r2med_tasks" / "data" / "leaderboard"
 
@@ -57,7 +57,7 @@ def test_reproducing_bm25_judges_every_figure_and_keeps_the_verdicts(official_hu
     assert result["verdict"] == "FAIL" and code == 1  # far from the published figures: exit 1
     kept = json.loads((folder / "r2med" / "reproduction.json").read_text())
     assert kept["row"] == "BM25" and kept["verdict"] == "FAIL"
-    from r2med_tasks.verdicts import reproductions
+    from r2med_tasks.board.verdicts import reproductions
 
     (matrix_row,) = reproductions([tmp_path / "out"])
     assert matrix_row["row"] == "BM25" and [c["verdict"] for c in matrix_row["tasks"]] == \
@@ -78,8 +78,8 @@ def test_reproducing_bm25_judges_every_figure_and_keeps_the_verdicts(official_hu
 def test_verdicts_against_figures_the_run_reproduces(official_hub, evaluate, tmp_path, monkeypatch, offset, expected):
     """The published figures replaced by the run's own (shifted by ``offset``): OK as printed, OKish
     within BM25's tolerance, FAIL beyond it."""
-    import r2med_tasks.reproduce as reproduce
-    from r2med_tasks.leaderboard import Row
+    import r2med_tasks.board.reproduce as reproduce
+    from r2med_tasks.board.leaderboard import Row
 
     first = evaluate("bm25", tasks="r2med", output="ref")
     mine = {o.task: round(o.ndcg_at_10_x100 + offset, 2) for o in first.tasks}
@@ -107,7 +107,7 @@ def test_a_row_that_is_not_there_is_one_line(run_cli):
 
 
 def test_tolerances_by_kind():
-    from r2med_tasks.reproduce import tolerance_for
+    from r2med_tasks.board.reproduce import tolerance_for
 
     assert tolerance_for("r2med-run --plugin hyde -o source=o3-mini --plugin bm25").kind == "lexical"
     assert tolerance_for("r2med-run --plugin hyde -o source=o3-mini --plugin nvembed").kind == "neural"

@@ -13,8 +13,8 @@ import pytest
 import pytrec_eval
 
 from conftest import TESTS, qrels_of, read_jsonl
-from r2med_tasks.layout import RunFolder
-from r2med_tasks.runs import read_trec
+from r2med_tasks.results.layout import RunFolder
+from r2med_tasks.scoring.runs import read_trec
 
 
 def only(folders: list[str]) -> str:
@@ -164,7 +164,7 @@ def test_killed_run_resumes_without_recomputing(evaluate, data_dir, tmp_path, mo
     """SIGKILL during the second of three tasks; the rerun computes only what was not finished.
     Only the killed run needs a process of its own; the reference and the rerun run in this one,
     with the plugin loaded as the killed process loads it (R2MED_PLUGINS)."""
-    from r2med_tasks import plugins as plugins_module
+    from r2med_tasks.running import discovery as plugins_module
 
     env = {**os.environ, "R2MED_PLUGINS": "overlap_plugin", "R2MED_LOAD_PLUGINS": "",
            "PYTHONPATH": str(TESTS / "plugins_for_tests")}
@@ -227,7 +227,7 @@ def test_summary_table(overlap, run_cli, data_dir, tmp_path):
 
 
 def test_dry_run_plans_without_loading_or_writing(overlap, run_cli, evaluate, data_dir, tmp_path, monkeypatch):
-    from r2med_tasks.tasks import TaskSpec
+    from r2med_tasks.tasks.specs import TaskSpec
 
     log = tmp_path / "calls.log"
     monkeypatch.setenv("R2MED_TEST_LOG", str(log))
@@ -315,10 +315,10 @@ def test_a_runs_api_retries_are_one_row_of_its_display(register, data_dir, tmp_p
 
     import r2med_tasks as r2med
     from r2med_tasks.api import registry
-    from r2med_tasks.components import RetrieverSpec
-    from r2med_tasks.context import Context
-    from r2med_tasks.hookspecs import hookimpl
-    from r2med_tasks.runner import run_pipeline
+    from r2med_tasks.components.specs import RetrieverSpec
+    from r2med_tasks.components.context import Context
+    from r2med_tasks.components.hookspecs import hookimpl
+    from r2med_tasks.running.runner import run_pipeline
 
     class Plugin:
         @hookimpl

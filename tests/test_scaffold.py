@@ -49,7 +49,7 @@ def tree(folder: Path) -> set[str]:
 def generated(tmp_path_factory) -> Path:
     """One package of each kind, written by ``r2med new-plugin`` (in-process, built-in plugins only)
     into one folder."""
-    from r2med_tasks import plugins as plugins_module
+    from r2med_tasks.running import discovery as plugins_module
     from r2med_tasks.cli import cli
 
     work = tmp_path_factory.mktemp("scaffolds")

@@ -26,7 +26,7 @@ from conftest import SAMPLE, read_jsonl, read_ranking, tokenizer_with_template
 
 from r2med_plugins.gar import search_o1
 from r2med_tasks.llm import ChatClient, GenerationCache, continue_cached
-from r2med_tasks.searcher import Hit
+from r2med_tasks.components.searcher import Hit
 
 COMMIT = "6ced48f"
 MIRROR = Path(__file__).resolve().parents[2] / ".mirror" / "sunnynexus+Search-o1" / "repo"

@@ -206,7 +206,7 @@ def test_documents_actions_and_cuts_follow_the_reference():
     from r2med_plugins.gar import search_r1
 
     from r2med_tasks.llm import Generation
-    from r2med_tasks.searcher import Hit
+    from r2med_tasks.components.searcher import Hit
 
     hits = [Hit("a", "First line\nsecond line\nthird", 1.0), Hit("b", "Only a title", 0.5)]
     assert search_r1.passages(hits) == "Doc 1(Title: First line) second line\nthird\nDoc 2(Title: Only a title) \n"
@@ -264,7 +264,7 @@ def scripted(context, partial) -> str:
 
 
 def searcher(calls):
-    from r2med_tasks.searcher import Hit
+    from r2med_tasks.components.searcher import Hit
 
     def search(text, k):
         calls.append((text, k))

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from r2med_tasks.context import Context
-from r2med_tasks.taskdata import Corpus
-from r2med_tasks.searcher import Hit, Searcher
+from r2med_tasks.components.context import Context
+from r2med_tasks.tasks.taskdata import Corpus
+from r2med_tasks.components.searcher import Hit, Searcher
 
 IDS = [f"d{i}" for i in range(20)]
 TEXTS = [f"text of d{i}" for i in range(20)]

@@ -80,8 +80,8 @@ class Fixed:
 
 @pytest.fixture
 def fixed(register):
-    from r2med_tasks.components import RetrieverSpec
-    from r2med_tasks.hookspecs import hookimpl
+    from r2med_tasks.components.specs import RetrieverSpec
+    from r2med_tasks.components.hookspecs import hookimpl
 
     class Plugin:
         @hookimpl
@@ -255,7 +255,7 @@ def test_text_from_files_cannot_act_on_the_terminal(run_cli, evaluate):
     ("plain text", [{}], None),
 ])
 def test_reasoning_is_read_from_the_record(output, samples, expected):
-    from r2med_tasks.perquery import record_reasoning
+    from r2med_tasks.results.perquery import record_reasoning
 
     assert record_reasoning({"output": output, "samples": samples}) == expected
 
@@ -461,7 +461,7 @@ def test_the_page_embeds_the_beginning_of_what_the_llm_generated(official_hub, r
 
 
 def test_the_page_embeds_the_first_runs_only(run_cli, runs, tmp_path, monkeypatch):
-    monkeypatch.setattr("r2med_tasks.html.QUERY_RUNS", 1)
+    monkeypatch.setattr("r2med_tasks.board.html.QUERY_RUNS", 1)
     data = board_page(run_cli, tmp_path, "--data-dir", runs["data"])
     ranked = sorted((s["rank"], sid) for sid, s in data["systems"].items())
     assert list(data["queries"]) == [ranked[0][1]] and data["query_runs"] == 1

@@ -1,4 +1,4 @@
-"""Tests for r2med_tasks.significance, against independent computations written here."""
+"""Tests for r2med_tasks.scoring.significance, against independent computations written here."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import statistics
 import pytest
 from scipy import stats
 
-from r2med_tasks import significance
-from r2med_tasks.significance import compare, holm, paired_randomization, paired_t
+from r2med_tasks.scoring import significance
+from r2med_tasks.scoring.significance import compare, holm, paired_randomization, paired_t
 
 
 def exact_sign_flip_p(a, b):

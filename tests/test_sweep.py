@@ -188,7 +188,7 @@ def test_documented_sweeps_are_accepted(run_cli, tmp_path, monkeypatch):
 def test_auto_executor(gpu_jobs, address, ray_address, cuda, ray_installed, expected, note, monkeypatch):
     import importlib.util
 
-    from r2med_tasks import encoders
+    from r2med_tasks.components import encoders
     from r2med_tasks.sweep.executors import choose_executor
     from r2med_tasks.sweep.plan import Job
 
@@ -208,7 +208,7 @@ def test_auto_executor(gpu_jobs, address, ray_address, cuda, ray_installed, expe
 
 def test_cuda_is_not_asked_of_torch_where_no_nvidia_device_is(monkeypatch):
     """Choosing a device (or an executor) on a machine without an NVIDIA device imports no torch."""
-    code = ("import sys\nfrom r2med_tasks.encoders import cuda_available, parse_devices\n"
+    code = ("import sys\nfrom r2med_tasks.components.encoders import cuda_available, parse_devices\n"
             "assert cuda_available() is False and parse_devices('') == ['cpu']\n"
             "print('torch' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,

@@ -3,8 +3,8 @@ import json
 import pytest
 
 from r2med_tasks.errors import UserError
-from r2med_tasks.registry import build_registry
-from r2med_tasks.tasks import R2MED_TASKS, SAMPLE_TASK
+from r2med_tasks.running.registry import build_registry
+from r2med_tasks.tasks.specs import R2MED_TASKS, SAMPLE_TASK
 
 
 def test_tasks_match_mteb_registry():

@@ -9,8 +9,8 @@ import io
 import pytest
 from rich.console import Console
 
-from r2med_tasks.leaderboard import Row, published_rows, ranked, render, select, shorten
-from r2med_tasks.tasks import R2MED_TASKS
+from r2med_tasks.board.leaderboard import Row, published_rows, ranked, render, select, shorten
+from r2med_tasks.tasks.specs import R2MED_TASKS
 
 LONG = "acme/" + "very-long-name-" * 6 + "end"
 MODEL = "/data/shared/models/sentence-transformers/all-MiniLM-L6-v2"

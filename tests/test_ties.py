@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import r2med_tasks as r2med
-from r2med_tasks.significance import average_randomization, paired_randomization, ties_with_best
-from r2med_tasks.tasks import R2MED_TASKS
+from r2med_tasks.scoring.significance import average_randomization, paired_randomization, ties_with_best
+from r2med_tasks.tasks.specs import R2MED_TASKS
 from test_uncertainty import loop_average_interval, loop_interval
 
 BIO, BINF = "R2MEDBiologyRetrieval", "R2MEDBioinformaticsRetrieval"

@@ -1,4 +1,4 @@
-"""Bootstrap intervals (r2med_tasks.uncertainty) against a plain resampling loop written here: the
+"""Bootstrap intervals (r2med_tasks.scoring.uncertainty) against a plain resampling loop written here: the
 same generator draws (``default_rng(seed).integers(0, n, size=(B, n))``), each resample's mean
 summed in Python, the percentile interpolated by hand."""
 
@@ -10,8 +10,8 @@ import random
 import numpy as np
 import pytest
 
-from r2med_tasks.significance import compare
-from r2med_tasks.uncertainty import (
+from r2med_tasks.scoring.significance import compare
+from r2med_tasks.scoring.uncertainty import (
     average_difference_interval,
     average_interval,
     average_interval_of,

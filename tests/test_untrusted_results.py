@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from r2med_tasks.tasks import R2MED_TASKS
+from r2med_tasks.tasks.specs import R2MED_TASKS
 
 ROOT = Path(__file__).parent.parent
 SHORTS = [t.short_name for t in R2MED_TASKS]

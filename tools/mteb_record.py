@@ -1,6 +1,6 @@
 """MTEB's R2MED results, recorded: every R2MED TaskResult of the MTEB results repository
 (embeddings-benchmark/results) at one commit, into ``r2med_tasks/data/published/mteb_r2med.json``
-(read at run time by ``r2med_tasks.published.mteb_record``, shown by ``r2med leaderboard
+(read at run time by ``r2med_tasks.board.published.mteb_record``, shown by ``r2med leaderboard
 --published all`` as MTEB results) and its sha256 beside it (``mteb_r2med.sha256``, a ``sha256sum``
 line, checked by the tests).
 
@@ -38,10 +38,10 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from r2med_tasks import atomic
-from r2med_tasks.layout import EXPERIMENTS, MODEL_META, experiment_name
-from r2med_tasks.published import MTEB_RECORD, MTEB_REPOSITORY
-from r2med_tasks.tasks import R2MED_TASKS
+from r2med_tasks.files import atomic
+from r2med_tasks.results.layout import EXPERIMENTS, MODEL_META, experiment_name
+from r2med_tasks.board.published import MTEB_RECORD, MTEB_REPOSITORY
+from r2med_tasks.tasks.specs import R2MED_TASKS
 
 TASK_NAMES = [t.name for t in R2MED_TASKS]
 # A TaskResult of an R2MED task in the repository: results/<org__model>/<revision>/[experiments/<name>/]<Task>.json

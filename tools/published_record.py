@@ -1,6 +1,6 @@
 """The authors' complete published record, built: every run in R2MED's GitHub ``results/`` with every
 metric, into ``r2med_tasks/data/published/r2med_published.json`` (read at run time by
-``r2med_tasks.published``) and the ``repo_results_status`` column of the leaderboard CSV.
+``r2med_tasks.board.published``) and the ``repo_results_status`` column of the leaderboard CSV.
 
 R2MED/R2MED (MIT) keeps one JSON file of metrics per run and dataset under
 ``results/<base retriever|gar|reranker>/.../<Dataset>.json``. Two commits matter: 45cbac5, the
@@ -32,9 +32,9 @@ import shlex
 import sys
 from pathlib import Path
 
-from r2med_tasks import atomic
-from r2med_tasks.published import DATA, PUBLISHED_CSV, REPOSITORY
-from r2med_tasks.tasks import R2MED_TASKS
+from r2med_tasks.files import atomic
+from r2med_tasks.board.published import DATA, PUBLISHED_CSV, REPOSITORY
+from r2med_tasks.tasks.specs import R2MED_TASKS
 
 COMMITS = ("45cbac5", "62b7074")  # oldest first; a run's figures are read from the first commit holding it
 
@@ -204,7 +204,7 @@ def _name(rid: str, command: str) -> str:
     """A repository run's name: the pipeline name the harness gives its command, with a reranker's
     ``rerank_k`` when it is not the default 10 ("NV-Embed-v2 + monoBERT (rerank_k=100)")."""
     from r2med_tasks.api import registry
-    from r2med_tasks.pipelines import build_pipeline, instantiate
+    from r2med_tasks.running.pipelines import build_pipeline, instantiate
 
     words = shlex.split(command)[1:]
     plugins = [v for f, v in zip(words[::2], words[1::2]) if f == "--plugin"]

@@ -1,4 +1,4 @@
-"""The published runs as mteb results, generated from the shipped record (``r2med_tasks.published``):
+"""The published runs as mteb results, generated from the shipped record (``r2med_tasks.board.published``):
 the leaderboard's rows in ``results/r2med-leaderboard__<system>/published/``, the authors'
 repository's other runs in ``results/r2med-repository__<system>/published/``, and, shipped with the
 package, the sha256 of each of their files (``r2med_tasks/data/published/files.sha256``), by which
@@ -13,12 +13,12 @@ import hashlib
 import sys
 from pathlib import Path
 
-from r2med_tasks import atomic
-from r2med_tasks.layout import RunFolder, folder_path, slug
-from r2med_tasks.leaderboard import published_rows
+from r2med_tasks.files import atomic
+from r2med_tasks.results.layout import RunFolder, folder_path, slug
+from r2med_tasks.board.leaderboard import published_rows
 from r2med_tasks.mteb_adapter import model_meta_text, task_result_text
-from r2med_tasks.published import MANIFEST, published_runs
-from r2med_tasks.tasks import PINNED_REVISIONS, R2MED_TASKS
+from r2med_tasks.board.published import MANIFEST, published_runs
+from r2med_tasks.tasks.specs import PINNED_REVISIONS, R2MED_TASKS
 
 PUBLISHED_ORG = "r2med-leaderboard"  # the leaderboard's rows
 REPOSITORY_ORG = "r2med-repository"  # the authors' repository's other runs

@@ -12,9 +12,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from r2med_tasks.components import RetrieverSpec
-from r2med_tasks.hookspecs import hookimpl
-from r2med_tasks.options import options_model
+from r2med_tasks.plugin import RetrieverSpec
+from r2med_tasks.plugin import hookimpl
+from r2med_tasks.plugin import options_model
 
 K1 = "term-frequency saturation (0: term counts ignored)"
 B = "length normalisation (0: none, 1: full)"

@@ -46,8 +46,8 @@ from typing import Literal
 import numpy as np
 import scipy.sparse as sp
 
-from r2med_tasks.atomic import naming, replacing
-from r2med_tasks.ranking import rank_top_k
+from r2med_tasks.plugin import atomic
+from r2med_tasks.plugin import rank_top_k
 
 __all__ = ["BM25Index", "EarlierFormat", "QueryWeighting"]
 
@@ -366,7 +366,7 @@ class BM25Index:
         temp.mkdir()
         try:
             for name in _POSTINGS_ARRAYS:
-                with naming(directory / postings / f"{name}.npy"), open(temp / f"{name}.npy", "wb") as handle:
+                with atomic.naming(directory / postings / f"{name}.npy"), open(temp / f"{name}.npy", "wb") as handle:
                     np.save(handle, getattr(self.term_docs, name), allow_pickle=False)
                     handle.flush()
                     os.fsync(handle.fileno())
@@ -383,7 +383,7 @@ class BM25Index:
             "postings": postings,
         }
         target = directory / _FILE_NAME
-        with replacing(target) as handle:
+        with atomic.replacing(target) as handle:
             np.savez(handle, meta=_json_bytes(meta), terms=_json_bytes(self.terms), idf=self.idf)
         for stale in directory.glob(f"{_POSTINGS_PREFIX}*"):
             if stale.name != postings:

@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterator
 from contextlib import suppress
 
-from r2med_tasks.atomic import write_json
+from r2med_tasks.plugin import atomic
 
 from .analyzer import ANALYZER_VERSION, analyze, analyze_many
 from .encode import encode_corpus
@@ -20,7 +20,7 @@ LARGE_CORPUS = 20_000
 
 
 class BM25Retriever:
-    combines_generated = True  # the published rule for BM25 (r2med_tasks.combine)
+    combines_generated = True  # the published rule for BM25 (r2med_tasks.components.combine)
 
     def __init__(self, options) -> None:  # BM25_OPTIONS
         self.k1, self.b = options.k1, options.b
@@ -59,7 +59,7 @@ class BM25Retriever:
             self._index.save(folder)
 
     def search(self, queries, *, task, top_k: int, context) -> dict[str, dict[str, float]]:
-        from r2med_tasks.combine import bm25_query
+        from r2med_tasks.plugin import bm25_query
 
         texts = [bm25_query(q) for q in queries]
         # one query (a search agent's, searching as it reasons): analysed, never stored; its file
@@ -86,7 +86,7 @@ def stored_terms(texts: list[str], context) -> Iterator[list[str]]:
         terms.append(analyze(text))
         yield terms[-1]
     with suppress(OSError):  # a read-only cache (shared, say) still serves its indexes
-        write_json(path, terms, indent=None)
+        atomic.write_json(path, terms, indent=None)
 
 
 QUERY_TERMS_FORMAT = "r2med-bm25-query-terms/2"  # 2: texts as a JSON list (1 joined them with NUL)
@@ -133,7 +133,7 @@ class OkapiRetriever:
     def search(self, queries, *, task, top_k: int, context) -> dict[str, dict[str, float]]:
         import numpy as np
 
-        from r2med_tasks.combine import bm25_query
+        from r2med_tasks.plugin import bm25_query
 
         out = {}
         for q, tokens in zip(queries, analyze_many(bm25_query(q) for q in queries)):

@@ -10,10 +10,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, create_model
 
-from r2med_tasks.components import RetrieverSpec
-from r2med_tasks.errors import UserError
-from r2med_tasks.hookspecs import hookimpl
-from r2med_tasks.options import Identified, Options, file_content
+from r2med_tasks.plugin import RetrieverSpec
+from r2med_tasks.plugin import UserError
+from r2med_tasks.plugin import hookimpl
+from r2med_tasks.plugin import Identified, Options, file_content
 
 from .models import DENSE_MODELS
 from .st import RAY_ACTORS_OPTION, register_st
@@ -151,7 +151,7 @@ def published_retriever(name: str, options):
     model's have no weights, device or dtype; only MedCPT's have ``doc_model`` and ``article_queries``)."""
     from dataclasses import replace
 
-    from r2med_tasks.models import check_model_ref, model_identity
+    from r2med_tasks.plugin import check_model_ref, model_identity
 
     from .published import PublishedModel
     from .retriever import DenseRetriever

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from r2med_tasks.errors import UserError, reason
+from r2med_tasks.plugin import UserError, reason
 from r2med_tasks.llm import (
     OPENAI_BASE_URL,
     APICaller,
@@ -122,7 +122,7 @@ def published_input(text: str, tokenizer: Tokenizer | None, max_tokens: int | No
 # - a local folder: a Hugging Face tokenizer (``AutoTokenizer``, local files only);
 # - a tiktoken encoding name (``cl100k_base``): tiktoken downloads its BPE file on first use and keeps
 #   it in TIKTOKEN_CACHE_DIR, so offline it works only when that cache holds it.
-# An existing path wins over a name (as ``r2med_tasks.options.file_content`` identifies it).
+# An existing path wins over a name (as ``r2med_tasks.components.options.file_content`` identifies it).
 # --------------------------------------------------------------------------------------------
 _ENCODING_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 LOCAL_TOKENIZER = "a local tokenizer.json or a folder holding a Hugging Face tokenizer"

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from r2med_tasks import atomic
+from r2med_tasks.plugin import atomic
 
 FORMAT = "r2med-embeddings/2"  # 2: the documents' identity nested under its own key, keyed strictly
 

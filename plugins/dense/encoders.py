@@ -1,7 +1,7 @@
 """Local encoders of the published dense models: a model on one or more devices, turning texts
-into embeddings, batched by ``r2med_tasks.encoders.run_batches`` (length-sorted batches, one
+into embeddings, batched by ``r2med_tasks.components.encoders.run_batches`` (length-sorted batches, one
 replica and thread per device; fp16/bf16 on GPU only). ``SentenceTransformerEncoder`` (``st``,
-Instructor) lives in ``r2med_tasks.encoders``."""
+Instructor) lives in ``r2med_tasks.components.encoders``."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from r2med_tasks.encoders import quiet_transformers, run_batches, torch_dtype
-from r2med_tasks.errors import UserError
+from r2med_tasks.plugin import quiet_transformers, run_batches, torch_dtype
+from r2med_tasks.plugin import UserError
 
 from .config import DenseConfig
 

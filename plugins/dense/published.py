@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from r2med_tasks.encoders import SentenceTransformerEncoder, parse_devices
+from r2med_tasks.plugin import SentenceTransformerEncoder, parse_devices
 
 from .config import DenseConfig
 from .encoders import GritLMEncoder, NVEmbedEncoder, TransformerEncoder
@@ -140,7 +140,7 @@ class PublishedModel:
         tokenizer = self.api_options.get("tokenizer")
         if not isinstance(tokenizer, str) or not tokenizer:
             return {}
-        from r2med_tasks.options import file_content
+        from r2med_tasks.plugin import file_content
 
         from .api import PUBLISHED_TIKTOKEN
 

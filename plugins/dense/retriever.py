@@ -22,9 +22,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from r2med_tasks.encoders import length_sorted_batches
-from r2med_tasks.errors import PluginError, UserError
-from r2med_tasks.llm import ShowsRetries
+from r2med_tasks.plugin import length_sorted_batches
+from r2med_tasks.plugin import PluginError, UserError
+from r2med_tasks.plugin import ShowsRetries
 
 from .cache import EmbeddingCache, QueryEmbeddingCache
 from .search import cosine_top_k
@@ -50,7 +50,7 @@ class Model(Protocol):
 
 
 class DenseRetriever:
-    combines_generated = True  # the published rule for dense retrievers (r2med_tasks.combine)
+    combines_generated = True  # the published rule for dense retrievers (r2med_tasks.components.combine)
 
     def __init__(self, model: Model, *, cache: bool, chunk_size: int, drop_identical_ids: bool,
                  ray_actors: int = 0, gpu_memory_gb: float | None = None) -> None:
@@ -125,7 +125,7 @@ class DenseRetriever:
     def query_embeddings(self, queries, task, context=None) -> np.ndarray:
         """One vector per query; with generated documents, the published rule: the mean of the
         query's embedding and each document's (not re-normalised: cosine scoring normalises)."""
-        from r2med_tasks.combine import dense_query
+        from r2med_tasks.plugin import dense_query
 
         parts = [dense_query(q) for q in queries]
         heads = [p if isinstance(p, str) else p[0] for p in parts]

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from pydantic import Field, field_validator
 
-from r2med_tasks.components import RetrieverSpec
-from r2med_tasks.errors import UserError
-from r2med_tasks.models import local_model_identity, weights_identity
-from r2med_tasks.options import Options
+from r2med_tasks.plugin import RetrieverSpec
+from r2med_tasks.plugin import UserError
+from r2med_tasks.plugin import local_model_identity, weights_identity
+from r2med_tasks.plugin import Options
 
 # Shared with the published models' retrievers (``__init__.py``).
 RAY_ACTORS_OPTION = (int, Field(0, ge=0, le=1024, description="encode the corpus on N Ray actors, one per GPU (pip install "
@@ -88,7 +88,7 @@ class STFactory:
 
 
 def sentence_transformer_retriever(options: SentenceTransformerOptions):
-    from r2med_tasks.models import check_model_ref
+    from r2med_tasks.plugin import check_model_ref
 
     from .retriever import DenseRetriever
 
@@ -150,7 +150,7 @@ class SentenceTransformerModel:
 
     def encoder(self):
         if self._encoder is None:
-            from r2med_tasks.encoders import SentenceTransformerEncoder, parse_devices
+            from r2med_tasks.plugin import SentenceTransformerEncoder, parse_devices
 
             if isinstance(self.model_ref, str):
                 self._encoder = SentenceTransformerEncoder(self.model_meta()["path"], devices=parse_devices(self.device),
@@ -163,7 +163,7 @@ class SentenceTransformerModel:
     def weights(self) -> str:
         """The weights by their content, never by the name results are filed under (``-o name=``,
         ``-o revision=`` only label them): a model folder's files, a hub model's resolved snapshot
-        alike (``r2med_tasks.models.weights_identity``), a model object's parameters
+        alike (``r2med_tasks.components.models.weights_identity``), a model object's parameters
         (:func:`weights_fingerprint`); the name and revision where the files cannot be hashed."""
         if self._weights is None:
             meta = self.model_meta()

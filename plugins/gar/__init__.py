@@ -11,10 +11,10 @@ from typing import Annotated
 
 from pydantic import Field, create_model, model_validator
 
-from r2med_tasks.components import RewriterSpec
-from r2med_tasks.hookspecs import hookimpl
-from r2med_tasks.llm import price_field
-from r2med_tasks.options import Identified, Options, file_content
+from r2med_tasks.plugin import RewriterSpec
+from r2med_tasks.plugin import hookimpl
+from r2med_tasks.plugin import price_field
+from r2med_tasks.plugin import Identified, Options, file_content
 
 from .prompts import METHODS as LIVE  # the methods prompted live (the agents have their own options)
 

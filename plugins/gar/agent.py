@@ -93,7 +93,7 @@ class SearchAgent(GARRewriter):
         """As the leaderboard names the method's rows: "Search-R1 (Qwen2.5-7b-it-em-ppo)"."""
         if self.source:
             return super().display_name()
-        from r2med_tasks.llm import llm_model_name
+        from r2med_tasks.plugin import llm_model_name
 
         from .rewriter import METHOD_NAMES
 
@@ -109,7 +109,7 @@ class SearchAgent(GARRewriter):
         import hashlib
         import json
 
-        from r2med_tasks.components import DescribesModel
+        from r2med_tasks.plugin import DescribesModel
 
         searcher = self.members[0]
         searched = dict(searcher.model_meta()) if isinstance(searcher, DescribesModel) else {}
@@ -121,7 +121,7 @@ class SearchAgent(GARRewriter):
     def rewrite(self, queries, *, task, context):
         if self.source:
             return super().rewrite(queries, task=task, context=context)
-        from r2med_tasks.llm import (
+        from r2med_tasks.plugin import (
             GenerationCache,
             Usage,
             continue_cached,
@@ -130,7 +130,7 @@ class SearchAgent(GARRewriter):
             map_concurrently,
             record,
         )
-        from r2med_tasks.searcher import Searcher
+        from r2med_tasks.plugin import Searcher
 
         from .rewriter import DEFAULT_KEY
 

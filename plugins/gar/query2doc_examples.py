@@ -137,7 +137,7 @@ def fetch_query2doc_examples(cache_dir: str | os.PathLike[str], *, url: str | No
     import http.client
     import urllib.request
 
-    from r2med_tasks.errors import reason
+    from r2med_tasks.plugin import reason
 
     url = url or QUERY2DOC_EXAMPLES_URL
     cached = Path(cache_dir) / f"example-{hashlib.sha256(url.encode()).hexdigest()[:16]}.py"

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from r2med_tasks.combine import GAR_METHODS, RETRIEVER_FAMILIES, combined_text
+from r2med_tasks.plugin import GAR_METHODS, RETRIEVER_FAMILIES, combined_text
 
 __all__ = [
     "R1_MODEL_LIST",
@@ -83,7 +83,7 @@ _HUATUO_RESPONSE = re.compile(r"Final Response\s*(.*)", re.DOTALL)
 _SKY_SOLUTION = re.compile(r"<\|begin_of_solution\|>\s*([\s\S]*?)\s*<\|end_of_solution\|>")
 _SEARCH_R1_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 
-# GAR_METHODS (run.py's ``gar_method`` choices) and RETRIEVER_FAMILIES come from r2med_tasks.combine,
+# GAR_METHODS (run.py's ``gar_method`` choices) and RETRIEVER_FAMILIES come from r2med_tasks.components.combine,
 # which holds the rules outside r1 mode.  search-o1/search-r1 outputs were produced by external
 # agent frameworks; they have no generation prompt here.
 

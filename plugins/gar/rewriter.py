@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from r2med_tasks.datafiles import GENERATED_FILE, read_jsonl
-from r2med_tasks.errors import UserError, reason
+from r2med_tasks.plugin import GENERATED_FILE, read_jsonl
+from r2med_tasks.plugin import UserError, reason
 
 from .reasoning import is_reasoning_llm, strip_reasoning
 
@@ -29,7 +29,7 @@ def generated_document(generation) -> tuple[str, bool]:
     after the thinking, stripped, as published for r1 models; else the whole text. A server that
     returned the thinking apart is read as the text the model wrote (``whole_text``), so it gives
     what a plain server gives."""
-    from r2med_tasks.llm import whole_text
+    from r2med_tasks.plugin import whole_text
 
     text = whole_text(generation)
     _, sep, answer = text.partition("</think>")
@@ -55,7 +55,7 @@ class GARRewriter:
             if self.method == "search-o1" and self.source == "qwq-32b":
                 llm = "QwQ-32b"  # the leaderboard's spelling for this row
         else:
-            from r2med_tasks.llm import llm_model_name
+            from r2med_tasks.plugin import llm_model_name
 
             llm = llm_model_name(self.llm)
         return f"{METHOD_NAMES[self.method]} ({llm})" if self.method in METHOD_NAMES else llm
@@ -64,7 +64,7 @@ class GARRewriter:
         """What writes the documents: the LLM's model (never the server's address), or the published
         generations of ``-o source``; named as the leaderboard names the rewriter."""
         if self.llm:
-            from r2med_tasks.llm import llm_identity
+            from r2med_tasks.plugin import llm_identity
 
             return {"name": f"llm/{llm_identity(self.llm)}", "revision": "served", "display_name": self.display_name()}
         return {"name": f"published/{self.method}", "revision": self.source, "display_name": self.display_name()}
@@ -120,7 +120,7 @@ class GARRewriter:
 
     # -- live generation -------------------------------------------------------------------------
     def _live(self, queries, task, context) -> list[tuple[str, bool]]:
-        from r2med_tasks.llm import GenerationCache, Usage, generate_cached, record
+        from r2med_tasks.plugin import GenerationCache, Usage, generate_cached, record
 
         from .prompts import build_messages
 

@@ -69,7 +69,7 @@ import json
 import re
 from typing import Any, Optional
 
-from r2med_tasks.llm import Turn
+from r2med_tasks.plugin import Turn
 
 from .agent import AgentResult
 from .reasoning import strip_reasoning

@@ -189,7 +189,7 @@ def run(question: str, *, task_key: str, model: str, settings: dict, turn: Calla
     reference; a search over it is answered as the final turn's would be, an empty
     ``<information>``), ``docs`` (documents a search returns), ``max_tokens`` (a generation's).
     ``tokenizer`` (optional, the model's): observations are cut to ``MAX_OBS_LENGTH`` tokens."""
-    from r2med_tasks.llm import Turn
+    from r2med_tasks.plugin import Turn
 
     def setting(name: str, default):
         value = settings.get(name)

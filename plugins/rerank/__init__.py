@@ -13,10 +13,10 @@ from typing import Literal
 
 from pydantic import Field, create_model
 
-from r2med_tasks.components import RerankerSpec
-from r2med_tasks.hookspecs import hookimpl
-from r2med_tasks.llm import price_field
-from r2med_tasks.options import options_model
+from r2med_tasks.plugin import RerankerSpec
+from r2med_tasks.plugin import hookimpl
+from r2med_tasks.plugin import price_field
+from r2med_tasks.plugin import options_model
 
 # name: (model, logit used, leaderboard-style name, reference)
 CROSS_ENCODERS = {
@@ -138,7 +138,7 @@ def make_insertrank(options):
 
 
 def make_rankllama(options):
-    from r2med_tasks.models import check_model_ref
+    from r2med_tasks.plugin import check_model_ref
 
     from .rankllama import RankLlamaReranker
 
@@ -149,7 +149,7 @@ def make_rankllama(options):
 
 
 def make_cross_encoder(name: str, options):
-    from r2med_tasks.models import check_model_ref
+    from r2med_tasks.plugin import check_model_ref
 
     from .cross_encoder import CrossEncoderReranker
 

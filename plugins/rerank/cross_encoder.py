@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from r2med_tasks.encoders import parse_devices, quiet_transformers, run_batches, torch_dtype
+from r2med_tasks.plugin import parse_devices, quiet_transformers, run_batches, torch_dtype
 
 
 class CrossEncoderReranker:
@@ -23,7 +23,7 @@ class CrossEncoderReranker:
     def model_meta(self) -> dict:
         """The model as results name it: its hub id (unpinned), or a local folder's content hash; the
         published model's leaderboard name ("bge-reranker-v2-m3"; another model: the component's)."""
-        from r2med_tasks.models import model_identity
+        from r2med_tasks.plugin import model_identity
 
         name, revision = model_identity(self.model_ref)
         return {"name": name if "/" in name else f"hub/{name}", "revision": revision, "model_type": ["cross-encoder"],
@@ -31,7 +31,7 @@ class CrossEncoderReranker:
 
     def identity(self) -> dict:
         """What a pair's score depends on besides the pair (the score cache's name)."""
-        from r2med_tasks.models import model_identity
+        from r2med_tasks.plugin import model_identity
 
         device = parse_devices(self.device)[0]
         return {"scorer": type(self).__name__, "model": model_identity(self.model_ref), "logit": self.logit,

@@ -35,7 +35,7 @@ def score_text(score: float, decimals: int) -> str:
     negative zero is written without its sign."""
     score = float(score)
     if not math.isfinite(score):
-        from r2med_tasks.errors import UserError
+        from r2med_tasks.plugin import UserError
 
         raise UserError(f"reranker 'insertrank': a first-stage score is {score!r}; it shows finite scores only")
     text = f"{score:.{decimals}f}"

@@ -52,8 +52,8 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from r2med_tasks.llm import Generation, GenerationCache, Usage, generate_cached, whole_text
-from r2med_tasks.errors import UserError
+from r2med_tasks.plugin import Generation, GenerationCache, Usage, generate_cached, whole_text
+from r2med_tasks.plugin import UserError
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ class LLMReranker:
     component = "llm-rerank"  # as registered (its errors name it)
 
     def __init__(self, options) -> None:  # LLM_RERANK_OPTIONS
-        from r2med_tasks.errors import UserError
+        from r2med_tasks.plugin import UserError
 
         if not options.llm:
             raise UserError(f"reranker '{self.component}' needs -o llm=SPEC (e.g. openai:gpt-4o, vllm:MODEL, "
@@ -36,14 +36,14 @@ class LLMReranker:
     def model_meta(self) -> dict:
         """The LLM that ranks: its model, never the server's address; named as the leaderboard names
         it ("ReasonRank(32B)"), else by the served model's name."""
-        from r2med_tasks.llm import llm_identity, llm_model_name
+        from r2med_tasks.plugin import llm_identity, llm_model_name
 
         model = llm_model_name(self.llm)
         return {"name": f"llm/{llm_identity(self.llm)}", "revision": "served",
                 "display_name": LEADERBOARD_NAMES.get(model, model.rsplit("/", 1)[-1])}
 
     def rerank(self, queries, corpus, candidates, *, task, context) -> dict[str, dict[str, float]]:
-        from r2med_tasks.llm import GenerationCache, Usage, record
+        from r2med_tasks.plugin import GenerationCache, Usage, record
 
         from .listwise import ListwiseReranker
 

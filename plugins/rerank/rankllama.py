@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from r2med_tasks.encoders import parse_devices, quiet_transformers, run_batches, torch_dtype
-from r2med_tasks.errors import UserError
+from r2med_tasks.plugin import parse_devices, quiet_transformers, run_batches, torch_dtype
+from r2med_tasks.plugin import UserError
 
 from .cross_encoder import CrossEncoderReranker
 
@@ -33,13 +33,13 @@ class RankLlamaReranker(CrossEncoderReranker):
 
     def model_meta(self) -> dict:
         """The adapter's name; its revision and the base model's make the revision."""
-        from r2med_tasks.models import model_identity
+        from r2med_tasks.plugin import model_identity
 
         meta = super().model_meta()
         return {**meta, "revision": "{}+{}@{}".format(meta["revision"], *model_identity(self.base))}
 
     def identity(self) -> dict:
-        from r2med_tasks.models import model_identity
+        from r2med_tasks.plugin import model_identity
 
         return {**super().identity(), "base": model_identity(self.base)}
 

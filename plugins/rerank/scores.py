@@ -14,7 +14,7 @@ from typing import Any
 
 from pathlib import Path
 
-from r2med_tasks.journal import Journal
+from r2med_tasks.plugin import Journal
 
 CHUNK = 1024  # pairs scored between two journal appends (a multiple of the batch sizes)
 FORMAT = "r2med-pair-scores/2"  # 2: ASCII-escaped JSON keys (1 could not key a text holding a lone surrogate)

@@ -119,7 +119,7 @@ def os_message(e: OSError) -> str:
 def _option_of(filename) -> str | None:
     """The path option of the running command whose folder holds ``filename`` (the cache folder's
     default counts for ``--cache-dir``), else ``--output`` when the command has one."""
-    from ..context import default_cache_dir
+    from ..components.context import default_cache_dir
 
     ctx = click.get_current_context(silent=True)
     params: dict = {}
@@ -229,7 +229,7 @@ def installed_plugins():
     """The installed plugins (``warn_broken`` tells of those that failed to load) and the registry
     of what they register (``r2med_tasks.api.registry``)."""
     from ..api import registry
-    from ..plugins import get_plugins
+    from ..running.discovery import get_plugins
 
     return get_plugins(), registry()
 

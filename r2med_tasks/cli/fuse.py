@@ -8,11 +8,11 @@ import click
 from rich.markup import escape
 
 from ..errors import UserError
-from ..fusion import DEFAULT_DEPTH, DEFAULT_METHOD, DEFAULT_RRF_K, METHODS
+from ..scoring.fusion import DEFAULT_DEPTH, DEFAULT_METHOD, DEFAULT_RRF_K, FUSION_METHODS
 from ..terminal import printable
-from ..layout import check_output_folder
-from ..request import PathOption
-from ..runs import DEFAULT_TOP_K
+from ..results.layout import check_output_folder
+from ..running.request import PathOption
+from ..scoring.runs import DEFAULT_TOP_K
 from .common import err, user_errors
 from .run import print_summary
 
@@ -25,7 +25,7 @@ from .run import print_summary
 @click.option("--data-dir", type=PathOption(), metavar="DIR",
               help="Judgments for results-folder inputs, from DIR/<Name>/qrels.jsonl (default: the hub).")
 @click.option("--output", type=PathOption(), default=Path("results"), show_default=True)
-@click.option("--fusion", type=click.Choice(METHODS), default=DEFAULT_METHOD, show_default=True)
+@click.option("--fusion", type=click.Choice(FUSION_METHODS), default=DEFAULT_METHOD, show_default=True)
 @click.option("--weights", help="Comma-separated, one per input (default: equal).")
 @click.option("--rrf-k", type=click.IntRange(0), default=DEFAULT_RRF_K, show_default=True)
 @click.option("--depth", type=click.IntRange(1), default=DEFAULT_DEPTH, show_default=True)

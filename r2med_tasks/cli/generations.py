@@ -7,7 +7,7 @@ import json
 import click
 from rich.markup import escape
 
-from ..request import PathOption
+from ..running.request import PathOption
 from .common import out, user_errors
 
 

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from ..api import MAX_TRIALS
 from ..errors import UserError
-from ..request import PathOption
+from ..running.request import PathOption
 from ..terminal import number, printable
 from .common import err, out, user_errors
 
@@ -58,7 +58,7 @@ def leaderboard_command(folders, mteb_results, which, no_published, include_loca
 
     FOLDERS are results folders in mteb's layout (default: ./results when it exists).
     """
-    from .. import atomic
+    from ..files import atomic
     from ..api import rank_systems
 
     from click.core import ParameterSource
@@ -94,7 +94,7 @@ def matrix_text(matrix: list[dict], fmt: str) -> str:
     import csv
     import io
 
-    from ..verdicts import matrix_cells
+    from ..board.verdicts import matrix_cells
 
     if fmt == "json":
         return json.dumps(matrix, indent=2) + "\n"
@@ -213,7 +213,7 @@ COMPARE_COLUMNS = ("Task", "Queries", "A", "B", "B - A", "95% CI of B - A", "p",
 
 def task_name(task: str) -> str:
     """A task as the tables show it: its short name (``Biology``, ``sample``), else its mteb name."""
-    from ..tasks import SAMPLE_TASK, SHORT_NAMES
+    from ..tasks.specs import SAMPLE_TASK, SHORT_NAMES
 
     return {**SHORT_NAMES, SAMPLE_TASK.name: SAMPLE_TASK.short_name}.get(task, task)
 
@@ -268,7 +268,7 @@ def export_mteb_command(run_dir, dest, create, overwrite, replace_model_meta, as
 
     Exit status: 0 nothing to fix, 1 problems listed, 2 nothing exported (the line says why).
     """
-    from ..export import export_run
+    from ..results.export import export_run
 
     with user_errors():
         export = export_run(run_dir, dest, create=create, overwrite=overwrite, replace_model_meta=replace_model_meta)

@@ -8,7 +8,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from ..request import PathOption
+from ..running.request import PathOption
 from ..terminal import number, printable
 from .common import err, out, user_errors
 
@@ -28,7 +28,7 @@ def reproduce_command(row, output, data_dir, cache_dir, dry_run, as_json):
     run its command, then print per dataset and for the average the published figure, what the run
     got, the difference and a verdict: OK (as printed), OKish (within the tolerance of its kind of
     system), FAIL. Exit status 1 on a FAIL."""
-    from ..reproduce import reproduce, reproduction_plan
+    from ..board.reproduce import reproduce, reproduction_plan
 
     with user_errors():
         if dry_run:

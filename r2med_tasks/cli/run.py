@@ -9,7 +9,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from ..request import RUN_PARAMS, execute, plan_request, request_from_params
+from ..running.request import RUN_PARAMS, execute, plan_request, request_from_params
 from ..terminal import number, printable
 from .common import Command, err, installed_plugins, out, user_errors, warn_broken
 
@@ -88,9 +88,9 @@ def print_summary(outcome, as_json: bool) -> None:
     """Per-task and average nDCG@10 as the leaderboard computes them, beside the published numbers
     when the run is a published row's configuration on R2MED's official data (the configuration
     read from the run's stored record)."""
-    from ..layout import RunFolder
-    from ..leaderboard import published_row_for
-    from ..tasks import R2MED_TASKS
+    from ..results.layout import RunFolder
+    from ..board.leaderboard import published_row_for
+    from ..tasks.specs import R2MED_TASKS
 
     tasks = outcome.tasks
     average = outcome.average_x100()
@@ -141,7 +141,7 @@ def print_summary(outcome, as_json: bool) -> None:
 def cost_line(totals: dict, *, reused: bool = False) -> str | None:
     """The run's totals under the table: LLM requests and tokens, dollars, and wall seconds per stage
     (a reused task's as its cost file recorded them); None when no task recorded any."""
-    from ..layout import COST_STAGES
+    from ..results.layout import COST_STAGES
     from ..llm import usd_text
 
     seconds = {k: v for k, v in (totals.get("seconds") or {}).items() if v is not None}

@@ -68,8 +68,8 @@ def check_plugin_name(name: str) -> None:
     import importlib.util
     from importlib.metadata import PackageNotFoundError, version
 
-    from ..registry import KINDS
-    from ..tasks import normalize
+    from ..running.registry import KINDS
+    from ..tasks.specs import normalize
 
     where = f"NAME {name!r}"  # repr: control characters escaped
     if not PLUGIN_NAME.fullmatch(name) or len(name) > NAME_LENGTH:

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import UserError
-from ..request import PathOption
+from ..running.request import PathOption
 from ..terminal import number, printable
 from .common import err, out, user_errors
 
@@ -108,7 +108,7 @@ def heading(text: str) -> Text:
 
 
 def print_query(view, console: Console, *, full: bool = False) -> None:
-    """:class:`~r2med_tasks.perquery.QueryView` on ``console``."""
+    """:class:`~r2med_tasks.results.perquery.QueryView` on ``console``."""
     console.print(Text.assemble((safe(view.task), "bold"), " · query ", (safe(view.query_id), "bold"), " · ",
                                 safe(view.name)))
     console.print(Text(safe(view.run), style="dim"))
@@ -208,7 +208,7 @@ def print_query_table(diff, console: Console) -> None:
 
 
 def print_differences(diff, console: Console) -> None:
-    """:class:`~r2med_tasks.perquery.QueryDifferences` on ``console``."""
+    """:class:`~r2med_tasks.results.perquery.QueryDifferences` on ``console``."""
     console.print(Text.assemble((safe(diff.task), "bold"), ": B - A, nDCG@10 ×100 per query"))
     console.print(Text.assemble("A: ", (safe(diff.a["name"]), "bold"), " ", (safe(diff.a["path"]), "dim")))
     console.print(Text.assemble("B: ", (safe(diff.b["name"]), "bold"), " ", (safe(diff.b["path"]), "dim")))

@@ -11,8 +11,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UserError
-from ..layout import check_output_folder
-from ..request import PathOption
+from ..results.layout import check_output_folder
+from ..running.request import PathOption
 from ..sweep.plan import GPU_MEMORY_GB
 from .common import err, out, user_errors
 
@@ -60,7 +60,7 @@ def sweep_command(file, output, data_dir, task_names, cache_dir, executor, addre
     from ..sweep.board import Board
     from ..sweep.executors import choose_executor, run_in_pool, run_local, run_on_ray
     from ..sweep.plan import plan_sweep
-    from ..files import UnreadableFile, read_text
+    from ..files.bounded import UnreadableFile, read_text
     from ..sweep.sources import MAX_SWEEP_BYTES, sweep_lines
 
     with user_errors():
@@ -175,7 +175,7 @@ def board_table(rows, tasks: list[str], width: int):
     the tasks left out."""
     from rich import box
 
-    from ..leaderboard import ABBREVIATIONS, SYSTEM_MAX, SYSTEM_MIN, two_lines
+    from ..board.leaderboard import ABBREVIATIONS, SYSTEM_MAX, SYSTEM_MIN, two_lines
     from ..terminal import printable
 
     heads = {t: t for t in tasks}  # the names themselves where they all fit, else the short headers

@@ -16,7 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ..journal import Journal
+from ..files.journal import Journal
 from .chat import (
     ContinuesTurns,
     Generation,
@@ -95,7 +95,7 @@ def _finite_seconds(value: Any) -> bool:
 
 
 class GenerationCache:
-    """Answers by request key, in an append-only journal (:class:`r2med_tasks.journal.Journal`).
+    """Answers by request key, in an append-only journal (:class:`r2med_tasks.files.journal.Journal`).
 
     Each line is ``{"key": <key_for(...) or turn_key(...)>, "text", "prompt_tokens",
     "completion_tokens", "finish_reason", "model"}`` and each of ``"stop"``, ``"reasoning_tokens"``,

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..outcomes import RunOutcome
+from ..results.outcomes import RunOutcome
 from .plan import Job
 
 
@@ -66,7 +66,7 @@ class Board:
         from rich.markup import escape
         from rich.table import Table
 
-        from ..leaderboard import shorten
+        from ..board.leaderboard import shorten
 
         counts = self.counts()
         table = Table(title=", ".join(f"{n} {s}" for s, n in counts.items()), title_justify="left")
@@ -108,7 +108,7 @@ class BoardRow:
     statuses: dict[str, str] = field(default_factory=dict)
 
     def average(self, tasks: list[str]) -> float | None:
-        from ..evaluation import leaderboard_average
+        from ..scoring.evaluation import leaderboard_average
 
         return leaderboard_average([self.scores[t] for t in tasks]) if all(t in self.scores for t in tasks) else None
 

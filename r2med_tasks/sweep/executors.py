@@ -18,13 +18,13 @@ from .plan import GPU_MEMORY_GB, Job, ray_resources
 
 
 def run_job(args: Sequence[str], cwd: str | None = None) -> dict[str, Any]:
-    """Run one job as ``r2med-run ARGS`` would (:func:`r2med_tasks.request.execute`), quietly;
+    """Run one job as ``r2med-run ARGS`` would (:func:`r2med_tasks.running.request.execute`), quietly;
     returns ``{"run": RunOutcome.to_json(), "log": what the run printed}`` (warnings,
     "recomputing" lines). A mistake or a plugin's crash comes back as ``{"error": line, "log": ...}``;
     only a lost process is left to the executor."""
     from rich.console import Console
 
-    from ..request import execute, parse_run_args
+    from ..running.request import execute, parse_run_args
 
     console = Console(file=io.StringIO(), width=160, highlight=False, color_system=None)
     try:
@@ -160,7 +160,7 @@ def choose_executor(jobs: list[Job], *, address: str | None) -> tuple[str, str |
     if any(j.gpu for j in jobs):
         import importlib.util
 
-        from ..encoders import cuda_available
+        from ..components.encoders import cuda_available
 
         if not cuda_available():
             return "local", None

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..models import hub_offline
+from ..components.models import hub_offline
 
 GPU_MEMORY_GB = 80.0  # one GPU's memory when the command does not say (an A100/H100 80GB)
 
@@ -38,12 +38,12 @@ def plan_sweep(lines: list[tuple[str, list[str]]], *, output: Path, data_dir: Pa
     ``tasks``, else what ``r2med-run`` would run), with the sweep's ``output``, ``data_dir`` and
     ``cache_dir`` where the line sets none (``data_dir`` also where the line's is the placeholder a
     printed command of ``r2med leaderboard --commands`` has for a folder it cannot name). Every
-    line is parsed by ``r2med-run``'s parser and checked here (:func:`r2med_tasks.request.prepare`),
+    line is parsed by ``r2med-run``'s parser and checked here (:func:`r2med_tasks.running.request.prepare`),
     so a typo stops the sweep before anything runs."""
     from ..api import registry
-    from ..leaderboard import DATA_DIR_PLACEHOLDER
-    from ..request import parse_run_args, prepare
-    from ..runner import result_folders
+    from ..board.leaderboard import DATA_DIR_PLACEHOLDER
+    from ..running.request import parse_run_args, prepare
+    from ..running.runner import result_folders
 
     reg = registry()
     chains = _Chains()
@@ -115,7 +115,7 @@ class _Chains:
 def _tunes_across_tasks(pipeline) -> bool:
     """A component tuned on a group's tasks (``hybrid -o tune=``) sees all of its line's tasks, as
     in one ``r2med-run``: such a line is one job."""
-    from ..components import Composite
+    from ..components.specs import Composite
 
     return any(isinstance(s.instance, Composite) and s.instance.tunes_across_tasks for s in pipeline.ordered())
 
@@ -125,7 +125,7 @@ def needs(pipeline) -> tuple[bool, float | None]:
     components declare (``DeclaresResources``; stages run one after another, so the largest is what
     it needs). A component with a ``device`` option that declares nothing gets a whole GPU; one set
     to ``device=cpu`` needs none."""
-    from ..components import Composite, DeclaresResources
+    from ..components.specs import Composite, DeclaresResources
 
     estimates = []
     for stage in pipeline.ordered():

@@ -14,7 +14,7 @@ from itertools import product
 from typing import Any
 
 from ..errors import UserError
-from ..leaderboard import LIVE_PREFIX
+from ..board.leaderboard import LIVE_PREFIX
 
 COMMENT = re.compile(r"(^|\s+)#\s.*$")  # a comment, not the '#' of llm=URL#model
 
@@ -101,7 +101,7 @@ def _toml_lines(text: str, source: str) -> list[tuple[str, list[str]]]:
             import tomli as tomllib
         except ImportError:
             raise UserError("TOML sweeps need Python 3.11+ or `pip install tomli`") from None
-    from ..options import option_text
+    from ..components.options import option_text
 
     try:
         data = tomllib.loads(text)

@@ -3,8 +3,8 @@ named ``clash-overlap`` that clashes with nothing."""
 
 from overlap_plugin import Overlap, OverlapOptions
 
-from r2med_tasks.components import RetrieverSpec
-from r2med_tasks.hookspecs import hookimpl
+from r2med_tasks.components.specs import RetrieverSpec
+from r2med_tasks.components.hookspecs import hookimpl
 
 
 @hookimpl

@@ -14,8 +14,8 @@ import os
 from overlap_plugin import Overlap, OverlapOptions
 
 from r2med_plugins.dense.st import SentenceTransformerModel
-from r2med_tasks.components import RetrieverSpec
-from r2med_tasks.hookspecs import hookimpl
+from r2med_tasks.components.specs import RetrieverSpec
+from r2med_tasks.components.hookspecs import hookimpl
 
 
 def die_once(marker: str | None) -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from pydantic import Field
 
-from r2med_tasks.components import RetrieverSpec
-from r2med_tasks.hookspecs import hookimpl
-from r2med_tasks.options import options_model
+from r2med_tasks.components.specs import RetrieverSpec
+from r2med_tasks.components.hookspecs import hookimpl
+from r2med_tasks.components.options import options_model
 
 WORD = re.compile(r"\w+")
 

@@ -2,7 +2,7 @@
 
 from pydantic import BaseModel, Field
 
-from r2med_tasks import RetrieverSpec, hookimpl
+from r2med_tasks.plugin import RetrieverSpec, hookimpl
 
 
 class TfidfOptions(BaseModel):

@@ -1,0 +1,322 @@
+"""Model references, for plugin authors: model options (``-o model=...``) name a local folder or a
+hub repository; anything else is refused when the component is created, in one line, before any
+data is loaded or computed. A model's name and revision identify its results and caches."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import UserError
+
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")  # "bert-base-uncased", "BAAI/bge-reranker-v2-m3"
+
+
+MODEL_FILES = ("config.json", "modules.json", "config_sentence_transformers.json", "sentence_bert_config.json",
+               "adapter_config.json")  # one of these directly in a folder makes it a model's (a peft adapter's)
+
+
+def check_model_ref(ref: str, *, option: str) -> None:
+    """Accept a model's folder or something shaped like a hub id; ``option`` is how the user set it."""
+    if not ref.strip():
+        raise UserError(f"-o {option}=: empty; give a hub id (org/name) or a model folder")
+    path = Path(ref).expanduser()
+    if path.is_dir():
+        if not looks_like_model(path):
+            raise UserError(f"-o {option}={ref}: not a model folder (it holds none of {', '.join(MODEL_FILES)}); "
+                            "give the folder the model was saved to")
+        return
+    if path.exists():
+        raise UserError(f"-o {option}={ref}: a file; give the model's folder (the one holding config.json)")
+    if ref.startswith((".", "/", "~")) or not HUB_ID.match(ref) or ref.endswith((".", "-")):
+        raise UserError(f"-o {option}={ref}: no such folder, and not a hub id (org/name)")
+
+
+def looks_like_model(path: Path) -> bool:
+    """Whether a folder directly holds a model's (or an adapter's) configuration file."""
+    return any((path / name).is_file() for name in MODEL_FILES)
+
+
+def local_model_identity(path: Path, *, cache_dir: Path | None = None) -> tuple[str, str]:
+    """Name and revision of a model folder: the hub's when it is a hub cache snapshot, else
+    ``local/<folder>`` and ``local-<sha256>`` of its files' relative paths and bytes (hidden files
+    and editor leftovers aside; through linked files and folders, :func:`_model_files`), so other
+    weights at the same size are another model. A file's digest is remembered by path, size,
+    mtime, ctime and inode, in this process and in ``fingerprints.json`` of the cache folder
+    (:func:`fingerprints_file`): an unchanged model is not read again, and a file written in place
+    (its mtime put back, as ``rsync -t --inplace`` and ``cp -p`` do) has another ctime, so it is."""
+    parts = path.resolve().parts
+    if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
+        return parts[-3][len("models--"):].replace("--", "/", 1), parts[-1]
+    folder = path.name if path.name not in ("model", "models") else path.parent.name
+    return f"local/{folder}", "local-" + content_digest(path, cache_dir=cache_dir)[:16]
+
+
+def content_digest(path: Path, *, cache_dir: Path | None = None) -> str:
+    """sha256 of a file's bytes, or of a folder's files' relative paths and bytes (hidden files and
+    editor leftovers aside), each file's digest remembered as :func:`local_model_identity` says."""
+    with _FileDigests(fingerprints_file(cache_dir)) as digests:
+        if path.is_file():
+            return digests.of(path)
+        h = hashlib.sha256()
+        for relative, file in _model_files(path):
+            h.update(f"{relative}\0{digests.of(file)}\n".encode())
+        return h.hexdigest()
+
+
+def weights_identity(path: Path, *, cache_dir: Path | None = None) -> str:
+    """What a model folder's weights are, by their content alone: ``sha256-<hex>`` of its files'
+    relative paths and bytes (:func:`content_digest`), whatever the folder's path, the hub name or
+    the label it is given (``-o name=``, ``-o revision=``). Caches of what the weights compute
+    (corpus embeddings) are keyed by it, so the same weights under another name reuse them. A hub
+    cache snapshot is hashed the same way; its large files are named by their sha256 in the cache
+    (``blobs/<sha256>``), so they are not read for it."""
+    return "sha256-" + content_digest(path, cache_dir=cache_dir)[:32]
+
+
+MAX_MODEL_FILES = 100_000  # files of one model folder, links followed: more is no model (a link to "/")
+
+
+def _model_files(root: Path) -> list[tuple[str, Path]]:
+    """A folder's files, through links to files and to folders (``1_Pooling -> ../pooling``), by
+    relative path (``/``-separated, sorted); hidden ones (``.git``, ``.cache``, ``.x.swp``) and
+    editor leftovers (``x~``, ``#x#``) aside. A link loop ends, its files listed once
+    (:func:`walk_files`); more than :data:`MAX_MODEL_FILES` files is refused in one line."""
+    found = walk_files(root, skip_folder=_skipped, skip_file=_skipped, limit=MAX_MODEL_FILES)
+    if found is None:
+        raise UserError(f"{root}: more than {MAX_MODEL_FILES} files (links followed); a model folder's files "
+                        "are hashed to identify it: give the folder that holds the model (its config.json)")
+    return found
+
+
+def walk_files(root: Path, *, skip_folder, skip_file, limit: int | None = None) -> list[tuple[str, Path]] | None:
+    """The files under ``root`` as ``(relative path, path)``, sorted by relative path, following
+    links to files and folders (a broken link, an unreadable folder: left out). A linked folder
+    that holds the link (a link to its own folder or to any folder above it, ``/`` included), or
+    that the walk came through to reach it (``a/b -> ../c``, ``c/d -> ../a``), is skipped: a loop
+    ends, and its files are listed once, where the walk first met them. ``skip_folder(name)`` /
+    ``skip_file(name)`` leave entries out by name; None when more than ``limit`` files are found
+    (the walk stops there)."""
+    found: list[tuple[str, Path]] = []
+    start = os.path.realpath(root)
+    pending = [(root, "", start, frozenset({start}))]
+    while pending:
+        folder, prefix, here, ancestors = pending.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()  # through a link
+                is_file = not is_dir and entry.is_file()
+            except OSError:
+                continue
+            if is_dir and not skip_folder(entry.name):
+                real = os.path.realpath(entry.path)
+                if real not in ancestors and not _holds(real, here):
+                    pending.append((Path(entry.path), f"{prefix}{entry.name}/", real, ancestors | {real}))
+            elif is_file and not skip_file(entry.name):
+                found.append((prefix + entry.name, Path(entry.path)))
+                if limit is not None and len(found) > limit:
+                    return None
+    return sorted(found)
+
+
+def _holds(folder: str, path: str) -> bool:
+    """Whether real path ``path`` is ``folder`` or under it."""
+    try:
+        return os.path.commonpath([folder, path]) == folder
+    except ValueError:  # on other drives
+        return False
+
+
+def _skipped(name: str) -> bool:
+    return name.startswith((".", "#")) or name.endswith("~")
+
+
+FINGERPRINTS = "fingerprints.json"
+RACY_NS = 2 * 10**9  # a file changed this recently may change again within its clock tick: not remembered
+_Key = tuple[str, int, int, int, int]  # (resolved path, size, mtime_ns, ctime_ns, inode)
+_digests: dict[_Key, str] = {}  # -> sha256, in this process
+_run_cache_dirs: list[Path] = []  # the cache folders of the runs under way (fingerprints_in), innermost last
+
+
+@contextmanager
+def fingerprints_in(cache_dir: Path):
+    """Keep the fingerprints of the model identities computed while the block runs in
+    ``cache_dir`` (the run's ``--cache-dir``, ``Context.cache_dir``), wherever they are computed."""
+    folder = Path(cache_dir)
+    _run_cache_dirs.append(folder)
+    try:
+        yield
+    finally:
+        _run_cache_dirs.remove(folder)
+
+
+def fingerprints_file(cache_dir: Path | None = None) -> Path:
+    """``fingerprints.json`` in ``cache_dir``, else in the cache folder of the run under way
+    (:func:`fingerprints_in`), else in the one a run uses when it names none: ``$R2MED_CACHE_DIR``
+    (as ``--cache-dir`` reads it), else the user's cache folder."""
+    from .context import default_cache_dir
+
+    if cache_dir is None and _run_cache_dirs:
+        cache_dir = _run_cache_dirs[-1]
+    if cache_dir is None:
+        folder = os.environ.get("R2MED_CACHE_DIR")
+        cache_dir = Path(folder) if folder else default_cache_dir()
+    return Path(cache_dir).expanduser() / FINGERPRINTS
+
+
+def _read_fingerprints(file: Path) -> dict[_Key, str]:
+    """The digests stored in ``file``; nothing when it is missing, unreadable or not as written
+    (an entry without a ctime, as r2med wrote them before, is not believed)."""
+    try:
+        stored = json.loads(file.read_text(encoding="utf-8"))["files"]
+        entries = stored.items()
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return {}
+    found = {}
+    for path, e in entries:
+        try:
+            key = (path, int(e["size"]), int(e["mtime_ns"]), int(e["ctime_ns"]), int(e["inode"]))
+        except (ValueError, TypeError, KeyError):
+            continue
+        if isinstance(e.get("sha256"), str) and len(e["sha256"]) == 64:
+            found[key] = e["sha256"]
+    return found
+
+
+def _stat_key(path: Path) -> _Key:
+    st = path.stat()
+    return str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
+
+
+class _FileDigests:
+    """Files' sha256 for one folder's identity: from this process's memory, else from the
+    persistent fingerprints (read once, at the first miss), else read and hashed; new digests are
+    added to the persistent file at the end, best effort (a cache folder that cannot be written
+    is passed over in silence). When in doubt the bytes are read: a digest is remembered only
+    for a file that did not change while it was read and whose last change (mtime, ctime) is
+    :data:`RACY_NS` older than the reading (a write within the same clock tick keeps them)."""
+
+    def __init__(self, file: Path) -> None:
+        self.file = file
+        self.stored: dict[_Key, str] | None = None
+        self.new: dict[_Key, str] = {}
+
+    def __enter__(self) -> _FileDigests:
+        return self
+
+    def of(self, file: Path) -> str:
+        resolved = file.resolve()
+        blob = _hub_blob_digest(resolved)
+        if blob is not None:
+            return blob
+        key = _stat_key(resolved)
+        if key in _digests:
+            return _digests[key]
+        if self.stored is None:
+            self.stored = _read_fingerprints(self.file)
+        digest = self.stored.get(key)
+        if digest is not None:
+            _digests[key] = digest
+            return digest
+        started = _now_ns()
+        digest = _sha256(resolved)
+        try:
+            unchanged = _stat_key(resolved) == key
+        except OSError:
+            unchanged = False
+        if unchanged and max(key[2], key[3]) < started - RACY_NS:
+            _digests[key] = self.new[key] = digest
+        return digest
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if kind is None and self.new:
+            self._save()
+
+    def _save(self) -> None:
+        from ..files import atomic
+
+        # the file as it is now (another process may have added to it), less files since changed
+        # or gone, plus this folder's new digests (one entry per path: the newest)
+        entries = {**_read_fingerprints(self.file), **self.new}
+        files = {}
+        for key, digest in entries.items():
+            path, size, mtime_ns, ctime_ns, inode = key
+            try:
+                if _stat_key(Path(path)) != key:
+                    continue
+            except OSError:
+                continue
+            files[path] = {"size": size, "mtime_ns": mtime_ns, "ctime_ns": ctime_ns, "inode": inode, "sha256": digest}
+        try:
+            atomic.write_json(self.file, {"files": files}, indent=None)
+        except OSError:
+            pass
+
+
+_SHA256_NAME = re.compile(r"[0-9a-f]{64}")
+
+
+def _hub_blob_digest(file: Path) -> str | None:
+    """The sha256 of a Hugging Face cache blob, from its name: a large (LFS) file of a hub model is
+    stored as ``models--org--name/blobs/<sha256 of its bytes>``, which a snapshot's file links to
+    (a small file's blob is named by its git hash, 40 digits: read as any other file)."""
+    folder = file.parent
+    if folder.name == "blobs" and folder.parent.name.startswith("models--") and _SHA256_NAME.fullmatch(file.name):
+        return file.name
+    return None
+
+
+def _now_ns() -> int:
+    return time.time_ns()
+
+
+def _sha256(file: Path) -> str:
+    h = hashlib.sha256()
+    with open(file, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def model_identity(ref: str, *, cache_dir: Path | None = None) -> tuple[str, str]:
+    """Name and revision of a model option's weights: a model folder's own
+    (:func:`local_model_identity`, its fingerprints kept in ``cache_dir`` as it says), else the hub
+    id, unpinned (a name's newest weights). A folder that holds no model (``-o model=/tmp``, which
+    :func:`check_model_ref` refuses) is not read."""
+    path = Path(ref).expanduser()
+    if path.is_dir() and looks_like_model(path):
+        return local_model_identity(path, cache_dir=cache_dir)
+    return ref, "unpinned"
+
+
+@contextmanager
+def hub_offline():
+    """No downloads while the block runs: a hub model resolves only from the local cache."""
+    saved = os.environ.get("HF_HUB_OFFLINE")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    constants = sys.modules.get("huggingface_hub.constants")  # already imported: it read the variable
+    saved_constant = getattr(constants, "HF_HUB_OFFLINE", None)
+    if constants is not None:
+        constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = saved
+        now = sys.modules.get("huggingface_hub.constants")  # imported inside the block: it read "1"
+        if now is not None:
+            now.HF_HUB_OFFLINE = (saved_constant if constants is not None
+                                  else (saved or "").strip().upper() in ("1", "ON", "YES", "TRUE"))

@@ -1,0 +1,283 @@
+"""What a plugin registers (specs) and what a selected spec creates (components).
+
+A spec is cheap metadata plus a factory. The factory runs only for components a run selects, with
+one instance of the spec's options: the defaults overridden by the user's ``-o key=value``,
+validated whole.
+"""
+
+from __future__ import annotations
+
+import importlib
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+from pydantic.fields import FieldInfo
+
+from . import options as _options
+from .context import Context
+from ..tasks.taskdata import Corpus, Query
+from ..errors import UserError
+from .options import Options
+from ..scoring.runs import Run  # query id -> {document id: score}; re-exported, defined in runs.py
+from ..tasks.specs import TaskSpec
+
+
+_CHECKED: weakref.WeakSet[type] = weakref.WeakSet()  # options classes whose defaults were checked
+
+
+@dataclass(frozen=True)
+class ComponentSpec:
+    """A named, configurable component.
+
+    ``options`` is a pydantic model, one field per accepted ``-o`` key, with its type, default,
+    bounds and ``description`` (``r2med_tasks.components.options``); its validators (``model_validator``)
+    hold the rules between options. The factory gets one validated instance of it,
+    ``factory(options)``, so each option is declared once. ``runtime_options`` never change
+    results (batch size, device) and so stay out of the run's identity; ``model_options`` choose
+    the model, whose name and revision (``model_meta()``) already identify them.
+
+    A composite, built of other registered retrievers (``hybrid``), names the option that lists
+    them in ``members_option``: the harness creates each member (its options: ``-o
+    MEMBER.key=value``) and calls ``factory(options, members)``, the created retrievers in the
+    option's order; the composite's calls get a ``CompositeContext``.
+    """
+
+    name: str
+    factory: Callable[..., Any] | str
+    description: str = ""
+    aliases: tuple[str, ...] = ()
+    options: type[BaseModel] = Options
+    runtime_options: tuple[str, ...] = ()
+    model_options: tuple[str, ...] = ()
+    reference: str | None = None
+    members_option: str | None = None
+    kind: ClassVar[str] = "component"
+    stage_options: ClassVar[type[BaseModel] | None] = None  # the harness's options of every stage of the kind
+
+    def __post_init__(self) -> None:
+        if isinstance(self.options, Mapping):
+            raise TypeError(f"{self.kind} '{self.name}': options is a dict of defaults, which r2med no longer takes; "
+                            "declare a pydantic model, options_model('MyOptions', key=(type, Field(default, "
+                            "description=...))) or a class deriving from r2med_tasks.Options (see docs/plugins.md)")
+        if not (isinstance(self.options, type) and issubclass(self.options, BaseModel)):
+            raise TypeError(f"{self.kind} '{self.name}': options must be a pydantic model class "
+                            f"(r2med_tasks.options_model), not {type(self.options).__name__}")
+        taken = sorted(set(self.options.model_fields) & set(self.stage_options.model_fields if self.stage_options
+                                                            else ()))
+        if taken:
+            raise TypeError(f"{self.kind} '{self.name}': option '{taken[0]}' is the harness's (every {self.kind} has "
+                            "it); give the plugin's option another name")
+        if self.options not in _CHECKED:  # once per options class: the registry is rebuilt by every command
+            _options.check_defaults(self.options, f"{self.kind} '{self.name}'")
+            _CHECKED.add(self.options)
+
+    def _model_of(self, key: str) -> type[BaseModel]:
+        """The model declaring ``key``: the stage's (the harness's option) or the component's."""
+        stage = self.stage_options
+        return stage if stage is not None and key in stage.model_fields else self.options
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """Every option's default, the stage's included."""
+        stage = _options.defaults(self.stage_options) if self.stage_options else {}
+        return _options.defaults(self.options) | stage
+
+    def option_fields(self) -> dict[str, FieldInfo]:
+        """The options' pydantic fields (type, default, bounds, description), in declaration order,
+        then the stage's."""
+        return {**self.options.model_fields, **(self.stage_options.model_fields if self.stage_options else {})}
+
+    def option_schema(self) -> dict[str, dict[str, Any]]:
+        """The options as plain JSON-shaped data, for listings (see ``r2med_tasks.components.options.schema``)."""
+        own = _options.schema(self.options, runtime=self.runtime_options, model_choice=self.model_options)
+        return own | (_options.schema(self.stage_options) if self.stage_options else {})
+
+    def parse(self, key: str, raw: str) -> Any:
+        """The typed value of ``-o key=raw``; a one-line UserError naming the option otherwise."""
+        return _options.parse(self._model_of(key), key, raw, where=f"-o {self.name}.{key}")
+
+    def identity_value(self, key: str, value: Any) -> Any:
+        """What an option's value stands for in a run's identity (``r2med_tasks.components.options.Identified``)."""
+        return _options.identity_value(self._model_of(key), key, value)
+
+    def identifies_results(self, key: str) -> bool:
+        """Whether an option can change results and is not a model choice (which the model's name and
+        revision identify): the options of a run's configuration and experiment name."""
+        return key not in self.runtime_options and key not in self.model_options
+
+    def resolve_factory(self) -> Callable[..., Any]:
+        if callable(self.factory):
+            return self.factory
+        module, _, attr = self.factory.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def options_of(self, values: Mapping[str, Any]) -> BaseModel:
+        """The component's options instance: ``values`` (the user's, as ``parse`` returned them) over
+        the defaults, validated whole; the stage's options stay the harness's. A refusal is one
+        UserError line naming the options."""
+        stage = self.stage_options.model_fields if self.stage_options else {}
+        own = {k: v for k, v in values.items() if k not in stage}
+        missing = [k for k, f in self.options.model_fields.items() if f.is_required() and k not in own]
+        if missing:
+            raise UserError(f"{self.kind} '{self.name}' needs " + ", ".join(f"-o {self.name}.{k}=..." for k in missing))
+        return _options.validated(self.options, own, component=f"{self.kind} '{self.name}'", name=self.name)
+
+    def create(self, options: BaseModel | Mapping[str, Any] | None = None, members: Sequence[Any] = ()) -> Any:
+        """The component: ``factory(options)``, or a composite's ``factory(options, members)``;
+        ``options``: its instance (``options_of``), or the values to make it of."""
+        if not isinstance(options, BaseModel):
+            options = self.options_of(options or {})
+        factory = self.resolve_factory()
+        return factory(options, list(members)) if self.members_option else factory(options)
+
+
+@dataclass(frozen=True)
+class RetrieverSpec(ComponentSpec):
+    kind: ClassVar[str] = "retriever"
+
+
+@dataclass(frozen=True)
+class RewriterSpec(ComponentSpec):
+    kind: ClassVar[str] = "rewriter"
+
+
+class RerankStageOptions(Options):
+    """The harness's options of a reranker stage: every reranker accepts them (``r2med plugins NAME``
+    lists them after its own), the runner applies them, the reranker never sees them."""
+
+    keep_tail: bool = Field(False, description="keep the first stage's documents below the reranked top rerank_k, "
+                                               "in their order (default: only the reranked list is scored, as "
+                                               "published)")
+
+
+@dataclass(frozen=True)
+class RerankerSpec(ComponentSpec):
+    """A reranker; its stage also takes :class:`RerankStageOptions` (``-o keep_tail=true``: the
+    published runs score only the reranked top ``rerank_k``; with it the first stage's remaining
+    documents stay below them)."""
+
+    kind: ClassVar[str] = "reranker"
+    stage_options: ClassVar[type[BaseModel] | None] = RerankStageOptions
+
+
+@dataclass(frozen=True)
+class LLMSpec:
+    """An LLM backend. ``factory(spec, **sampling)`` gets the whole ``-o llm=`` value and the
+    sampling parameters and returns an ``r2med_tasks.llm.LLMClient`` (``model``, ``params``,
+    ``generate(requests, on_result=, usage=)``), checked when a component asks for it."""
+
+    name: str
+    factory: Callable[..., Any] | str
+    description: str = ""
+    aliases: tuple[str, ...] = ()
+    kind: ClassVar[str] = "llm"
+
+    def create(self, spec: str, **sampling: Any) -> Any:
+        factory = self.factory
+        if not callable(factory):
+            module, _, attr = factory.partition(":")
+            factory = getattr(importlib.import_module(module), attr)
+        return factory(spec, **sampling)
+
+
+SPEC_TYPES: dict[str, type[ComponentSpec]] = {
+    cls.kind: cls for cls in (RetrieverSpec, RewriterSpec, RerankerSpec)
+}
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """First stage: index a task's corpus, then return scored documents for each query.
+
+    ``search`` may return more or fewer than ``top_k`` documents per query; the harness keeps the
+    ``top_k`` best. Queries may carry a rewriter's generated documents (``Query.generated``): a
+    retriever that combines them itself says so with :class:`CombinesGenerated`; any other gets
+    each query's text already combined by the default rule (``r2med_tasks.components.combine.default_query``).
+    """
+
+    def index(self, corpus: Corpus, *, task: TaskSpec, context: Context) -> None: ...
+
+    def search(self, queries: Sequence[Query], *, task: TaskSpec, top_k: int, context: Context) -> Run: ...
+
+
+@runtime_checkable
+class Rewriter(Protocol):
+    """Turns each query into a query with generated documents (``Query.generated``)."""
+
+    def rewrite(self, queries: Sequence[Query], *, task: TaskSpec, context: Context) -> list[Query]: ...
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Re-scores the first stage's candidates for each query."""
+
+    def rerank(self, queries: Sequence[Query], corpus: Corpus, candidates: Run, *, task: TaskSpec,
+               context: Context) -> Run: ...
+
+
+# Optional capabilities: a component has one when it has the member; the harness checks with isinstance.
+
+@runtime_checkable
+class DescribesModel(Protocol):
+    """Names the model behind the results: at least ``name`` (containing "/") and ``revision``,
+    plus any mteb ``ModelMeta`` field and ``display_name``, as a leaderboard prints it: the stage's
+    name in the pipeline's name ("o3-mini" in "o3-mini + BM25"; without it, a rewriter or reranker
+    is named by its component's name)."""
+
+    def model_meta(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class ReportsUsage(Protocol):
+    """A component that calls an LLM: ``usage``, the ``r2med_tasks.llm.Usage`` its calls are tallied
+    in (passed as ``usage=`` to ``generate_cached``/``continue_cached``/``LLMClient.generate``, made
+    with ``model=`` and the ``-o price=`` it was given), None while it has called none. One tally
+    for the component's life or a new one per call: the runner counts what each call added, so a
+    task's usage (its cost file, ``--json``) is what that task's calls cost, cache hits apart; the
+    run's closing line for the component is its last tally's (requests, cache hits, tokens, cost)."""
+
+    usage: Any
+
+
+@runtime_checkable
+class RerankDepth(Protocol):
+    """How many of the first stage's documents per query a reranker re-scores (default: all kept)."""
+
+    rerank_k: int
+
+
+@runtime_checkable
+class CombinesGenerated(Protocol):
+    """A retriever that reads ``Query.generated`` itself (the published per-family rules), when
+    ``combines_generated`` is true; false (or absent) leaves it to the default rule."""
+
+    combines_generated: bool
+
+
+def combines_generated(retriever: Any) -> bool:
+    """Whether a retriever combines generated documents itself: the attribute's value, not its presence."""
+    return getattr(retriever, "combines_generated", False) is True
+
+
+@runtime_checkable
+class DeclaresResources(Protocol):
+    """What one run of the component needs, for a scheduler (``r2med sweep --executor ray``):
+    ``{"gpu": True, "gpu_memory_gb": estimate or None}`` for a local model, ``{}`` for a CPU only."""
+
+    def resources(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class Composite(Protocol):
+    """A component built of other retrievers (``hybrid``): the ``members`` it uses, of those its
+    factory got, and whether it is tuned across a task group (then the group's tasks run as one
+    job, as in one ``r2med-run``)."""
+
+    members: Sequence[Any]
+    tunes_across_tasks: bool
+
+
+PROTOCOLS: dict[str, type] = {"retriever": Retriever, "rewriter": Rewriter, "reranker": Reranker}

@@ -1,0 +1,289 @@
+"""Lay a run out as the public MTEB results repository expects, in a clone of it, as a careful
+contributor would, and say what stands in the way of a pull request being merged there
+(:mod:`r2med_tasks.results.contribution` checks what that repository's CI checks).
+
+The export merges into what the clone holds, never loses it and never writes outside it:
+
+- ``run_settings.jsonl`` is merged as mteb's ``ResultCache`` merges one into another (its entries,
+  then the run's; each task, split and subset once, with the last settings), a new one copied;
+- a ``model_meta.json`` already there is kept when it says the same (as JSON), and refused when it
+  differs (naming the fields) unless ``replace_model_meta``;
+- a TaskResult already there is left when it is the same, refused when it differs unless
+  ``overwrite``;
+- a DEST that does not exist is refused unless ``create``; every existing path component under
+  DEST (a link included) must resolve inside DEST's real path, and files are written there;
+- everything is read and checked before the first write, and the files are then written together
+  (:func:`r2med_tasks.files.atomic.replace_all`), ``model_meta.json`` last.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..files import atomic
+from .contribution import MAX_READ_BYTES, before_export, check_exported, repository_folder
+from ..errors import UserError
+from ..files.bounded import MalformedJSON, MissingFile, UnreadableFile, parse_json, read_bytes
+from .layout import (
+    EXPERIMENTS,
+    MAX_RECORD_BYTES,
+    MAX_TASK_RESULT_BYTES,
+    MODEL_META,
+    RUN_SETTINGS,
+    RunFolder,
+    experiment_name,
+    safe_component,
+)
+from ..mteb_adapter import run_settings_text
+
+REPAIR = "delete that file and rerun the r2med-run command with --overwrite"
+MAX_FOLDER = 120  # characters of a model folder named from a model_meta.json, as r2med's own folders
+ELSEWHERE = "or export into another clone"
+
+
+@dataclass(frozen=True)
+class MtebExport:
+    """What :func:`export_run` did: the folder it exported to, the files it wrote there (new,
+    replaced or merged) and those it found already as the run has them (left alone), and the
+    problems a pull request with them would hit (one line each; none: nothing to fix)."""
+
+    target: Path
+    problems: list[str]
+    written: list[Path] = field(default_factory=list)
+    unchanged: list[Path] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def export_run(run_dir: Path, dest: Path, *, create: bool = False, overwrite: bool = False,
+               replace_model_meta: bool = False) -> MtebExport:
+    """Copy a run's TaskResults, model_meta.json and run_settings.jsonl into the clone ``dest`` of
+    the MTEB results repository, at ``results/<org__model>/<revision>/`` (plus
+    ``experiments/<name>/`` for an option variant), merging with what is there (see the module's
+    docstring; ``create``: make a missing ``dest``; ``overwrite``: replace a TaskResult of the same
+    task that differs; ``replace_model_meta``: replace a model_meta.json that differs), and check
+    what it exported (:func:`r2med_tasks.results.contribution.check_exported`). A refusal is a
+    :class:`UserError` raised before anything is written."""
+    run = RunFolder(run_dir)
+    meta_path = run.model_meta_file
+    meta_bytes = _read(meta_path, MAX_RECORD_BYTES, optional=True)
+    if meta_bytes is None:
+        raise UserError(f"{run_dir}: no model_meta.json; pass a results folder written by r2med-run "
+                        "(<output>/<org__model>/<revision>/)")
+    meta = _json_object(meta_path, meta_bytes)
+    name, revision = meta.get("name"), meta.get("revision") or "no_revision_available"  # mteb's folder for None
+    if not isinstance(name, str) or not name:
+        raise UserError(f"{meta_path}: no model name; the run's files are corrupt: {REPAIR}")
+    kwargs = meta.get("experiment_kwargs")
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise UserError(f"{meta_path}: experiment_kwargs is a {type(kwargs).__name__}, not an object of options "
+                        f"(mteb's experiment_kwargs); the run's files are corrupt: {REPAIR}")
+    relative = Path("results", _folder(name), safe_component(str(revision)))
+    experiment = experiment_name(kwargs)
+    if experiment:  # an option variant: mteb's experiment folder (the check says it cannot be submitted)
+        relative = relative / EXPERIMENTS / experiment
+    results = run.task_files()
+    if not results:
+        raise UserError(f"{run_dir}: no task results to export")
+    files = {path.name: _read(path, MAX_TASK_RESULT_BYTES) for path in results}  # all read before anything is written
+    for path in results:
+        _json_object(path, files[path.name])
+    settings = _read(run.run_settings_file, MAX_TASK_RESULT_BYTES, optional=True)
+    settings_text = None if settings is None else _utf8(run.run_settings_file, settings,
+                                                        f"the run's files are corrupt: {REPAIR}")
+
+    # the destination: there (or to be made), and nothing under it leading out of it
+    base = _destination(dest, create)
+    fresh = not dest.is_dir()  # a DEST to make holds nothing
+    target = dest / relative
+    names = [*files, *([RUN_SETTINGS] if settings is not None else []), MODEL_META]
+    real = _real_paths(dest, base, relative, names)
+
+    def existing(file_name: str) -> bytes | None:
+        return None if fresh else _existing(real[file_name], target / file_name)
+
+    # what to write: each file against what the clone holds
+    writes: list[tuple[Path, bytes]] = []  # (real path, bytes), model_meta.json last
+    written: list[Path] = []
+    unchanged: list[Path] = []
+
+    def plan(file_name: str, data: bytes | None) -> None:
+        if data is None:
+            unchanged.append(target / file_name)
+        else:
+            writes.append((real[file_name], data))
+            written.append(target / file_name)
+
+    old_meta = existing(MODEL_META)
+    differs = None if old_meta is None else _meta_difference(old_meta, meta)  # "": the same
+    if differs and not replace_model_meta:
+        raise UserError(f"{target / MODEL_META}: already there and {differs}; pass --replace-model-meta to replace it "
+                        f"with the run's (results already in that folder were filed with it), {ELSEWHERE}")
+    conflicts = []
+    for file_name, data in files.items():
+        old = existing(file_name)
+        if old is not None and (old == data or _same_json(old, data)):
+            plan(file_name, None)
+        elif old is not None and not overwrite:
+            conflicts.append(target / file_name)
+        else:
+            plan(file_name, data)
+    if conflicts:
+        more = f" (and {len(conflicts) - 1} more TaskResults)" if len(conflicts) > 1 else ""
+        raise UserError(f"{conflicts[0]}: already there with other results of the task{more}; pass --overwrite to "
+                        f"replace them with the run's, {ELSEWHERE}")
+    if settings_text is not None:
+        old = existing(RUN_SETTINGS)
+        if old is None:  # mteb copies the run's file as it is
+            plan(RUN_SETTINGS, settings)
+        else:
+            old_text = _utf8(target / RUN_SETTINGS, old, "mteb cannot merge run settings into it: fix or delete it")
+            merged = _merged_run_settings(old_text, settings_text).encode("utf-8")
+            plan(RUN_SETTINGS, None if merged == old else merged)
+    plan(MODEL_META, None if differs == "" else meta_bytes)
+    before = before_export(dest / "results", target)
+
+    if writes:
+        if fresh:
+            dest.mkdir(parents=True)
+        atomic.replace_all(writes)  # all written aside first; model_meta.json last: a finished export
+    exported = [target / file_name for file_name in names]
+    return MtebExport(target, check_exported(dest / "results", target, exported, before), written, unchanged)
+
+
+def _destination(dest: Path, create: bool) -> Path:
+    """DEST's real path: a folder (or, with ``create``, none yet)."""
+    if dest.is_dir():
+        return Path(os.path.realpath(dest))
+    if os.path.lexists(dest):
+        kind = "a file" if dest.is_file() else "a link to nothing" if dest.is_symlink() else "not a regular file"
+        raise UserError(f"{dest} is {kind}, not a folder; pass the folder of a clone of "
+                        "embeddings-benchmark/results as DEST")
+    if not create:
+        raise UserError(f"{dest} does not exist; pass a clone of embeddings-benchmark/results (git clone "
+                        "https://github.com/embeddings-benchmark/results.git), or --create to make the folder")
+    return Path(os.path.realpath(dest))
+
+
+def _real_paths(dest: Path, base: Path, relative: Path, names: list[str]) -> dict[str, Path]:
+    """The real path each of ``names`` in ``dest / relative`` is written at, once every path
+    component of them under DEST that exists (folders, the files themselves, links among them) is
+    checked to resolve inside ``base``, DEST's real path, and every existing folder to be one."""
+    path = dest
+    for part in relative.parts:
+        path = path / part
+        if not os.path.lexists(path):
+            break
+        _inside(path, dest, base)
+        if not path.is_dir():
+            raise UserError(f"{path}: not a folder, where the repository's layout has one; move it away, "
+                            f"{ELSEWHERE}")
+    real = {}
+    for file_name in names:
+        path = dest / relative / file_name
+        if os.path.lexists(path):
+            _inside(path, dest, base)
+        real[file_name] = Path(os.path.realpath(path))
+    return real
+
+
+def _inside(path: Path, dest: Path, base: Path) -> None:
+    """Refuse ``path`` when it resolves (its links followed) outside ``base``."""
+    resolved = Path(os.path.realpath(path))
+    if not resolved.is_relative_to(base):
+        raise UserError(f"{path}: leads out of {dest} (to {resolved}) through a link; an export writes inside DEST "
+                        f"only: replace the link with what it points to, {ELSEWHERE}")
+
+
+def _existing(path: Path, shown: Path) -> bytes | None:
+    """The bytes of the clone's file at ``path`` (``shown`` in messages), or None: no such file."""
+    try:
+        return read_bytes(path, MAX_READ_BYTES)
+    except MissingFile:
+        return None
+    except UnreadableFile as e:
+        raise UserError(f"{shown}: {e}; an export replaces regular files only: move it away, {ELSEWHERE}") from None
+
+
+def _same_json(a: bytes, b: bytes) -> bool:
+    try:
+        return parse_json(a) == parse_json(b)
+    except MalformedJSON:
+        return False
+
+
+def _meta_difference(old: bytes, meta: dict) -> str:
+    """How the clone's ``model_meta.json`` (``old``) differs from the run's ``meta``: "" when
+    they say the same, else a few words naming the fields."""
+    try:
+        there = parse_json(old)
+    except MalformedJSON as e:
+        return f"is {e}"
+    if not isinstance(there, dict):
+        return f"is not a JSON object (a {type(there).__name__})"
+    fields = [key for key in [*meta, *(k for k in there if k not in meta)]
+              if key not in there or key not in meta or there[key] != meta[key]]
+    if not fields:
+        return ""
+    shown = ", ".join(fields[:8]) + (f" and {len(fields) - 8} more" if len(fields) > 8 else "")
+    return f"differs from the run's in {'field' if len(fields) == 1 else 'fields'} {shown}"
+
+
+def _merged_run_settings(existing: str, run: str) -> str:
+    """The clone's ``run_settings.jsonl`` (``existing``) after mteb merges the run's (``run``) into
+    it, as ``ResultCache.submit_results`` does (``_write_and_merge_keyed_json(dest,
+    _read_run_settings_from_file(run))``): the clone's entries, then the run's, each (task, split,
+    subset) kept once with the settings of the last entry covering it, rows grouped as mteb groups
+    them. r2med's reproduction of that merge, :func:`run_settings_text`, does it: given both
+    files' lines (a line never spans the two), the one entry it adds names no split and no subset,
+    so it covers nothing (tests/test_export_mteb_merge.py compares with mteb's own merge)."""
+    return run_settings_text(f"{existing}\n{run}", "", {None: []}, None)
+
+
+def _utf8(path: Path, data: bytes, then: str) -> str:
+    """``data`` as the UTF-8 text mteb reads ``run_settings.jsonl`` as, or a one-line error naming ``path``."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); {then}") from None
+
+
+def _folder(name: str) -> str:
+    """The model's folder: the repository's name for it where that is a plain path component,
+    else a safe one (which the check then reports as misplaced)."""
+    folder = repository_folder(name)
+    if folder.isprintable() and not folder.startswith(".") and len(folder) <= MAX_FOLDER \
+            and not re.search(r"[\\/:*?\"<>|]", folder):
+        return folder
+    return safe_component(folder)
+
+
+def _read(path: Path, limit: int, *, optional: bool = False) -> bytes | None:
+    """A file of the run (a regular file, at most ``limit`` bytes: a TaskResult's is the MTEB results
+    repository's limit), or a one-line error naming it; None when there is none and it is ``optional``."""
+    try:
+        return read_bytes(path, limit)
+    except MissingFile as e:
+        if optional:
+            return None
+        raise UserError(f"{path}: {e}; {REPAIR}") from None
+    except UnreadableFile as e:
+        raise UserError(f"{path}: {e}; it cannot be exported: {REPAIR}") from None
+
+
+def _json_object(path: Path, data: bytes) -> dict:
+    """The JSON object ``data`` read from ``path``, or a one-line error naming the file: an export
+    copies what it read, so a corrupt file stops it before anything is written."""
+    try:
+        value = parse_json(data)
+    except MalformedJSON as e:
+        raise UserError(f"{path}: not a JSON file ({e}); the run's files are corrupt: {REPAIR}") from None
+    if not isinstance(value, dict):
+        raise UserError(f"{path}: expected a JSON object, got {type(value).__name__}; the run's files are corrupt: "
+                        f"{REPAIR}")
+    return value

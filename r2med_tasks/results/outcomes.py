@@ -1,0 +1,190 @@
+"""What a run produced: one type per task and one per run, with one serialisation.
+
+``r2med-run --json``, the Python API (``r2med_tasks.evaluate``) and ``r2med sweep``'s board all
+show these, so a task's outcome has one shape wherever it is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    """One task of a run: its nDCG@10, the queries scored, whether it was computed now or reused
+    (``"computed"``/``"cached"``), whether its data is R2MED's official data (the hub's, at mteb's
+    pinned revision), and the results folder it is in.
+
+    Read from the results folder's files (:meth:`read`), so a task reused from an earlier run reports
+    what it reported when it was computed: ``judged_at_10`` and ``ndcg_at_10_condensed``, the means
+    over the scored queries of the per-query file's columns (``evaluation.judgment_coverage``; None
+    for a per-query file written before r2med had them); ``ndcg_at_10_ci``, the 95% percentile
+    bootstrap interval of the mean nDCG@10 over queries (10,000 resamples, ``default_rng(0)``), ×100
+    and rounded to 2 decimals like ``ndcg_at_10_x100``, computed on the unrounded per-query values;
+    ``usage`` and ``seconds``, what computing it cost, from its cost file (None when it has none);
+    ``only_relevant_judged``: whether every judged document of every scored query is relevant (the
+    task's judgments hold no grade 0, as R2MED's): then ``judged_at_10`` is P@10 and
+    ``ndcg_at_10_condensed`` no measure of holes (``evaluation.judgment_coverage``; None for a
+    per-query file written before r2med recorded it)."""
+
+    task: str  # mteb's task name
+    alias: str  # the short name --tasks takes
+    group: str | None
+    ndcg_at_10: float
+    n_queries: int
+    status: str
+    official_data: bool
+    results_dir: str
+    judged_at_10: float | None = None  # share of each query's top 10 that is judged (0-1), mean over queries
+    ndcg_at_10_condensed: float | None = None  # nDCG@10 over judged documents only (0-1), mean over queries
+    ndcg_at_10_ci: list[float] | None = None  # [lo, hi] of the mean nDCG@10, ×100, 2 decimals
+    usage: dict[str, Any] | None = None  # LLM requests, tokens and dollars (None: no LLM called)
+    seconds: dict[str, float] | None = None  # wall seconds per stage
+    only_relevant_judged: bool | None = None  # no grade 0 in the judgments: judged@10 is P@10
+
+    @classmethod
+    def read(cls, task, folder, *, status: str, official_data: bool) -> TaskOutcome:
+        """The outcome of ``task`` (a ``TaskSpec``) from the results folder it was written to (a
+        ``RunFolder`` or its path): the main score from its TaskResult, the rest from its per-query
+        file and its cost file. The one way an outcome is built, for a task computed now or reused."""
+        from ..scoring.evaluation import COVERAGE, MAIN_SCORE, RELEVANT_ONLY
+        from .layout import RunFolder
+        from ..scoring.uncertainty import mean_interval, x100
+
+        run = folder if isinstance(folder, RunFolder) else RunFolder(Path(folder))
+        result = run.task_result(run.task_json(task.name))
+        main = float(result["scores"]["test"][0]["main_score"])
+        rows = run.per_query_scores(task.name, (MAIN_SCORE, *COVERAGE))
+        if not rows:
+            raise ValueError(f"{run.per_query(task.name)}: no query")
+
+        def mean(column: str) -> float | None:
+            values = [row[column] for row in rows.values() if column in row]
+            return sum(values) / len(values) if len(values) == len(rows) else None
+
+        cost = run.cost(task.name) or {}
+        relevant_only = mean(RELEVANT_ONLY)
+        return cls(task.name, task.short_name, task.group, main, len(rows), status, official_data, str(run.path),
+                   judged_at_10=mean("judged_at_10"), ndcg_at_10_condensed=mean("ndcg_at_10_condensed"),
+                   ndcg_at_10_ci=x100(mean_interval([row[MAIN_SCORE] for row in rows.values()])),
+                   usage=cost.get("usage"), seconds=cost.get("seconds"),
+                   only_relevant_judged=None if relevant_only is None else relevant_only == 1.0)
+
+    @property
+    def ndcg_at_10_x100(self) -> float:
+        """As the leaderboard shows it: ×100, rounded to 2 decimals."""
+        from ..scoring.evaluation import leaderboard_value
+
+        return leaderboard_value(self.ndcg_at_10)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "ndcg_at_10_x100": self.ndcg_at_10_x100}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TaskOutcome:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})  # (older JSON: defaults)
+
+
+def average_ci(tasks: list[TaskOutcome]) -> list[float] | None:
+    """The 95% interval of a run's average nDCG@10 (the plain mean of its tasks' means, as
+    ``RunOutcome.average_x100``): the queries of each task resampled within the task
+    (``uncertainty.average_interval_of``), ×100 and rounded to 2 decimals; read from the per-query
+    files, so a reused task counts as it did when computed. None for no task."""
+    from ..scoring.evaluation import MAIN_SCORE
+    from .layout import RunFolder
+    from ..scoring.uncertainty import average_interval_of, x100
+
+    if not tasks:
+        return None
+    per_task = {}
+    for o in tasks:
+        rows = RunFolder(Path(o.results_dir)).per_query_scores(o.task, (MAIN_SCORE,))
+        per_task[o.task] = [row[MAIN_SCORE] for row in rows.values()]
+    return x100(average_interval_of(per_task))
+
+
+@dataclass
+class RunOutcome(Mapping[str, TaskOutcome]):
+    """A run: its pipeline's name and results folders, and task name -> :class:`TaskOutcome`
+    (``outcome["Biology"]`` also finds a task by the name ``--tasks`` takes)."""
+
+    display_name: str
+    label: str
+    model_name: str
+    revision: str
+    experiment: str | None
+    results_dirs: list[str]
+    tasks: list[TaskOutcome] = field(default_factory=list)
+    command: str | None = None  # the r2med-run line that reproduces the run (None: no command can)
+    summaries: list[str] = field(default_factory=list)  # the components' closing lines (LLM usage)
+    average_ci: list[float] | None = None  # [lo, hi] of the average's 95% interval, ×100 (:func:`average_ci`)
+
+    def __getitem__(self, task: str) -> TaskOutcome:
+        from ..tasks.specs import normalize
+
+        for o in self.tasks:
+            if task == o.task or normalize(task) in (normalize(o.task), normalize(o.alias)):
+                return o
+        raise KeyError(task)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(o.task for o in self.tasks)
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{o.task}: {o.ndcg_at_10:.4f}" for o in self.tasks)
+        return f"RunOutcome({self.label!r}, {{{shown}}})"
+
+    @property
+    def official_data(self) -> bool:
+        return bool(self.tasks) and all(o.official_data for o in self.tasks)
+
+    def task_results(self) -> dict[str, Any]:
+        """mteb's TaskResult of each task, as mteb reads it from disk."""
+        from pathlib import Path
+
+        from ..mteb_adapter import read_task_result
+
+        return {o.task: read_task_result(Path(o.results_dir) / f"{o.task}.json") for o in self.tasks}
+
+    def average_x100(self) -> float:
+        """The leaderboard's average over the run's tasks."""
+        from ..scoring.evaluation import leaderboard_average
+
+        return leaderboard_average([o.ndcg_at_10_x100 for o in self.tasks])
+
+    def totals(self) -> dict[str, Any]:
+        """The run's cost summed over its tasks (reused ones as recorded when computed): ``usage``
+        (each count summed; ``usd`` None when a task's is unknown; None when no task called an LLM),
+        ``seconds`` per stage (None when no task recorded any) and ``queries`` scored."""
+        usages = [o.usage for o in self.tasks if o.usage]
+        usage = None
+        if usages:
+            usage = {k: sum(u.get(k) or 0 for u in usages) for k in dict.fromkeys(k for u in usages for k in u)
+                     if k != "usd"}
+            usage["usd"] = None if any(u.get("usd") is None for u in usages) else sum(u["usd"] for u in usages)
+        seconds: dict[str, float] | None = None
+        for o in self.tasks:
+            for stage, value in (o.seconds or {}).items():
+                seconds = seconds if seconds is not None else {}
+                seconds[stage] = seconds.get(stage, 0.0) + value
+        return {"usage": usage, "seconds": seconds, "queries": sum(o.n_queries for o in self.tasks)}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pipeline": self.display_name, "label": self.label, "model_name": self.model_name,
+                "revision": self.revision, "experiment": self.experiment, "results_dirs": self.results_dirs,
+                "command": self.command, "summaries": self.summaries, "official_data": self.official_data,
+                "tasks": [o.to_json() for o in self.tasks],
+                "average_ndcg_at_10_x100": self.average_x100() if self.tasks else None,
+                "average_ci": self.average_ci}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunOutcome:
+        return cls(data["pipeline"], data["label"], data["model_name"], data["revision"], data["experiment"],
+                   list(data["results_dirs"]), [TaskOutcome.from_json(t) for t in data["tasks"]], data["command"],
+                   list(data["summaries"]), data.get("average_ci"))

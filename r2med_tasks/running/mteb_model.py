@@ -1,0 +1,69 @@
+"""An r2med retriever or pipeline as an mteb search model (``r2med_tasks.as_mteb_model``).
+
+mteb calls ``index``/``search`` on it; nothing here imports mteb (its ``ModelMeta`` comes from
+``ResultFolder.model_meta``, through ``mteb_adapter``). Kept apart from ``mteb_adapter`` so the
+adapter imports no other r2med module and the core has no import cycle (``tests/test_imports.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mteb.abstasks.task_metadata import TaskMetadata
+    from mteb.models import ModelMeta
+
+
+class SearchModel:
+    """An r2med retriever or pipeline as an mteb search model (mteb's ``SearchProtocol``):
+    ``mteb.evaluate(r2med.as_mteb_model("bm25"), tasks)`` indexes and searches through it, with
+    the pipeline's rewriter, default query combination and reranker applied as ``r2med-run`` does."""
+
+    def __init__(self, pipeline: Any, context: Any, task_of: Callable[[str], Any]) -> None:
+        self.pipeline, self.context, self.task_of = pipeline, context, task_of
+        self._corpus = None
+
+    @property
+    def mteb_model_meta(self) -> ModelMeta:
+        from ..results.identity import ResultFolder
+
+        return ResultFolder(Path("results"), self.pipeline.spec()).model_meta_object()
+
+    def index(self, corpus: Any, *, task_metadata: TaskMetadata, hf_split: str = "test", hf_subset: str = "default",
+              encode_kwargs: Any = None, num_proc: int | None = None, **kwargs: Any) -> None:
+        """Keep mteb's corpus; the retriever indexes it in :meth:`search`, where ``r2med-run``'s
+        stages run as they do in a run."""
+        import hashlib
+
+        from ..tasks.taskdata import Corpus
+
+        columns = corpus.column_names if hasattr(corpus, "column_names") else []
+        ids = [str(i) for i in corpus["id"]]
+        texts = list(corpus["text"])
+        if "title" in columns:  # as mteb's own encoders join them
+            texts = [f"{title} {text}".strip() if title else text for title, text in zip(corpus["title"], texts)]
+        h = hashlib.sha256()
+        for doc_id, text in zip(ids, texts):
+            h.update(doc_id.encode() + b"\0" + text.encode() + b"\0")
+        self._corpus = Corpus(ids, texts, h.hexdigest())
+
+    def search(self, queries: Any, *, task_metadata: TaskMetadata, hf_split: str = "test",
+               hf_subset: str = "default", top_k: int = 100, encode_kwargs: Any = None, top_ranked: Any = None,
+               num_proc: int | None = None, **kwargs: Any) -> dict[str, dict[str, float]]:
+        """The pipeline's stages, run by the runner's own code (mteb scores the result)."""
+        from ..tasks.taskdata import Query, TaskData
+        from .pipelines import Pipeline
+        from .runner import Phases, first_stage, rerank_stage
+
+        task = self.task_of(task_metadata.name)
+        context = self.context.with_(corpus=self._corpus)
+        asked = [Query(str(i), t) for i, t in zip(queries["id"], queries["text"])]
+        data = TaskData(self._corpus, asked, {}, "", "mteb")  # scored by mteb, not here
+        pipeline = Pipeline(self.pipeline.stages, top_k)
+        phase, step = Phases(), lambda description: None
+        run = first_stage(pipeline, task, data, phase, step, context)
+        if "reranker" in pipeline.stages:
+            run = rerank_stage(pipeline.stages["reranker"], task, data, run, phase, step, context, top_k)
+        return run

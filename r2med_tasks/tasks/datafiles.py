@@ -1,0 +1,205 @@
+"""A task folder's files (``FILES``, R2MED's JSONL layout): parsed (``read_jsonl``) and hashed
+(``file_sha256``) once per process.
+
+A local corpus is large (hundreds of MB) and most warm runs need only its document ids (a cached
+index keyed on the corpus checksum). So each file is hashed once per process (``file_sha256``,
+memoized on the file's stat; a run hashes its later tasks' files ahead, on a background thread,
+``hash_ahead``), and a file parsed is hashed in the same read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+
+FILES = ("corpus.jsonl", "query.jsonl", "qrels.jsonl")
+GENERATED_FILE = "query_with_hydoc.jsonl"  # <task folder>/<method>/<llm>/: an LLM's documents, as R2MED publishes them
+
+
+@dataclass
+class Rows:
+    """Parsed rows of one input, with ``where(i)`` naming row ``i``'s place for messages."""
+
+    values: list[Any]
+    name: str
+    where: Callable[[int], str]
+
+
+def read_jsonl(path: Path) -> tuple[Rows, str]:
+    """Parse a JSONL file and return its rows and the file's sha256.
+
+    One ``json.loads`` parses the whole file; only when that fails is it parsed line by line, to
+    name the bad line. A file this process hashed already and that is unchanged since (see
+    ``file_sha256``) is not hashed again.
+    """
+    key = _stat_key(path)
+    known = _DIGESTS.get(key)
+    fast = _read_jsonl_fast(path, hashing=known is None)
+    if fast is not None:
+        rows, digest = Rows(fast[0], str(path), lambda i: f"{path}:{i + 1}"), fast[1]
+    else:
+        rows, digest = _read_jsonl_json(path, hashing=known is None)
+    if digest is None:
+        if _stat_key(path) != key:  # written to while being read: read what it holds now
+            return read_jsonl(path)
+        digest = known
+    _remember(path, key, digest)
+    return rows, digest
+
+
+def _read_jsonl_json(path: Path, *, hashing: bool) -> tuple[Rows, str | None]:
+    """``json`` for any file: its rows and (``hashing``, else ``None``) its sha256, or the one-line
+    error naming the bad line."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise _unreadable(path, e) from None
+    digest = hashlib.sha256(data).hexdigest() if hashing else None
+    try:
+        text = data.decode("utf-8").rstrip()
+    except UnicodeDecodeError as e:
+        lineno = data[: e.start].count(b"\n") + 1
+        raise UserError(f"{path}:{lineno}: not UTF-8 text; re-encode the file as UTF-8") from None
+    del data
+    try:  # JSON strings cannot hold a raw newline, so in valid JSONL every newline separates values
+        values = json.loads("[" + text.replace("\n", ",") + "]") if text else []
+        if len(values) == (text.count("\n") + 1 if text else 0):
+            return Rows(values, str(path), lambda i: f"{path}:{i + 1}"), digest
+    except ValueError:  # JSONDecodeError, or a number beyond Python's digit limit: found line by line
+        pass
+    lines = text.split("\n")  # blank lines, a line holding two values, or bad JSON: go line by line
+    linenos = [n for n, line in enumerate(lines, 1) if line.strip()]
+    values = []
+    for n in linenos:
+        try:
+            values.append(json.loads(lines[n - 1]))
+        except json.JSONDecodeError as e:
+            raise UserError(f"{path}:{n}: not valid JSON ({e.msg}); fix or remove that line") from None
+        except ValueError:  # Python's limit on the digits of an integer
+            raise UserError(f"{path}:{n}: a number with too many digits; fix or remove that line") from None
+    return Rows(values, str(path), lambda i: f"{path}:{linenos[i]}"), digest
+
+
+def _read_jsonl_fast(path: Path, *, hashing: bool) -> tuple[list[Any], str | None] | None:
+    """orjson (compiled), a line at a time while the file streams in, for the usual well-formed file:
+    the rows and (``hashing``, else ``None``) the file's sha256, or ``None`` for anything else.
+
+    The rows are exactly what ``_read_jsonl_json`` returns; ``None`` leaves the file
+    to that path (which names a bad line): a missing file, blank lines, invalid JSON or UTF-8, NaN
+    and lone surrogates (orjson rejects them), and rows holding floats or nested values (orjson
+    reads integers beyond 64 bits as floats, ``json`` as integers).
+    """
+    try:
+        import orjson
+    except ImportError:
+        return None
+    digest, values, tail, blank = hashlib.sha256() if hashing else None, [], b"", False
+    loads, append = orjson.loads, values.append
+    try:
+        with path.open("rb") as f:
+            while block := f.read(1 << 24):
+                if digest is not None:
+                    digest.update(block)
+                lines = (tail + block).split(b"\n")
+                tail = lines.pop()
+                for line in lines:
+                    if blank or not line.strip():  # only trailing blank lines are allowed
+                        blank = True
+                        if line.strip():
+                            return None
+                        continue
+                    append(loads(line))
+        if tail.strip():
+            if blank:
+                return None
+            append(loads(tail))
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if any(type(row) is not dict or not all(type(v) in (str, int, bool) or v is None for v in row.values())
+           for row in values):
+        return None
+    return values, digest.hexdigest() if digest is not None else None
+
+
+_DIGESTS: dict[tuple, str] = {}  # file_sha256's memo: the stat key of a file version -> its sha256
+
+
+def _stat_key(path: Path) -> tuple | None:
+    """What changes whenever a file's content may have: its place, size, times and inode."""
+    try:
+        st = path.stat()
+        return str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns
+    except OSError:
+        return None
+
+
+def _remember(path: Path, key: tuple | None, digest: str) -> None:
+    """Memoize ``digest`` as the hash of the file version ``key``, unless the file changed meanwhile."""
+    if key is not None and _stat_key(path) == key:
+        _DIGESTS[key] = digest
+
+
+def file_sha256(path: Path) -> str:
+    """The file's sha256, computed once per process for each version of the file (its stat): a
+    run's data identity and its loading share one read of each file, and a file changed between
+    them is hashed again. A hash started by :func:`hash_ahead` is waited for, not redone."""
+    key = _stat_key(path)
+    if key in _DIGESTS:
+        return _DIGESTS[key]
+    ahead = _AHEAD.pop(key, None)
+    if ahead is not None and ahead.exception() is None:
+        digest = ahead.result()
+    else:  # not hashed ahead, or it failed there: here its error names the file
+        try:
+            digest = _sha256_of(path)
+        except OSError as e:
+            raise _unreadable(path, e) from None
+    _remember(path, key, digest)
+    return digest
+
+
+def hash_ahead(folders: Iterable[Path]) -> None:
+    """Start hashing the data files of ``folders`` on a background thread, so a run's later tasks
+    find their data identity ready: hashlib releases the GIL, and the hashing overlaps the work on
+    earlier tasks. (A daemon thread: it never holds up the exit of a run that stops early.)"""
+    todo = []
+    for path in (folder / name for folder in folders for name in FILES):
+        key = _stat_key(path)
+        if key is not None and key not in _DIGESTS and key not in _AHEAD:
+            _AHEAD[key] = Future()
+            todo.append((path, _AHEAD[key]))
+
+    def hash_all() -> None:
+        for path, future in todo:
+            try:
+                future.set_result(_sha256_of(path))
+            except BaseException as e:  # file_sha256 hashes it again and reports it
+                future.set_exception(e)
+
+    if todo:
+        threading.Thread(target=hash_all, name="r2med-hash-ahead", daemon=True).start()
+
+
+_AHEAD: dict[tuple, Future] = {}  # hash_ahead's hashes, by the stat key of the file version
+
+
+def _sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 22):
+            h.update(block)  # hashlib releases the GIL: other threads run meanwhile
+    return h.hexdigest()
+
+
+def _unreadable(path: Path, e: OSError) -> UserError:
+    what = ("file not found" if isinstance(e, FileNotFoundError) else
+            "a folder, not a file" if isinstance(e, IsADirectoryError) else f"cannot read it ({e.strerror or e})")
+    return UserError(f"{path}: {what} (R2MED's layout needs the files {', '.join(FILES)} in one folder)")

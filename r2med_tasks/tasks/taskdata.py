@@ -1,0 +1,72 @@
+"""What a task's data is: the corpus (``Corpus``), the queries a component may see (``Query``), and
+the relevance judgments, with where they came from (``TaskData``). Loading it is
+``r2med_tasks.tasks.loading``'s."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Query:
+    """What a component sees of a query: its id, its text and what a rewriter generated for it.
+
+    ``generated`` holds the rewriter's documents with reasoning traces already stripped;
+    ``method`` says how they were made ("hyde", "query2doc", "lamer", ...), and ``reasoning``
+    that they are a reasoning model's extracted answer, which the published runs combined with
+    the query differently (see ``r2med_tasks.components.combine``).
+    """
+
+    id: str
+    text: str
+    generated: tuple[str, ...] = ()
+    method: str = ""
+    reasoning: bool = False
+
+
+class Corpus:
+    """Documents in source order. ``checksum`` identifies the content (the corpus file's hash, or
+    the hub path at its pinned revision); caches of indexes and embeddings key on it.
+
+    ``texts`` may stay in the corpus file until first read (``Corpus.lazy``): a component that
+    needs only ids (a cached index) never pays for parsing hundreds of MB.
+    """
+
+    def __init__(self, ids: list[str], texts: list[str], checksum: str, *, folder: Path | None = None) -> None:
+        self.ids, self.checksum = ids, checksum
+        self.folder = folder  # the task's local folder it was read from (published generations lie beside it)
+        self._texts: list[str] | None = texts
+        self._read_texts: Callable[[], list[str]] | None = None
+
+    @classmethod
+    def lazy(cls, ids: list[str], checksum: str, read_texts: Callable[[], list[str]], *,
+             folder: Path | None = None) -> Corpus:
+        """The validated corpus with ``ids`` whose content hashes to ``checksum``; its texts are
+        ``read_texts()``, called on first access (a picklable callable: corpora go to workers)."""
+        corpus = cls(ids, [], checksum, folder=folder)
+        corpus._texts, corpus._read_texts = None, read_texts
+        return corpus
+
+    @property
+    def texts(self) -> list[str]:
+        if self._texts is None:
+            self._texts = self._read_texts()
+        return self._texts
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __repr__(self) -> str:
+        return f"Corpus({len(self.ids)} documents, checksum={self.checksum[:16]})"
+
+
+@dataclass
+class TaskData:
+    corpus: Corpus
+    queries: list[Query]
+    qrels: dict[str, dict[str, int]]
+    revision: str
+    source: str
+    warnings: list[str] = field(default_factory=list)
