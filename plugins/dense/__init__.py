@@ -190,7 +190,7 @@ def _tokenizer_option(name: str, value: str) -> str:
     now, before any request."""
     from pathlib import Path
 
-    from .api import missing_tokenizer, tokenizer_kind
+    from .api_tokenizers import missing_tokenizer, tokenizer_kind
 
     kind = tokenizer_kind(value)
     if kind == "missing":

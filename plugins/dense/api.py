@@ -7,8 +7,9 @@ uses (each encoder is an ``r2med_tasks.llm.Endpoint``: ``openai_client`` and ``A
 ``POST {base_url}/embeddings``, a Bearer key read from an environment variable, a JSON
 ``{"data": [{"index", "embedding"}, ...]}`` answer (read here, so malformed ones are retried). On
 top of that they reproduce how the published R2MED runs prepared each text (token cut, newline
-replacement, ``json.dumps`` quoting; see ``published_input``), batch by count and by tokens, send
-batches from a small thread pool, and retry what is worth retrying.
+replacement, ``json.dumps`` quoting; see ``published_input``; the tokenizers: ``api_tokenizers``),
+batch by count and by tokens, send batches from a small thread pool, and retry what is worth
+retrying.
 
 The dense retriever calls ``encode(texts, kind="query"|"document")`` and ``model_meta()``.
 """
@@ -18,17 +19,14 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
 import re
-import tempfile
 import threading
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from r2med_tasks.plugin import UserError, reason
+from r2med_tasks.plugin import UserError
 from r2med_tasks.llm import (
     OPENAI_BASE_URL,
     APICaller,
@@ -43,6 +41,8 @@ from r2med_tasks.llm import (
 from r2med_tasks.llm import BadResponse as _BadResponse
 from r2med_tasks.llm import scrub as _scrub
 
+from .api_tokenizers import Tokenizer, load_hf_tokenizer, load_tiktoken, load_tokenizer
+
 log = logging.getLogger(__name__)
 
 KINDS = ("query", "document")
@@ -52,12 +52,6 @@ KINDS = ("query", "document")
 PUBLISHED_SHRINK_STEPS = (5500, 5000, 4500, 4000)
 # The published OpenAI run's tokenizer (``tiktoken.get_encoding("cl100k_base")``).
 PUBLISHED_TIKTOKEN = "cl100k_base"
-
-
-class Tokenizer(Protocol):
-    def encode(self, text: str) -> list[int]: ...
-
-    def decode(self, ids: list[int]) -> str: ...
 
 
 # --------------------------------------------------------------------------------------------
@@ -112,170 +106,6 @@ def published_input(text: str, tokenizer: Tokenizer | None, max_tokens: int | No
     if tokenizer is not None and max_tokens is not None:
         text = truncate_tokens(text, tokenizer, max_tokens)
     return json.dumps(text.replace("\n", " "))
-
-
-# --------------------------------------------------------------------------------------------
-# Tokenizers: loaded lazily, on first use, with a one-line UserError when they cannot be.
-#
-# ``tokenizer=`` (``-o tokenizer=`` on the ``openai`` and ``voyage`` retrievers) names one of:
-# - a local file: a ``tokenizers`` tokenizer.json;
-# - a local folder: a Hugging Face tokenizer (``AutoTokenizer``, local files only);
-# - a tiktoken encoding name (``cl100k_base``): tiktoken downloads its BPE file on first use and keeps
-#   it in TIKTOKEN_CACHE_DIR, so offline it works only when that cache holds it.
-# An existing path wins over a name (as ``r2med_tasks.components.options.file_content`` identifies it).
-# --------------------------------------------------------------------------------------------
-_ENCODING_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-LOCAL_TOKENIZER = "a local tokenizer.json or a folder holding a Hugging Face tokenizer"
-
-
-def tokenizer_kind(value: str) -> str:
-    """How ``tokenizer=value`` is read: ``"file"`` (a tokenizer.json), ``"folder"`` (a Hugging Face
-    tokenizer), ``"tiktoken"`` (an encoding name), or ``"missing"`` (a path where nothing is)."""
-    path = Path(value).expanduser()
-    if path.is_file():
-        return "file"
-    if path.is_dir():
-        return "folder"
-    if _ENCODING_NAME.fullmatch(value) and not value.lower().endswith(".json"):
-        return "tiktoken"
-    return "missing"
-
-
-def missing_tokenizer(value: str, where: str = "tokenizer") -> str:
-    return (f"{where}={value}: no such file or folder; give {LOCAL_TOKENIZER}, "
-            "or a tiktoken encoding name such as cl100k_base")
-
-
-def load_tokenizer(value: str, *, hub_ok: bool = False) -> Tokenizer:
-    """The tokenizer ``tokenizer=value`` names (see ``tokenizer_kind``); ``hub_ok``: a value that is
-    neither a path nor an encoding name is a Hugging Face hub id (the Python API of ``VoyageEncoder``)."""
-    kind = tokenizer_kind(value)
-    if kind == "file":
-        return load_tokenizer_file(value)
-    if kind == "folder":
-        return load_tokenizer_folder(value)
-    if kind == "tiktoken":
-        return load_tiktoken(value, given=True)
-    if hub_ok and not value.lower().endswith(".json"):  # a tokenizer.json is a file, never a hub id
-        return load_hf_tokenizer(value)
-    raise UserError(missing_tokenizer(value))
-
-
-class _TokenizerFile:
-    """A ``tokenizers`` tokenizer, used as ``transformers`` uses the same file (``tok(text)["input_ids"]``
-    and ``tok.decode``): special tokens added by ``encode`` and kept by ``decode``; no truncation or
-    padding (a tokenizer.json saved with them would otherwise cut every text to its own limit)."""
-
-    def __init__(self, tokenizer, name: str) -> None:
-        tokenizer.no_truncation()
-        tokenizer.no_padding()
-        self._tokenizer, self.name = tokenizer, name
-
-    def encode(self, text: str) -> list[int]:
-        return self._tokenizer.encode(text).ids
-
-    def decode(self, ids: list[int]) -> str:
-        return self._tokenizer.decode(list(ids), skip_special_tokens=False)
-
-
-def load_tokenizer_file(path: str) -> Tokenizer:
-    try:
-        from tokenizers import Tokenizer as _Tokenizers
-    except ImportError:
-        raise UserError(f"tokenizer={path}: reading a tokenizer.json needs the tokenizers library: "
-                        "pip install tokenizers") from None
-    try:
-        return _TokenizerFile(_Tokenizers.from_file(str(Path(path).expanduser())), Path(path).name)
-    except Exception as e:  # the Rust parser's errors (a message, no OSError for bad content)
-        raise UserError(f"tokenizer={path}: not a tokenizer.json the tokenizers library can read ({reason(e)}); "
-                        f"give {LOCAL_TOKENIZER}, or a tiktoken encoding name such as cl100k_base") from None
-
-
-def load_tokenizer_folder(path: str) -> Tokenizer:
-    folder = Path(path).expanduser()
-    try:
-        from transformers import AutoTokenizer
-    except ImportError:
-        raise UserError(f"tokenizer={path}: a tokenizer folder is read with transformers, which is not installed: "
-                        "pip install transformers (or give the folder's tokenizer.json)") from None
-    try:
-        return AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-    except Exception as e:
-        hint = (f"; or give its tokenizer.json ({folder / 'tokenizer.json'})"
-                if (folder / "tokenizer.json").is_file() else "")
-        raise UserError(f"tokenizer={path}: the folder holds no Hugging Face tokenizer AutoTokenizer can load "
-                        f"({reason(e)}); it needs the tokenizer's files (tokenizer_config.json with tokenizer.json "
-                        f"or the vocabulary files){hint}") from None
-
-
-class _Tiktoken:
-    """tiktoken with every special-token string treated as plain text.
-
-    ``Encoding.encode`` raises on text containing e.g. ``<|endoftext|>`` (the published run would
-    have crashed there); counting it as ordinary text is the only way to go on.
-    """
-
-    def __init__(self, encoding) -> None:
-        self._encoding = encoding
-        self.name = encoding.name
-
-    def encode(self, text: str) -> list[int]:
-        return self._encoding.encode(text, disallowed_special=())
-
-    def decode(self, ids: list[int]) -> str:
-        return self._encoding.decode(ids)
-
-
-def tiktoken_cache_dir() -> str:
-    """The folder tiktoken reads its encodings from, as ``tiktoken.load.read_file_cached`` chooses it
-    (``""``: caching off)."""
-    for variable in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
-        if variable in os.environ:
-            return os.environ[variable]
-    return os.path.join(tempfile.gettempdir(), "data-gym-cache")
-
-
-def _tiktoken_fix(name: str) -> str:
-    return (f"set TIKTOKEN_CACHE_DIR to a folder holding tiktoken's {name} file (fill one on a machine with network "
-            f"access: TIKTOKEN_CACHE_DIR=DIR python -c \"import tiktoken; tiktoken.get_encoding('{name}')\", then copy "
-            f"DIR here), or pass tokenizer=PATH, {LOCAL_TOKENIZER}")
-
-
-def load_tiktoken(name: str = "cl100k_base", *, given: bool = False) -> Tokenizer:
-    """tiktoken's encoding ``name``; ``given``: the user named it (``tokenizer=name``), else it is the
-    published default."""
-    what = f"tokenizer={name}" if given else f"the OpenAI encoder truncates with tiktoken's {name} (as published), and"
-    try:
-        import tiktoken
-    except ImportError:
-        raise UserError(f"{what} needs tiktoken, which is not installed: pip install 'r2med[api]' (or pip install "
-                        f"tiktoken); offline, also {_tiktoken_fix(name)}") from None
-    names = getattr(tiktoken, "list_encoding_names", None)
-    if given and names is not None and name not in names():
-        raise UserError(f"tokenizer={name}: not a file or folder, nor a tiktoken encoding "
-                        f"({', '.join(names())}); give {LOCAL_TOKENIZER}, or one of those names")
-    try:
-        return _Tiktoken(tiktoken.get_encoding(name))
-    except Exception as e:  # tiktoken downloads its BPE file on first use; offline that fails
-        cache = tiktoken_cache_dir()
-        where = f"its cache ({cache}) does not hold it" if cache else "its cache is off (TIKTOKEN_CACHE_DIR is empty)"
-        raise UserError(f"cannot load tiktoken's {name} encoding ({reason(e, 120)}): tiktoken downloads it on first "
-                        f"use and {where}; offline, {_tiktoken_fix(name)}") from None
-
-
-def load_hf_tokenizer(name_or_path: str) -> Tokenizer:
-    fix = (f"download it once with network access (huggingface-cli download {name_or_path}), "
-           f"or pass tokenizer=PATH, {LOCAL_TOKENIZER}")
-    try:
-        from transformers import AutoTokenizer
-    except ImportError:
-        raise UserError(f"the Voyage encoder truncates with the Hugging Face tokenizer {name_or_path}, "
-                        "but transformers is not installed: pip install transformers") from None
-    try:
-        return AutoTokenizer.from_pretrained(name_or_path)
-    except Exception as e:
-        raise UserError(f"cannot load the Hugging Face tokenizer {name_or_path} ({type(e).__name__}): "
-                        f"{fix}") from None
 
 
 # --------------------------------------------------------------------------------------------

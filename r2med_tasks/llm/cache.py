@@ -17,16 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ..files.journal import Journal
-from .chat import (
-    ContinuesTurns,
-    Generation,
-    LLMClient,
-    Turn,
-    check_messages,
-    check_turns,
-    normalize_params,
-    token_count,
-)
+from .answers import Generation, token_count
+from .messages import Turn, check_messages, check_turns, normalize_params
+from .protocols import ContinuesTurns, LLMClient
 from .secrets import redact, show_url
 from .usage import Usage
 

@@ -2,35 +2,35 @@
 ``openai`` SDK (``openai.OpenAI(...).post``: the request ``chat.completions.create`` sends, without
 its per-request walk of the typed parameters), one request per messages list,
 from a small thread pool, answers (``Generation``) in input order (``generate``). Works with
-OpenAI, vLLM, Ollama or anything speaking that API. ``Turn`` and ``ChatClient.continue_turns(turns)``
-extend an assistant turn until a stop string (search agents), through ``/chat/completions`` with
+OpenAI, vLLM, Ollama or anything speaking that API. ``ChatClient.continue_turns(turns)`` extends
+assistant turns (``Turn``) until a stop string (search agents), through ``/chat/completions`` with
 vLLM's ``continue_final_message`` or, given ``template=`` (a tokenizer), a chat template rendered
-here and ``/completions``. ``ChatClient.served_model`` asks the server which model it serves
-(``GET /models``).
+here (``ChatTemplate``) and ``/completions``. ``ChatClient.served_model`` asks the server which
+model it serves (``GET /models``), once a run.
 
-``LLMClient`` is what components may call on any LLM backend's client (``context.llm(...)``), and
-``ContinuesTurns`` what an agent calls on one that continues turns; ``ChatClient`` is both.
+What it sends and reads is defined apart: the requests in ``messages``, the answers in
+``answers``, the model list in ``served``; the calls components make on it (``LLMClient``,
+``ContinuesTurns``) in ``protocols``.
 """
 
 from __future__ import annotations
 
 import collections
-import json
 import logging
 import os
 import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import replace
+from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import UserError, reason
+from ..errors import UserError
+from .answers import Generation, parse_chat_completion, parse_continuation
 from .endpoint import (
     VLLM_BASE_URL,
     APICaller,
-    BadResponse,
     Endpoint,
     RetryPolicy,
     check_base_url,
@@ -38,354 +38,20 @@ from .endpoint import (
     map_concurrently,
     no_auth_header,
     openai_base_url,
-    server_message,
 )
-from .secrets import redact, scrub, show_url
+from .messages import SAMPLING_PARAMS, PreparedTurn, Turn, check_messages, check_turns, normalize_params
+from .secrets import redact, show_url
+from .served import ServedModel, ask_served_model
+from .template import ChatTemplate
 from .usage import Usage
 
 log = logging.getLogger(__name__)
-
-REASONING_FIELDS = ("reasoning_content", "reasoning")  # where servers put a reasoning model's thinking
-SAMPLING_PARAMS = ("temperature", "top_p", "max_tokens", "seed", "top_k", "repetition_penalty")
-EXTRA_BODY_PARAMS = frozenset({"top_k", "repetition_penalty", "continue_final_message", "add_generation_prompt"})
-"""Body keys the openai SDK's ``create`` has no argument for (vLLM's sampling and chat-template
-extras, its ``extra_body``): sent in the same JSON body as the others."""
 
 # OpenAI's reasoning models (o1, o3-mini, o4-mini, gpt-5...) reject "max_tokens" and take
 # "max_completion_tokens" (which counts their hidden reasoning tokens too).
 _COMPLETION_TOKENS_MODELS = re.compile(r"^(?:openai/)?(?:o\d|gpt-5)", re.I)
 _CONTEXT_ERROR = re.compile(r"maximum (?:context|input) length|context_length_exceeded|context window", re.I)
-
-
-@dataclass(frozen=True)
-class Generation:
-    """One completion: the first choice's text, the tokens billed, why it ended and the model that answered.
-
-    ``text`` is the message's ``content``; a server that splits a reasoning model's thinking from its
-    answer (vLLM's ``--reasoning-parser``, DeepSeek's API) gives the thinking in ``reasoning``
-    (``message.reasoning_content``, or ``message.reasoning`` as newer vLLM and OpenRouter name it);
-    ``r2med_tasks.llm.records.joined_text`` puts the two back together as the model wrote them.
-
-    ``finish_reason``: the server's (``"stop"``: a stop string or the end of the turn, ``"length"``:
-    ``max_tokens`` spent). ``stop``: for a continued turn (``ChatClient.continue_turns``), the stop
-    string that ended it, as the server reports it (vLLM's ``stop_reason``); the text never
-    includes it. None when no stop string ended it (the model ended its turn, ``max_tokens``) or when
-    the server does not say which (OpenAI and Ollama report only ``finish_reason: "stop"``).
-    """
-
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-    finish_reason: str | None
-    model: str
-    stop: str | None = None
-    reasoning_tokens: int = 0  # of completion_tokens, where the server says (usage.completion_tokens_details)
-    reasoning: str | None = None  # the thinking, when the server returns it apart (``reasoning_content``)
-    seconds: float | None = field(default=None, compare=False)  # the request's, retries included (not what was answered)
-    tokens_known: bool = True  # False: the server gave no valid token counts (the 0s above stand for unknown)
-
-
-def normalize_params(params: dict[str, Any]) -> dict[str, Any]:
-    """Sampling params without the ``None`` ones; temperature/top_p as floats, so 0 and 0.0 agree."""
-    out = {}
-    for name, value in params.items():
-        if value is None:
-            continue
-        if (name in ("temperature", "top_p", "repetition_penalty") and isinstance(value, (int, float))
-                and not isinstance(value, bool)):
-            value = float(value)
-        out[name] = value
-    return out
-
-
-def check_messages(requests: Sequence, who: str) -> list[list[dict]]:
-    if isinstance(requests, (str, bytes, dict)) or not isinstance(requests, Sequence):
-        raise UserError(f"{who}: requests must be a list of message lists, got {type(requests).__name__}")
-    for i, messages in enumerate(requests):
-        if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence) or not messages:
-            raise UserError(f"{who}: request {i} must be a non-empty list of messages "
-                            '({"role": ..., "content": ...}), got ' + type(messages).__name__)
-        for j, message in enumerate(messages):
-            if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-                raise UserError(f"{who}: request {i}, message {j} must be a dict with a 'role' string")
-        try:
-            json.dumps(messages)
-        except (TypeError, ValueError) as e:
-            raise UserError(f"{who}: request {i} is not JSON-serializable ({e})") from None
-    return [list(m) for m in requests]
-
-
-def check_turns(turns: Sequence, who: str) -> list[Turn]:
-    if isinstance(turns, (str, bytes, dict, Turn)) or not isinstance(turns, Sequence):
-        raise UserError(f"{who}: turns must be a list of Turn, got {type(turns).__name__}")
-    for i, turn in enumerate(turns):
-        if not isinstance(turn, Turn):
-            raise UserError(f"{who}: turn {i} must be a Turn, got {type(turn).__name__}")
-    return list(turns)
-
-
-def _text(content: Any) -> str | None:
-    """A message's content as text: a string, or the text parts of a list of parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
-        return "".join(parts) if parts else None
-    return None
-
-
-def token_count(value: Any) -> int:
-    """A token count as a server (or a cache line) reports it; 0 for anything but an integer >= 0."""
-    return value if valid_count(value) else 0
-
-
-def valid_count(value: Any) -> bool:
-    """Whether a server's token count is one: an integer >= 0 (not -1000000, 1e308 or "x")."""
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_TOKENS
-
-
-MAX_TOKENS = 10**15  # more than any request ever billed: a count beyond it is no count (and stays finite in dollars)
-_WARNED: set[str] = set()  # models whose server gave invalid token counts, warned about once a process
-
-
-def _first_choice(payload: bytes) -> tuple[dict, dict]:
-    """The answer object and its first choice; ``BadResponse`` if there is none."""
-    try:
-        obj = json.loads(payload)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        raise BadResponse("the body is not JSON") from None
-    if not isinstance(obj, dict):
-        raise BadResponse("the body is not a JSON object")
-    choices = obj.get("choices")
-    if not isinstance(choices, list) or not choices:
-        error = f"; error: {server_message(payload)}" if "error" in obj else ""
-        raise BadResponse(f"no choices{error}")
-    if not isinstance(choices[0], dict):
-        raise BadResponse("the first choice is not an object")
-    return obj, choices[0]
-
-
-def _no_text(text: str | None, finish: str | None) -> BadResponse:
-    advice = None
-    if finish == "length":
-        advice = ("the model used all max_tokens before answering (reasoning models count their hidden "
-                  "reasoning): raise max_tokens")
-    elif finish == "content_filter":
-        advice = "the provider's content filter withheld the answer: change the prompt or the model"
-    return BadResponse(f"{'empty' if text is not None else 'no'} content (finish_reason {finish!r})", advice)
-
-
-def reasoning_of(message: dict) -> str | None:
-    """The thinking a server returned apart from the answer: ``reasoning_content`` (vLLM's reasoning
-    parsers, DeepSeek's API), else ``reasoning`` (newer vLLM, OpenRouter); None when neither is
-    text (an empty one included: nothing was returned apart)."""
-    for name in REASONING_FIELDS:
-        value = _text(message.get(name))
-        if value:
-            return value
-    return None
-
-
-def _generation(obj: dict, text: str, finish: str | None, requested_model: str, stop: str | None = None,
-                reasoning: str | None = None) -> Generation:
-    usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else {}
-    model = obj.get("model") if isinstance(obj.get("model"), str) and obj.get("model") else requested_model
-    model = redact(model)  # stored and shown: never a secret a spec or a server put there
-    details = usage.get("completion_tokens_details")  # OpenAI's, and vLLM's with a reasoning parser
-    reasoning_tokens = token_count(details.get("reasoning_tokens")) if isinstance(details, dict) else 0
-    known = all(valid_count(usage.get(name)) for name in ("prompt_tokens", "completion_tokens"))
-    if not known and usage and model not in _WARNED:  # reported, but not as counts: unknown, never 0
-        _WARNED.add(model)
-        shown = {name: usage.get(name) for name in ("prompt_tokens", "completion_tokens")}
-        log.warning("%s: the server reported token counts that are not counts (%s); they are counted as unknown, "
-                    "and so is the cost", model, scrub(json.dumps(shown, default=str), limit=120))
-    return Generation(text=text, prompt_tokens=token_count(usage.get("prompt_tokens")),
-                      completion_tokens=token_count(usage.get("completion_tokens")), finish_reason=finish, model=model,
-                      stop=stop, reasoning_tokens=reasoning_tokens, reasoning=reasoning, tokens_known=known)
-
-
-def parse_chat_completion(payload: bytes, requested_model: str) -> Generation:
-    """The first choice of a ``/chat/completions`` answer; ``BadResponse`` (retried) if unusable."""
-    obj, choice = _first_choice(payload)
-    if not isinstance(choice.get("message"), dict):
-        raise BadResponse("the first choice has no message")
-    finish = choice.get("finish_reason")
-    finish = finish if isinstance(finish, str) else None
-    text = _text(choice["message"].get("content"))
-    reasoning = reasoning_of(choice["message"])
-    if (text is None or not text.strip()) and not (reasoning and finish == "stop"):
-        raise _no_text(text, finish)
-    # a thought never closed (vLLM's deepseek_r1 parser puts an answer without "</think>" all in the
-    # reasoning): the text is empty, and the reasoning is what the model wrote
-    return _generation(obj, text or "", finish, requested_model, reasoning=reasoning)
-
-
-def parse_continuation(payload: bytes, requested_model: str, mode: str) -> Generation:
-    """The first choice of a continued turn's answer (``mode`` "chat": ``/chat/completions``'s
-    ``message.content``; "completions": ``/completions``' ``text``), with the stop string that ended
-    it (vLLM's ``stop_reason`` when a string; an int there is a stop token, not a string). Empty text
-    is an answer when the turn stopped (the model wrote a stop string or ended the turn at once);
-    ``BadResponse`` (retried) otherwise."""
-    obj, choice = _first_choice(payload)
-    reasoning = None
-    if mode == "chat":
-        if not isinstance(choice.get("message"), dict):
-            raise BadResponse("the first choice has no message")
-        text = _text(choice["message"].get("content"))
-        reasoning = reasoning_of(choice["message"])
-        if reasoning is not None and text is None:  # the thinking not closed: all of it came apart
-            text = ""
-    else:
-        text = choice.get("text") if isinstance(choice.get("text"), str) else None
-    finish = choice.get("finish_reason")
-    finish = finish if isinstance(finish, str) else None
-    stop = (choice.get("stop_reason") or None) if isinstance(choice.get("stop_reason"), str) else None
-    if text is None or (not (text + (reasoning or "")).strip() and finish != "stop"):
-        raise _no_text(text, finish)
-    return _generation(obj, text, finish, requested_model, stop, reasoning)
-
-
-NO_MODEL_LIST = (404, 405, 410, 501)  # GET /models answered so: the server has no model list (never retried)
 _MEMO_LOCK = threading.Lock()
-
-
-class _NoModelList(Exception):
-    """``GET /models`` is not there (``NO_MODEL_LIST``) or answers something else than a model list."""
-
-
-def _model_cards(payload: bytes) -> list[dict]:
-    """The model cards of a ``GET /models`` answer (``{"data": [{"id": ...}, ...]}``)."""
-    try:
-        obj = json.loads(payload)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        raise _NoModelList("the answer is not JSON") from None
-    data = obj.get("data") if isinstance(obj, dict) else None
-    if not isinstance(data, list):
-        raise _NoModelList("the answer has no 'data' list")
-    return [c for c in data if isinstance(c, dict) and isinstance(c.get("id"), str)]
-
-
-def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-@dataclass(frozen=True)
-class ServedModel:
-    """What a server says it serves under the requested model name (``ChatClient.served_model``):
-    ``id`` (None when not known), vLLM's ``root`` (the weights' path or hub id) and ``parent`` (a
-    LoRA's base model); ``reason``: why the identity is not known (None when it is), ``unlisted``:
-    the server lists models, not this one."""
-
-    requested: str
-    id: str | None = None
-    root: str | None = None
-    parent: str | None = None
-    unlisted: bool = False
-    reason: str | None = None
-
-    def key(self) -> dict[str, Any] | None:
-        """The part of a cache key that stands for the server's model: None when unknown (the
-        model name alone, as before identities were asked for)."""
-        if self.id is not None:
-            return {"id": self.id, "root": self.root, "parent": self.parent}
-        return {"unlisted": True} if self.unlisted else None
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One request to extend an assistant turn (``ChatClient.continue_turns``), as search agents
-    do: generate until a stop string, append search results to the text, generate again from there.
-
-    - ``messages``: the conversation before the turn (system and user messages, and earlier
-      complete turns if any), not ending with the turn being extended;
-    - ``partial``: the assistant's text so far in that turn ("": start it);
-    - ``stop``: stop strings; the answer ends before the first one the model writes, which the
-      ``Generation`` names (``stop``) and its text leaves out;
-    - ``max_tokens``: this request's limit (None: the client's).
-
-    Lists are accepted and kept as tuples; a malformed turn is a ``UserError``.
-    """
-
-    messages: tuple[dict, ...]
-    partial: str = ""
-    stop: tuple[str, ...] = ()
-    max_tokens: int | None = None
-
-    def __post_init__(self) -> None:
-        messages, stop = self.messages, self.stop
-        if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence) or not messages:
-            raise UserError("Turn: messages must be a non-empty list of messages ({\"role\": ..., \"content\": ...}), "
-                            f"got {type(messages).__name__}")
-        for j, message in enumerate(messages):
-            if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-                raise UserError(f"Turn: message {j} must be a dict with a 'role' string")
-        try:
-            json.dumps(list(messages))
-        except (TypeError, ValueError) as e:
-            raise UserError(f"Turn: messages are not JSON-serializable ({e})") from None
-        if not isinstance(self.partial, str):
-            raise UserError(f"Turn: partial must be a string, got {type(self.partial).__name__}")
-        if isinstance(stop, str):
-            stop = (stop,)
-        if not isinstance(stop, Sequence) or not all(isinstance(x, str) and x for x in stop):
-            raise UserError(f"Turn: stop must be a list of non-empty strings, got {stop!r}"[:300])
-        m = self.max_tokens
-        if m is not None and (isinstance(m, bool) or not isinstance(m, int) or m < 1):
-            raise UserError(f"Turn: max_tokens must be an integer >= 1 or None, got {m!r}")
-        object.__setattr__(self, "messages", tuple(messages))
-        object.__setattr__(self, "stop", tuple(stop))
-
-
-@dataclass(frozen=True)
-class PreparedTurn:
-    """A turn as it is sent: the JSON body, and what of it keys the cache (``turn_key``)."""
-
-    body: dict
-    request: Any  # the rendered prompt (completions) or {"messages", "partial"} (chat)
-    params: dict
-
-
-@runtime_checkable
-class LLMClient(Protocol):
-    """What a component may call on the client an LLM backend makes (``context.llm(spec, ...)``,
-    ``LLMSpec.factory``): ``model``, the model it asks; ``params``, the sampling parameters that
-    are set (they key cached answers, with the model); ``generate``, as ``ChatClient.generate``.
-    ``generate_cached`` and the listwise reranker need no more. A client that also has
-    ``served_model()`` (as ``ChatClient``) has its cached answers keyed by the model its server
-    reports serving, else by the model name alone."""
-
-    model: str
-
-    @property
-    def params(self) -> dict[str, Any]: ...
-
-    def generate(self, requests: list[list[dict]], *, on_result: Callable[[int, Generation], None] | None = None,
-                 usage: Usage | None = None) -> list[Generation]: ...
-
-
-@runtime_checkable
-class ContinuesTurns(LLMClient, Protocol):
-    """An ``LLMClient`` that extends assistant turns (``Turn``), as a search agent calls it, directly
-    or through ``continue_cached``: ``ChatClient``'s ``mode``, ``base_url``, ``served_model``,
-    ``prepare_turn``, ``send_prepared``, ``continue_turns`` and ``tokenizer``."""
-
-    base_url: str
-
-    @property
-    def mode(self) -> str: ...
-
-    def served_model(self) -> ServedModel: ...
-
-    def prepare_turn(self, turn: Turn) -> PreparedTurn: ...
-
-    def send_prepared(self, prepared: list[PreparedTurn], *,
-                      on_result: Callable[[int, Generation], None] | None = None,
-                      usage: Usage | None = None) -> list[Generation]: ...
-
-    def continue_turns(self, turns: Sequence[Turn], *, on_result: Callable[[int, Generation], None] | None = None,
-                       usage: Usage | None = None) -> list[Generation]: ...
-
-    def tokenizer(self) -> Any: ...
 
 
 class _OneAtATime:
@@ -485,8 +151,7 @@ class ChatClient(Endpoint):
         self.template = os.fspath(template).strip() if template is not None else None
         if self.template == "":
             raise UserError("ChatClient: template must be a tokenizer folder or hub id, got an empty string")
-        self._tokenizer: Any = None
-        self._tokenizer_lock = threading.Lock()
+        self._chat_template = ChatTemplate(self.template) if self.template is not None else None
         self.concurrency = concurrency
         self._served: ServedModel | None = None
         self._served_lock = threading.Lock()
@@ -609,43 +274,14 @@ class ChatClient(Endpoint):
     def render(self, turn: Turn) -> str:
         """The completions-mode prompt of ``turn``: the ``template`` tokenizer's chat template applied
         to its messages with the generation prompt, then its partial text, verbatim."""
-        tokenizer = self._load_tokenizer()
-        shown = redact(self.template or "")
-        try:
-            prompt = tokenizer.apply_chat_template([dict(m) for m in turn.messages], tokenize=False,
-                                                   add_generation_prompt=True)
-        except Exception as e:  # jinja errors, a tokenizer without a template: the user's to fix
-            if getattr(tokenizer, "chat_template", None) is None:
-                raise UserError(f"ChatClient: the tokenizer at template={shown!r} has no chat template; give the "
-                                "model's own tokenizer (its tokenizer_config.json or chat_template.jinja holds "
-                                "one)") from None
-            raise UserError(f"ChatClient: the chat template of template={shown!r} failed on a turn's messages "
-                            f"({scrub(reason(e), limit=200)})") from None
-        if not isinstance(prompt, str):
-            raise UserError(f"ChatClient: the chat template of template={shown!r} did not render text "
-                            f"(got {type(prompt).__name__})")
-        return prompt + turn.partial
+        if self._chat_template is None:
+            raise UserError("ChatClient: rendering a chat template needs template= (a tokenizer folder or hub id)")
+        return self._chat_template.render(turn)
 
     def tokenizer(self):
         """The ``template`` tokenizer (loaded once, offline), or None without one: for an agent that
         counts or cuts tokens as its reference does."""
-        return self._load_tokenizer() if self.template is not None else None
-
-    def _load_tokenizer(self):
-        with self._tokenizer_lock:
-            if self._tokenizer is None:
-                if self.template is None:
-                    raise UserError("ChatClient: rendering a chat template needs template= (a tokenizer folder "
-                                    "or hub id)")
-                try:
-                    from transformers import AutoTokenizer
-
-                    self._tokenizer = AutoTokenizer.from_pretrained(self.template, local_files_only=True)
-                except Exception as e:
-                    raise UserError(f"ChatClient: cannot load the tokenizer template={redact(self.template)!r} "
-                                    f"({scrub(reason(e), limit=160)}); give a local tokenizer folder or a hub id "
-                                    "already downloaded (it is loaded offline)") from None
-            return self._tokenizer
+        return self._chat_template.tokenizer() if self._chat_template is not None else None
 
     def send_prepared(self, prepared: list[PreparedTurn], *,
                       on_result: Callable[[int, Generation], None] | None = None,
@@ -730,7 +366,8 @@ class ChatClient(Endpoint):
                     raise UserError(str(known))
                 if known is None:
                     try:
-                        known = self._ask_served_model()
+                        who = f"ChatClient for {self.shown_model} at {show_url(self.base_url)}"
+                        known = ask_served_model(self, self.model, who=who, required=self.needs_key, logger=log)
                     except UserError as e:
                         if memo is not None:
                             with _MEMO_LOCK:
@@ -749,42 +386,6 @@ class ChatClient(Endpoint):
         (``Context.served``): every client of the run for the same endpoint, model and key variable
         asks ``GET /models`` once, and after a failure none asks again."""
         self._served_memo = memo
-
-    def _ask_served_model(self) -> ServedModel:
-        url = endpoint_url(self.base_url, "models")
-        key = self.key(required=self.needs_key, who=f"ChatClient for {self.shown_model} at {show_url(self.base_url)}")
-
-        def refused(status: int, message: str) -> str | None:
-            if status in NO_MODEL_LIST:
-                raise _NoModelList(f"HTTP {status}")
-            return None
-
-        caller = self.caller(url, model=self.model,
-                             malformed_advice="check that base_url serves an OpenAI-compatible API",
-                             client_error=refused, logger=log)
-        client = self.sdk(key)
-        headers = no_auth_header(key)
-
-        def send() -> bytes:
-            return client.models.with_raw_response.list(extra_headers=headers).http_response.content
-
-        shown = show_url(url)
-        try:
-            cards = caller.call(send, _model_cards, key=key)
-        except _NoModelList as e:
-            return ServedModel(self.model, reason=f"{shown} gave no model list ({e}); cached answers are "
-                                                  "matched by the model name alone")
-        names = [self.model] + ([f"{self.model}:latest"] if ":" not in self.model else [])
-        for name in names:
-            card = next((c for c in cards if c.get("id") == name), None)
-            if card is not None:
-                return ServedModel(self.model, id=name, root=_str_or_none(card.get("root")),
-                                   parent=_str_or_none(card.get("parent")))
-        listed = ", ".join(sorted(str(c.get("id")) for c in cards)[:5]) or "none"
-        return ServedModel(self.model, unlisted=True,
-                           reason=f"{shown} does not list {self.shown_model} (it lists: {scrub(listed, key, 200)}); "
-                                  "cached answers are matched by the model name (never those of a server that "
-                                  "lists it)")
 
     def _client_error(self, status: int, message: str) -> str | None:
         """Advice for a refused request (not retried); None leaves it to ``default_fix``."""

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .chat import Generation
+from .answers import Generation
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 

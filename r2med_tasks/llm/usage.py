@@ -9,12 +9,10 @@ import functools
 import json
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .answers import Generation
 from .secrets import redact
-
-if TYPE_CHECKING:
-    from .chat import Generation
 
 
 @dataclass

@@ -1,0 +1,97 @@
+"""Which model a server serves under a requested name (``GET /models``): ``ServedModel``, what
+keys cached answers, and ``ask_served_model``, which asks. Apart from the chat client, as a model
+list is its own request with its own failures (a server without the route is no error)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from .endpoint import Endpoint, endpoint_url, no_auth_header
+from .secrets import redact, scrub, show_url
+
+NO_MODEL_LIST = (404, 405, 410, 501)  # GET /models answered so: the server has no model list (never retried)
+
+
+class _NoModelList(Exception):
+    """``GET /models`` is not there (``NO_MODEL_LIST``) or answers something else than a model list."""
+
+
+def _model_cards(payload: bytes) -> list[dict]:
+    """The model cards of a ``GET /models`` answer (``{"data": [{"id": ...}, ...]}``)."""
+    try:
+        obj = json.loads(payload)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise _NoModelList("the answer is not JSON") from None
+    data = obj.get("data") if isinstance(obj, dict) else None
+    if not isinstance(data, list):
+        raise _NoModelList("the answer has no 'data' list")
+    return [c for c in data if isinstance(c, dict) and isinstance(c.get("id"), str)]
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """What a server says it serves under the requested model name (``ChatClient.served_model``):
+    ``id`` (None when not known), vLLM's ``root`` (the weights' path or hub id) and ``parent`` (a
+    LoRA's base model); ``reason``: why the identity is not known (None when it is), ``unlisted``:
+    the server lists models, not this one."""
+
+    requested: str
+    id: str | None = None
+    root: str | None = None
+    parent: str | None = None
+    unlisted: bool = False
+    reason: str | None = None
+
+    def key(self) -> dict[str, Any] | None:
+        """The part of a cache key that stands for the server's model: None when unknown (the
+        model name alone, as before identities were asked for)."""
+        if self.id is not None:
+            return {"id": self.id, "root": self.root, "parent": self.parent}
+        return {"unlisted": True} if self.unlisted else None
+
+
+def ask_served_model(endpoint: Endpoint, model: str, *, who: str, required: bool,
+                     logger: logging.Logger) -> ServedModel:
+    """What ``endpoint`` says it serves under ``model`` (``GET {base_url}/models``), as
+    ``ChatClient.served_model`` describes; ``who`` and ``required``: as for ``Endpoint.key``,
+    ``logger``: where its retries are logged (the client's)."""
+    url = endpoint_url(endpoint.base_url, "models")
+    key = endpoint.key(required=required, who=who)
+
+    def refused(status: int, message: str) -> str | None:
+        if status in NO_MODEL_LIST:
+            raise _NoModelList(f"HTTP {status}")
+        return None
+
+    caller = endpoint.caller(url, model=model, malformed_advice="check that base_url serves an OpenAI-compatible API",
+                             client_error=refused, logger=logger)
+    client = endpoint.sdk(key)
+    headers = no_auth_header(key)
+
+    def send() -> bytes:
+        return client.models.with_raw_response.list(extra_headers=headers).http_response.content
+
+    shown = show_url(url)
+    try:
+        cards = caller.call(send, _model_cards, key=key)
+    except _NoModelList as e:
+        return ServedModel(model, reason=f"{shown} gave no model list ({e}); cached answers are "
+                                         "matched by the model name alone")
+    names = [model] + ([f"{model}:latest"] if ":" not in model else [])
+    for name in names:
+        card = next((c for c in cards if c.get("id") == name), None)
+        if card is not None:
+            return ServedModel(model, id=name, root=_str_or_none(card.get("root")),
+                               parent=_str_or_none(card.get("parent")))
+    listed = ", ".join(sorted(str(c.get("id")) for c in cards)[:5]) or "none"
+    return ServedModel(model, unlisted=True,
+                       reason=f"{shown} does not list {redact(model)} (it lists: {scrub(listed, key, 200)}); "
+                              "cached answers are matched by the model name (never those of a server that "
+                              "lists it)")
