@@ -19,6 +19,7 @@ from r2med_tasks.errors import UserError
 from r2med_tasks.fusion import DEFAULT_DEPTH, DEFAULT_METHOD, DEFAULT_RRF_K, METHODS
 from r2med_tasks.hookspecs import hookimpl
 from r2med_tasks.options import Identified, Options, file_content
+from r2med_tasks.runs import DEFAULT_TOP_K
 
 
 class HybridOptions(Options):
@@ -129,7 +130,7 @@ class HybridRetriever:
             for weights in self.weight_grid():
                 values = []
                 for runs, judged in members:
-                    fused = self.fuse(runs, top_k=100, weights=weights)
+                    fused = self.fuse(runs, top_k=DEFAULT_TOP_K, weights=weights)
                     values.append(score({q: d for q, d in fused.items() if q in judged}, judged)[0]["ndcg_at_10"])
                 value = sum(values) / len(values)
                 if value > best_value:

@@ -48,6 +48,7 @@ import scipy.sparse as sp
 
 from r2med_tasks.atomic import naming, replacing
 from r2med_tasks.ranking import rank_top_k
+from r2med_tasks.runs import DEFAULT_TOP_K
 
 __all__ = ["BM25Index", "EarlierFormat", "QueryWeighting"]
 
@@ -325,7 +326,7 @@ class BM25Index:
     def search(
         self,
         queries: Iterable[Sequence[str]],
-        top_k: int = 100,
+        top_k: int = DEFAULT_TOP_K,
         query_weighting: QueryWeighting = "bm25",
         batch_size: int = 16,
     ) -> list[list[tuple[int, float]]]:
