@@ -16,7 +16,7 @@ from pydantic import Field, model_validator
 
 from r2med_tasks.plugin import RetrieverSpec
 from r2med_tasks.plugin import UserError
-from r2med_tasks.plugin import DEFAULT_DEPTH, DEFAULT_METHOD, DEFAULT_RRF_K, FUSION_METHODS
+from r2med_tasks.plugin import DEFAULT_DEPTH, DEFAULT_METHOD, DEFAULT_RRF_K, DEFAULT_TOP_K, FUSION_METHODS
 from r2med_tasks.plugin import hookimpl
 from r2med_tasks.plugin import Identified, Options, file_content
 
@@ -129,7 +129,7 @@ class HybridRetriever:
             for weights in self.weight_grid():
                 values = []
                 for runs, judged in members:
-                    fused = self.fuse(runs, top_k=100, weights=weights)
+                    fused = self.fuse(runs, top_k=DEFAULT_TOP_K, weights=weights)
                     values.append(score({q: d for q, d in fused.items() if q in judged}, judged)[0]["ndcg_at_10"])
                 value = sum(values) / len(values)
                 if value > best_value:

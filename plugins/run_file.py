@@ -49,10 +49,11 @@ class RunFileRetriever:
         self.path = Path(path).expanduser()
         if not self.path.exists():
             raise UserError(f"-o run-file.path={path}: no such file or folder")
-        self.files = [self.path] if self.path.is_file() else sorted(self.path.glob("*.trec"))
+        from r2med_tasks.plugin import run_folder, run_name
+
+        self.files = [self.path] if self.path.is_file() else run_folder(self.path).trec_files()
         if not self.files:
             raise UserError(f"-o run-file.path={path}: no *.trec file in that folder")
-        from r2med_tasks.plugin import run_name
 
         self.name = name or run_name(self.path.resolve())  # a results folder's pipeline name, else the file's
         digest = hashlib.sha256()

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import UserError
 from .scoring.fusion import DEFAULT_DEPTH, DEFAULT_METHOD, DEFAULT_RRF_K
+from .results.layout import DEFAULT_OUTPUT, MTEB_RESULTS
 from .scoring.runs import DEFAULT_TOP_K
 
 MAX_TRIALS = 1_000_000  # compare --trials: bounded (one trial resamples every query of a task)
@@ -49,7 +50,7 @@ def registry() -> Registry:
     return build_registry(get_plugins())
 
 
-def pipeline(*components: str, top_k: int = 100, device: str | None = None,
+def pipeline(*components: str, top_k: int = DEFAULT_TOP_K, device: str | None = None,
              options: Mapping[str, Any] | None = None, **shared: Any) -> Pipeline:
     """A pipeline ``[rewriter] -> retriever -> [reranker]`` from component names, as ``--plugin``
     names them. Keyword options go to every selected component that accepts them (``-o key=value``);
@@ -65,8 +66,8 @@ def pipeline(*components: str, top_k: int = 100, device: str | None = None,
 
 
 def evaluate(model: Any, tasks: str | Sequence[str] | None = None, *, data_dir: str | Path | None = None,
-             output: str | Path = "results", cache_dir: str | Path | None = None, overwrite: bool = False,
-             top_k: int = 100, device: str | None = None, progress: bool = False,
+             output: str | Path = DEFAULT_OUTPUT, cache_dir: str | Path | None = None, overwrite: bool = False,
+             top_k: int = DEFAULT_TOP_K, device: str | None = None, progress: bool = False,
              on_message: Callable[[str], None] | None = None) -> RunOutcome:
     """Evaluate ``model`` on ``tasks`` and return the scores; results are written under ``output``.
 
@@ -129,7 +130,7 @@ def _as_pipeline(model: Any, reg: Registry, *, top_k: int, device: str | None) -
     from .running.pipelines import Pipeline, build_pipeline, check_interface, instantiate
 
     if isinstance(model, Pipeline):
-        if top_k != 100 and model.top_k != top_k:
+        if top_k != DEFAULT_TOP_K and model.top_k != top_k:
             raise UserError("evaluate(top_k=...) with a pipeline: set top_k in pipeline(...) instead")
         return model
     if isinstance(model, str):
@@ -188,7 +189,7 @@ def as_mteb_model(model: Any, *, cache_dir: Path | None = None) -> Any:
     from .running.pipelines import base_context
 
     reg = registry()
-    built = _as_pipeline(model, reg, top_k=100, device=None)
+    built = _as_pipeline(model, reg, top_k=DEFAULT_TOP_K, device=None)
     for stage in built.ordered():
         if stage.spec.members_option:  # mteb hands over one task's corpus and queries, never the saved runs it needs
             raise UserError(f"as_mteb_model: '{stage.spec.name}' is built of other retrievers' saved runs, which mteb "
@@ -396,13 +397,13 @@ def rank_systems(folders: str | Path | Sequence[str | Path] | None = None, *, mt
         raise UserError(f"rank_systems(top={top}): give at least 1")
     chosen = _r2med_task_names(tasks)
     if folders is None:
-        sources = [Path("results")] if Path("results").is_dir() else []
+        sources = [DEFAULT_OUTPUT] if DEFAULT_OUTPUT.is_dir() else []
     else:
         sources = [Path(folders)] if isinstance(folders, (str, Path)) else [Path(f) for f in folders]
     mteb_folder = None
     if mteb_results is not None:
         mteb_results = Path(mteb_results)
-        mteb_folder = mteb_results / "results" if (mteb_results / "results").is_dir() else mteb_results
+        mteb_folder = mteb_results / MTEB_RESULTS if (mteb_results / MTEB_RESULTS).is_dir() else mteb_results
         sources.append(mteb_folder)
     rows = published_rows(which=published)
     for folder in sources:

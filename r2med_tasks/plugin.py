@@ -29,7 +29,7 @@ from .results.layout import run_folder, run_name, slug
 from .scoring.evaluation import score
 from .scoring.fusion import DEFAULT_DEPTH, DEFAULT_METHOD, DEFAULT_RRF_K, FUSION_METHODS, fuse
 from .scoring.ranking import rank_top_k, top_k_indices
-from .scoring.runs import Run, read_trec
+from .scoring.runs import DEFAULT_TOP_K, Run, read_trec
 from .tasks.datafiles import GENERATED_FILE, read_jsonl
 from .tasks.specs import R2MED_TASKS, SAMPLE_TASK, TaskSpec, normalize
 from .tasks.taskdata import Corpus, Query
@@ -55,7 +55,7 @@ __all__ = [
     "ShowsRetries", "map_concurrently",
     # retrieval helpers
     "top_k_indices", "rank_top_k", "Searcher", "bm25_query", "dense_query", "combined_text", "GAR_METHODS",
-    "RETRIEVER_FAMILIES", "fuse", "FUSION_METHODS", "DEFAULT_METHOD", "DEFAULT_RRF_K", "DEFAULT_DEPTH", "score",
+    "RETRIEVER_FAMILIES", "DEFAULT_TOP_K", "fuse", "FUSION_METHODS", "DEFAULT_METHOD", "DEFAULT_RRF_K", "DEFAULT_DEPTH", "score",
     "read_trec", "run_folder", "run_name", "slug",
     # files
     "atomic", "Journal",

@@ -108,8 +108,9 @@ def run_on_sample(*components: str, folder: str | Path, overwrite: bool = False,
     under ``folder/cache``; returns the task's outcome (``n_queries``, ``ndcg_at_10``, ``status``:
     ``"cached"`` when an earlier call's result was reused, unless ``overwrite``)."""
     from .api import evaluate, pipeline
+    from .results.layout import DEFAULT_OUTPUT
 
     folder = Path(folder)
-    outcome = evaluate(pipeline(*components, **options), tasks="sample", output=folder / "results",
+    outcome = evaluate(pipeline(*components, **options), tasks="sample", output=folder / DEFAULT_OUTPUT,
                        cache_dir=folder / "cache", overwrite=overwrite)
     return outcome["sample"]

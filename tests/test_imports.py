@@ -527,3 +527,52 @@ def test_each_core_name_is_defined_once():
                 defined.setdefault(node.name, []).append(module)
     bad = [f"{name}: {', '.join(where)}" for name, where in defined.items() if len(where) > 1]
     assert not bad, "defined in several core modules:\n" + "\n".join(bad)
+
+
+# The suffixes of a results folder's files (r2med_tasks.results.layout's *_SUFFIX constants; a TaskResult's
+# ".json" and a kept file's ".jsonl" are too common to tell apart) and its own sub-folder.
+RESULT_SUFFIXES = (".trec", ".per_query.tsv", ".identity.json", ".cost.json", ".files.json", ".partial.jsonl")
+OWN_FOLDER = "r2med"
+
+
+def _layout_leaks(tree: ast.AST) -> list[str]:
+    """Where a module derives a results path itself: a literal naming a results file by its suffix
+    (``f"{task}.trec"``, ``glob("*.per_query.tsv")``; a string with a space in it is a message, not
+    a path), or a path inside the ``r2med/`` sub-folder (``folder / "r2med" / name``,
+    ``glob("r2med/...")``; a path ending at a folder named r2med, such as the cache's, is another)."""
+    def inside_own(node: ast.AST) -> bool:
+        return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith(f"{OWN_FOLDER}/")
+
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and not any(c.isspace() for c in node.value) \
+                and node.value.endswith(RESULT_SUFFIXES):
+            found.append(f"{node.lineno}: {node.value!r}")
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and (inside_own(node.right) or (
+                isinstance(node.left, ast.BinOp) and isinstance(node.left.op, ast.Div)
+                and isinstance(node.left.right, ast.Constant) and node.left.right.value == OWN_FOLDER)):
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "glob", "rglob", "joinpath") and any(inside_own(a) for a in node.args):
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_the_layout_leak_finder_finds_leaks():
+    source = ('a = folder / "r2med" / f"{task}.identity.json"\nb = folder.glob("*.trec")\n'
+              'c = folder.glob("r2med/.*.tmp")\nd = folder / "r2med/pipeline.json"\n'
+              'e = Path.home() / ".cache" / "r2med"\nf = f"no {task}.trec here"\n')
+    assert sorted(leak.partition(":")[0] for leak in _layout_leaks(ast.parse(source))) == ["1", "1", "2", "3", "4"]
+
+
+def test_only_the_layout_names_results_files():
+    """Every path of a results folder is built by the results layout (``r2med_tasks.results.layout``, its
+    constants and path methods): a second derivation of one elsewhere drifts from it."""
+    from r2med_tasks.results import layout
+
+    assert set(RESULT_SUFFIXES) <= {v for k, v in vars(layout).items() if k.endswith("_SUFFIX")}
+    assert layout.OWN_FOLDER == OWN_FOLDER
+    bad = [f"{module}:{leak}" for module, path in MODULES.items() if module.rpartition(".")[2] != "layout"
+           for leak in _layout_leaks(ast.parse(path.read_text(encoding="utf-8")))]
+    assert not bad, "results paths built outside r2med_tasks.results.layout (use its constants and RunFolder's paths):\n" \
+        + "\n".join(bad)

@@ -46,8 +46,7 @@ from typing import Literal
 import numpy as np
 import scipy.sparse as sp
 
-from r2med_tasks.plugin import atomic
-from r2med_tasks.plugin import rank_top_k
+from r2med_tasks.plugin import DEFAULT_TOP_K, atomic, rank_top_k
 
 __all__ = ["BM25Index", "EarlierFormat", "QueryWeighting"]
 
@@ -325,7 +324,7 @@ class BM25Index:
     def search(
         self,
         queries: Iterable[Sequence[str]],
-        top_k: int = 100,
+        top_k: int = DEFAULT_TOP_K,
         query_weighting: QueryWeighting = "bm25",
         batch_size: int = 16,
     ) -> list[list[tuple[int, float]]]:

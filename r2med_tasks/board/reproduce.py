@@ -122,8 +122,8 @@ def reproduce(reference: str, *, console, output: Path | None = None, data_dir: 
     kept in the run's results folder."""
     from dataclasses import replace
 
-    from ..results.layout import RunFolder
-    from ..running.request import DEFAULT_OUTPUT, execute, parse_command
+    from ..results.layout import DEFAULT_OUTPUT, RunFolder
+    from ..running.request import execute, parse_command
 
     planned = reproduction_plan(reference)
     request = parse_command(planned.command).request

@@ -44,14 +44,14 @@ TOLERANCES = {
 def reproductions(folders: list[Path]) -> list[dict[str, Any]]:
     """The reproductions kept under results ``folders`` (their ``r2med/reproduction.json``), the
     latest of each row, in the board's rank order: the reproduction matrix."""
-    from ..files.bounded import UnreadableFile, read_json_object
-    from ..results.layout import MAX_RECORD_BYTES, runs_under
+    from ..files.bounded import UnreadableFile
+    from ..results.layout import read_record, runs_under
 
     latest: dict[str, dict[str, Any]] = {}
     for root in folders:
         for run in runs_under(root):
             try:
-                kept = read_json_object(run.reproduction_file, MAX_RECORD_BYTES)
+                kept = read_record(run.reproduction_file)
             except UnreadableFile:
                 continue
             if isinstance(kept.get("row"), str) and kept.get("verdict") in VERDICTS and \

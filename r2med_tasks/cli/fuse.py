@@ -10,7 +10,7 @@ from rich.markup import escape
 from ..errors import UserError
 from ..scoring.fusion import DEFAULT_DEPTH, DEFAULT_METHOD, DEFAULT_RRF_K, FUSION_METHODS
 from ..terminal import printable
-from ..results.layout import check_output_folder
+from ..results.layout import DEFAULT_OUTPUT, check_output_folder
 from ..running.request import PathOption
 from ..scoring.runs import DEFAULT_TOP_K
 from .common import err, user_errors
@@ -24,7 +24,7 @@ from .run import print_summary
 @click.option("--task", "task_name", metavar="TASK", help="The task TREC-file inputs are runs of (default: sample).")
 @click.option("--data-dir", type=PathOption(), metavar="DIR",
               help="Judgments for results-folder inputs, from DIR/<Name>/qrels.jsonl (default: the hub).")
-@click.option("--output", type=PathOption(), default=Path("results"), show_default=True)
+@click.option("--output", type=PathOption(), default=DEFAULT_OUTPUT, show_default=True)
 @click.option("--fusion", type=click.Choice(FUSION_METHODS), default=DEFAULT_METHOD, show_default=True)
 @click.option("--weights", help="Comma-separated, one per input (default: equal).")
 @click.option("--rrf-k", type=click.IntRange(0), default=DEFAULT_RRF_K, show_default=True)

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UserError
-from ..results.layout import check_output_folder
+from ..results.layout import DEFAULT_OUTPUT, check_output_folder
 from ..running.request import PathOption
 from ..sweep.plan import GPU_MEMORY_GB
 from .common import err, out, user_errors
@@ -34,7 +34,7 @@ Examples:
 
 @click.command("sweep", help=SWEEP_HELP)
 @click.argument("file", metavar="FILE|-")
-@click.option("--output", type=PathOption(), default=Path("results"), show_default=True,
+@click.option("--output", type=PathOption(), default=DEFAULT_OUTPUT, show_default=True,
               help="Results folder shared by every job (on a cluster: storage every node mounts at this path).")
 @click.option("--data-dir", type=PathOption(), metavar="DIR",
               help="Read tasks from DIR/<Name>/{corpus,query,qrels}.jsonl instead of the hub.")

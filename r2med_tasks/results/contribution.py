@@ -55,6 +55,8 @@ from .layout import (
     EXPERIMENTS,
     MODEL_META,
     RUN_SETTINGS,
+    folder_model_name,
+    repository_folder,
 )
 from ..mteb_adapter import (
     registered_model_names,
@@ -155,11 +157,6 @@ def mteb_version_above_2(value: object) -> bool:
             return False
         numbers.append(int(digits.group()))
     return tuple(numbers + [0] * (3 - len(numbers))) > MIN_MTEB
-
-
-def repository_folder(name: str) -> str:
-    """The folder of model ``name`` in the repository's ``results/`` (as mteb names it)."""
-    return name.replace(" ", "_").replace("/", "__")
 
 
 def _lines(problems: list[Problem], base: Path) -> list[str]:
@@ -449,9 +446,9 @@ def _unregistered(model: Path) -> list[Problem]:
         if meta is not None and isinstance(meta.get("name"), str):
             names.append(meta["name"])
     registered = registered_model_names()
-    if any(n in registered for n in [*names, model.name.replace("__", "/")]):
+    if any(n in registered for n in [*names, folder_model_name(model.name)]):
         return []
-    name = names[0] if names else model.name.replace("__", "/")
+    name = names[0] if names else folder_model_name(model.name)
     hint = (" r2med's own pipelines (r2med/...) are ranked on the R2MED leaderboard (r2med leaderboard), not there"
             if name.startswith("r2med/") else "")
     return [(model, f"model {name!r} is not registered in mteb: the repository merges results only of models with a "

@@ -19,28 +19,26 @@ The export merges into what the clone holds, never loses it and never writes out
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..files import atomic
-from .contribution import MAX_READ_BYTES, before_export, check_exported, repository_folder
+from .contribution import MAX_READ_BYTES, before_export, check_exported
 from ..errors import UserError
 from ..files.bounded import MalformedJSON, MissingFile, UnreadableFile, parse_json, read_bytes
 from .layout import (
-    EXPERIMENTS,
     MAX_RECORD_BYTES,
     MAX_TASK_RESULT_BYTES,
     MODEL_META,
+    MTEB_RESULTS,
     RUN_SETTINGS,
     RunFolder,
     experiment_name,
-    safe_component,
+    repository_path,
 )
 from ..mteb_adapter import run_settings_text
 
 REPAIR = "delete that file and rerun the r2med-run command with --overwrite"
-MAX_FOLDER = 120  # characters of a model folder named from a model_meta.json, as r2med's own folders
 ELSEWHERE = "or export into another clone"
 
 
@@ -76,17 +74,15 @@ def export_run(run_dir: Path, dest: Path, *, create: bool = False, overwrite: bo
         raise UserError(f"{run_dir}: no model_meta.json; pass a results folder written by r2med-run "
                         "(<output>/<org__model>/<revision>/)")
     meta = _json_object(meta_path, meta_bytes)
-    name, revision = meta.get("name"), meta.get("revision") or "no_revision_available"  # mteb's folder for None
+    name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise UserError(f"{meta_path}: no model name; the run's files are corrupt: {REPAIR}")
     kwargs = meta.get("experiment_kwargs")
     if kwargs is not None and not isinstance(kwargs, dict):
         raise UserError(f"{meta_path}: experiment_kwargs is a {type(kwargs).__name__}, not an object of options "
                         f"(mteb's experiment_kwargs); the run's files are corrupt: {REPAIR}")
-    relative = Path("results", _folder(name), safe_component(str(revision)))
-    experiment = experiment_name(kwargs)
-    if experiment:  # an option variant: mteb's experiment folder (the check says it cannot be submitted)
-        relative = relative / EXPERIMENTS / experiment
+    # an option variant goes in mteb's experiment folder (the check says it cannot be submitted)
+    relative = repository_path(name, meta.get("revision"), experiment_name(kwargs))
     results = run.task_files()
     if not results:
         raise UserError(f"{run_dir}: no task results to export")
@@ -146,14 +142,14 @@ def export_run(run_dir: Path, dest: Path, *, create: bool = False, overwrite: bo
             merged = _merged_run_settings(old_text, settings_text).encode("utf-8")
             plan(RUN_SETTINGS, None if merged == old else merged)
     plan(MODEL_META, None if differs == "" else meta_bytes)
-    before = before_export(dest / "results", target)
+    before = before_export(dest / MTEB_RESULTS, target)
 
     if writes:
         if fresh:
             dest.mkdir(parents=True)
         atomic.replace_all(writes)  # all written aside first; model_meta.json last: a finished export
     exported = [target / file_name for file_name in names]
-    return MtebExport(target, check_exported(dest / "results", target, exported, before), written, unchanged)
+    return MtebExport(target, check_exported(dest / MTEB_RESULTS, target, exported, before), written, unchanged)
 
 
 def _destination(dest: Path, create: bool) -> Path:
@@ -251,16 +247,6 @@ def _utf8(path: Path, data: bytes, then: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise UserError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); {then}") from None
-
-
-def _folder(name: str) -> str:
-    """The model's folder: the repository's name for it where that is a plain path component,
-    else a safe one (which the check then reports as misplaced)."""
-    folder = repository_folder(name)
-    if folder.isprintable() and not folder.startswith(".") and len(folder) <= MAX_FOLDER \
-            and not re.search(r"[\\/:*?\"<>|]", folder):
-        return folder
-    return safe_component(folder)
 
 
 def _read(path: Path, limit: int, *, optional: bool = False) -> bytes | None:

@@ -29,7 +29,18 @@ from typing import Any
 from ..files import atomic
 from ..errors import UserError
 from ..scoring.evaluation import PER_QUERY, SCORING
-from .layout import RunFolder, experiment_name, folder_path, inside, leads_outside, safe_component, slug
+from ..files.bounded import MissingFile, UnreadableFile, read_text
+from .layout import (
+    MAX_RECORD_BYTES,
+    RunFolder,
+    experiment_name,
+    folder_path,
+    inside,
+    leads_outside,
+    read_record,
+    safe_component,
+    slug,
+)
 from ..scoring.runs import Run, trec_text
 
 FORMAT = 3  # of the identity files and records; results without one were written by an earlier r2med
@@ -253,11 +264,11 @@ class ResultFolder(RunFolder):
         if not self.task_json(task_name).exists():
             return Status(False)
         try:
-            stored = json.loads(self.identity_file(task_name).read_text(encoding="utf-8"))
-        except FileNotFoundError:
+            stored = read_record(self.identity_file(task_name))
+        except MissingFile:
             return Status(False, "its stored result has no identity (written by an earlier r2med)")
-        except (OSError, ValueError) as e:
-            return Status(False, f"{self.identity_file(task_name)} is unreadable ({type(e).__name__})")
+        except UnreadableFile as e:
+            return Status(False, f"{self.identity_file(task_name)} is unreadable ({e})")
         changes = differences(stored, identity)
         if changes and not differences(stored, self.spec.legacy_identity(identity)):
             changes = []  # stored by an earlier r2med, its models named as it named them
@@ -265,7 +276,7 @@ class ResultFolder(RunFolder):
             return Status(False, "; ".join(changes))
         try:
             self.load(task_name)
-        except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
+        except (OSError, ValueError, KeyError, IndexError, TypeError, UserError) as e:
             return Status(False, f"its stored result is unreadable or incomplete ({type(e).__name__})")
         if not self.complete(task_name):
             return Status(False, "its stored files are not the ones written together (a run stopped while "
@@ -274,19 +285,18 @@ class ResultFolder(RunFolder):
 
     def complete(self, task_name: str) -> bool:
         """Whether the task's files are those its manifest (written last) names, byte for byte."""
+        manifest = self.manifest(task_name)
         try:
-            manifest = json.loads(self.manifest_file(task_name).read_text(encoding="utf-8"))
-            return set(self.task_file_names(task_name)) <= set(manifest) and manifest == {
+            return manifest is not None and set(self.task_file_names(task_name)) <= set(manifest) and manifest == {
                 name: _sha256(self.path / name) for name in manifest}
-        except (OSError, ValueError, TypeError):
+        except (OSError, ValueError):  # a name no file can have (a NUL in it)
             return False
 
     def load(self, task_name: str) -> tuple[float, int]:
-        """The stored main score and number of evaluated queries of a finished task."""
-        data = json.loads(self.task_json(task_name).read_text(encoding="utf-8"))
-        main = float(data["scores"]["test"][0]["main_score"])
-        with self.per_query(task_name).open(encoding="utf-8") as f:
-            n = sum(1 for _ in f) - 1
+        """The stored main score and number of evaluated queries of a finished task, read as its
+        outcome is (``TaskOutcome.from_folder``)."""
+        main = float(self.task_result(self.task_json(task_name))["scores"]["test"][0]["main_score"])
+        n = len(self.per_query_scores(task_name))
         if n < 1 or not self.trec(task_name).stat().st_size:
             raise ValueError("empty run or per-query file")
         return main, n
@@ -340,8 +350,8 @@ class ResultFolder(RunFolder):
 
     def _record_differs(self, text: str) -> bool:
         try:
-            return self.record_file.read_text(encoding="utf-8") != text
-        except OSError:
+            return read_text(self.record_file, MAX_RECORD_BYTES) != text
+        except UnreadableFile:
             return True
 
     def repair_run_settings(self, task_name: str) -> bool:
@@ -350,7 +360,7 @@ class ResultFolder(RunFolder):
         with the entries still readable. True when it was."""
         from ..mteb_adapter import run_settings_entries
 
-        existing = self._run_settings()
+        existing = self.run_settings()
         if existing:
             lines = [line for line in existing.splitlines() if line.strip()]
             entries = run_settings_entries(existing)
@@ -367,18 +377,8 @@ class ResultFolder(RunFolder):
         merges it (one test split, the default subset)."""
         from ..mteb_adapter import run_settings_text
 
-        return run_settings_text(self._run_settings(), task_name, {"test": [{"hf_subset": "default"}]},
+        return run_settings_text(self.run_settings(), task_name, {"test": [{"hf_subset": "default"}]},
                                  self.spec.encode_kwargs)
-
-    def _run_settings(self) -> str | None:
-        """``run_settings.jsonl``'s text: None when there is none, "" when it cannot be read as text
-        (rebuilt from nothing)."""
-        try:
-            return self.run_settings_file.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return None
-        except (OSError, UnicodeDecodeError):
-            return ""
 
     def model_meta_object(self):
         """The mteb ModelMeta naming these results (mteb's own entry when it has one), with the
@@ -401,7 +401,7 @@ class ResultFolder(RunFolder):
 
     def remove_stale_temp_files(self) -> None:
         """Half-written temp files a killed run left behind (nothing reads them)."""
-        for tmp in (*self.path.glob(".*.tmp"), *self.path.glob("r2med/.*.tmp")):
+        for tmp in self.temp_files():
             tmp.unlink(missing_ok=True)
 
     @contextmanager

@@ -16,7 +16,8 @@ derived once and a file is read one way. The layout is mteb 2.x's ``ResultCache`
 
 Results on local data never share a folder with results on the hub's data, and mteb's loader,
 which reads ``<output>/<model>/<revision>/*.json``, never mistakes them for results on the
-benchmark's data.
+benchmark's data. A clone of the MTEB results repository files them at
+``results/<org__model>/<revision>/`` (:func:`repository_path`, what ``export-mteb`` writes).
 """
 
 from __future__ import annotations
@@ -31,12 +32,28 @@ from typing import Any
 
 from ..files.bounded import MissingFile, UnreadableFile, parse_json, read_bytes, read_json_object, read_text
 
+DEFAULT_OUTPUT = Path("results")  # where results are written unless told (--output)
+MTEB_RESULTS = "results"  # the folder of results in a clone of the MTEB results repository
+NO_REVISION = "no_revision_available"  # mteb's revision folder for a model without a revision
 EXPERIMENTS = "experiments"  # mteb's folder for experiment variants
 LOCAL_DATA = "local-data"  # the tree of results on data read from local files
+OWN_FOLDER = "r2med"  # the sub-folder of r2med's own files, which no reader of mteb's layout takes for results
 RECORD = "pipeline.json"
+REPRODUCTION = "reproduction.json"
+LOCK = "lock"
 GENERATIONS = "generations"  # <Task>.generations.jsonl: what the run's LLMs wrote (context.generated)
 MODEL_META = "model_meta.json"
 RUN_SETTINGS = "run_settings.jsonl"
+# <Task><suffix>: a task's files
+TASK_RESULT_SUFFIX = ".json"
+TREC_SUFFIX = ".trec"
+PER_QUERY_SUFFIX = ".per_query.tsv"
+KEPT_SUFFIX = ".jsonl"  # <Task>.<name>.jsonl
+JOURNAL_SUFFIX = ".partial.jsonl"  # r2med/<Task>.<name>.partial.jsonl
+IDENTITY_SUFFIX = ".identity.json"
+COST_SUFFIX = ".cost.json"
+MANIFEST_SUFFIX = ".files.json"
+TEMP_FILES = ".*.tmp"  # what r2med_tasks.atomic writes aside before putting a file in place
 MAX_COMPONENT = 120  # characters of one path component derived from input
 # What a reader takes from a results folder, which may hold anything (a folder copied from someone,
 # a clone of the MTEB results repository): at most this many bytes of a regular file, JSON nested at
@@ -79,9 +96,33 @@ def _serialized(value: Any) -> str:
     return re.sub(r'[<>:"|?*\\/\0]', "_", str(value))
 
 
+def repository_folder(name: str) -> str:
+    """mteb's folder of model ``name`` (``org/name`` -> ``org__name``), as the MTEB results
+    repository names it: the one mapping of names to folders (:func:`folder_model_name` reverses it)."""
+    return name.replace("/", "__").replace(" ", "_")
+
+
+def folder_model_name(folder: str) -> str:
+    """The model name a folder of mteb's layout stands for (``org__name`` -> ``org/name``)."""
+    return folder.replace("__", "/")
+
+
 def model_folder_name(name: str) -> str:
-    """mteb's folder of a model name (``org/name`` -> ``org__name``), made safe as a path."""
-    return safe_component(name.replace("/", "__").replace(" ", "_"))
+    """:func:`repository_folder`, made safe as a path."""
+    return safe_component(repository_folder(name))
+
+
+def repository_path(name: str, revision: object, experiment: str | None) -> Path:
+    """Where a model's results lie in a clone of the MTEB results repository, relative to it:
+    ``results/<org__model>/<revision>/`` (``experiments/<name>/`` in it for a variant). The
+    repository's own folder name where that is a plain path component, else a safe one (which the
+    contribution check then reports as misplaced)."""
+    folder = repository_folder(name)
+    if not (folder.isprintable() and not folder.startswith(".") and len(folder) <= MAX_COMPONENT
+            and not re.search(r"[\\/:*?\"<>|]", folder)):
+        folder = safe_component(folder)
+    path = Path(MTEB_RESULTS, folder, safe_component(str(revision or NO_REVISION)))
+    return path / EXPERIMENTS / experiment if experiment else path
 
 
 def folder_path(output: Path, name: str, revision: str, experiment: str | None, *, local: bool) -> Path:
@@ -104,17 +145,17 @@ class RunFolder:
     # -- paths -------------------------------------------------------------------------------------
 
     def task_json(self, task_name: str) -> Path:
-        return self.path / f"{task_name}.json"
+        return self.path / f"{task_name}{TASK_RESULT_SUFFIX}"
 
     def trec(self, task_name: str) -> Path:
-        return self.path / f"{task_name}.trec"
+        return self.path / f"{task_name}{TREC_SUFFIX}"
 
     def per_query(self, task_name: str) -> Path:
-        return self.path / f"{task_name}.per_query.tsv"
+        return self.path / f"{task_name}{PER_QUERY_SUFFIX}"
 
     def kept_file(self, task_name: str, name: str) -> Path:
         """Rows a component kept beside the task's results (``context.keep``): an agent's trajectories."""
-        return self.path / f"{task_name}.{name}.jsonl"
+        return self.path / f"{task_name}.{name}{KEPT_SUFFIX}"
 
     def generations_file(self, task_name: str) -> Path:
         """What the run's LLMs wrote, a record per query and stage (``r2med_tasks.llm.records``)."""
@@ -122,32 +163,37 @@ class RunFolder:
 
     def generations_journal(self, task_name: str) -> Path:
         """The records of a task being computed, appended as they arrive (gone once it is written)."""
-        return self.path / "r2med" / f"{task_name}.{GENERATIONS}.partial.jsonl"
+        return self.own_folder / f"{task_name}.{GENERATIONS}{JOURNAL_SUFFIX}"
 
     def identity_file(self, task_name: str) -> Path:
-        return self.path / "r2med" / f"{task_name}.identity.json"
+        return self.own_folder / f"{task_name}{IDENTITY_SUFFIX}"
 
     def cost_file(self, task_name: str) -> Path:
         """What computing the task cost (:meth:`cost`), written with its files and never part of its
         identity; under ``r2med/``, so no reader of ``<Task>.json`` TaskResults (mteb's) takes it for one."""
-        return self.path / "r2med" / f"{task_name}.cost.json"
+        return self.own_folder / f"{task_name}{COST_SUFFIX}"
+
+    @property
+    def own_folder(self) -> Path:
+        """``r2med/``: the files of r2med's own beside mteb's."""
+        return self.path / OWN_FOLDER
 
     @property
     def record_file(self) -> Path:
-        return self.path / "r2med" / RECORD
+        return self.own_folder / RECORD
 
     def manifest_file(self, task_name: str) -> Path:
         """The hashes of a task's files, written after them: the task is finished when they agree."""
-        return self.path / "r2med" / f"{task_name}.files.json"
+        return self.own_folder / f"{task_name}{MANIFEST_SUFFIX}"
 
     @property
     def reproduction_file(self) -> Path:
         """What ``r2med reproduce`` found when this folder's run reproduced a published row."""
-        return self.path / "r2med" / "reproduction.json"
+        return self.own_folder / REPRODUCTION
 
     @property
     def lock_file(self) -> Path:
-        return self.path / "r2med" / "lock"
+        return self.own_folder / LOCK
 
     @property
     def model_meta_file(self) -> Path:
@@ -171,14 +217,26 @@ class RunFolder:
 
     def task_files(self) -> list[Path]:
         """The TaskResult files, by task name."""
-        return sorted(p for p in self.path.glob("*.json") if p.name != MODEL_META)
+        return sorted(p for p in self.path.glob(f"*{TASK_RESULT_SUFFIX}") if p.name != MODEL_META)
 
     def task_names(self) -> list[str]:
         return [p.stem for p in self.task_files()]
 
+    def trec_files(self) -> list[Path]:
+        """The runs (``<Task>.trec``) the folder holds, by name: a results folder's, or a folder of runs."""
+        return sorted(self.path.glob(f"*{TREC_SUFFIX}"))
+
     def run_task_names(self) -> list[str]:
-        """The tasks whose run (``<Task>.trec``) the folder holds: a results folder's, or a folder of runs."""
-        return sorted(p.stem for p in self.path.glob("*.trec"))
+        """The tasks whose run the folder holds (:meth:`trec_files`)."""
+        return [p.stem for p in self.trec_files()]
+
+    def per_query_files(self) -> dict[str, Path]:
+        """task -> its per-query file, for each one the folder holds, by task name."""
+        return {p.name.removesuffix(PER_QUERY_SUFFIX): p for p in sorted(self.path.glob(f"*{PER_QUERY_SUFFIX}"))}
+
+    def temp_files(self) -> list[Path]:
+        """The files a writer puts aside before putting them in place (half-written, when a run was killed)."""
+        return [*self.path.glob(TEMP_FILES), *self.own_folder.glob(TEMP_FILES)]
 
     def problems(self) -> dict[Path, str]:
         """The files the readers below refused so far, each with why (one line), for the caller to
@@ -188,7 +246,7 @@ class RunFolder:
 
     def _object(self, path: Path) -> dict[str, Any] | None:
         try:
-            return read_json_object(path, MAX_RECORD_BYTES)
+            return read_record(path)
         except MissingFile:
             return None
         except UnreadableFile as e:
@@ -207,6 +265,19 @@ class RunFolder:
 
     def model_meta(self) -> dict[str, Any]:
         return self._object(self.model_meta_file) or {}
+
+    def manifest(self, task_name: str) -> dict[str, Any] | None:
+        """The hashes of a task's files, by path relative to the folder (None: none to read)."""
+        return self._object(self.manifest_file(task_name))
+
+    def run_settings(self) -> str | None:
+        """``run_settings.jsonl``'s text: None when there is none, "" when it cannot be read as text."""
+        try:
+            return read_text(self.run_settings_file, MAX_TASK_RESULT_BYTES)
+        except MissingFile:
+            return None
+        except UnreadableFile:
+            return ""
 
     def generations(self, task_name: str) -> list[dict[str, Any]]:
         """A task's generation records (``<Task>.generations.jsonl``), or, while it is being computed
@@ -251,7 +322,7 @@ class RunFolder:
         except UnreadableFile as e:
             self.problems()[path] = str(e)
             return None
-        manifest = self._object(self.manifest_file(task_name)) or {}
+        manifest = self.manifest(task_name) or {}
         if manifest.get(path.relative_to(self.path).as_posix()) != hashlib.sha256(data).hexdigest():
             return None  # left by an earlier computation of the task (or edited): not this result's
         try:
@@ -274,7 +345,7 @@ class RunFolder:
         recorded = self.record().get("name")
         if isinstance(recorded, str) and recorded:
             return recorded
-        return self.model_meta().get("name") or self.revision_folder.parent.name.replace("__", "/")
+        return self.model_meta().get("name") or folder_model_name(self.revision_folder.parent.name)
 
     @property
     def revision_folder(self) -> Path:
@@ -284,7 +355,7 @@ class RunFolder:
         """Model name, revision and experiment as mteb reads them (model_meta.json, else the path),
         and whether the data was local: one results folder's identity among others."""
         meta = self.model_meta()
-        name = meta.get("name") or self.revision_folder.parent.name.replace("__", "/")
+        name = meta.get("name") or folder_model_name(self.revision_folder.parent.name)
         revision = meta.get("revision") or self.revision_folder.name
         kwargs = meta.get("experiment_kwargs")
         experiment = experiment_name(kwargs) if isinstance(kwargs, dict) else (
@@ -301,18 +372,24 @@ class RunFolder:
         """task -> query -> nDCG@10, from the per-query files."""
         from ..errors import UserError
 
-        files = sorted(self.path.glob("*.per_query.tsv"))
+        files = self.per_query_files()
         if not files:
             raise UserError(f"{self.path}: no <Task>.per_query.tsv files; pass a results folder written by r2med-run")
-        return {path.name.removesuffix(".per_query.tsv"): {q: row["ndcg_at_10"] for q, row in
-                                                           _per_query_rows(path, ("ndcg_at_10",)).items()}
-                for path in files}
+        return {task: {q: row["ndcg_at_10"] for q, row in _per_query_rows(path, ("ndcg_at_10",)).items()}
+                for task, path in files.items()}
 
     def per_query_scores(self, task_name: str,
                          columns: tuple[str, ...] = ("ndcg_at_10",)) -> dict[str, dict[str, float]]:
         """query -> {column: value} of a task's per-query file, for those of ``columns`` the file has
         (``ndcg_at_10`` it must have; a file written before a column existed lacks it)."""
         return _per_query_rows(self.per_query(task_name), columns)
+
+
+def read_record(path: Path) -> dict[str, Any]:
+    """A JSON record of a results folder (``r2med/pipeline.json``, an identity, a manifest,
+    ``model_meta.json``, a reproduction), read within :data:`MAX_RECORD_BYTES`; raises
+    :class:`UnreadableFile` (:class:`MissingFile`: none there) saying why not."""
+    return read_json_object(path, MAX_RECORD_BYTES)
 
 
 def _per_query_rows(path: Path, columns: tuple[str, ...]) -> dict[str, dict[str, float]]:

@@ -146,11 +146,10 @@ class RunOutcome(Mapping[str, TaskOutcome]):
 
     def task_results(self) -> dict[str, Any]:
         """mteb's TaskResult of each task, as mteb reads it from disk."""
-        from pathlib import Path
-
+        from .layout import RunFolder
         from ..mteb_adapter import read_task_result
 
-        return {o.task: read_task_result(Path(o.results_dir) / f"{o.task}.json") for o in self.tasks}
+        return {o.task: read_task_result(RunFolder(o.results_dir).task_json(o.task)) for o in self.tasks}
 
     def average_x100(self) -> float:
         """The leaderboard's average over the run's tasks."""

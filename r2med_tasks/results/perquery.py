@@ -116,8 +116,7 @@ def results_folder(path: str | Path) -> RunFolder:
 
 def run_tasks(folder: RunFolder) -> list[str]:
     """The tasks a results folder holds a run and per-query scores of."""
-    scored = {p.name.removesuffix(".per_query.tsv") for p in folder.path.glob("*.per_query.tsv")}
-    return sorted(set(folder.run_task_names()) & scored)
+    return sorted(set(folder.run_task_names()) & set(folder.per_query_files()))
 
 
 def choose_task(folders: Sequence[RunFolder], task: str | None, reg: Registry) -> TaskSpec:

@@ -8,8 +8,9 @@ adapter imports no other r2med module and the core has no import cycle (``tests/
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ..scoring.runs import DEFAULT_TOP_K
 
 if TYPE_CHECKING:
     from mteb.abstasks.task_metadata import TaskMetadata
@@ -27,9 +28,10 @@ class SearchModel:
 
     @property
     def mteb_model_meta(self) -> ModelMeta:
+        from ..results.layout import DEFAULT_OUTPUT
         from ..results.identity import ResultFolder
 
-        return ResultFolder(Path("results"), self.pipeline.spec()).model_meta_object()
+        return ResultFolder(DEFAULT_OUTPUT, self.pipeline.spec()).model_meta_object()
 
     def index(self, corpus: Any, *, task_metadata: TaskMetadata, hf_split: str = "test", hf_subset: str = "default",
               encode_kwargs: Any = None, num_proc: int | None = None, **kwargs: Any) -> None:
@@ -50,7 +52,7 @@ class SearchModel:
         self._corpus = Corpus(ids, texts, h.hexdigest())
 
     def search(self, queries: Any, *, task_metadata: TaskMetadata, hf_split: str = "test",
-               hf_subset: str = "default", top_k: int = 100, encode_kwargs: Any = None, top_ranked: Any = None,
+               hf_subset: str = "default", top_k: int = DEFAULT_TOP_K, encode_kwargs: Any = None, top_ranked: Any = None,
                num_proc: int | None = None, **kwargs: Any) -> dict[str, dict[str, float]]:
         """The pipeline's stages, run by the runner's own code (mteb scores the result)."""
         from ..tasks.taskdata import Query, TaskData

@@ -15,6 +15,7 @@ from ..components.options import option_text, writable
 from .discovery import OWN_DISTRIBUTION as OWN_NAMESPACE
 from .registry import Registered, Registry
 from ..results.identity import RunSpec, code_versions
+from ..scoring.runs import DEFAULT_TOP_K
 from ..tasks.specs import normalize
 
 STAGE_ORDER = ("rewriter", "retriever", "reranker")
@@ -121,7 +122,7 @@ class Stage:
 @dataclass
 class Pipeline:
     stages: dict[str, Stage]
-    top_k: int = 100
+    top_k: int = DEFAULT_TOP_K
     not_a_command: str | None = None  # why no command builds it (a Python object passed to the API)
 
     @property
@@ -147,7 +148,7 @@ class Pipeline:
         qualify = len(self.stages) > 1
         out = {(f"{s.spec.name}.{k}" if qualify else k): v
                for s in self.ordered() for k, v in s.changed_options().items()}
-        if self.top_k != 100:
+        if self.top_k != DEFAULT_TOP_K:
             out["top_k"] = self.top_k
         return out
 
@@ -211,7 +212,7 @@ class Pipeline:
                 words += ["-o", f"{prefix}{key}={without_secrets(option_text(value))}"]
             for member, tokens in sorted(stage.member_options.items()):
                 words += [w for token in tokens for w in ("-o", f"{member}.{without_secrets(token)}")]
-        if self.top_k != 100:
+        if self.top_k != DEFAULT_TOP_K:
             words += ["--top-k", str(self.top_k)]
         return tuple(words), None
 
@@ -254,7 +255,7 @@ def without_secrets(value: Any) -> Any:
     return redact(value) if isinstance(value, str) else value
 
 
-def build_pipeline(registry: Registry, plugin_tokens: list[str], option_tokens: list[str], *, top_k: int = 100,
+def build_pipeline(registry: Registry, plugin_tokens: list[str], option_tokens: list[str], *, top_k: int = DEFAULT_TOP_K,
                    device: str | None = None) -> Pipeline:
     """The pipeline from ``--plugin`` names and ``-o`` options (``--device`` as ``-o device=`` for
     every selected component, and every member of a composite, that runs on a device)."""

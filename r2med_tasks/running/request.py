@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..errors import UserError
+from ..results.layout import DEFAULT_OUTPUT
 from ..scoring.runs import DEFAULT_TOP_K
 
 if TYPE_CHECKING:
@@ -29,8 +30,6 @@ if TYPE_CHECKING:
     from .pipelines import Pipeline
     from .registry import Registry
     from ..tasks.specs import TaskSpec
-
-DEFAULT_OUTPUT = Path("results")
 
 class PathOption(click.Path):
     """A path option's value: never empty (``--output ""`` would write into the current folder)."""

@@ -43,7 +43,7 @@ FUSION_METHODS = ("rrf", "zscore", "minmax", "linear")
 # k=60 over each member's top 100 documents (Cormack et al., 2009).
 DEFAULT_METHOD = "rrf"
 DEFAULT_RRF_K = 60
-DEFAULT_DEPTH = 100
+DEFAULT_DEPTH = DEFAULT_TOP_K  # every document of a member's run as r2med-run keeps it
 
 
 def fuse(runs: Sequence[Run], *, method: str = DEFAULT_METHOD, weights: Sequence[float] | None = None,
