@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from .running.pipelines import Pipeline
     from .running.registry import Registry
     from .scoring.significance import Comparison
-    from .tasks.specs import TaskSpec
 
 OBJECT = "python-object"  # the component name of a retriever object passed to evaluate()
 
@@ -184,8 +183,10 @@ def _version(module: str) -> str | None:
 def as_mteb_model(model: Any, *, cache_dir: Path | None = None) -> Any:
     """An mteb search model (``index``/``search``) running an r2med retriever or pipeline, so
     ``mteb.evaluate(r2med.as_mteb_model("bm25"), tasks)`` runs it inside mteb."""
+    from functools import partial
+
     from .components.context import default_cache_dir
-    from .running.mteb_model import SearchModel
+    from .running.mteb_model import SearchModel, task_named
     from .running.pipelines import base_context
 
     reg = registry()
@@ -194,17 +195,8 @@ def as_mteb_model(model: Any, *, cache_dir: Path | None = None) -> Any:
         if stage.spec.members_option:  # mteb hands over one task's corpus and queries, never the saved runs it needs
             raise UserError(f"as_mteb_model: '{stage.spec.name}' is built of other retrievers' saved runs, which mteb "
                             f"cannot give it; evaluate it with r2med_tasks.evaluate(...) (or r2med-run) instead")
-    return SearchModel(built, base_context(reg, cache_dir=cache_dir or default_cache_dir()), task_spec)
-
-
-def task_spec(name: str) -> TaskSpec:
-    """The r2med task of an mteb task name, or a plain spec for a task r2med does not know."""
-    from .tasks.specs import TaskSpec
-
-    for entry in registry().entries["task"]:
-        if entry.spec.name == name:
-            return entry.spec
-    return TaskSpec(name=name, short_name=name, description="")
+    return SearchModel(built, base_context(reg, cache_dir=cache_dir or default_cache_dir()),
+                       partial(task_named, reg))
 
 
 def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, task_name: str | None = None,

@@ -86,7 +86,7 @@ def test_an_indexing_failure_during_rewriting_stops_the_run_with_one_line(run_cl
 @pytest.mark.parametrize("nested", [False, True])
 def test_overlapping_phases_are_timed_apart(nested):
     """Two stages at once in two threads: each is top-level in its own thread, both are timed."""
-    from r2med_tasks.running.runner import Phases
+    from r2med_tasks.running.costs import Phases
 
     phases = Phases()
     started = threading.Barrier(2)

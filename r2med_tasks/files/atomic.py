@@ -147,7 +147,3 @@ def write_text(path: Path, text: str) -> None:
 
 def write_json(path: Path, obj: Any, *, indent: int | None = 2) -> None:
     write_text(path, json.dumps(obj, indent=indent, ensure_ascii=False, default=str) + "\n")
-
-
-def write_lines(path: Path, lines: Iterable[str]) -> None:
-    write_text(path, "".join(line + "\n" for line in lines))

@@ -49,15 +49,34 @@ class TaskOutcome:
     def read(cls, task, folder, *, status: str, official_data: bool) -> TaskOutcome:
         """The outcome of ``task`` (a ``TaskSpec``) from the results folder it was written to (a
         ``RunFolder`` or its path): the main score from its TaskResult, the rest from its per-query
-        file and its cost file. The one way an outcome is built, for a task computed now or reused."""
-        from ..scoring.evaluation import COVERAGE, MAIN_SCORE, RELEVANT_ONLY
+        file and its cost file. How a reused task's outcome is built; a task computed now is built
+        from what was written (:meth:`written`), equal to what this reads back."""
+        from ..scoring.evaluation import COVERAGE, MAIN_SCORE
         from .layout import RunFolder
-        from ..scoring.uncertainty import mean_interval, x100
 
         run = folder if isinstance(folder, RunFolder) else RunFolder(Path(folder))
         result = run.task_result(run.task_json(task.name))
-        main = float(result["scores"]["test"][0]["main_score"])
-        rows = run.per_query_scores(task.name, (MAIN_SCORE, *COVERAGE))
+        return cls._of(task, run, float(result["scores"]["test"][0]["main_score"]),
+                       run.per_query_scores(task.name, (MAIN_SCORE, *COVERAGE)), run.cost(task.name),
+                       status=status, official_data=official_data)
+
+    @classmethod
+    def written(cls, task, folder, scores: Mapping[str, Any], rows: dict[str, dict[str, float]],
+                cost: dict[str, Any] | None, *, official_data: bool) -> TaskOutcome:
+        """The outcome of ``task`` computed now, from what ``ResultFolder.write`` wrote to ``folder``:
+        its ``scores``, its per-query ``rows`` (:func:`stored_rows`) and its ``cost``; equal to what
+        :meth:`read` reads back, without reading."""
+        main = scores["main_score"]
+        main = float(round(main, 6) if isinstance(main, float) else main)  # as the TaskResult holds it (mteb's)
+        return cls._of(task, folder, main, rows, cost, status="computed", official_data=official_data)
+
+    @classmethod
+    def _of(cls, task, run, main: float, rows: dict[str, dict[str, float]], cost: dict[str, Any] | None, *,
+            status: str, official_data: bool) -> TaskOutcome:
+        """The outcome from a task's main score, per-query rows and cost, however they were got."""
+        from ..scoring.evaluation import MAIN_SCORE, RELEVANT_ONLY
+        from ..scoring.uncertainty import mean_interval, x100
+
         if not rows:
             raise ValueError(f"{run.per_query(task.name)}: no query")
 
@@ -65,7 +84,7 @@ class TaskOutcome:
             values = [row[column] for row in rows.values() if column in row]
             return sum(values) / len(values) if len(values) == len(rows) else None
 
-        cost = run.cost(task.name) or {}
+        cost = cost or {}
         relevant_only = mean(RELEVANT_ONLY)
         return cls(task.name, task.short_name, task.group, main, len(rows), status, official_data, str(run.path),
                    judged_at_10=mean("judged_at_10"), ndcg_at_10_condensed=mean("ndcg_at_10_condensed"),
@@ -88,11 +107,22 @@ class TaskOutcome:
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})  # (older JSON: defaults)
 
 
-def average_ci(tasks: list[TaskOutcome]) -> list[float] | None:
+def stored_rows(per_query: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+    """``evaluation.score``'s per-query metrics as a per-query file holds them and
+    ``RunFolder.per_query_scores`` reads them back for an outcome: in the file's order (by query),
+    the main score and the judgment coverage, as floats."""
+    from ..scoring.evaluation import COVERAGE, MAIN_SCORE
+
+    return {qid: {c: float(m[c]) for c in (MAIN_SCORE, *COVERAGE) if c in m} for qid, m in sorted(per_query.items())}
+
+
+def average_ci(tasks: list[TaskOutcome], computed: Mapping[str, dict[str, dict[str, float]]] | None = None
+               ) -> list[float] | None:
     """The 95% interval of a run's average nDCG@10 (the plain mean of its tasks' means, as
     ``RunOutcome.average_x100``): the queries of each task resampled within the task
     (``uncertainty.average_interval_of``), ×100 and rounded to 2 decimals; read from the per-query
-    files, so a reused task counts as it did when computed. None for no task."""
+    files, so a reused task counts as it did when computed, but for the tasks in ``computed``
+    (task name -> the rows just written, :func:`stored_rows`). None for no task."""
     from ..scoring.evaluation import MAIN_SCORE
     from .layout import RunFolder
     from ..scoring.uncertainty import average_interval_of, x100
@@ -101,7 +131,7 @@ def average_ci(tasks: list[TaskOutcome]) -> list[float] | None:
         return None
     per_task = {}
     for o in tasks:
-        rows = RunFolder(Path(o.results_dir)).per_query_scores(o.task, (MAIN_SCORE,))
+        rows = (computed or {}).get(o.task) or RunFolder(Path(o.results_dir)).per_query_scores(o.task, (MAIN_SCORE,))
         per_task[o.task] = [row[MAIN_SCORE] for row in rows.values()]
     return x100(average_interval_of(per_task))
 

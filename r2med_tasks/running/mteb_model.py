@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from mteb.abstasks.task_metadata import TaskMetadata
     from mteb.models import ModelMeta
 
+    from .registry import Registry
+    from ..tasks.specs import TaskSpec
+
 
 class SearchModel:
     """An r2med retriever or pipeline as an mteb search model (mteb's ``SearchProtocol``):
@@ -54,18 +57,24 @@ class SearchModel:
     def search(self, queries: Any, *, task_metadata: TaskMetadata, hf_split: str = "test",
                hf_subset: str = "default", top_k: int = DEFAULT_TOP_K, encode_kwargs: Any = None, top_ranked: Any = None,
                num_proc: int | None = None, **kwargs: Any) -> dict[str, dict[str, float]]:
-        """The pipeline's stages, run by the runner's own code (mteb scores the result)."""
-        from ..tasks.taskdata import Query, TaskData
+        """The pipeline's stages, run by the runner's own code (``runner.Stages``; mteb scores the result)."""
         from .pipelines import Pipeline
-        from .runner import Phases, first_stage, rerank_stage
+        from .runner import Stages
+        from ..tasks.taskdata import Query, TaskData
 
         task = self.task_of(task_metadata.name)
-        context = self.context.with_(corpus=self._corpus)
         asked = [Query(str(i), t) for i, t in zip(queries["id"], queries["text"])]
         data = TaskData(self._corpus, asked, {}, "", "mteb")  # scored by mteb, not here
-        pipeline = Pipeline(self.pipeline.stages, top_k)
-        phase, step = Phases(), lambda description: None
-        run = first_stage(pipeline, task, data, phase, step, context)
-        if "reranker" in pipeline.stages:
-            run = rerank_stage(pipeline.stages["reranker"], task, data, run, phase, step, context, top_k)
-        return run
+        context = self.context.with_(corpus=self._corpus)
+        return Stages(Pipeline(self.pipeline.stages, top_k), task, data, context).ranked()
+
+
+def task_named(registry: Registry, name: str) -> TaskSpec:
+    """The r2med task of an mteb task name in ``registry``, or a plain spec for a task r2med does
+    not know."""
+    from ..tasks.specs import TaskSpec
+
+    for entry in registry.entries["task"]:
+        if entry.spec.name == name:
+            return entry.spec
+    return TaskSpec(name=name, short_name=name, description="")

@@ -4,6 +4,10 @@ A task whose stored results have the run's identity (``results.py``) is reused, 
 overwriting; any other is computed, with one line saying what changed. Results are written
 atomically after each task, so a killed run resumes where it stopped and nothing finished is lost.
 Each results folder is locked for the run, so two processes never interleave one folder.
+A computed task's outcome is what the run computed and wrote (a reused one's is read back).
+
+``Stages`` is the one way a pipeline's stages are run over a task's data, here and by
+``as_mteb_model``; what a task costs is ``runner_costs``'s, what the console shows ``runner_display``'s.
 """
 
 from __future__ import annotations
@@ -12,18 +16,16 @@ import json
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from ..components.combine import default_query
-from ..components.specs import RerankDepth, ReportsUsage, combines_generated
+from ..components.specs import RerankDepth, combines_generated
 from ..components.context import CompositeContext, Context
 from ..tasks.datafiles import hash_ahead
 from ..tasks.taskdata import Query, TaskData
@@ -31,134 +33,13 @@ from ..errors import FILE_PROBLEMS, PluginError, UserError
 from ..scoring.evaluation import check_run, score
 from ..files.journal import Journal
 from ..results.layout import GENERATIONS
-from ..llm import RetryLine, Usage
-from ..results.outcomes import RunOutcome, TaskOutcome, average_ci
+from ..results.outcomes import RunOutcome, TaskOutcome, average_ci, stored_rows
 from .pipelines import STAGE_ORDER, Pipeline, Stage, without_secrets
 from ..results.identity import ResultFolder, Status, locked
-from ..scoring.runs import rank
+from .costs import LOADING, Phases, with_recorded
+from .display import RunDisplay, SubProgress
+from ..scoring.runs import Run, rank
 from ..tasks.specs import TaskSpec
-
-
-LOADING = "Loading model"  # a phase inside another (context.loading()): timed apart, as the "load" stage
-STAGES = {LOADING: "load", "Rewriting queries": "rewrite", "Encoding corpus": "index", "Encoding queries": "search",
-          "Reranking": "rerank", "Scoring": "score"}  # phase -> the stage a cost file times (layout.COST_STAGES)
-
-
-_APPENDING = threading.Lock()
-
-
-class Phases:
-    """Wall-clock phases of one task, in the shape mteb stores as ``evaluation_phases``; and, for its
-    cost file, how deep each phase nests and what LLM usage the components it called added
-    (``phase(name, *components)``: those that report usage, ``ReportsUsage``)."""
-
-    def __init__(self) -> None:
-        self.items: list[dict[str, Any]] = []
-        # each item's enclosing phases (outermost first; how deep it nests) and the usage added in it
-        self.marks: list[tuple[tuple[str, ...], Usage | None]] = []
-        self._nesting = threading.local()  # stages that overlap (index while rewriting) nest apart
-
-    @property
-    def _open(self) -> list[str]:
-        """The phases open in this thread, outermost first."""
-        if not hasattr(self._nesting, "open"):
-            self._nesting.open = []
-        return self._nesting.open
-
-    @contextmanager
-    def __call__(self, name: str, *components: Any):
-        watched = [(c, c.usage, c.usage.tally()) if isinstance(c.usage, Usage) else (c, None, None)
-                   for c in components if isinstance(c, ReportsUsage)]
-        start = time.time()
-        around = tuple(self._open)
-        self._open.append(name)
-        try:
-            yield
-        finally:
-            self._open.pop()
-        with _APPENDING:  # items and marks stay pairs
-            self.items.append({"name": name, "start": start, "end": time.time(), "split": "test",
-                               "subset": "default"})
-            self.marks.append((around, _added(watched)))
-
-    def cost(self, since: int = 0) -> dict[str, Any]:
-        """``{"seconds": {stage: s}, "usage": {...} or None}`` of the phases recorded from item
-        ``since`` on (a saved run's, inside the task's): seconds of the outermost ones only (a phase
-        inside another is part of its time), but a model's loading, which counts as "load" and not
-        in the stage it happened in; usage of all (None when no component reported any)."""
-        marks = self.marks[since:]
-        top = min((len(around) for around, _ in marks), default=0)
-        seconds: dict[str, float] = {}
-        usage: Usage | None = None
-        for item, (around, added) in zip(self.items[since:], marks):
-            stage = STAGES.get(item["name"])
-            took = max(0.0, item["end"] - item["start"])
-            if stage is not None and len(around) == top:
-                seconds[stage] = seconds.get(stage, 0.0) + took
-            elif stage == "load":  # inside a stage: its own time, taken out of that stage's
-                seconds["load"] = seconds.get("load", 0.0) + took
-                outer = STAGES.get(around[top])
-                if outer is not None:
-                    seconds[outer] = seconds.get(outer, 0.0) - took
-            if added is not None:
-                usage = added if usage is None else usage + added
-        return {"seconds": {k: round(max(0.0, v), 3) for k, v in seconds.items()},
-                "usage": usage.to_json() if usage is not None else None}
-
-
-def _added(watched: list[tuple[Any, Usage | None, Usage | None]]) -> Usage | None:
-    """The usage the watched components added since their tallies were taken: what a component's
-    tally holds now, less what it held (when it is the same tally; a new one is all new)."""
-    total = None
-    for component, before, tally in watched:
-        now = component.usage
-        if not isinstance(now, Usage):
-            continue
-        added = now - tally if now is before and tally is not None else now.tally()
-        total = added if total is None else total + added
-    return total
-
-
-def with_recorded(cost: dict[str, Any], recorded: dict[str, Any] | None) -> dict[str, Any]:
-    """A cost with an earlier one added (a reused first stage's, as its cost file recorded it)."""
-    if recorded is None:
-        return cost
-    seconds = dict(recorded["seconds"])
-    for stage, s in cost["seconds"].items():
-        seconds[stage] = round(seconds.get(stage, 0.0) + s, 3)
-    usages = [u for u in (recorded["usage"], cost["usage"]) if u is not None]
-    usage = None
-    if usages:
-        usage = {k: sum(u.get(k) or 0 for u in usages) for k in dict.fromkeys(k for u in usages for k in u)
-                 if k != "usd"}
-        usage["usd"] = None if any(u["usd"] is None for u in usages) else round(sum(u["usd"] for u in usages), 10)
-    return {"seconds": seconds, "usage": usage}
-
-
-class SubProgress:
-    """The bars a component asks for through ``context.progress(description, total)``, which
-    returns ``advance(n)``; they vanish when the call that asked for them returns."""
-
-    def __init__(self, progress: Progress) -> None:
-        self.progress, self.bars = progress, []
-
-    def __call__(self, description: str, total: int):
-        bar = self.progress.add_task(f"  {description}", total=total)
-        self.bars.append(bar)
-        return lambda n: self.progress.advance(bar, n)
-
-    def clear(self) -> None:
-        for bar in self.bars:
-            self.progress.remove_task(bar)
-        self.bars.clear()
-
-
-def retry_row(progress: Progress) -> RetryLine:
-    """The run's API retries (``Context.retries``) as one row of the progress display, replaced by
-    each retry and hidden while none waits: not a printed line per retry."""
-    row = progress.add_task("", total=None, visible=False)
-    return RetryLine(lambda line: progress.update(row, description=f"  [yellow]{escape(line or '')}[/]",
-                                                  visible=line is not None))
 
 
 @contextmanager
@@ -252,7 +133,7 @@ def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, dat
     for task in tasks:
         _claimed(folders, pipeline, output, run.is_local(task))
     every = [f for pair in folders.values() for f in pair if f is not None]
-    with locked(every, run.waiting):
+    with locked(every, run.display.waiting):
         try:
             for claimed in every:
                 claimed.claim()
@@ -262,7 +143,8 @@ def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, dat
                 claimed.prune()
     main = next(iter(folders.values()))[0]
     return RunOutcome(main.display_name, main.label, main.name, main.revision, main.experiment,
-                      [str(f.path) for f, _ in folders.values()], outcomes, average_ci=average_ci(outcomes))
+                      [str(f.path) for f, _ in folders.values()], outcomes,
+                      average_ci=average_ci(outcomes, computed=run.computed))
 
 
 @dataclass
@@ -307,22 +189,16 @@ class _Run:
     def __init__(self, pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: Path | None,
                  overwrite: bool, console: Console) -> None:
         self.pipeline, self.tasks, self.output, self.data_dir = pipeline, tasks, output, data_dir
-        self.overwrite, self.console = overwrite, console
+        self.overwrite, self.display = overwrite, RunDisplay(console)
         self.subpipelines: dict[int, Pipeline] = {}  # id of a composite's member -> its saved runs' pipeline
         self.fresh: set[tuple[Path, str]] = set()  # saved runs computed in this run (reused under --overwrite)
-
-    def waiting(self, message: str) -> None:
-        self.console.print(f"[yellow]waiting:[/] {escape(message)}", soft_wrap=True)
+        self.computed: dict[str, dict[str, dict[str, float]]] = {}  # task computed now -> its per-query rows
 
     def tasks_in(self, folders: Folders, context: Context, local: list[Path]) -> list[TaskOutcome]:
+        """Each task's outcome: a reused one's read from its folder, a computed one's as computed."""
         outcomes = []
-        columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn())
-        # Bars only on a terminal: elsewhere (a log file, a pipe) they would leave blank lines.
-        with Progress(*columns, console=self.console, transient=True, disable=not self.console.is_terminal) \
-                as progress:
-            bar = progress.add_task("", total=len(self.tasks))
-            context = context.with_(progress=SubProgress(progress), retries=retry_row(progress))
+        with self.display.tasks(len(self.tasks)) as bars:
+            context = context.with_(progress=bars.components, retries=bars.retries)
             hash_ahead(local)
             for task in self.tasks:
                 folder, first_folder = folders[self.is_local(task)]
@@ -334,14 +210,9 @@ class _Run:
                                                      official_data=data_id["official"]))
                 else:
                     if status.reason and not self.overwrite:
-                        self.console.print(f"{escape(task.short_name)}: recomputing, {escape(status.reason)}",
-                                           soft_wrap=True)
-
-                    def step(text: str, _task=task) -> None:
-                        progress.update(bar, description=f"{_task.short_name}: {text}")
-                    _, _, official = self.evaluate(task, folder, first_folder, step=step, context=context)
-                    outcomes.append(TaskOutcome.read(task, folder, status="computed", official_data=official))
-                progress.advance(bar)
+                        self.display.recomputing(task, status.reason)
+                    outcomes.append(self.evaluate(task, folder, first_folder, step=bars.step(task), context=context))
+                bars.advance()
         return outcomes
 
     def local_folders(self) -> list[Path]:
@@ -359,9 +230,9 @@ class _Run:
         return len(self.tasks) == 1
 
     def evaluate(self, task: TaskSpec, folder: ResultFolder, first_folder: ResultFolder | None, *, step,
-                 context: Context) -> tuple[float, int, bool]:
-        """Compute and save one task; returns its nDCG@10, number of scored queries and whether its
-        data is R2MED's official data."""
+                 context: Context) -> TaskOutcome:
+        """Compute and save one task; its outcome is built from what was computed and written, equal
+        to what reading the folder back gives (``TaskOutcome.written``)."""
         pipeline = self.pipeline
         started = time.time()
         phase = Phases()
@@ -374,7 +245,7 @@ class _Run:
         current = _Current(task, data, data_id, journal=journal)
         context = self.task_context(context, current, phase, step)
         for warning in data.warnings:
-            self.console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+            self.display.data_warning(warning)
 
         reused = first_folder is not None and not self.overwrite and _reusable(first_folder, task, data_id)
         first_cost = None
@@ -385,7 +256,7 @@ class _Run:
             for record in first_folder.generations(task.name):  # and what its LLM wrote, kept with this task's
                 current.generated(record)
         else:
-            ranked = first_stage(pipeline, task, data, phase, step, context)
+            ranked = Stages(pipeline, task, data, context, phase=phase, step=step).first()
         if current.held_out is not None:  # a component tuned on these queries: never scored on them
             data = _without(data, current.held_out)
             ranked = {q: d for q, d in ranked.items() if q in data.qrels}
@@ -395,18 +266,18 @@ class _Run:
 
         extra_scores = dict(current.extra_scores or {})
         if "reranker" in pipeline.stages:
-            ranked = rerank_stage(pipeline.stages["reranker"], task, data, ranked, phase, step, context, pipeline.top_k)
+            ranked = Stages(pipeline, task, data, context, phase=phase, step=step).rerank(ranked)
             extra_scores["previous_results_model_meta"] = {"model_name": first_folder.name,  # as mteb records it
                                                            "revision": first_folder.revision}
         empty = [qid for qid, docs in ranked.items() if not docs]
         if empty:
-            self.console.print(f"[yellow]warning:[/] {task.name}: {len(empty)} queries got no documents; "
-                               "they score 0 in the averages")
+            self.display.no_documents(task, len(empty))
         step("scoring")
-        ndcg, n = _save(folder, task, data, data_id, ranked, started, phase, extra_scores,
-                        kept=current.kept_with_generations(*STAGE_ORDER), first_cost=first_cost)
+        scores, rows, cost = _save(folder, task, data, data_id, ranked, started, phase, extra_scores,
+                                   kept=current.kept_with_generations(*STAGE_ORDER), first_cost=first_cost)
         journal.path.unlink(missing_ok=True)  # the records are in <Task>.generations.jsonl now
-        return ndcg, n, data_id["official"]
+        self.computed[task.name] = rows
+        return TaskOutcome.written(task, folder, scores, rows, cost, official_data=data_id["official"])
 
     def task_context(self, context: Context, current: _Current, phase: Phases, step) -> CompositeContext:
         """The context of one task's component calls: its corpus and kept rows, and for composites
@@ -447,7 +318,7 @@ class _Run:
         folder = ResultFolder(self.output, sub.spec(), local=self.is_local(task))
         here = task.name == current.task.name
         data_id = current.data_id if here else task.data_identity(self.data_dir, only_task=self.only_task)
-        with locked([folder], self.waiting):
+        with locked([folder], self.display.waiting):
             try:
                 folder.claim()
                 key = (folder.path, task.name)
@@ -459,12 +330,8 @@ class _Run:
                 if not here:
                     data_id = task.data_identity(self.data_dir, only_task=self.only_task, revision=data.revision)
                     context = context.with_(corpus=data.corpus)
-                if queries is None:
-                    ranked = first_stage(sub, task, data, phase, step, context)
-                else:
-                    step(f"indexing {len(data.corpus):,} documents ({sub.retriever.spec.name})")
-                    index_stage(sub, task, data, phase, context)
-                    ranked = search_stage(sub, task, data, list(queries), phase, step, context)
+                stages = Stages(sub, task, data, context, phase=phase, step=step)
+                ranked = stages.first() if queries is None else stages.searched(list(queries))
                 _save(folder, task, data, data_id, ranked, started, phase, since=since)
                 self.fresh.add(key)
                 return ranked
@@ -492,18 +359,18 @@ def _reusable(folder: ResultFolder, task: TaskSpec, data_id: dict) -> bool:
 
 def _save(folder: ResultFolder, task: TaskSpec, data: TaskData, data_id: dict, ranked, started: float,
           phase: Phases, extra_scores: dict | None = None, kept: dict[str, list[dict]] | None = None, *,
-          since: int = 0, first_cost: dict | None = None) -> tuple[float, int]:
+          since: int = 0, first_cost: dict | None = None) -> tuple[dict, dict[str, dict[str, float]], dict]:
     """Score a run against the task's judgments and write it, with its identity (and what its
     components kept, and its cost: the phases from item ``since`` on, plus a reused first stage's
-    recorded ``first_cost``), as ``folder``'s result for the task; returns the main score and the
-    number of scored queries."""
+    recorded ``first_cost``), as ``folder``'s result for the task; returns what was written: the
+    scores, the per-query rows (``outcomes.stored_rows``) and the cost."""
     with phase("Scoring"):
         scores, per_query = score(ranked, data.qrels)
     scores.update(extra_scores or {})
+    cost = with_recorded(phase.cost(since), first_cost)
     folder.write(task.name, data.revision, folder.spec.task_identity(task.name, data_id), scores, ranked, per_query,
-                 evaluation_time=time.time() - started, phases=list(phase.items), kept=kept,
-                 cost=with_recorded(phase.cost(since), first_cost))
-    return scores["main_score"], len(per_query)
+                 evaluation_time=time.time() - started, phases=list(phase.items), kept=kept, cost=cost)
+    return scores, stored_rows(per_query), cost
 
 
 def _without(data: TaskData, held_out: set[str]) -> TaskData:
@@ -511,31 +378,6 @@ def _without(data: TaskData, held_out: set[str]) -> TaskData:
     qrels = {q: r for q, r in data.qrels.items() if q not in held_out}
     return TaskData(data.corpus, [q for q in data.queries if q.id in qrels], qrels, data.revision, data.source,
                     data.warnings)
-
-
-def first_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, phase: Phases, step, context: Context):
-    """[rewriter] -> retriever: each query's top-k documents. The corpus is indexed while the
-    rewriter works (the index does not depend on the queries), so a run takes as long as the slower
-    of the two; search starts once every query is rewritten, so each query's results are those the
-    two stages give one after the other."""
-    if "rewriter" not in pipeline.stages:
-        step(f"indexing {len(data.corpus):,} documents ({pipeline.retriever.spec.name})")
-        index_stage(pipeline, task, data, phase, context)
-        return search_stage(pipeline, task, data, data.queries, phase, step, context)
-    stage = pipeline.stages["rewriter"]
-    indexing = Background(lambda: index_stage(pipeline, task, data, phase, context.with_(
-        progress=SubProgress(context.progress.progress) if isinstance(context.progress, SubProgress)
-        else context.progress)))
-    step(f"rewriting queries ({stage.spec.name}) while indexing {len(data.corpus):,} documents "
-         f"({pipeline.retriever.spec.name})")
-    with phase("Rewriting queries", stage.instance), calling(stage, task, "rewriting queries of", context):
-        queries = stage.instance.rewrite(data.queries, task=task, context=stage_context(stage, context))
-    if sorted(q.id for q in queries) != sorted(q.id for q in data.queries):
-        raise PluginError(f"{stage.label} must return one rewritten query per input query")
-    if not indexing.done():
-        step(f"indexing {len(data.corpus):,} documents ({pipeline.retriever.spec.name})")
-    indexing.result()
-    return search_stage(pipeline, task, data, queries, phase, step, context)
 
 
 class Background:
@@ -577,46 +419,102 @@ def stage_context(stage: Stage, context: Context) -> Context:
     return context.with_(generated=mark)
 
 
-def index_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, phase: Phases, context: Context) -> None:
-    """The retriever indexes (encodes) the task's corpus."""
-    retriever = pipeline.retriever
-    with phase("Encoding corpus", retriever.instance), calling(retriever, task, "indexing", context):
-        retriever.instance.index(data.corpus, task=task, context=retriever.context(context))
+def _quiet(text: str) -> None:
+    """A step no progress line shows."""
 
 
-def search_stage(pipeline: Pipeline, task: TaskSpec, data: TaskData, queries: list[Query], phase: Phases, step,
-                 context: Context):
-    """The retriever, its corpus indexed, over (rewritten) queries: each query's top-k documents."""
-    retriever = pipeline.retriever
-    if not combines_generated(retriever.instance):  # the documented default, never silence
-        queries = [Query(q.id, default_query(q)) if q.generated else q for q in queries]
-    step(f"searching {len(queries)} queries")
-    with phase("Encoding queries", retriever.instance), calling(retriever, task, "searching", context):
-        run = retriever.instance.search(queries, task=task, top_k=pipeline.top_k,
-                                        context=stage_context(retriever, context))
-    check_run(run, data.qrels, set(data.corpus.ids), component=retriever.label)
-    return rank(run, pipeline.top_k)
+@dataclass
+class Stages:
+    """A pipeline's stages over one task's data, run as ``r2med-run`` runs them: the runner's task
+    loop and ``as_mteb_model`` both call them through this. Each method returns the ranked run
+    (query id -> document id -> score, best first, at most the pipeline's ``top_k``):
 
+    - :meth:`ranked`: every stage, [rewriter] -> retriever -> [reranker];
+    - :meth:`first`: the first stage, [rewriter] -> retriever;
+    - :meth:`searched`: the retriever indexes the corpus and searches queries already rewritten;
+    - :meth:`rerank`: the reranker over a first stage's run.
 
-def rerank_stage(stage: Stage, task: TaskSpec, data: TaskData, ranked, phase: Phases, step, context: Context,
-            depth: int):
-    """Re-score each query's first ``rerank_k`` documents (the original query text, as published);
-    only they are scored, as published, unless ``-o keep_tail=true`` keeps the rest below them in
-    their first-stage order."""
-    k = (stage.instance.rerank_k if isinstance(stage.instance, RerankDepth) else None) or depth
-    keep_tail = {**stage.spec.defaults, **stage.options}["keep_tail"]  # the stage's option, not the reranker's
-    step(f"reranking the top {k} ({stage.spec.name})")
-    candidates = {qid: dict(list(docs.items())[:k]) for qid, docs in ranked.items()}
-    with phase("Reranking", stage.instance), calling(stage, task, "reranking", context):
-        reranked = stage.instance.rerank(data.queries, data.corpus, candidates, task=task,
-                                         context=stage_context(stage, context))
-    check_run(reranked, data.qrels, set(data.corpus.ids), component=stage.label)
-    out = {}
-    for qid, docs in ranked.items():
-        scores, order = reranked.get(qid, {}), list(docs)
-        head = [(d, float(scores[d])) for d in order[:k] if d in scores]
-        head.sort(key=lambda item: -item[1])  # stable: ties keep the first stage's order
-        floor = min((s for _, s in head), default=0.0)
-        tail = order[k:] if keep_tail else ()
-        out[qid] = dict(head) | {d: floor - i - 1.0 for i, d in enumerate(tail)}
-    return out
+    ``context`` is what every component call gets (with the task's corpus); ``phase`` times the
+    stages and counts the LLM usage they add (a task's cost file); ``step`` is told what is being
+    done, for a progress line. A component's crash is a one-line ``PluginError`` naming it."""
+
+    pipeline: Pipeline
+    task: TaskSpec
+    data: TaskData
+    context: Context
+    phase: Phases = field(default_factory=Phases)
+    step: Callable[[str], None] = _quiet
+
+    def ranked(self) -> Run:
+        ranked = self.first()
+        return self.rerank(ranked) if "reranker" in self.pipeline.stages else ranked
+
+    def first(self) -> Run:
+        """[rewriter] -> retriever: each query's top-k documents. The corpus is indexed while the
+        rewriter works (the index does not depend on the queries), so a run takes as long as the
+        slower of the two; search starts once every query is rewritten, so each query's results are
+        those the two stages give one after the other."""
+        if "rewriter" not in self.pipeline.stages:
+            return self.searched(self.data.queries)
+        stage, task, context = self.pipeline.stages["rewriter"], self.task, self.context
+        progress = context.progress  # the index's own bars: those the rewriter's call clears are not its
+        indexing = Background(lambda: self.index(context.with_(
+            progress=SubProgress(progress.progress) if isinstance(progress, SubProgress) else progress)))
+        self.step(f"rewriting queries ({stage.spec.name}) while indexing {len(self.data.corpus):,} documents "
+                  f"({self.pipeline.retriever.spec.name})")
+        with self.phase("Rewriting queries", stage.instance), calling(stage, task, "rewriting queries of", context):
+            queries = stage.instance.rewrite(self.data.queries, task=task, context=stage_context(stage, context))
+        if sorted(q.id for q in queries) != sorted(q.id for q in self.data.queries):
+            raise PluginError(f"{stage.label} must return one rewritten query per input query")
+        if not indexing.done():
+            self.step(f"indexing {len(self.data.corpus):,} documents ({self.pipeline.retriever.spec.name})")
+        indexing.result()
+        return self.search(queries)
+
+    def searched(self, queries: list[Query]) -> Run:
+        """The retriever indexes the corpus, then searches ``queries``."""
+        self.step(f"indexing {len(self.data.corpus):,} documents ({self.pipeline.retriever.spec.name})")
+        self.index()
+        return self.search(queries)
+
+    def index(self, context: Context | None = None) -> None:
+        """The retriever indexes (encodes) the task's corpus."""
+        retriever, context = self.pipeline.retriever, context or self.context
+        with self.phase("Encoding corpus", retriever.instance), calling(retriever, self.task, "indexing", context):
+            retriever.instance.index(self.data.corpus, task=self.task, context=retriever.context(context))
+
+    def search(self, queries: list[Query]) -> Run:
+        """The retriever, its corpus indexed, over (rewritten) queries: each query's top-k documents."""
+        retriever, top_k = self.pipeline.retriever, self.pipeline.top_k
+        if not combines_generated(retriever.instance):  # the documented default, never silence
+            queries = [Query(q.id, default_query(q)) if q.generated else q for q in queries]
+        self.step(f"searching {len(queries)} queries")
+        with self.phase("Encoding queries", retriever.instance), calling(retriever, self.task, "searching",
+                                                                         self.context):
+            run = retriever.instance.search(queries, task=self.task, top_k=top_k,
+                                            context=stage_context(retriever, self.context))
+        check_run(run, self.data.qrels, set(self.data.corpus.ids), component=retriever.label)
+        return rank(run, top_k)
+
+    def rerank(self, ranked: Run) -> Run:
+        """Re-score each query's first ``rerank_k`` documents (default: the pipeline's ``top_k``;
+        the original query text, as published); only they are scored, as published, unless
+        ``-o keep_tail=true`` keeps the rest below them in their first-stage order."""
+        stage, data = self.pipeline.stages["reranker"], self.data
+        k = (stage.instance.rerank_k if isinstance(stage.instance, RerankDepth) else None) or self.pipeline.top_k
+        keep_tail = {**stage.spec.defaults, **stage.options}["keep_tail"]  # the stage's option, not the reranker's
+        self.step(f"reranking the top {k} ({stage.spec.name})")
+        candidates = {qid: dict(list(docs.items())[:k]) for qid, docs in ranked.items()}
+        with self.phase("Reranking", stage.instance), calling(stage, self.task, "reranking", self.context):
+            reranked = stage.instance.rerank(data.queries, data.corpus, candidates, task=self.task,
+                                             context=stage_context(stage, self.context))
+        check_run(reranked, data.qrels, set(data.corpus.ids), component=stage.label)
+        out = {}
+        for qid, docs in ranked.items():
+            scores, order = reranked.get(qid, {}), list(docs)
+            head = [(d, float(scores[d])) for d in order[:k] if d in scores]
+            head.sort(key=lambda item: -item[1])  # stable: ties keep the first stage's order
+            floor = min((s for _, s in head), default=0.0)
+            tail = order[k:] if keep_tail else ()
+            out[qid] = dict(head) | {d: floor - i - 1.0 for i, d in enumerate(tail)}
+        return out

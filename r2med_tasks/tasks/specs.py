@@ -52,10 +52,6 @@ class TaskSpec:
     def is_r2med(self) -> bool:
         return bool(self.hub_path and self.hub_path.startswith("R2MED/"))
 
-    @property
-    def task_type(self) -> str | None:
-        return GROUPS.get(self.group or "")
-
     def find_folder(self, data_dir: Path, *, only_task: bool) -> Path:
         """The folder holding this task's files under ``data_dir``.
 
