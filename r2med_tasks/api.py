@@ -217,14 +217,17 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
     ``cache_dir`` (default: the user's cache folder) keeps a local corpus's checked document ids.
     Results folders scored on other data than each other, or than the judgments the fusion is
     scored on, are refused as ``compare_runs`` refuses them, unless ``allow_different_data`` (the
-    outcome's ``summaries`` then say so)."""
+    outcome's ``summaries`` then say so). The fused runs are written as a run writes its tasks
+    (``runner.writing``, ``runner.save``): the folder locked and claimed, a task whose stored
+    identity matches reused."""
     import shlex
+    import time
 
-    from .evaluation import score
     from .fusion import fuse
     from .layout import RunFolder, run_name
     from .outcomes import RunOutcome, TaskOutcome, average_ci
-    from .results import ResultFolder, RunSpec, code_versions, differences, digest, locked, slug
+    from .results import ResultFolder, RunSpec, code_versions, differences, digest, slug
+    from .runner import Phases, cached_outcome, reusable, save, writing
     from .runs import read_trec
     from .validation import read_qrels
 
@@ -316,14 +319,13 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
     for folder in by_kind.values():
         folder.check_claim()
     outcomes = []
-    with locked(list(by_kind.values()), on_wait):
-        for folder in by_kind.values():
-            folder.claim()
+    with writing(list(by_kind.values()), on_wait):  # as a run writes: locked, claimed, reused when unchanged
         for task, fused, judgments, data_id in fused_runs:
             folder = by_kind[data_id["source"] != "hub"]
-            scores, per_query = score(fused, judgments)
-            folder.write(task.name, data_id["revision"], spec.task_identity(task.name, data_id),
-                         scores, fused, per_query, evaluation_time=0.0, phases=[])
+            if reusable(folder, task, data_id):
+                outcomes.append(cached_outcome(folder, task, data_id))
+                continue
+            save(folder, task, fused, judgments, data_id["revision"], data_id, time.time(), Phases(), costs=False)
             outcomes.append(TaskOutcome.read(task, folder, status="computed", official_data=data_id["official"]))
     main = next(iter(by_kind.values()))
     notes = [f"warning: {task}: fused runs scored on different data ({'; '.join(lines)}), as "
