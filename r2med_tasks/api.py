@@ -200,7 +200,7 @@ def as_mteb_model(model: Any, *, cache_dir: Path | None = None) -> Any:
 
 
 def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, task_name: str | None = None,
-              data_dir: str | Path | None = None, output: str | Path = "results", fusion: str = DEFAULT_METHOD,
+              data_dir: str | Path | None = None, output: str | Path = DEFAULT_OUTPUT, fusion: str = DEFAULT_METHOD,
               weights: Sequence[float] | None = None, rrf_k: int = DEFAULT_RRF_K, depth: int = DEFAULT_DEPTH,
               top_k: int = DEFAULT_TOP_K,
               cache_dir: str | Path | None = None, on_wait=lambda message: None,
@@ -210,14 +210,18 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
     ``cache_dir`` (default: the user's cache folder) keeps a local corpus's checked document ids.
     Results folders scored on other data than each other, or than the judgments the fusion is
     scored on, are refused as ``compare_runs`` refuses them, unless ``allow_different_data`` (the
-    outcome's ``summaries`` then say so)."""
+    outcome's ``summaries`` then say so). The fused runs are written as a run writes its tasks
+    (``runner.writing``, ``runner.save``): the folder locked and claimed, a task whose stored
+    identity matches reused."""
     import shlex
+    import time
 
-    from .scoring.evaluation import score
-    from .scoring.fusion import fuse
+    from .results.identity import ResultFolder, RunSpec, code_versions, differences, digest, slug
     from .results.layout import RunFolder, run_name
     from .results.outcomes import RunOutcome, TaskOutcome, average_ci
-    from .results.identity import ResultFolder, RunSpec, code_versions, differences, digest, locked, slug
+    from .running.costs import Phases
+    from .running.runner import cached_outcome, reusable, save, writing
+    from .scoring.fusion import fuse
     from .scoring.runs import read_trec
     from .tasks.validation import read_qrels
 
@@ -269,7 +273,7 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
     words += ["--allow-different-data"] if allow_different_data else []
     words += [w for flag, key in (("--rrf-k", "rrf_k"), ("--depth", "depth"), ("--top-k", "top_k"))
               if config[key] != defaults[key] for w in (flag, str(config[key]))]
-    if Path(output) != Path("results"):
+    if Path(output) != Path(DEFAULT_OUTPUT):
         words += ["--output", str(output)]
     spec = RunSpec(display_name=display, model={"name": f"r2med/{slug(display)}", "revision": digest(inputs_id)},
                    config=config, models={}, code=code_versions({}), composite=False,
@@ -308,22 +312,23 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
                for local in dict.fromkeys(d["source"] != "hub" for *_, d in fused_runs)}
     for folder in by_kind.values():
         folder.check_claim()
-    outcomes = []
-    with locked(list(by_kind.values()), on_wait):
-        for folder in by_kind.values():
-            folder.claim()
+    outcomes, computed = [], {}
+    with writing(list(by_kind.values()), on_wait):  # as a run writes: locked, claimed, reused when unchanged
         for task, fused, judgments, data_id in fused_runs:
             folder = by_kind[data_id["source"] != "hub"]
-            scores, per_query = score(fused, judgments)
-            folder.write(task.name, data_id["revision"], spec.task_identity(task.name, data_id),
-                         scores, fused, per_query, evaluation_time=0.0, phases=[])
-            outcomes.append(TaskOutcome.read(task, folder, status="computed", official_data=data_id["official"]))
+            if reusable(folder, task, data_id):
+                outcomes.append(cached_outcome(folder, task, data_id))
+                continue
+            scores, computed[task.name], cost = save(folder, task, fused, judgments, data_id["revision"], data_id,
+                                                     time.time(), Phases(), costs=False)
+            outcomes.append(TaskOutcome.written(task, folder, scores, computed[task.name], cost,
+                                                official_data=data_id["official"]))
     main = next(iter(by_kind.values()))
     notes = [f"warning: {task}: fused runs scored on different data ({'; '.join(lines)}), as "
              "--allow-different-data allows" for task, lines in differing.items()]
     return RunOutcome(main.display_name, main.label, main.name, main.revision, main.experiment,
                       [str(f.path) for f in by_kind.values()], outcomes, command=shlex.join(words),
-                      summaries=notes, average_ci=average_ci(outcomes))
+                      summaries=notes, average_ci=average_ci(outcomes, computed=computed))
 
 
 def _task_qrels(task, data_dir: Path | None, cache_dir: Path | None) -> tuple[dict, dict]:

@@ -209,6 +209,31 @@ def test_fuse_refuses_runs_scored_on_different_data_as_compare_does(run_cli, eva
     fuse_runs([b, c], data_dir=other.parent, output=tmp_path / "fused3", cache_dir=tmp_path / "cache")  # its data
 
 
+def test_fuse_writes_as_a_run_does_reused_until_an_input_changes(evaluate, tmp_path):
+    """A fusion is written as a run writes its tasks: fused again into the same folder it is reused,
+    its files untouched; an input run that changed is fused anew."""
+    from conftest import SAMPLE
+    from r2med_tasks.api import fuse_runs
+
+    a = one_dir(evaluate("bm25", output="a").results_dirs) / f"{TASK}.trec"
+    b = one_dir(evaluate("bm25-okapi", output="b").results_dirs) / f"{TASK}.trec"
+    changed = tmp_path / "changed.trec"
+    shutil.copy(b, changed)
+
+    def fused():
+        return fuse_runs([a, changed], qrels=SAMPLE / "qrels.jsonl", output=tmp_path / "fused")
+
+    first = fused()
+    written = {p: p.read_bytes() for p in (tmp_path / "fused").rglob("*") if p.is_file() and p.name != "lock"}
+    again = fused()
+    assert (first[TASK].status, again[TASK].status) == ("computed", "cached")
+    assert {p: p.read_bytes() for p in written} == written
+    lines = changed.read_text().splitlines()
+    changed.write_text("\n".join(lines[1:]) + "\n")  # one document fewer in the second run
+    anew = fused()
+    assert anew[TASK].status == "computed" and anew.results_dirs != first.results_dirs
+
+
 def test_fuse_of_missing_paths_names_the_first(run_cli, tmp_path):
     code, _, err = run_cli("fuse", tmp_path / "nope-a", tmp_path / "nope-b")
     assert code == 2 and "nope-a: no such file or folder" in err and "not both" not in err

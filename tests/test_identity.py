@@ -322,3 +322,77 @@ def test_a_key_in_an_llm_url_never_reaches_plans_or_identities(plugins, run_cli,
     identity = json.dumps({"config": spec.config, "models": spec.models, "variant": spec.variant})
     assert "s3cr3t" not in identity and "127.0.0.1" not in identity
     assert spec.models["rewriter"] == {"name": "llm/model", "revision": "served"} and "llm" not in spec.variant
+
+
+class Lowered:
+    """Scores a document by how often the letters of ``metric`` occur in it: a retriever whose
+    option's validator normalises the text the user wrote."""
+
+    def __init__(self, options):
+        self.metric = options.metric
+        self.indexed = 0
+
+    def index(self, corpus, *, task, context):
+        Lowered.indexed += 1
+        self.docs = list(zip(corpus.ids, corpus.texts))
+
+    def search(self, queries, *, task, top_k, context):
+        scores = {d: float(sum(text.lower().count(c) for c in self.metric)) for d, text in self.docs}
+        return {q.id: dict(scores) for q in queries}
+
+
+def lowered_plugin():
+    from pydantic import Field, field_validator
+
+    from r2med_tasks import Options
+    from r2med_tasks.components import RetrieverSpec
+    from r2med_tasks.hookspecs import hookimpl
+
+    class LoweredOptions(Options):
+        metric: str = Field("dot", description="a similarity, in any case")
+
+        @field_validator("metric")
+        @classmethod
+        def lower_case(cls, value: str) -> str:
+            return value.lower()
+
+    class Plugin:
+        @hookimpl
+        def register_retrievers(self, register):
+            register(RetrieverSpec(name="lowered", factory=Lowered, options=LoweredOptions, description="tests only"))
+
+    return Plugin()
+
+
+def test_an_option_its_validator_normalises_names_one_folder_and_is_reused(register, run_cli, tmp_path):
+    register(lowered_plugin(), "lowered-plugin")
+    Lowered.indexed = 0
+    out = tmp_path / "out"
+    for written in ("COSINE", "cosine"):
+        code, _, stderr = run_cli("run", "--plugin", "lowered", "-o", f"metric={written}", "--tasks", "sample",
+                                  "--output", out)
+        assert code == 0, stderr
+    assert Lowered.indexed == 1  # the second run reused the first's results
+    identities = sorted(out.rglob("*.identity.json"))
+    assert [p.parent.parent.name for p in identities] == ["metric_cosine"]  # mteb's experiment folder of metric=cosine
+    assert json.loads(identities[0].read_text())["config"]["retriever"]["options"] == {"metric": "cosine"}
+
+
+def test_results_written_from_the_raw_option_values_are_reused(evaluate, monkeypatch, tmp_path):
+    """A results folder an earlier r2med wrote, its identity made of the option values as parsed
+    (``1.20`` as 1.2, weights as a tuple, a member's options), is this one's: nothing is recomputed."""
+    from r2med_tasks.components import ComponentSpec
+
+    def as_parsed(spec, values):  # how the identity was made before it came from the validated options
+        return {**spec.defaults, **values}
+
+    runs = {"bm25": {"k1": "1.20", "b": "0.40"},
+            "hybrid": {"members": "bm25,bm25-okapi", "weights": "0.70,0.3", "rrf_k": "10", "bm25.k1": "1.5"}}
+    with monkeypatch.context() as patched:
+        patched.setattr(ComponentSpec, "validated_values", as_parsed)
+        earlier = {name: evaluate(name, options=options, output=name) for name, options in runs.items()}
+    for name, options in runs.items():
+        again = evaluate(name, options=options, output=name)
+        assert again["R2MEDSampleRetrieval"].status == "cached"
+        assert again.results_dirs == earlier[name].results_dirs
+        assert again["R2MEDSampleRetrieval"].ndcg_at_10 == earlier[name]["R2MEDSampleRetrieval"].ndcg_at_10

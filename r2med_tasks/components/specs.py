@@ -125,6 +125,21 @@ class ComponentSpec:
             raise UserError(f"{self.kind} '{self.name}' needs " + ", ".join(f"-o {self.name}.{k}=..." for k in missing))
         return _options.validated(self.options, own, component=f"{self.kind} '{self.name}'", name=self.name)
 
+    def validated_values(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Every option's value as the component gets it: ``options_of(values)`` dumped (a value its
+        validator normalises, ``COSINE`` as ``cosine``, is the normalised one), with the stage's
+        options validated as theirs; what a run's identity and folder name are made of. Options
+        that cannot change results or choose the model are left out of the dump: they may hold
+        a Python object (a model handed to the API) that pydantic would not serialise."""
+        stage = self.stage_options
+        identifying = {k for k in self.options.model_fields if self.identifies_results(k) or k == self.members_option}
+        own = self.options_of(values).model_dump(include=identifying)
+        if stage is None:
+            return own
+        staged = {k: v for k, v in values.items() if k in stage.model_fields}
+        return own | _options.validated(stage, staged, component=f"{self.kind} '{self.name}'",
+                                        name=self.name).model_dump()
+
     def create(self, options: BaseModel | Mapping[str, Any] | None = None, members: Sequence[Any] = ()) -> Any:
         """The component: ``factory(options)``, or a composite's ``factory(options, members)``;
         ``options``: its instance (``options_of``), or the values to make it of."""

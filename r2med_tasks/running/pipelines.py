@@ -47,24 +47,23 @@ class Stage:
         """The component and every option value that can change results (defaults included), each
         as its identity (a file by its content, an LLM by its model; the options choosing a model
         are identified by the model's name and revision instead)."""
-        merged = {**self.spec.defaults, **self.options}
+        values = self.spec.validated_values(self.options)
         config = {"component": self.spec.name, "plugin": self.entry.plugin.name,
-                  "options": {k: self._identity(self.spec, k, merged[k]) for k in sorted(merged)
+                  "options": {k: self._identity(self.spec, k, values[k]) for k in sorted(values)
                               if self.spec.identifies_results(k)}}
         if self.spec.members_option:  # a composite: its members and their options
-            config["members"] = members_of(merged[self.spec.members_option])
+            config["members"] = members_of(values[self.spec.members_option])
             config["member_options"] = {m: dict(self.member_values(m)) for m in sorted(self.member_options)}
         return config
 
     def member_values(self, member: str) -> list[tuple[str, Any]]:
-        """A member's options that can change results, as their identities ("k1", 1.2), in order."""
+        """The options set on a member that can change results, as the member gets them and as their
+        identities ("k1", 1.2), in order."""
         spec = self.member_specs[member]
-        values = []
-        for token in sorted(self.member_options.get(member, ())):
-            key, _, raw = token.partition("=")
-            if spec.identifies_results(key):
-                values.append((key, self._identity(spec, key, spec.parse(key, raw))))
-        return values
+        tokens = [token.partition("=") for token in self.member_options.get(member, ())]
+        values = spec.validated_values({key: spec.parse(key, raw) for key, _, raw in tokens})
+        return [(key, self._identity(spec, key, values[key])) for key in sorted({key for key, _, _ in tokens})
+                if spec.identifies_results(key)]
 
     @staticmethod
     def _identity(spec, key: str, value: Any) -> Any:
@@ -72,9 +71,11 @@ class Stage:
 
     def changed_options(self) -> dict[str, Any]:
         """Options set away from their defaults that can change results and are not a model choice,
-        as their identities."""
-        changed = {k: self._identity(self.spec, k, v) for k, v in sorted(self.options.items())
-                   if self.spec.identifies_results(k) and v != self.spec.defaults.get(k)}
+        as the component gets them (``-o metric=COSINE`` is ``cosine``, the default, when the
+        options' validator lower-cases it), as their identities."""
+        values = self.spec.validated_values(self.options)
+        changed = {k: self._identity(self.spec, k, values[k]) for k in sorted(self.options)
+                   if self.spec.identifies_results(k) and values[k] != self.spec.defaults.get(k)}
         for member in sorted(self.member_options):
             changed |= {f"{member}.{key}": value for key, value in self.member_values(member)}
         return changed

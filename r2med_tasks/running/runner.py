@@ -16,7 +16,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,6 +111,28 @@ def plan(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: P
     }
 
 
+@contextmanager
+def writing(folders: Sequence[ResultFolder], on_wait) -> Iterator[None]:
+    """Hold every folder's lock and claim it (its configuration checked, a killed writer's temp
+    files removed) for the tasks written inside; a folder no task was written to is not left
+    behind. Every writer of results goes through here: a run, a composite member's saved run, a
+    fusion of saved runs (``r2med fuse``)."""
+    with locked(list(folders), on_wait):
+        try:
+            for folder in folders:
+                folder.claim()
+            yield
+        finally:
+            for folder in folders:
+                folder.prune()
+
+
+def cached_outcome(folder: ResultFolder, task: TaskSpec, data_id: dict) -> TaskOutcome:
+    """A reused task's outcome, as it was computed; what mteb reads beside it is put back if lost."""
+    folder.repair_run_settings(task.name)
+    return TaskOutcome.read(task, folder, status="cached", official_data=data_id["official"])
+
+
 def _claimed(folders: Folders, pipeline: Pipeline, output: Path,
              local: bool) -> tuple[ResultFolder, ResultFolder | None]:
     """The folders of one kind of data, made (and their claims checked) on first use."""
@@ -132,15 +154,8 @@ def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, dat
     folders: Folders = {}
     for task in tasks:
         _claimed(folders, pipeline, output, run.is_local(task))
-    every = [f for pair in folders.values() for f in pair if f is not None]
-    with locked(every, run.display.waiting):
-        try:
-            for claimed in every:
-                claimed.claim()
-            outcomes = run.tasks_in(folders, context, local)
-        finally:  # a folder no task was written to is not left behind
-            for claimed in every:
-                claimed.prune()
+    with writing([f for pair in folders.values() for f in pair if f is not None], run.display.waiting):
+        outcomes = run.tasks_in(folders, context, local)
     main = next(iter(folders.values()))[0]
     return RunOutcome(main.display_name, main.label, main.name, main.revision, main.experiment,
                       [str(f.path) for f, _ in folders.values()], outcomes,
@@ -205,9 +220,7 @@ class _Run:
                 data_id = task.data_identity(self.data_dir, only_task=self.only_task)
                 status = folder.status(task.name, folder.spec.task_identity(task.name, data_id))
                 if status.reuse and not self.overwrite:
-                    folder.repair_run_settings(task.name)  # what mteb reads beside it, put back if lost
-                    outcomes.append(TaskOutcome.read(task, folder, status="cached",  # as it was computed
-                                                     official_data=data_id["official"]))
+                    outcomes.append(cached_outcome(folder, task, data_id))
                 else:
                     if status.reason and not self.overwrite:
                         self.display.recomputing(task, status.reason)
@@ -247,7 +260,7 @@ class _Run:
         for warning in data.warnings:
             self.display.data_warning(warning)
 
-        reused = first_folder is not None and not self.overwrite and _reusable(first_folder, task, data_id)
+        reused = first_folder is not None and not self.overwrite and reusable(first_folder, task, data_id)
         first_cost = None
         if reused:
             step("first stage from its saved run")
@@ -261,7 +274,7 @@ class _Run:
             data = _without(data, current.held_out)
             ranked = {q: d for q, d in ranked.items() if q in data.qrels}
         if first_folder is not None and not reused:
-            _save(first_folder, task, data, data_id, ranked, started, phase,  # for the leaderboard and rerankers
+            save(first_folder, task, ranked, data.qrels, data.revision, data_id, started, phase,  # for the leaderboard and rerankers
                   kept=current.kept_with_generations("rewriter", "retriever"))
 
         extra_scores = dict(current.extra_scores or {})
@@ -273,8 +286,9 @@ class _Run:
         if empty:
             self.display.no_documents(task, len(empty))
         step("scoring")
-        scores, rows, cost = _save(folder, task, data, data_id, ranked, started, phase, extra_scores,
-                                   kept=current.kept_with_generations(*STAGE_ORDER), first_cost=first_cost)
+        scores, rows, cost = save(folder, task, ranked, data.qrels, data.revision, data_id, started, phase,
+                                  extra_scores, kept=current.kept_with_generations(*STAGE_ORDER),
+                                  first_cost=first_cost)
         journal.path.unlink(missing_ok=True)  # the records are in <Task>.generations.jsonl now
         self.computed[task.name] = rows
         return TaskOutcome.written(task, folder, scores, rows, cost, official_data=data_id["official"])
@@ -318,25 +332,21 @@ class _Run:
         folder = ResultFolder(self.output, sub.spec(), local=self.is_local(task))
         here = task.name == current.task.name
         data_id = current.data_id if here else task.data_identity(self.data_dir, only_task=self.only_task)
-        with locked([folder], self.display.waiting):
-            try:
-                folder.claim()
-                key = (folder.path, task.name)
-                if (key in self.fresh or not self.overwrite) and _reusable(folder, task, data_id):
-                    return folder.read_run(task.name)
-                started, since = time.time(), len(phase.items)  # its cost: the phases from here on
-                data = current.data if here else task.load(self.data_dir, only_task=self.only_task,
-                                                           cache_dir=context.cache_dir)
-                if not here:
-                    data_id = task.data_identity(self.data_dir, only_task=self.only_task, revision=data.revision)
-                    context = context.with_(corpus=data.corpus)
-                stages = Stages(sub, task, data, context, phase=phase, step=step)
-                ranked = stages.first() if queries is None else stages.searched(list(queries))
-                _save(folder, task, data, data_id, ranked, started, phase, since=since)
-                self.fresh.add(key)
-                return ranked
-            finally:
-                folder.prune()
+        with writing([folder], self.display.waiting):
+            key = (folder.path, task.name)
+            if (key in self.fresh or not self.overwrite) and reusable(folder, task, data_id):
+                return folder.read_run(task.name)
+            started, since = time.time(), len(phase.items)  # its cost: the phases from here on
+            data = current.data if here else task.load(self.data_dir, only_task=self.only_task,
+                                                       cache_dir=context.cache_dir)
+            if not here:
+                data_id = task.data_identity(self.data_dir, only_task=self.only_task, revision=data.revision)
+                context = context.with_(corpus=data.corpus)
+            stages = Stages(sub, task, data, context, phase=phase, step=step)
+            ranked = stages.first() if queries is None else stages.searched(list(queries))
+            save(folder, task, ranked, data.qrels, data.revision, data_id, started, phase, since=since)
+            self.fresh.add(key)
+            return ranked
 
     def subpipeline(self, member: Any) -> Pipeline:
         """This run's rewriter (the same instance) + a composite's member (its stage, as the harness
@@ -353,22 +363,24 @@ class _Run:
         return self.subpipelines[id(member)]
 
 
-def _reusable(folder: ResultFolder, task: TaskSpec, data_id: dict) -> bool:
+def reusable(folder: ResultFolder, task: TaskSpec, data_id: dict) -> bool:
     return folder.status(task.name, folder.spec.task_identity(task.name, data_id)).reuse
 
 
-def _save(folder: ResultFolder, task: TaskSpec, data: TaskData, data_id: dict, ranked, started: float,
-          phase: Phases, extra_scores: dict | None = None, kept: dict[str, list[dict]] | None = None, *,
-          since: int = 0, first_cost: dict | None = None) -> tuple[dict, dict[str, dict[str, float]], dict]:
-    """Score a run against the task's judgments and write it, with its identity (and what its
-    components kept, and its cost: the phases from item ``since`` on, plus a reused first stage's
-    recorded ``first_cost``), as ``folder``'s result for the task; returns what was written: the
-    scores, the per-query rows (``outcomes.stored_rows``) and the cost."""
+def save(folder: ResultFolder, task: TaskSpec, ranked, qrels: dict, revision: str, data_id: dict, started: float,
+         phase: Phases, extra_scores: dict | None = None, kept: dict[str, list[dict]] | None = None, *,
+         since: int = 0, first_cost: dict | None = None,
+         costs: bool = True) -> tuple[dict, dict[str, dict[str, float]], dict | None]:
+    """Score a run against the task's judgments (``qrels``, of the data at ``revision``) and write
+    it, with its identity (and what its components kept, and its cost: the phases from item
+    ``since`` on, plus a reused first stage's recorded ``first_cost``; none without ``costs``: a
+    fusion of saved runs, whose cost is theirs), as ``folder``'s result for the task; returns what
+    was written: the scores, the per-query rows (``outcomes.stored_rows``) and the cost."""
     with phase("Scoring"):
-        scores, per_query = score(ranked, data.qrels)
+        scores, per_query = score(ranked, qrels)
     scores.update(extra_scores or {})
-    cost = with_recorded(phase.cost(since), first_cost)
-    folder.write(task.name, data.revision, folder.spec.task_identity(task.name, data_id), scores, ranked, per_query,
+    cost = with_recorded(phase.cost(since), first_cost) if costs else None
+    folder.write(task.name, revision, folder.spec.task_identity(task.name, data_id), scores, ranked, per_query,
                  evaluation_time=time.time() - started, phases=list(phase.items), kept=kept, cost=cost)
     return scores, stored_rows(per_query), cost
 
