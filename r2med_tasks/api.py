@@ -16,7 +16,6 @@ parses its options, calls one and shows what it returns.
 
 from __future__ import annotations
 
-import hashlib
 import io
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -30,7 +29,6 @@ from .scoring.runs import DEFAULT_TOP_K
 MAX_TRIALS = 1_000_000  # compare --trials: bounded (one trial resamples every query of a task)
 
 if TYPE_CHECKING:
-    from .results.layout import RunFolder
     from .board.leaderboard import Leaderboard
     from .results.outcomes import RunOutcome
     from .results.perquery import QueryDifferences, QueryView
@@ -213,137 +211,11 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
     outcome's ``summaries`` then say so). The fused runs are written as a run writes its tasks
     (``runner.writing``, ``runner.save``): the folder locked and claimed, a task whose stored
     identity matches reused."""
-    import shlex
-    import time
+    from .running.fusing import fuse_saved_runs
 
-    from .results.identity import ResultFolder, RunSpec, code_versions, differences, digest, slug
-    from .results.layout import RunFolder, run_name
-    from .results.outcomes import RunOutcome, TaskOutcome, average_ci
-    from .running.costs import Phases
-    from .running.runner import cached_outcome, reusable, save, writing
-    from .scoring.fusion import fuse
-    from .scoring.runs import read_trec
-    from .tasks.validation import read_qrels
-
-    if len(inputs) < 2:
-        raise UserError("r2med fuse: give at least two runs")
-    weight_list = list(weights) if weights else None
-    reg = registry()
-    given = [str(p) for p in inputs]
-    inputs = [Path(p) for p in inputs]
-    missing = [p for p in inputs if not p.exists()]
-    if missing:
-        raise UserError(f"{missing[0]}: no such file or folder; give TREC run files or results folders of r2med-run")
-    folders = [RunFolder(p) for p in inputs if p.is_dir()]
-    if folders and len(folders) != len(inputs):
-        raise UserError("r2med fuse: give either TREC files or results folders, not both")
-    if folders:
-        common = set.intersection(*(set(f.run_task_names()) for f in folders))
-        if not common:
-            raise UserError("r2med fuse: the folders have no task in common (no shared <Task>.trec)")
-        jobs = [(reg.tasks([name])[0], [f.trec(name) for f in folders]) for name in sorted(common)]
-        differing = {task: lines for task, lines in _different_data(folders, sorted(common)).items()
-                     if not lines[0].startswith("no stored identity")}  # folders of runs made elsewhere: as TREC files
-        if differing and not allow_different_data:
-            task, lines = next(iter(differing.items()))
-            raise UserError(f"r2med fuse: {task}: the runs were scored on different data ({'; '.join(lines)}); "
-                            "fusing them mixes rankings of other queries. Pass --allow-different-data to fuse anyway")
-    else:
-        differing = {}
-        if qrels is None:
-            raise UserError("r2med fuse: TREC-file inputs need --qrels FILE")
-        jobs = [(reg.tasks([task_name or "sample"])[0], list(inputs))]
-    for _, paths in jobs:
-        for path in paths:
-            if not path.exists():
-                raise UserError(f"{path}: no such run file")
-            if not path.is_file():
-                raise UserError(f"{path}: not a regular file; give a TREC run file")
-    names = [run_name(p) for p in inputs]
-    display = " ⊕ ".join(names) + f" ({fusion.upper()})"
-    inputs_id = [{"name": name, "runs": _content_digest(paths)}
-                 for name, paths in zip(names, zip(*(p for _, p in jobs)))]
-    config = {"fusion": fusion, "weights": weight_list, "rrf_k": rrf_k, "depth": depth, "top_k": top_k,
-              "inputs": inputs_id}
-    defaults = {"weights": None, "rrf_k": DEFAULT_RRF_K, "depth": DEFAULT_DEPTH, "top_k": DEFAULT_TOP_K}
-    words = ["r2med", "fuse", *given, "--fusion", fusion]
-    words += [w for flag, value in (("--qrels", qrels), ("--task", task_name), ("--data-dir", data_dir))
-              if value is not None for w in (flag, str(value))]
-    words += ["--weights", ",".join(map(repr, weight_list))] if weight_list else []
-    words += ["--allow-different-data"] if allow_different_data else []
-    words += [w for flag, key in (("--rrf-k", "rrf_k"), ("--depth", "depth"), ("--top-k", "top_k"))
-              if config[key] != defaults[key] for w in (flag, str(config[key]))]
-    if Path(output) != Path(DEFAULT_OUTPUT):
-        words += ["--output", str(output)]
-    spec = RunSpec(display_name=display, model={"name": f"r2med/{slug(display)}", "revision": digest(inputs_id)},
-                   config=config, models={}, code=code_versions({}), composite=False,
-                   variant={k: config[k] for k, v in defaults.items() if config[k] != v}, command=tuple(words),
-                   components={"retriever": {"component": "fuse", "plugin": "r2med", "label": display,
-                                             "members": [{"component": "run", "label": n} for n in names]}})
-    fused_runs = []  # everything read and checked before the results folder is touched
-    for task, paths in jobs:
-        try:
-            fused = fuse([read_trec(p) for p in paths], method=fusion, weights=weight_list, rrf_k=rrf_k,
-                         depth=depth, top_k=top_k)
-        except ValueError as e:
-            raise UserError(f"r2med fuse: {e}") from None
-        if qrels is not None:
-            judgments = read_qrels(Path(qrels))
-            data_id = {"source": "qrels-file", "revision": _content_digest([qrels]), "official": False}
-        else:
-            judgments, data_id = _task_qrels(task, Path(data_dir) if data_dir is not None else None,
-                                             Path(cache_dir).expanduser() if cache_dir is not None else None)
-        for folder in folders:  # each run scored on the data the fusion is scored on
-            stored = folder.identity(task.name)
-            changed = differences({"data": stored["data"]}, {"data": data_id}) if stored else []
-            if changed:
-                differing.setdefault(task.name, changed)
-                if not allow_different_data:
-                    raise UserError(f"r2med fuse: {task.name}: {folder.path} was scored on other data than the "
-                                    f"judgments the fusion is scored on ({'; '.join(changed)}); give the data it "
-                                    "was run on (--data-dir), or pass --allow-different-data to fuse anyway")
-        judged = {q: docs for q, docs in fused.items() if q in judgments}
-        if not judged:
-            where = qrels if qrels is not None else f"the judgments of {task.name}"
-            raise UserError(f"r2med fuse: {where} judge none of the {len(fused)} queries the runs rank; are the "
-                            "runs and the judgments of the same task?")
-        fused_runs.append((task, judged, judgments, data_id))
-    by_kind = {local: ResultFolder(Path(output), spec, local=local)
-               for local in dict.fromkeys(d["source"] != "hub" for *_, d in fused_runs)}
-    for folder in by_kind.values():
-        folder.check_claim()
-    outcomes, computed = [], {}
-    with writing(list(by_kind.values()), on_wait):  # as a run writes: locked, claimed, reused when unchanged
-        for task, fused, judgments, data_id in fused_runs:
-            folder = by_kind[data_id["source"] != "hub"]
-            if reusable(folder, task, data_id):
-                outcomes.append(cached_outcome(folder, task, data_id))
-                continue
-            scores, computed[task.name], cost = save(folder, task, fused, judgments, data_id["revision"], data_id,
-                                                     time.time(), Phases(), costs=False)
-            outcomes.append(TaskOutcome.written(task, folder, scores, computed[task.name], cost,
-                                                official_data=data_id["official"]))
-    main = next(iter(by_kind.values()))
-    notes = [f"warning: {task}: fused runs scored on different data ({'; '.join(lines)}), as "
-             "--allow-different-data allows" for task, lines in differing.items()]
-    return RunOutcome(main.display_name, main.label, main.name, main.revision, main.experiment,
-                      [str(f.path) for f in by_kind.values()], outcomes, command=shlex.join(words),
-                      summaries=notes, average_ci=average_ci(outcomes, computed=computed))
-
-
-def _task_qrels(task, data_dir: Path | None, cache_dir: Path | None) -> tuple[dict, dict]:
-    """A task's judgments; the corpus ids kept in the cache folder spare parsing the corpus again."""
-    from .components.context import default_cache_dir
-
-    data = task.load(data_dir, cache_dir=cache_dir or default_cache_dir())
-    return data.qrels, task.data_identity(data_dir, revision=data.revision)
-
-
-def _content_digest(paths) -> str:
-    h = hashlib.sha256()
-    for path in paths:
-        h.update(Path(path).read_bytes())
-    return h.hexdigest()[:16]
+    return fuse_saved_runs(inputs, registry=registry(), qrels=qrels, task_name=task_name, data_dir=data_dir,
+                           output=output, fusion=fusion, weights=weights, rrf_k=rrf_k, depth=depth, top_k=top_k,
+                           cache_dir=cache_dir, on_wait=on_wait, allow_different_data=allow_different_data)
 
 
 def rank_systems(folders: str | Path | Sequence[str | Path] | None = None, *, mteb_results: str | Path | None = None,
@@ -484,7 +356,9 @@ def compare_runs(a: str | Path, b: str | Path, *, tasks: str | Sequence[str] | N
             if bad is not None:
                 raise UserError(f"{printable(folder.per_query(task))}: query {printable(bad)}: "
                                 f"nDCG@10 {scores[bad]!r} is not a score between 0 and 1")
-    data_differences = _different_data(folders, [t for t in per_query[0] if t in per_query[1]])
+    from .results.identity import different_data
+
+    data_differences = different_data(folders, [t for t in per_query[0] if t in per_query[1]])
     if data_differences and not allow_different_data:
         task, lines = next(iter(data_differences.items()))
         more = f" (and {len(data_differences) - 1} more tasks)" if len(data_differences) > 1 else ""
@@ -495,24 +369,6 @@ def compare_runs(a: str | Path, b: str | Path, *, tasks: str | Sequence[str] | N
     except ValueError as e:
         raise UserError(f"compare {a} {b}: {e}") from None
     return Comparison(a, b, **result, data_differences=data_differences)
-
-
-def _different_data(folders: Sequence[RunFolder], tasks: list[str]) -> dict[str, list[str]]:
-    """Per task, what differs between the two runs' stored data identities ("data.revision: a ->
-    b"); a run without a stored identity for the task cannot be checked, and says so."""
-    from .results.identity import differences
-
-    out = {}
-    for task in tasks:
-        identities = [f.identity(task) for f in folders]
-        missing = [str(f.identity_file(task)) for f, i in zip(folders, identities) if i is None]
-        if missing:
-            out[task] = [f"no stored identity in {', '.join(missing)}"]
-            continue
-        changed = differences({"data": identities[0]["data"]}, {"data": identities[1]["data"]})
-        if changed:
-            out[task] = changed
-    return out
 
 
 def read_generations(run_dir: str | Path, task: str) -> list[dict[str, Any]]:
@@ -540,6 +396,7 @@ def export_generations(run_dir: str | Path, data_dir: str | Path, *, tasks: str 
     from .tasks.datafiles import FILES
     from .results.generations import export_records, task_folder
     from .results.layout import RunFolder
+    from .running.fusing import task_qrels
 
     folder, data_dir = RunFolder(Path(run_dir)), Path(data_dir)
     reg = registry()
@@ -552,7 +409,7 @@ def export_generations(run_dir: str | Path, data_dir: str | Path, *, tasks: str 
         here = task_folder(data_dir, task)
         source = data_dir if all((here / f).is_file() for f in FILES) else None
         try:
-            return _task_qrels(task, source, cache)[0]
+            return task_qrels(task, source, cache)[0]
         except UserError as e:
             raise UserError(f"{task.short_name}: its judgments (for doc_id) cannot be read ({e}); export into the "
                             "data folder the run read (DATA_DIR/<Task>/qrels.jsonl)") from None
@@ -589,12 +446,13 @@ def compare_queries(a: str | Path, b: str | Path, *, task: str | None = None, qu
     ``data_dir``, ``cache_dir``: as :func:`show_query` takes them (the data is read only for a
     ``query``). Runs scored on different data are compared, with a warning in the result's
     ``warnings``. Bad input raises :class:`UserError`."""
+    from .results.identity import different_data
     from .results.perquery import choose_task, query_differences, results_folder
 
     folders = [results_folder(Path(p).expanduser()) for p in (a, b)]
     spec = choose_task(folders, task, registry())
     warnings = [f"{spec.name}: the runs may have been scored on different data ({'; '.join(lines)}); their "
-                "scores may not be comparable" for lines in _different_data(folders, [spec.name]).values()]
+                "scores may not be comparable" for lines in different_data(folders, [spec.name]).values()]
     return query_differences(*folders, spec, None if query is None else str(query), data_dir=_path(data_dir),
                              cache_dir=_path(cache_dir), warnings=warnings)
 

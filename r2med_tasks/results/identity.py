@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
@@ -475,3 +475,19 @@ def _without_options(config: dict[str, Any]) -> dict[str, Any]:
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def different_data(folders: Sequence[RunFolder], tasks: list[str]) -> dict[str, list[str]]:
+    """Per task, what differs between the two runs' stored data identities ("data.revision: a ->
+    b"); a run without a stored identity for the task cannot be checked, and says so."""
+    out = {}
+    for task in tasks:
+        identities = [f.identity(task) for f in folders]
+        missing = [str(f.identity_file(task)) for f, i in zip(folders, identities) if i is None]
+        if missing:
+            out[task] = [f"no stored identity in {', '.join(missing)}"]
+            continue
+        changed = differences({"data": identities[0]["data"]}, {"data": identities[1]["data"]})
+        if changed:
+            out[task] = changed
+    return out
