@@ -15,7 +15,7 @@ from pathlib import Path
 
 from r2med_tasks import atomic
 from r2med_tasks.layout import RunFolder, folder_path, slug
-from r2med_tasks.leaderboard import published_rows
+from r2med_tasks.leaderboard_sources import published_rows
 from r2med_tasks.mteb_adapter import model_meta_text, task_result_text
 from r2med_tasks.published import MANIFEST, published_runs
 from r2med_tasks.tasks import PINNED_REVISIONS, R2MED_TASKS

@@ -66,7 +66,7 @@ class Board:
         from rich.markup import escape
         from rich.table import Table
 
-        from ..leaderboard import shorten
+        from ..leaderboard_render import shorten
 
         counts = self.counts()
         table = Table(title=", ".join(f"{n} {s}" for s, n in counts.items()), title_justify="left")

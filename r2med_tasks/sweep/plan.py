@@ -41,7 +41,7 @@ def plan_sweep(lines: list[tuple[str, list[str]]], *, output: Path, data_dir: Pa
     line is parsed by ``r2med-run``'s parser and checked here (:func:`r2med_tasks.request.prepare`),
     so a typo stops the sweep before anything runs."""
     from ..api import registry
-    from ..leaderboard import DATA_DIR_PLACEHOLDER
+    from ..leaderboard_sources import DATA_DIR_PLACEHOLDER
     from ..request import parse_run_args, prepare
     from ..runner import result_folders
 
