@@ -162,7 +162,7 @@ def write_published_config_run(folder: Path, command: str, name: str, scores: di
     record (configuration and command) and each task's identity, so that the run joins the published row."""
     import shlex
 
-    from r2med_tasks.board.leaderboard import command_config
+    from r2med_tasks.board.sources import command_config
     from r2med_tasks.results.identity import FORMAT
 
     for task, value in scores.items():

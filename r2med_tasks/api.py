@@ -230,7 +230,7 @@ def rank_systems(folders: str | Path | Sequence[str | Path] | None = None, *, mt
 
     ``published``: ``"leaderboard"`` (its 69 rows), ``"all"`` (also the authors' repository's other
     runs, other papers' runs and MTEB's R2MED results as the package's record of the MTEB results
-    repository holds them, :func:`r2med_tasks.board.leaderboard.mteb_record_rows`: source ``mteb``, merged
+    repository holds them, :func:`r2med_tasks.board.sources.mteb_record_rows`: source ``mteb``, merged
     by identity after your folders' rows) or ``"none"``. ``tasks``: R2MED datasets, groups or ``"r2med"``,
     as ``--tasks`` takes them: only those columns, ranked by their average. ``rewriter``,
     ``retriever``, ``reranker``: only rows whose component contains that text; ``top``: the first
@@ -239,18 +239,8 @@ def rank_systems(folders: str | Path | Sequence[str | Path] | None = None, *, mt
     intervals (quicker; ``--commands`` shows neither). Each warning (a file skipped, a folder
     without R2MED results) goes to ``on_warning`` as it comes and is kept in the result's
     ``warnings``. Bad input raises :class:`UserError`."""
-    from .board.leaderboard import (
-        PUBLISHED_CHOICES,
-        Leaderboard,
-        add_intervals,
-        mark_ties,
-        merge,
-        mteb_record_rows,
-        published_rows,
-        ranked,
-        result_rows,
-        select,
-    )
+    from .board.leaderboard import Leaderboard, add_intervals, mark_ties, merge, ranked, select
+    from .board.sources import PUBLISHED_CHOICES, mteb_record_rows, published_rows, result_rows
     from .tasks.specs import R2MED_TASKS
 
     warnings: list[str] = []

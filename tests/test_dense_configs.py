@@ -167,8 +167,7 @@ def test_published_names_are_leaderboard_rows():
     model of another paper's published run, whose name is the row's with the paper in parentheses."""
     import csv
 
-    from r2med_tasks.board.leaderboard import PUBLISHED_CSV
-    from r2med_tasks.board.published import paper_runs
+    from r2med_tasks.board.published import PUBLISHED_CSV, paper_runs
 
     with PUBLISHED_CSV.open(newline="", encoding="utf-8") as f:
         rows = {r["name"] for r in csv.DictReader(f)}

@@ -235,7 +235,7 @@ def test_the_papers_r2med_figure_is_listed_with_its_command(run_cli, tmp_path, m
 
 
 def test_the_rows_figures_are_the_abstracts_only():
-    from r2med_tasks.board.leaderboard import published_rows
+    from r2med_tasks.board.sources import published_rows
     from r2med_tasks.board.published import paper_runs
 
     (run,) = [r for r in paper_runs() if r["name"] == ROW]

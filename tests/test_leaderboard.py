@@ -12,7 +12,10 @@ import pytest
 import r2med_tasks as r2med
 from conftest import board_rows
 from r2med_tasks.errors import UserError
-from r2med_tasks.board.leaderboard import PUBLISHED_CSV, markdown_cell, merge, published_rows, ranked, select
+from r2med_tasks.board.leaderboard import merge, ranked, select
+from r2med_tasks.board.render import markdown_cell
+from r2med_tasks.board.sources import published_rows
+from r2med_tasks.board.published import PUBLISHED_CSV
 from r2med_tasks.tasks.specs import R2MED_TASKS
 
 BIO, PMC, IIYI = "R2MEDBiologyRetrieval", "R2MEDPMCClinicalRetrieval", "R2MEDIIYiClinicalRetrieval"
@@ -61,7 +64,7 @@ def test_an_agent_row_runs_live_under_its_own_name(row, plugins, tmp_path):
     """The live command of a published agent row: the agent over a vLLM server, searching the task's
     corpus, named as the row (its results join the row's name, never its published numbers)."""
     from conftest import dry_run_plan
-    from r2med_tasks.board.leaderboard import live_command
+    from r2med_tasks.board.sources import live_command
 
     command = live_command(row["command"])
     assert "-o llm=vllm:" in command and "-o source=" not in command

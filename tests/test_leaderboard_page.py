@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from r2med_tasks.scoring.evaluation import leaderboard_average
-from r2med_tasks.board.leaderboard import PUBLISHED_CSV
+from r2med_tasks.board.published import PUBLISHED_CSV
 from r2med_tasks.tasks.specs import R2MED_TASKS
 
 ROOT = Path(__file__).parent.parent
@@ -476,7 +476,8 @@ def statistics_page() -> str:
     """A page of synthetic rows carrying what r2med computes for runs with per-query scores:
     judged@10, intervals, ties, cost and time per query; with a published row and a run without cost."""
     from r2med_tasks.board.html import render_html
-    from r2med_tasks.board.leaderboard import Row, published_row
+    from r2med_tasks.board.leaderboard import published_row
+    from r2med_tasks.board.sources import Row
 
     tasks = [t.name for t in R2MED_TASKS]
     rows = []

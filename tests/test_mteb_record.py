@@ -228,7 +228,7 @@ def test_the_records_rows_are_the_folders_rows(tmp_path):
     folders: they merge with them, and with your runs of the same model and revision."""
     from tools.mteb_record import build, write
 
-    from r2med_tasks.board.leaderboard import mteb_record_rows, result_rows
+    from r2med_tasks.board.sources import mteb_record_rows, result_rows
 
     root = fake_repository(tmp_path / "clone")
     record = build(root, commit="a" * 40, date="2026-03-04T05:06:07+02:00")

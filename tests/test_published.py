@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from r2med_tasks.board.leaderboard import PUBLISHED_CSV
-from r2med_tasks.board.published import DATA
+from r2med_tasks.board.published import DATA, PUBLISHED_CSV
 from r2med_tasks.tasks.specs import R2MED_TASKS
 
 ROOT = Path(__file__).parents[1]
@@ -250,7 +249,7 @@ def test_published_results_record_the_data_they_used(tmp_path):
     """mteb's pinned revision for seven datasets; Medical-Sciences, updated on the hub after the
     published runs, says it predates the pinned revision, but for the ReasonEmbed paper's run
     (October 2025, on the updated data); and the rows stay official."""
-    from r2med_tasks.board.leaderboard import result_rows
+    from r2med_tasks.board.sources import result_rows
 
     pinned = {t.name: t.revision for t in R2MED_TASKS}
     after = 0
@@ -304,7 +303,8 @@ def test_no_page_or_module_cites_files_outside_the_repository():
 def test_a_run_joins_the_repository_run_it_reproduces(plugins):
     """With --published all, a run of a repository run's command on official data is that row,
     including a setting named in parentheses (top 100 reranked)."""
-    from r2med_tasks.board.leaderboard import Row, command_config, merge, published_rows
+    from r2med_tasks.board.leaderboard import merge
+    from r2med_tasks.board.sources import Row, command_config, published_rows
 
     def run(command, name):
         return Row(name, scores={t.name: 1.0 for t in R2MED_TASKS}, key=(name, "rev", None, False),

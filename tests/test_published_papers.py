@@ -32,7 +32,8 @@ def board(commands: bool = False, **options):
 
 
 def test_the_leaderboards_first_row_has_the_papers_values_and_a_command():
-    from r2med_tasks.board.leaderboard import PUBLISHED_CSV, published_rows
+    from r2med_tasks.board.sources import published_rows
+    from r2med_tasks.board.published import PUBLISHED_CSV
 
     with PUBLISHED_CSV.open(encoding="utf-8", newline="") as f:
         record = next(csv.DictReader(f))
@@ -51,7 +52,7 @@ def test_the_leaderboards_first_row_has_the_papers_values_and_a_command():
 
 
 def test_the_other_papers_run_is_shipped_with_its_provenance():
-    from r2med_tasks.board.leaderboard import published_rows
+    from r2med_tasks.board.sources import published_rows
     from r2med_tasks.board.published import paper_runs
 
     (run,) = [r for r in paper_runs() if r["name"] == PAPER_ROW]  # (the InsertRank paper's: test_insertrank.py)
@@ -94,7 +95,8 @@ def test_the_page_filters_it_as_another_papers_run():
     from html import escape
 
     from r2med_tasks.board.html import ORIGIN_LABELS, render_html
-    from r2med_tasks.board.leaderboard import published_rows, ranked
+    from r2med_tasks.board.leaderboard import ranked
+    from r2med_tasks.board.sources import published_rows
 
     rows = ranked(published_rows(which="all"))
     page = render_html(rows, [t.name for t in R2MED_TASKS])
@@ -103,7 +105,8 @@ def test_the_page_filters_it_as_another_papers_run():
 
 
 def test_a_run_of_its_configuration_joins_it(plugins):
-    from r2med_tasks.board.leaderboard import Row, command_config, merge, published_row_for, published_rows
+    from r2med_tasks.board.leaderboard import merge, published_row_for
+    from r2med_tasks.board.sources import Row, command_config, published_rows
 
     config = command_config("r2med-run --plugin qwen3-embedding-8b")
     run = Row("Qwen3-Embedding-8B", scores={t.name: 0.3 for t in R2MED_TASKS}, key=("r2med/qwen3-embedding-8b", "rev",

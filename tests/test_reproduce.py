@@ -79,7 +79,7 @@ def test_verdicts_against_figures_the_run_reproduces(official_hub, evaluate, tmp
     """The published figures replaced by the run's own (shifted by ``offset``): OK as printed, OKish
     within BM25's tolerance, FAIL beyond it."""
     import r2med_tasks.board.reproduce as reproduce
-    from r2med_tasks.board.leaderboard import Row
+    from r2med_tasks.board.sources import Row
 
     first = evaluate("bm25", tasks="r2med", output="ref")
     mine = {o.task: round(o.ndcg_at_10_x100 + offset, 2) for o in first.tasks}

@@ -9,7 +9,9 @@ import io
 import pytest
 from rich.console import Console
 
-from r2med_tasks.board.leaderboard import Row, published_rows, ranked, render, select, shorten
+from r2med_tasks.board.leaderboard import ranked, select
+from r2med_tasks.board.render import render, shorten
+from r2med_tasks.board.sources import Row, published_rows
 from r2med_tasks.tasks.specs import R2MED_TASKS
 
 LONG = "acme/" + "very-long-name-" * 6 + "end"

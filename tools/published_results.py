@@ -15,7 +15,7 @@ from pathlib import Path
 
 from r2med_tasks.files import atomic
 from r2med_tasks.results.layout import RunFolder, folder_path, slug
-from r2med_tasks.board.leaderboard import published_rows
+from r2med_tasks.board.sources import published_rows
 from r2med_tasks.mteb_adapter import model_meta_text, task_result_text
 from r2med_tasks.board.published import MANIFEST, published_runs
 from r2med_tasks.tasks.specs import PINNED_REVISIONS, R2MED_TASKS

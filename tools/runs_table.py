@@ -6,7 +6,7 @@ difference. It sits between ``TABLE_START`` and ``TABLE_END`` there (a test chec
 
 from __future__ import annotations
 
-from r2med_tasks.board.leaderboard import published_rows
+from r2med_tasks.board.sources import published_rows
 from r2med_tasks.board.published import REPOSITORY
 
 from .published_results import AFTER_UPDATE_SOURCES

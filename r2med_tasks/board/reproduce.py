@@ -70,7 +70,8 @@ class Reproduction:
 def published_row_of(reference: str):
     """The published row ``reference`` names: its name as the leaderboard spells it (any case), or
     its rank on the published board (``r2med leaderboard``'s published rows); with its rank."""
-    from .leaderboard import published_rows, ranked
+    from .leaderboard import ranked
+    from .sources import published_rows
 
     board = ranked(published_rows(which="leaderboard"))
     text = reference.strip()

@@ -175,7 +175,7 @@ def board_table(rows, tasks: list[str], width: int):
     the tasks left out."""
     from rich import box
 
-    from ..board.leaderboard import ABBREVIATIONS, SYSTEM_MAX, SYSTEM_MIN, two_lines
+    from ..board.render import ABBREVIATIONS, SYSTEM_MAX, SYSTEM_MIN, two_lines
     from ..terminal import printable
 
     heads = {t: t for t in tasks}  # the names themselves where they all fit, else the short headers

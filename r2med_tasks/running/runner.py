@@ -7,7 +7,7 @@ Each results folder is locked for the run, so two processes never interleave one
 A computed task's outcome is what the run computed and wrote (a reused one's is read back).
 
 ``Stages`` is the one way a pipeline's stages are run over a task's data, here and by
-``as_mteb_model``; what a task costs is ``runner_costs``'s, what the console shows ``runner_display``'s.
+``as_mteb_model``; what a task costs is ``costs``'s, what the console shows ``display``'s.
 """
 
 from __future__ import annotations

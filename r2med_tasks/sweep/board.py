@@ -66,7 +66,7 @@ class Board:
         from rich.markup import escape
         from rich.table import Table
 
-        from ..board.leaderboard import shorten
+        from ..board.render import shorten
 
         counts = self.counts()
         table = Table(title=", ".join(f"{n} {s}" for s, n in counts.items()), title_justify="left")

@@ -41,7 +41,7 @@ def plan_sweep(lines: list[tuple[str, list[str]]], *, output: Path, data_dir: Pa
     line is parsed by ``r2med-run``'s parser and checked here (:func:`r2med_tasks.running.request.prepare`),
     so a typo stops the sweep before anything runs."""
     from ..api import registry
-    from ..board.leaderboard import DATA_DIR_PLACEHOLDER
+    from ..board.sources import DATA_DIR_PLACEHOLDER
     from ..running.request import parse_run_args, prepare
     from ..running.runner import result_folders
 

@@ -14,7 +14,7 @@ from itertools import product
 from typing import Any
 
 from ..errors import UserError
-from ..board.leaderboard import LIVE_PREFIX
+from ..board.render import LIVE_PREFIX
 
 COMMENT = re.compile(r"(^|\s+)#\s.*$")  # a comment, not the '#' of llm=URL#model
 

@@ -1,0 +1,352 @@
+"""The leaderboard as text: the terminal table, markdown, csv and json (the HTML page is
+``html.py``'s), each row ranked within its section. It reads rows, never ranks or merges them, so it
+sits between the two other leaderboard modules: it imports :mod:`.sources` (the rows), and
+:mod:`.leaderboard` imports it (a :class:`~.leaderboard.Leaderboard` renders itself).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import re
+from pathlib import Path
+
+from .sources import BOARD_SECTION, LOCAL_SECTION, SECTIONS, Row
+from ..tasks.specs import SHORT_NAMES
+from ..terminal import number, printable
+
+
+TIE_MARK = "≈"
+LOCAL_TITLE = ("Local data: runs on data other than R2MED's official release, ranked among themselves "
+               "(not comparable with the board's rows, whose ranks they never change)")
+P_AT_10_NOTE = ("Judged@10 is P@10 where the judgments hold only relevant documents (no grade 0, as R2MED's): "
+                "every judged document is relevant, so judged@10 counts the relevant documents of the top 10 "
+                "(not holes), and the condensed nDCG@10 is not a hole measure there (it scores the run's "
+                "relevant documents found anywhere in its list).")
+LIVE_PREFIX = "live: "  # a line of the --commands table after the table, which sweeps do not run
+
+
+def section_ranks(rows: list) -> list[int]:
+    """Each row's rank within its section (:attr:`Row.section`), for rows in rank order: the
+    board's rows 1, 2, …, the local rows 1, 2, … again."""
+    seen: dict[str, int] = {}
+    ranks = []
+    for row in rows:
+        section = getattr(row, "section", BOARD_SECTION)
+        seen[section] = seen.get(section, 0) + 1
+        ranks.append(seen[section])
+    return ranks
+
+
+# Dataset headers of the terminal table, short enough for 120 columns (explained in its caption).
+ABBREVIATIONS = {"Biology": "Bio", "Bioinformatics": "Binf", "Medical-Sciences": "MedSc", "MedXpertQA-Exam": "MedXQ",
+                 "MedQA-Diag": "MedQA", "PMC-Treatment": "PMC-T", "PMC-Clinical": "PMC-C", "IIYi-Clinical": "IIYi"}
+ORIGINS = {"leaderboard": "board", "repository": "repo", "paper": "paper", "mteb": "mteb", "run": "run",
+           "local": "local"}
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(text: str) -> str:
+    """A text cell that a spreadsheet will not run: one starting like a formula gets a leading
+    apostrophe (OWASP's advice against CSV injection), control characters are shown escaped."""
+    return printable("'" + text if text.startswith(FORMULA_START) else text)
+
+
+MARKDOWN_SYNTAX = re.compile(r"([\\`*_\[\]()!~|])")
+
+
+def markdown_cell(text: str) -> str:
+    """A text cell for a markdown table, shown as the text it is: HTML escaped (no markup or
+    script), and each character markdown gives a meaning in a cell backslash-escaped (``|``: no
+    extra cell; ``[``, ``]``, ``(``, ``)``, ``!``: no link or image; ``*``, ``_``, ``~``, backticks:
+    no emphasis or code); control characters shown escaped."""
+    return MARKDOWN_SYNTAX.sub(r"\\\1", html.escape(printable(text), quote=False))
+
+
+def records_of(rows: list[Row], tasks: list[str], commands: bool = False) -> tuple[list[str], list[list]]:
+    """Header and one record per row, in rank order, as the text formats show them; a row's rank is
+    its rank within its section (:func:`section_ranks`: the board's, then the local rows')."""
+    ranks = section_ranks(rows)
+    if commands:
+        return ["Rank", "System", "Avg", "Command", "Live command", "Placeholders"], [
+            [i, r.system, r.average_over(tasks), r.command or None, r.live_command or None,
+             placeholder_text(r.placeholders)] for i, r in zip(ranks, rows)]
+    header = ["Rank", "System", "Rewriter", "Retriever", "Reranker", "Avg", "Avg 95% CI", "Tied",
+              *(SHORT_NAMES[t] for t in tasks), "Judged@10", "Judged@10 is", "USD/query", "Seconds/query", "Source"]
+    records = []
+    for i, r in zip(ranks, rows):
+        avg = r.average_over(tasks)
+        marks = ("" if avg is not None else " (incomplete)") + ("; " + "; ".join(r.notes) if r.notes else "")
+        records.append([i, r.system, r.rewriter, r.retriever, r.reranker, avg, interval_text(r.average_ci),
+                        TIED_TEXT[r.tied], *(r.scores.get(t) for t in tasks), r.judged_over(tasks),
+                        r.judged_means(tasks), cost_text(r.usd_per_query), cost_text(r.seconds_per_query),
+                        r.source + marks])
+    return header, records
+
+
+TIED_TEXT = {True: "yes", False: "no", None: None}  # the Tied column (None: no per-query scores to compare)
+
+
+def interval_text(ci: list[float] | None) -> str | None:
+    """An interval as the text formats show it: "38.12–44.90"."""
+    return None if ci is None else f"{number(ci[0])}–{number(ci[1])}"
+
+
+def cost_text(value: float | None) -> str | None:
+    """A cost or time per query as the text formats show it: 6 significant digits ("0.000213")."""
+    return None if value is None else f"{value:.6g}"
+
+
+def placeholder_text(placeholders: dict[str, str]) -> str | None:
+    """A command's placeholders as one cell: "DATA_DIR: the folder of local data …"."""
+    return "; ".join(f"{word}: {what}" for word, what in placeholders.items()) or None
+
+
+def json_records(rows: list[Row], tasks: list[str], commands: bool = False) -> list[dict]:
+    """One object per row, in rank order, as ``--format json`` writes them: the text formats'
+    columns under snake_case keys (the datasets' under their short names; ``rank``, the row's rank
+    within its ``section``, ``"board"`` or ``"local"``), whether the row is on local data and,
+    unless ``commands``, its statistics as numbers (with ``commands``: each placeholder of its
+    command, and what to put there)."""
+    header, records = records_of(rows, tasks, commands)
+    keys = ([h.lower().replace(" ", "_") for h in header] if commands else
+            ["rank", "system", "rewriter", "retriever", "reranker", "average", "average_ci", "tied",
+             *(SHORT_NAMES[t] for t in tasks), "judged_at_10", "judged_at_10_is", "usd_per_query",
+             "seconds_per_query", "source"])
+    keys = ["average" if k == "avg" else k for k in keys]
+
+    def extra(r: Row) -> dict:  # the statistics as numbers (the records hold their text)
+        if commands:
+            return {"placeholders": dict(r.placeholders)}
+        return {"kind": r.kind, "origin": r.origin, "provenance": r.provenance, "average_ci": r.average_ci,
+                "tied": r.tied, "tie_p": r.tie_p, "tie_best": r.tie_best,
+                "ci": {SHORT_NAMES[t]: r.ci[t] for t in tasks if t in r.ci},
+                "judged": {SHORT_NAMES[t]: r.judged[t] for t in tasks if t in r.judged},
+                "ndcg_at_10_condensed": {SHORT_NAMES[t]: r.condensed[t] for t in tasks if t in r.condensed},
+                "only_relevant_judged": {SHORT_NAMES[t]: r.relevant_only[t] for t in tasks if t in r.relevant_only},
+                "usd_per_query": r.usd_per_query, "seconds_per_query": r.seconds_per_query}
+    return [{**dict(zip(keys, rec)), "section": r.section, "local_data": r.local, **extra(r)}
+            for rec, r in zip(records, rows)]
+
+
+def render(rows, tasks: list[str], fmt: str, commands: bool = False, wide: bool = False, width: int = 120,
+           data_dir: Path | None = None, reproductions: list[dict] | None = None) -> str:
+    """The leaderboard as text in one format (table, markdown, csv, json, html); ``commands``: rank,
+    system, average and the command reproducing each published row; ``wide``: the terminal table
+    with every column (else one that fits 120 columns). The local rows are a section of their own
+    in each: below the board's under their own title (table, markdown, the page), or marked
+    ``local`` in the ``Section`` column (csv) and ``section`` field (json)."""
+    if fmt == "html":
+        from .html import render_html
+
+        return render_html(rows, tasks, data_dir=data_dir, reproductions=reproductions or [])
+    if fmt == "json":
+        return json.dumps(json_records(rows, tasks, commands), indent=2) + "\n"
+    header, records = records_of(rows, tasks, commands)
+
+    def cell(v):
+        return "" if v is None else f"{v:.2f}" if isinstance(v, float) else str(v)
+
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow([*header, "Section"])
+        writer.writerows([[csv_cell(v) if isinstance(v, str) else cell(v) for v in rec] + [r.section]
+                          for rec, r in zip(records, rows)])
+        return buffer.getvalue()
+    if fmt == "markdown":
+        def table(part: list[list]) -> list[str]:
+            return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+                    *("| " + " | ".join(markdown_cell(cell(v)) for v in rec) + " |" for rec in part)]
+
+        lines = []
+        for section in SECTIONS:
+            part = [rec for rec, r in zip(records, rows) if r.section == section]
+            if part and section == LOCAL_SECTION:
+                lines += ["", f"**{markdown_cell(LOCAL_TITLE)}**", ""]
+            if part or section == BOARD_SECTION and not rows:
+                lines += table(part)
+        notes = _notes(rows, tasks, commands=commands, wide=True)
+        return "\n".join(lines + ([""] + [markdown_cell(n) for n in notes] if notes else [])) + "\n"
+    return terminal_table(rows, tasks, header, records, commands=commands, wide=wide, width=width)
+
+
+def _notes(rows, tasks: list[str], *, commands: bool, wide: bool) -> list[str]:
+    """The lines below a table that say what some of its cells mean: each command's placeholders
+    (``commands``), and where judged@10 is P@10 (``wide``: the table has the column). (None names
+    the program: ``r2med sweep`` reads a line that does as a command.)"""
+    if commands:
+        return [f"{word} in #{rank} {row.system} ({row.section}): {what}"
+                for rank, row in zip(section_ranks(rows), rows) for word, what in row.placeholders.items()]
+    if wide and any(r.judged_means(tasks) in ("P@10", "mixed") for r in rows):
+        return [P_AT_10_NOTE]
+    return []
+
+
+def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, width: int = 120) -> str:
+    """The rich table as text. By default it fits ``width`` (≤ 120) columns: rank, system (on at
+    most two lines, shortened at a word boundary), source, average (≈: tied for first) and
+    the datasets under short headers, as many as fit beside a system column of at least
+    :data:`SYSTEM_MIN` characters (the caption names those left out); ``wide`` (or ``--format
+    json``) has every column: rewriter, retriever, reranker, the statistics, the source's path and
+    notes. The local rows come after the board's, under a line of their own ("Local data"),
+    ranked from 1 among themselves."""
+    from rich import box
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    def cell(v):
+        return "" if v is None else f"{v:.2f}" if isinstance(v, float) else printable(v)
+
+    live, left_out, tied = [], [], False
+    if commands:  # the live commands below the table, where a sweep of the table does not run them
+        live = [f"{LIVE_PREFIX}#{rec[0]} {rec[1]}: {rec[4]}" for rec in records if rec[4]]
+        header, records = header[:4], [rec[:4] for rec in records]
+    if not (wide or commands):
+        tied = any(getattr(r, "tied", None) for r in rows)
+        shown = _fitting(rows, tasks, width, tied)
+        left_out = [t for t in tasks if t not in shown]
+        header = ["#", "System", "Src", "Avg", *(ABBREVIATIONS[SHORT_NAMES[t]] for t in shown)]
+        records = [[i, r.system, ORIGINS[r.origin], _average_cell(r, tasks, tied), *(r.scores.get(t) for t in shown)]
+                   for i, r in zip(section_ranks(rows), rows)]
+        labels = [LOCAL_LABEL] if any(getattr(r, "local", False) for r in rows) else []
+        system_width = min(SYSTEM_MAX, max([6, *(len(printable(r.system)) for r in rows), *map(len, labels)]),
+                           max(1, width - _width_without_system(rows, tasks, shown, tied)))
+        for rec in records:
+            rec[1] = two_lines(printable(rec[1]), system_width)
+    table = Table(title="R2MED leaderboard: nDCG@10 ×100", title_justify="left", box=box.SIMPLE_HEAD,
+                  caption_justify="left")
+    numeric = {"Rank", "#", "Avg", "Judged@10", "USD/query", "Seconds/query", *SHORT_NAMES.values(),
+               *ABBREVIATIONS.values()}
+    for col in header:
+        table.add_column(col, justify="right" if col in numeric else "left",
+                         no_wrap=col in numeric or not (wide or commands),
+                         overflow="fold" if col == "Command" or wide else "ellipsis",
+                         max_width=None if wide or col != "System" else SYSTEM_MAX)
+    local = any(getattr(r, "local", False) for r in rows)
+    for rec, row in zip(records, rows):  # (the default table's System cells are printable already, wrapped on purpose)
+        if getattr(row, "local", False) and row is next(r for r in rows if getattr(r, "local", False)):
+            if row is not rows[0]:
+                table.add_section()
+            table.add_row("", LOCAL_LABEL, *([""] * (len(header) - 2)))
+        table.add_row(*(escape(v if i == 1 and not (wide or commands) else cell(v)) for i, v in enumerate(rec)))
+    if not (wide or commands):
+        table.caption = ("  ".join(f"{ABBREVIATIONS[SHORT_NAMES[t]]}={SHORT_NAMES[t]}" for t in tasks if t not in left_out) +
+                         (f"\nNot shown at {width} columns: {', '.join(SHORT_NAMES[t] for t in left_out)} (a wider "
+                          "terminal or --wide shows them)." if left_out else "") +
+                         "\nSrc: board = leaderboard, repo = authors' repository, paper = another paper, run = "
+                         "your run, mteb = MTEB results, local = local data. No Avg: incomplete. " +
+                         (f"{TIE_MARK}: tied for first (not separable from the best row). " if tied else "") +
+                         "--wide: every column." + (f"\n{LOCAL_TITLE}." if local else ""))
+    console = Console(file=io.StringIO(), width=1000 if wide else width, highlight=False, color_system=None,
+                      force_terminal=False)
+    console.print(table, crop=False)
+    notes = ([f"{LOCAL_TITLE}."] if local and (wide or commands) else []) + _notes(rows, tasks, commands=commands,
+                                                                                   wide=wide)
+    if notes:
+        console.print()
+        for line in notes:
+            console.print(printable(line), soft_wrap=True, markup=False)
+    if live:
+        console.print("The search agents' rows replay their published generations (R2MED did not say which "
+                      "corpus its agents searched); to run the agents live, searching the task's corpus:",
+                      soft_wrap=True)
+        for line in live:
+            console.print(printable(line), soft_wrap=True, markup=False)
+    return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines()) + "\n"
+
+
+LOCAL_LABEL = "Local data"  # the terminal table's line above the local rows (LOCAL_TITLE below says what they are)
+SYSTEM_MIN, SYSTEM_MAX = 18, 40  # the terminal table's System column: datasets give way below the minimum
+
+
+def _average_cell(row, tasks, tied: bool) -> str:
+    avg = row.average_over(tasks)
+    text = "" if avg is None else f"{avg:.2f}"
+    return f"{text} {TIE_MARK if getattr(row, 'tied', None) else ' '}" if tied else text
+
+
+def _width_without_system(rows, tasks: list[str], shown: list[str], tied: bool) -> int:
+    """The terminal table's width less its System column's text: every other column's widest cell
+    (the average is over ``tasks``; ``shown``: the datasets with a column), and the box's spacing (an
+    edge, and a space either side of each column)."""
+    widths = [len(str(max(len(rows), 1))), max([3, *(len(ORIGINS[r.origin]) for r in rows)]),
+              max([3, *(len(_average_cell(r, tasks, tied)) for r in rows)])]
+    for t in shown:
+        widths.append(max([len(ABBREVIATIONS[SHORT_NAMES[t]]), *(len(f"{r.scores[t]:.2f}") for r in rows if t in r.scores)]))
+    return sum(widths) + 3 * (len(widths) + 1) + 1
+
+
+def _fitting(rows, tasks: list[str], width: int, tied: bool) -> list[str]:
+    """The datasets that fit in ``width`` beside rank, a System column of at least
+    :data:`SYSTEM_MIN`, source and average: the first ones, in the table's order."""
+    shown = list(tasks)
+    while shown and _width_without_system(rows, tasks, shown, tied) + SYSTEM_MIN > width:
+        shown.pop()
+    return shown
+
+
+def two_lines(text: str, width: int) -> str:
+    """``text`` wrapped at word boundaries (spaces, else hyphens too; a single long word folded)
+    into at most two lines of ``width`` characters; where it needs more, its paths keep their last
+    part (``…/name``) and the second line is shortened with :func:`shorten`."""
+    import textwrap
+
+    if len(text) <= width:
+        return text
+    for hyphens, fold, paths in ((False, False, False), (True, False, False), (True, True, False),
+                                 (True, False, True)):  # what it takes to fit
+        if paths:
+            text = " ".join(_path_tail(word) for word in text.split(" "))
+        lines = textwrap.wrap(text, width, break_long_words=fold, break_on_hyphens=hyphens)
+        if len(lines) <= 2 and all(len(line) <= width for line in lines):
+            break
+    if not lines or not text.startswith(lines[0]) or len(lines[0]) > width:
+        return shorten(text, width)
+    rest = text[len(lines[0]):].strip()
+    return f"{lines[0].rstrip()}\n{shorten(rest, width)}" if rest else lines[0]
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, cut only where a reader expects it: first each path
+    (a word with a ``/``: a model's folder, a hub id) keeps only its last part (``…/all-MiniLM-L6-v2``,
+    an option keeping its ``name=``), the longest first; then the text ends at the last word boundary
+    that fits (a space; within a long word, a ``-`` or ``_``) with ``…``. Only a single word with no
+    boundary is cut where it must."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    words = text.split(" ")
+    for i in sorted(range(len(words)), key=lambda i: -len(words[i])):
+        if len(" ".join(words)) <= width:
+            break
+        words[i] = _path_tail(words[i])
+    text = " ".join(words)
+    if len(text) <= width:
+        return text
+    room = width - 1
+    cut = text.rfind(" ", 0, room + 1)
+    if cut < room / 2:  # a long word: its own boundaries, never inside a path (but in its last part, if need be)
+        start = text.rfind(" ", 0, room) + 1
+        word = text[start:text.find(" ", start) if " " in text[start:] else len(text)]
+        inner = max(text.rfind("-", 0, room + 1), text.rfind("_", 0, room + 1))
+        if "/" not in word or cut <= 0 and inner > start + word.rfind("/"):
+            cut = max(cut, inner)
+    if cut <= 0:
+        return text[:room] + "…"
+    return text[:cut].rstrip(" +-_·,;:/") + "…"
+
+
+def _path_tail(word: str) -> str:
+    """A path's last part: ``/data/models/all-MiniLM-L6-v2`` as ``…/all-MiniLM-L6-v2``,
+    ``model=/data/x/y`` as ``model=…/y`` (unchanged when that is no shorter)."""
+    name, eq, value = word.partition("=")
+    if not eq or "/" not in value or "/" in name:
+        name, eq, value = "", "", word
+    parts = [p for p in value.split("/") if p]
+    tail = f"{name}{eq}…/{parts[-1]}" if len(parts) > 1 else word
+    return tail if len(tail) < len(word) else word
