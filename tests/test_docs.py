@@ -272,7 +272,7 @@ def test_the_pages_rewriter_fills_generated_by_the_contract(page_plugins):
 def test_the_pages_rewriter_reaches_bm25_and_tfidf(page_plugins, evaluate, monkeypatch):
     """lay-terms + bm25 searches with the query and the generated document (BM25's own rule);
     tfidf, which declares no rule, gets the same text as the query's and never sees ``generated``."""
-    from r2med_tasks.components import combine
+    import r2med_tasks.plugin as combine  # where plugins take bm25_query from
 
     queries = {q.id: q.text for q in sample_queries()}
     expected = {**queries, "q03": queries["q03"] + " tinnitus vertigo"}

@@ -344,9 +344,7 @@ class Lowered:
 def lowered_plugin():
     from pydantic import Field, field_validator
 
-    from r2med_tasks import Options
-    from r2med_tasks.components import RetrieverSpec
-    from r2med_tasks.hookspecs import hookimpl
+    from r2med_tasks.plugin import Options, RetrieverSpec, hookimpl
 
     class LoweredOptions(Options):
         metric: str = Field("dot", description="a similarity, in any case")
