@@ -59,7 +59,27 @@ def published_plans(work: Path) -> dict[str, object]:
         code, text = _invoke(["run", *args, "--dry-run", "--json", "--output", str(work / "out"),
                               "--cache-dir", str(work / "cache")])
         plans[command] = json.loads(text) if code == 0 and text.startswith("{") else {"exit": code, "text": text}
+        if code == 0:
+            plans[command]["identity"] = _identity(args, work)
     return plans
+
+
+def _identity(args: list[str], work: Path) -> object:
+    """The run's identity as the results folder stores it (``RunSpec``: configuration, models,
+    variant, command), which a plan's folder names alone do not show."""
+    import dataclasses
+
+    try:
+        from r2med_tasks.components.models import fingerprints_in, hub_offline
+        from r2med_tasks.running.request import parse_run_args, prepare
+    except ImportError:  # the code before the core was split into sub-packages
+        from r2med_tasks.models import fingerprints_in, hub_offline
+        from r2med_tasks.request import parse_run_args, prepare
+
+    request = parse_run_args([*args, "--output", str(work / "out"), "--cache-dir", str(work / "cache")]).request
+    with hub_offline(), fingerprints_in(work / "cache"), contextlib.redirect_stderr(io.StringIO()):
+        spec = prepare(request).pipeline.spec()
+    return json.loads(json.dumps(dataclasses.asdict(spec), default=str))
 
 
 def _stable(value):

@@ -130,9 +130,13 @@ class ComponentSpec:
         validator normalises, ``COSINE`` as ``cosine``, is the normalised one), with the stage's
         options validated as theirs; what a run's identity and folder name are made of. Options
         that cannot change results or choose the model are left out of the dump: they may hold
-        a Python object (a model handed to the API) that pydantic would not serialise."""
+        a Python object (a model handed to the API) that pydantic would not serialise; so is an
+        option the spec's ``defaults`` leave out and the user did not set (``tokenizer`` of the API
+        retrievers: their identity from before the option existed)."""
         stage = self.stage_options
-        identifying = {k for k in self.options.model_fields if self.identifies_results(k) or k == self.members_option}
+        known = set(self.defaults) | set(values)  # a spec may leave an option out of its defaults until set
+        identifying = {k for k in self.options.model_fields
+                       if k in known and (self.identifies_results(k) or k == self.members_option)}
         own = self.options_of(values).model_dump(include=identifying)
         if stage is None:
             return own
