@@ -49,9 +49,9 @@ class RunFileRetriever:
         self.path = Path(path).expanduser()
         if not self.path.exists():
             raise UserError(f"-o run-file.path={path}: no such file or folder")
-        from r2med_tasks.plugin import run_folder, run_name
+        from r2med_tasks.plugin import results_folder_of, run_name
 
-        self.files = [self.path] if self.path.is_file() else run_folder(self.path).trec_files()
+        self.files = [self.path] if self.path.is_file() else results_folder_of(self.path).trec_files()
         if not self.files:
             raise UserError(f"-o run-file.path={path}: no *.trec file in that folder")
 
@@ -66,9 +66,9 @@ class RunFileRetriever:
     def model_meta(self) -> dict:
         """Named by the runs; the kind of model is what the results folder they come from says, if
         any (mteb's ``model_type``)."""
-        from r2med_tasks.plugin import run_folder, slug
+        from r2med_tasks.plugin import results_folder_of, slug
 
-        kind = run_folder(self.path).model_meta().get("model_type")
+        kind = results_folder_of(self.path).model_meta().get("model_type")
         return {"name": f"r2med/{slug(self.name) or 'run'}", "revision": self.revision, "display_name": self.name,
                 "framework": [], "open_weights": None,
                 **({"model_type": kind} if isinstance(kind, list) and all(isinstance(k, str) for k in kind) else {})}

@@ -24,14 +24,15 @@ MOVED = {
     "r2med_tasks.hookspecs": "r2med_tasks.components.hookspecs",
     "r2med_tasks.journal": "r2med_tasks.files.journal",
     "r2med_tasks.layout": "r2med_tasks.results.layout",
-    "r2med_tasks.models": "r2med_tasks.components.models",
+    "r2med_tasks.models": "r2med_tasks.components.model_refs",
     "r2med_tasks.options": "r2med_tasks.components.options",
     "r2med_tasks.ranking": "r2med_tasks.scoring.ranking",
     "r2med_tasks.runs": "r2med_tasks.scoring.runs",
     "r2med_tasks.searcher": "r2med_tasks.components.searcher",
     "r2med_tasks.taskdata": "r2med_tasks.tasks.taskdata",
 }
-RENAMED = {"METHODS": "FUSION_METHODS"}  # r2med_tasks.fusion.METHODS
+# names that changed with the move: r2med_tasks.fusion.METHODS, r2med_tasks.layout.RunFolder and run_folder
+RENAMED = {"METHODS": "FUSION_METHODS", "RunFolder": "ResultsFolder", "run_folder": "results_folder_of"}
 
 
 class _Forwarding(importlib.abc.Loader):

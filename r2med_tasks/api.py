@@ -319,14 +319,14 @@ def compare_runs(a: str | Path, b: str | Path, *, tasks: str | Sequence[str] | N
     were scored on different data (their stored data identities differ) unless
     ``allow_different_data``; the result's ``data_differences`` says what differs. Bad input raises
     :class:`UserError`."""
-    from .results.layout import RunFolder
+    from .results.layout import ResultsFolder
     from .running.request import choose_tasks
     from .scoring.significance import Comparison, compare
     from .tasks.specs import R2MED_TASKS
     from .terminal import printable
 
     a, b = Path(a), Path(b)
-    folders = [RunFolder(folder) for folder in (a, b)]
+    folders = [ResultsFolder(folder) for folder in (a, b)]
     per_query = [folder.per_query_ndcg() for folder in folders]
     names = _names(tasks)
     if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= MAX_TRIALS:
@@ -366,9 +366,9 @@ def read_generations(run_dir: str | Path, task: str) -> list[dict[str, Any]]:
     its generation records, one per query and LLM stage, in the queries' order
     (:mod:`r2med_tasks.llm.records` says what each holds); those written so far while the task is
     being computed; [] when the run asked no LLM."""
-    from .results.layout import RunFolder
+    from .results.layout import ResultsFolder
 
-    folder = RunFolder(Path(run_dir))
+    folder = ResultsFolder(Path(run_dir))
     records = folder.generations(registry().tasks([task])[0].name)
     for path, problem in folder.problems().items():
         raise UserError(f"{path}: {problem}")
@@ -385,10 +385,10 @@ def export_generations(run_dir: str | Path, data_dir: str | Path, *, tasks: str 
     from .components.context import default_cache_dir
     from .tasks.datafiles import FILES
     from .results.generations import export_records, task_folder
-    from .results.layout import RunFolder
+    from .results.layout import ResultsFolder
     from .running.fusing import task_qrels
 
-    folder, data_dir = RunFolder(Path(run_dir)), Path(data_dir)
+    folder, data_dir = ResultsFolder(Path(run_dir)), Path(data_dir)
     reg = registry()
     names = _names(tasks)
     chosen = reg.tasks(list(names)) if names else \

@@ -14,7 +14,7 @@ from .components.context import CompositeContext, Context
 from .components.encoders import (SentenceTransformerEncoder, length_sorted_batches, parse_devices, quiet_transformers,
                                   run_batches, torch_dtype)
 from .components.hookspecs import hookimpl
-from .components.models import check_model_ref, local_model_identity, model_identity, weights_identity
+from .components.model_refs import check_model_ref, local_model_identity, model_identity, weights_identity
 from .components.options import Identified, Options, file_content, options_model
 from .components.searcher import Searcher
 from .components.specs import (CombinesGenerated, Composite, DeclaresResources, DescribesModel, LLMSpec, RerankDepth,
@@ -25,7 +25,7 @@ from .files.journal import Journal
 from .llm import (ChatClient, Generation, GenerationCache, ShowsRetries, Turn, Usage, continue_cached, generate_cached,
                   joined_text, llm_identity, llm_model_name, map_concurrently, parse_llm_spec, price_field, record,
                   whole_text)
-from .results.layout import run_folder, run_name, slug
+from .results.layout import results_folder_of, run_name, slug
 from .scoring.evaluation import score
 from .scoring.fusion import DEFAULT_DEPTH, DEFAULT_METHOD, DEFAULT_RRF_K, FUSION_METHODS, fuse
 from .scoring.ranking import rank_top_k, top_k_indices
@@ -56,7 +56,7 @@ __all__ = [
     # retrieval helpers
     "top_k_indices", "rank_top_k", "Searcher", "bm25_query", "dense_query", "combined_text", "GAR_METHODS",
     "RETRIEVER_FAMILIES", "DEFAULT_TOP_K", "fuse", "FUSION_METHODS", "DEFAULT_METHOD", "DEFAULT_RRF_K", "DEFAULT_DEPTH", "score",
-    "read_trec", "run_folder", "run_name", "slug",
+    "read_trec", "results_folder_of", "run_name", "slug",
     # files
     "atomic", "Journal",
 ]

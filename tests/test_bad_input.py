@@ -214,7 +214,7 @@ def test_hub_ids_pass_the_model_check(ref):
     """A hub id is accepted as written (the hub decides whether it exists, when the model loads);
     the same name written as a relative path is a folder that is not there."""
     from r2med_tasks.errors import UserError
-    from r2med_tasks.components.models import check_model_ref
+    from r2med_tasks.components.model_refs import check_model_ref
 
     assert check_model_ref(ref, option="st.model") is None
     with pytest.raises(UserError, match=r"^-o st\.model=\./.*: no such folder, and not a hub id"):
@@ -470,8 +470,8 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_bad_input_gets_one_line(case, earlier, run_cli, tmp_path, monkeypatch):
     prepare, fragments = CASES[case]
-    out, run_folder = earlier
-    env = Env(out, run_folder, tmp_path, monkeypatch)
+    out, results_folder_of = earlier
+    env = Env(out, results_folder_of, tmp_path, monkeypatch)
     args = prepare(env)
     before = snapshot(out)
     code, _, err = run_cli(*args)
@@ -527,10 +527,10 @@ def test_a_component_that_cannot_be_created_is_still_named(register, run_cli, tm
 
 def test_names_from_files_never_reach_the_terminal_raw(earlier, run_cli, tmp_path):
     """A run file's name becomes the fused run's name, printed in the summary: shown escaped."""
-    _, run_folder = earlier
+    _, results_folder_of = earlier
     evil = tmp_path / "evil\x1b]0;pwned\x07.trec"
-    shutil.copy(run_folder / f"{TASK}.trec", evil)
-    code, out, err = run_cli("fuse", "--qrels", SAMPLE / "qrels.jsonl", run_folder / f"{TASK}.trec", evil,
+    shutil.copy(results_folder_of / f"{TASK}.trec", evil)
+    code, out, err = run_cli("fuse", "--qrels", SAMPLE / "qrels.jsonl", results_folder_of / f"{TASK}.trec", evil,
                              "--output", tmp_path / "out")
     assert code == 0, err
     assert "\x1b" not in out + err and "\x07" not in out + err
@@ -540,8 +540,8 @@ def test_names_from_files_never_reach_the_terminal_raw(earlier, run_cli, tmp_pat
 def test_resume_removes_temp_files_a_killed_run_left(earlier, run_cli, tmp_path):
     """Half-written hidden temp files (a kill between write and rename) go when the folder is next
     claimed, by any writer: a run, a fused run, a hybrid member's saved run."""
-    _, run_folder = earlier
-    trec = run_folder / f"{TASK}.trec"
+    _, results_folder_of = earlier
+    trec = results_folder_of / f"{TASK}.trec"
     args = ("fuse", "--qrels", SAMPLE / "qrels.jsonl", trec, trec, "--output", tmp_path / "out")
     code, _, err = run_cli(*args)
     assert code == 0, err

@@ -229,9 +229,9 @@ BEFORE = {
 @pytest.mark.parametrize("reranker,options", list(BEFORE))
 def test_keep_tail_identities_are_those_recorded_before_the_move(plugins, reranker, options):
     from r2med_tasks.api import registry
-    from r2med_tasks.components.models import hub_offline
+    from r2med_tasks.components.model_refs import hub_offline
     from r2med_tasks.running.pipelines import build_pipeline, instantiate
-    from r2med_tasks.results.identity import ResultFolder, canonical
+    from r2med_tasks.results.identity import PipelineFolder, canonical
 
     config, experiment, variant = BEFORE[(reranker, options)]
     reg = registry()
@@ -240,7 +240,7 @@ def test_keep_tail_identities_are_those_recorded_before_the_move(plugins, rerank
         instantiate(pipeline, reg)
         plain = build_pipeline(reg, ["bm25", reranker], [])
         instantiate(plain, reg)
-        folder, base = (ResultFolder(Path("out"), p.spec(), local=True).path for p in (pipeline, plain))
+        folder, base = (PipelineFolder(Path("out"), p.spec(), local=True).path for p in (pipeline, plain))
     assert canonical(pipeline.config()) == config and pipeline.variant() == variant
     assert folder == (base / experiment if experiment else base)
     assert "keep_tail" not in pipeline.stages["reranker"].spec.options.model_fields  # never the reranker's own

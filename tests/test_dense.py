@@ -429,6 +429,19 @@ def test_device_flag_reaches_model_components(plugins):
         build_pipeline(reg, ["bm25"], [], device="cuda")
 
 
+def test_device_flag_reaches_the_members_a_composite_is_given(plugins):
+    """``--device`` goes to the members ``-o members=`` names, not to the composite's default ones
+    (hybrid's default members are bm25 and nvembed: a run of bm25 + st once failed on nvembed)."""
+    from r2med_tasks.running.pipelines import build_pipeline
+    from r2med_tasks.running.registry import build_registry
+
+    reg = build_registry(plugins)
+    stage = build_pipeline(reg, ["hybrid"], ["members=bm25,st"], device="cpu").retriever
+    assert stage.member_options == {"st": ["device=cpu"]}
+    explicit = build_pipeline(reg, ["hybrid"], ["members=bm25,st", "st.device=cuda:1"], device="cpu").retriever
+    assert explicit.member_options == {"st": ["device=cpu", "device=cuda:1"]}  # the later one, the user's, applies
+
+
 def test_replicas_stop_after_their_current_batch_when_one_fails():
     """An error (or Ctrl-C) in one replica ends the others after the batch they are on, so a run
     stops promptly instead of encoding the rest of the chunk first."""

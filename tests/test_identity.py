@@ -15,7 +15,7 @@ import pytrec_eval
 
 import r2med_tasks as r2med
 from conftest import SAMPLE, TESTS, board_rows, qrels_of, read_jsonl, write_jsonl
-from r2med_tasks.results.layout import RunFolder
+from r2med_tasks.results.layout import ResultsFolder
 from r2med_tasks.tasks.specs import R2MED_TASKS
 
 
@@ -78,8 +78,8 @@ def test_edited_qrels_are_recomputed_and_say_what_changed(overlap, run_cli, eval
     assert new == pytest.approx(overlap_ndcg(data_dir / "Biology"), abs=5e-6)
     assert new != pytest.approx(first["Biology"].ndcg_at_10, abs=1e-4)
     folder = one_dir(second.results_dirs)
-    stored = RunFolder(folder).identity("R2MEDBiologyRetrieval")
-    result = RunFolder(folder).task_result(folder / "R2MEDBiologyRetrieval.json")
+    stored = ResultsFolder(folder).identity("R2MEDBiologyRetrieval")
+    result = ResultsFolder(folder).task_result(folder / "R2MEDBiologyRetrieval.json")
     assert stored["data"]["revision"] == result["dataset_revision"] and stored["data"]["official"] is False
 
 
@@ -199,7 +199,7 @@ def test_concurrent_runs_on_different_data_each_print_their_own_scores(run_cli, 
         for t in tasks:
             assert t["ndcg_at_10"] == pytest.approx(overlap_ndcg(root / t["alias"]), abs=5e-6)
     # the folder is consistent: every task's files are the second run's
-    folder = RunFolder(one_dir(json.loads(second_out)["results_dirs"]))
+    folder = ResultsFolder(one_dir(json.loads(second_out)["results_dirs"]))
     for t in json.loads(second_out)["tasks"]:
         identity = folder.identity(t["task"])
         result = folder.task_result(folder.task_json(t["task"]))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import Field
 
-from r2med_tasks.components import models
+from r2med_tasks.components import model_refs as models
 from r2med_tasks.components.specs import RetrieverSpec
 from r2med_tasks.components.hookspecs import hookimpl
 from r2med_tasks.components.options import options_model

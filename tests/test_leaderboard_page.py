@@ -629,3 +629,20 @@ def test_local_runs_are_a_section_of_their_own(browser):
     browser.click("#detail-close")
     browser.click("#origins input[value=local]")  # no local row shown: no head
     assert browser.js("document.querySelector('tbody.section-head').classList.contains('hidden')") is True
+
+
+def test_the_page_is_the_same_whatever_the_hash_seed(tmp_path):
+    """The filters' choices once came out in an order that depended on PYTHONHASHSEED (names that
+    differ only in case, BGE-Large-en-v1.5 and bge-large-en-v1.5): the same board gives the same bytes."""
+    import subprocess
+    import sys
+
+    pages = []
+    for seed in ("1", "2", "3"):
+        out = tmp_path / f"page-{seed}.html"
+        subprocess.run([sys.executable, "-m", "r2med_tasks.cli", "leaderboard", "--published", "all", "--format", "html",
+                        "--output", str(out)], check=True, capture_output=True, cwd=tmp_path,
+                       env={**os.environ, "PYTHONHASHSEED": seed})
+        pages.append(out.read_bytes())
+    assert "bge-large-en-v1.5".lower() in pages[0].decode().lower()
+    assert pages[0] == pages[1] == pages[2]

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from r2med_tasks.components import models
+from r2med_tasks.components import model_refs as models
 from r2med_tasks.errors import UserError
-from r2med_tasks.components.models import check_model_ref, local_model_identity, model_identity
+from r2med_tasks.components.model_refs import check_model_ref, local_model_identity, model_identity
 
 
 @pytest.fixture(autouse=True)

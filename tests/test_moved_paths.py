@@ -34,14 +34,14 @@ def test_an_old_path_forwards_and_warns(old):
 
 def test_old_from_imports_work_in_a_fresh_process():
     """As a third-party plugin written before the move imports: ``from r2med_tasks.X import name``,
-    the fusion method names under their old name too."""
+    the names renamed with the move (the fusion methods, the results folder) under their old names too."""
     code = ("import warnings; warnings.simplefilter('error')\n"
             "try:\n    from r2med_tasks.layout import run_folder\nexcept DeprecationWarning as e: print('warned', e)\n"
             "warnings.simplefilter('ignore')\n"
-            "from r2med_tasks.layout import run_folder; from r2med_tasks.fusion import METHODS\n"
-            "from r2med_tasks.results.layout import run_folder as new\n"
+            "from r2med_tasks.layout import RunFolder, run_folder; from r2med_tasks.fusion import METHODS\n"
+            "from r2med_tasks.results.layout import ResultsFolder, results_folder_of\n"
             "from r2med_tasks.scoring.fusion import FUSION_METHODS\n"
-            "print(run_folder is new, METHODS == FUSION_METHODS)")
+            "print(run_folder is results_folder_of and RunFolder is ResultsFolder, METHODS == FUSION_METHODS)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == ["warned r2med_tasks.layout moved to r2med_tasks.results.layout; plugins import from "
                                 "r2med_tasks.plugin (the old path goes in the next release)", "True True"]
@@ -51,6 +51,6 @@ def test_the_namespace_holds_the_moved_modules_public_contract():
     """What plugins took from the old modules, they find in the namespace."""
     import r2med_tasks.plugin as api
 
-    for name in ("run_folder", "run_name", "slug", "Options", "options_model", "Run", "read_trec", "Searcher",
+    for name in ("results_folder_of", "run_name", "slug", "Options", "options_model", "Run", "read_trec", "Searcher",
                  "Corpus", "Query", "hookimpl", "fuse", "score", "top_k_indices", "check_model_ref", "Journal"):
         assert hasattr(api, name), name

@@ -139,7 +139,7 @@ def test_a_hub_snapshot_of_the_same_weights_reuses_their_embeddings(small_model_
     as a local copy's; its large files by the sha256 their blobs are named with, not read again."""
     import huggingface_hub.constants
 
-    from r2med_tasks.components import models
+    from r2med_tasks.components import model_refs as models
 
     commit = "0123456789abcdef0123456789abcdef01234567"
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(hub_cache_of(small_model_path,
@@ -322,9 +322,9 @@ def test_a_third_party_pipelines_model_meta_is_what_mteb_writes(third_party, tmp
     """Written without importing mteb (a name mteb is never asked about), the same as mteb's."""
     import r2med_tasks as r2med
     from r2med_tasks.mteb_adapter import model_meta
-    from r2med_tasks.results.identity import ResultFolder
+    from r2med_tasks.results.identity import PipelineFolder
 
-    folder = ResultFolder(tmp_path, r2med.pipeline("shout", "bm25").spec(), local=True)
+    folder = PipelineFolder(tmp_path, r2med.pipeline("shout", "bm25").spec(), local=True)
     written = json.loads(folder.model_meta_text())
     assert written["name"] == "shout-pkg/shout_BM25"
     info, update = folder._model_meta_args()

@@ -216,7 +216,7 @@ def test_a_distribution_installed_from_a_local_folder_is_identified_by_its_sourc
 
 def test_an_edited_plugin_recomputes_what_its_earlier_source_computed(source_plugin, tmp_path):
     import r2med_tasks as r2med
-    from r2med_tasks.results.layout import RunFolder
+    from r2med_tasks.results.layout import ResultsFolder
 
     def run(bonus):
         source_plugin(bonus)
@@ -229,5 +229,5 @@ def test_an_edited_plugin_recomputes_what_its_earlier_source_computed(source_plu
     assert (first.status, again.status) == ("computed", "cached")
     edited, same_folder = run(1.0)  # a changed constant: other code, same (absent) version
     assert edited.status == "computed" and same_folder == folder
-    identity = RunFolder(folder).identity("R2MEDSampleRetrieval")
+    identity = ResultsFolder(folder).identity("R2MEDSampleRetrieval")
     assert identity["code"]["edited_plugin"].startswith("source-")

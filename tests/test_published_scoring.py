@@ -19,7 +19,7 @@ import pytest
 from pydantic import Field
 
 from conftest import write_jsonl
-from r2med_tasks.results.layout import RunFolder
+from r2med_tasks.results.layout import ResultsFolder
 from r2med_tasks.components.options import options_model
 
 K = (1, 3, 5, 10, 100)
@@ -152,7 +152,7 @@ def test_first_stage_scores_as_published(fixed, run_cli, task_dir, tmp_path):
     trimmed = {"q1": {"d03": 1, "d07": 2, "d20": 0}, "q3": {"d10": 1, "d11": 1, "d12": 1}, "q4": {"d01": 1, "d29": 1}}
     former = pytrec_eval.RelevanceEvaluator(trimmed, {"ndcg_cut.10"}).evaluate({q: first_stage(q) for q in trimmed})
     assert round(sum(s["ndcg_cut_10"] for s in former.values()) / 3, 5) != pytest.approx(got["ndcg_at_10"], abs=1e-3)
-    assert set(RunFolder(folder).per_query_scores("R2MEDBiologyRetrieval")) == {"q1", "q2", "q3", "q4"}
+    assert set(ResultsFolder(folder).per_query_scores("R2MEDBiologyRetrieval")) == {"q1", "q2", "q3", "q4"}
     assert "2 " in err and "rows (2 relevant) name documents missing from the corpus; kept" in err
     assert "1 of 4 evaluated queries have no relevant document; they score 0" in err
     assert "1 of 5 queries have no judgment" in err and "ignored 1 " in err
@@ -204,7 +204,7 @@ def test_reranked_run_is_the_reranked_list(fixed, evaluate, task_dir):
     assert_as_authors(got, expected)
     trec = (folder / "R2MEDBiologyRetrieval.trec").read_text().splitlines()
     assert len(trec) == 4 * 10
-    record = RunFolder(folder).record()
+    record = ResultsFolder(folder).record()
     assert record["config"]["reranker"]["options"] == {"keep_tail": False, "rerank_k": 10}
 
 
@@ -222,10 +222,10 @@ def test_keep_tail_keeps_the_first_stage_below(fixed, evaluate, task_dir):
     expected = authors_metrics(results)
     assert_as_authors(got, expected)
     assert got["ndcg_at_10"] == default["ndcg_at_10"] and got["recall_at_100"] != default["recall_at_100"]
-    record = RunFolder(folder).record()
+    record = ResultsFolder(folder).record()
     assert record["config"]["reranker"]["options"]["keep_tail"] is True
     assert record["experiment_kwargs"] == {"fixed-rerank.keep_tail": True}
-    identity = RunFolder(folder).identity("R2MEDBiologyRetrieval")
+    identity = ResultsFolder(folder).identity("R2MEDBiologyRetrieval")
     assert identity["scoring"] == "full-qrels/all-judged-queries"
 
 

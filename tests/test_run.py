@@ -13,7 +13,7 @@ import pytest
 import pytrec_eval
 
 from conftest import TESTS, qrels_of, read_jsonl
-from r2med_tasks.results.layout import RunFolder
+from r2med_tasks.results.layout import ResultsFolder
 from r2med_tasks.scoring.runs import read_trec
 
 
@@ -123,7 +123,7 @@ def test_pipelines_never_share_a_folder(overlap, evaluate):
     # option variants are mteb experiments of the same model and revision, never revision suffixes
     assert bonus == f"{default}/experiments/bonus_0.5" and topk == f"{default}/experiments/top_k_50"
     assert folder(options={"overlap.bonus": 0.5}) == bonus  # same pipeline, same folder
-    record = RunFolder(Path(bonus)).record()
+    record = ResultsFolder(Path(bonus)).record()
     assert record["config"]["retriever"]["options"] == {"bonus": 0.5} and record["config"]["top_k"] == 100
     assert record["label"] == "overlap (bonus=0.5)" and record["experiment_kwargs"] == {"bonus": 0.5}
     assert json.loads((Path(bonus) / "model_meta.json").read_text())["experiment_kwargs"] == {"bonus": 0.5}

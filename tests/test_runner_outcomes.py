@@ -47,13 +47,13 @@ def test_a_reranker_on_a_reused_first_stage_counts_its_recorded_cost_in_memory(e
 
 def test_a_computed_task_reads_no_per_query_file(evaluate, two_tasks, monkeypatch):
     """The reading path stays for reused tasks only."""
-    from r2med_tasks.results.layout import RunFolder
+    from r2med_tasks.results.layout import ResultsFolder
 
     def refuse(*args, **kwargs):
         raise AssertionError("a computed task's outcome read back from its folder")
 
     monkeypatch.setattr(TaskOutcome, "read", refuse)
-    monkeypatch.setattr(RunFolder, "per_query_scores", refuse)
+    monkeypatch.setattr(ResultsFolder, "per_query_scores", refuse)
     outcome = evaluate("bm25", tasks=["Biology", "Bioinformatics"], data_dir=two_tasks)
     monkeypatch.undo()
     assert_as_read(outcome)

@@ -65,12 +65,12 @@ def published_plans(work: Path) -> dict[str, object]:
 
 
 def _identity(args: list[str], work: Path) -> object:
-    """The run's identity as the results folder stores it (``RunSpec``: configuration, models,
+    """The run's identity as the results folder stores it (``PipelineSpec``: configuration, models,
     variant, command), which a plan's folder names alone do not show."""
     import dataclasses
 
     try:
-        from r2med_tasks.components.models import fingerprints_in, hub_offline
+        from r2med_tasks.components.model_refs import fingerprints_in, hub_offline
         from r2med_tasks.running.request import parse_run_args, prepare
     except ImportError:  # the code before the core was split into sub-packages
         from r2med_tasks.models import fingerprints_in, hub_offline

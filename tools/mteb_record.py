@@ -11,7 +11,7 @@ tasks' files are read (by name: no other file is opened), and of each: ``main_sc
 ``ndcg_at_10`` of its first test score block, as the file gives them (R2MED's main score is
 nDCG@10), its ``dataset_revision`` and ``mteb_version``, its path and its git blob id (so each
 figure can be checked against the repository at the commit). A model is keyed as the board keys
-results folders (``RunFolder.key``): ``model_meta.json``'s name and revision, else the folder's,
+results folders (``ResultsFolder.key``): ``model_meta.json``'s name and revision, else the folder's,
 and mteb's experiment; of its ``model_meta.json`` the record keeps the facts the board shows
 (:data:`META_FIELDS`: size, licence, open weights, reference, release date).
 
@@ -156,7 +156,7 @@ def build(src: Path, *, commit: str | None = None, date: str | None = None,
     for path in paths:
         org_model, revision_folder, experiment_folder, task = RESULT_PATH.match(path).groups()
         folder = path.rsplit("/", 1)[0]
-        if folder not in metas:  # (the folder's own, as RunFolder reads it: an experiment's in its folder)
+        if folder not in metas:  # (the folder's own, as ResultsFolder reads it: an experiment's in its folder)
             raw = tree.read(f"{folder}/{MODEL_META}")
             try:
                 metas[folder] = json.loads(raw) if raw is not None else {}

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from r2med_tasks.files import atomic
-from r2med_tasks.results.layout import RunFolder, folder_path, slug
+from r2med_tasks.results.layout import ResultsFolder, folder_path, slug
 from r2med_tasks.board.sources import published_rows
 from r2med_tasks.mteb_adapter import model_meta_text, task_result_text
 from r2med_tasks.board.published import MANIFEST, published_runs
@@ -57,7 +57,7 @@ def write_published(dest: Path) -> list[Path]:
             continue
         run = linked.get(row.system) if row.kind == "leaderboard" else repository[row.system]
         org = PUBLISHED_ORG if row.kind == "leaderboard" else REPOSITORY_ORG
-        folder = RunFolder(folder_path(dest, f"{org}/{slug(row.system)}", "published", None, local=False))
+        folder = ResultsFolder(folder_path(dest, f"{org}/{slug(row.system)}", "published", None, local=False))
         for task in R2MED_TASKS:
             if run is not None:
                 metrics = dict(run["metrics"][task.short_name])

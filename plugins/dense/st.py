@@ -163,7 +163,7 @@ class SentenceTransformerModel:
     def weights(self) -> str:
         """The weights by their content, never by the name results are filed under (``-o name=``,
         ``-o revision=`` only label them): a model folder's files, a hub model's resolved snapshot
-        alike (``r2med_tasks.components.models.weights_identity``), a model object's parameters
+        alike (``r2med_tasks.components.model_refs.weights_identity``), a model object's parameters
         (:func:`weights_fingerprint`); the name and revision where the files cannot be hashed."""
         if self._weights is None:
             meta = self.model_meta()

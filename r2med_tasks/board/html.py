@@ -133,7 +133,7 @@ def render_html(rows, tasks: list[str], *, top: int = 5, data_dir: Path | None =
         bodies.append(f'<tbody{attrs}{YOURS_CLASS if yours else ""}>{"".join(trs)}</tbody>')
 
     def options(name: str, attr: str) -> str:
-        values = sorted({getattr(r, attr) for r in rows} - {"-"}, key=str.lower)
+        values = sorted({getattr(r, attr) for r in rows} - {"-"}, key=lambda v: (v.lower(), v))  # one order whatever the hash seed
         items = "".join(f'<option value="{escape(v)}">{escape(v)}</option>' for v in values)
         none = '<option value="-">none</option>' if any(getattr(r, attr) == "-" for r in rows) else ""
         return f'<label>{name}<select id="f-{attr}"><option value="">Any</option>{none}{items}</select></label>'
@@ -222,7 +222,7 @@ def per_query_views(listed, systems: dict[str, dict], tasks: list[str], *, data_
     """Your runs' per-query views, by system id: for the first :data:`QUERY_RUNS` runs in rank order
     that hold per-query files, per dataset their queries' nDCG@10, top 10 documents with grades and
     the beginning of what their LLM generated (:func:`r2med_tasks.results.perquery.page_queries`)."""
-    from ..results.layout import RunFolder
+    from ..results.layout import ResultsFolder
 
     specs = [t for t in R2MED_TASKS if t.name in tasks]
     judgments = PageJudgments(data_dir, cache_dir)
@@ -231,7 +231,7 @@ def per_query_views(listed, systems: dict[str, dict], tasks: list[str], *, data_
         for run, rid in ((row, sid), *zip(row.joined, runs)):
             if len(views) >= QUERY_RUNS or systems[rid]["origin"] not in ("run", "local"):
                 continue
-            view = page_queries([RunFolder(Path(p)) for p in run.provenance], specs, judgments)
+            view = page_queries([ResultsFolder(Path(p)) for p in run.provenance], specs, judgments)
             if view:
                 views[rid] = view
     return views
@@ -362,9 +362,9 @@ def model_facts(row) -> dict:
     if not isinstance(meta, dict):
         meta = {}
         if row.kind == "run" and row.provenance:
-            from ..results.layout import RunFolder
+            from ..results.layout import ResultsFolder
 
-            meta = RunFolder(Path(row.provenance[0])).model_meta()
+            meta = ResultsFolder(Path(row.provenance[0])).model_meta()
     params = _number(meta.get("n_parameters"))
     params = int(params) if params is not None and 1 <= params < 1e15 else None
     weights = meta.get("open_weights")

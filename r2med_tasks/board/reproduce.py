@@ -123,7 +123,7 @@ def reproduce(reference: str, *, console, output: Path | None = None, data_dir: 
     kept in the run's results folder."""
     from dataclasses import replace
 
-    from ..results.layout import DEFAULT_OUTPUT, RunFolder
+    from ..results.layout import DEFAULT_OUTPUT, ResultsFolder
     from ..running.request import execute, parse_command
 
     planned = reproduction_plan(reference)
@@ -147,7 +147,7 @@ def reproduce(reference: str, *, console, output: Path | None = None, data_dir: 
     if planned.average is not None and all(c.got is not None for c in planned.tasks) and \
             len(planned.tasks) == len(R2MED_TASKS):
         _judge(planned.average, outcome.average_x100(), planned.tolerance)
-    atomic.write_json(RunFolder(Path(planned.results_dir)).reproduction_file, planned.to_json())
+    atomic.write_json(ResultsFolder(Path(planned.results_dir)).reproduction_file, planned.to_json())
     return planned
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..scoring.evaluation import SCORE_FAMILIES, leaderboard_average, leaderboard_value
 from ..files.bounded import MalformedJSON, UnreadableFile, read_bytes, unit_score
-from ..results.layout import MAX_TASK_RESULT_BYTES, RunFolder, runs_under
+from ..results.layout import MAX_TASK_RESULT_BYTES, ResultsFolder, runs_under
 from .published import PUBLISHED_CSV, PUBLISHED_KINDS, mteb_record, paper_runs, published_runs, shipped_files
 from .published import provenance as run_provenance
 from ..results.identity import canonical, differences
@@ -58,7 +58,7 @@ class Row:
     tied: bool | None = None  # not separable from the best comparable row (mark_ties); None: not comparable
     tie_p: float | None = None  # Holm-adjusted p-value against the best row (None for the best itself)
     tie_best: str | None = None  # the best row of the comparison group (its system)
-    costs: dict[str, dict] = field(default_factory=dict, repr=False)  # task -> what computing it cost (RunFolder.cost)
+    costs: dict[str, dict] = field(default_factory=dict, repr=False)  # task -> what computing it cost (ResultsFolder.cost)
     # task -> whether its judgments hold only relevant documents (no grade 0): judged@10 is then P@10
     relevant_only: dict[str, bool] = field(default_factory=dict)
     placeholders: dict[str, str] = field(default_factory=dict)  # a word of the command -> what to put there
@@ -276,7 +276,7 @@ def result_rows(folder: Path, warn, *, mteb: bool = False, shipped: list[Path] |
     run's stored record.
     """
     systems: dict[tuple, Row] = {}
-    folders: dict[tuple, RunFolder] = {}
+    folders: dict[tuple, ResultsFolder] = {}
     skipped = 0  # (mteb) files of other tasks, left unread
     for run in runs_under(folder):
         files = run.task_files()
@@ -361,7 +361,7 @@ def mteb_record_rows(path: Path | None = None) -> list[Row]:
     return list(rows.values())
 
 
-def _read_per_query(row: Row, run: RunFolder, task: str, main: float, identity: dict | None, warn) -> None:
+def _read_per_query(row: Row, run: ResultsFolder, task: str, main: float, identity: dict | None, warn) -> None:
     """A run's per-query scores of ``task`` into ``row`` (nDCG@10, judged@10, condensed nDCG@10),
     with the data identity they were scored on: what its intervals and ties are computed from. Only
     a task r2med wrote (it has a stored identity) has them; a per-query file that is no such table,
@@ -404,7 +404,7 @@ def _read_per_query(row: Row, run: RunFolder, task: str, main: float, identity: 
         row.relevant_only[task] = all(r[RELEVANT_ONLY] == 1.0 for r in table.values())
 
 
-def _task_result(run: RunFolder, path: Path, warn) -> tuple[str, float, dict, object] | None:
+def _task_result(run: ResultsFolder, path: Path, warn) -> tuple[str, float, dict, object] | None:
     """(task, nDCG@10, the test scores, dataset revision) of an R2MED TaskResult, or None: not an
     R2MED task's (quietly), or not a TaskResult with a score (with one warning)."""
     try:
@@ -467,7 +467,7 @@ def _shown(value: object, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def shipped_copy(run: RunFolder) -> bool:
+def shipped_copy(run: ResultsFolder) -> bool:
     """Whether ``run`` is a copy of the published results this package ships (``results/`` of the
     repository): a ``<org__system>/published`` folder whose files are exactly those of the
     package's manifest, byte for byte (their sha256). Reads regular files only, within a TaskResult's
@@ -494,7 +494,7 @@ def shipped_copy(run: RunFolder) -> bool:
         return False
 
 
-def _run_row(run: RunFolder, record: dict, key: tuple, local: bool) -> Row:
+def _run_row(run: ResultsFolder, record: dict, key: tuple, local: bool) -> Row:
     meta = run.model_meta()
     name = record.get("label") or record.get("name") or meta.get("name") or key[0]
     kwargs = meta.get("experiment_kwargs")

@@ -88,13 +88,13 @@ def print_summary(outcome, as_json: bool) -> None:
     """Per-task and average nDCG@10 as the leaderboard computes them, beside the published numbers
     when the run is a published row's configuration on R2MED's official data (the configuration
     read from the run's stored record)."""
-    from ..results.layout import RunFolder
+    from ..results.layout import ResultsFolder
     from ..board.leaderboard import published_row_for
     from ..tasks.specs import R2MED_TASKS
 
     tasks = outcome.tasks
     average = outcome.average_x100()
-    config = RunFolder(Path(outcome.results_dirs[0])).record().get("config")
+    config = ResultsFolder(Path(outcome.results_dirs[0])).record().get("config")
     row = published_row_for(outcome.display_name, config) if outcome.official_data and config else None
     published = [row.scores.get(o.task) if row else None for o in tasks]
     published_average = row.average if row and len(tasks) == 8 and None not in published else None

@@ -1,6 +1,6 @@
 """The component contract, module by module: what a plugin registers and creates (``specs``), the
 hooks (``hookspecs``), the context of every call (``context``), options (``options``), model
-references (``models``), and what components build on: query combination (``combine``), a
+references (``model_refs``), and what components build on: query combination (``combine``), a
 searcher for agents (``searcher``) and local-model helpers (``encoders``). Plugin authors import
 all of it from one place, :mod:`r2med_tasks.plugin`.
 

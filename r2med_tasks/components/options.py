@@ -72,7 +72,7 @@ def file_content(path: Any) -> str:
     component refuses it when created)."""
     if not isinstance(path, str) or not path:
         return path
-    from .models import content_digest
+    from .model_refs import content_digest
 
     target = Path(path).expanduser()
     if not target.exists():

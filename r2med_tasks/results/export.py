@@ -32,7 +32,7 @@ from .layout import (
     MODEL_META,
     MTEB_RESULTS,
     RUN_SETTINGS,
-    RunFolder,
+    ResultsFolder,
     experiment_name,
     repository_path,
 )
@@ -67,7 +67,7 @@ def export_run(run_dir: Path, dest: Path, *, create: bool = False, overwrite: bo
     task that differs; ``replace_model_meta``: replace a model_meta.json that differs), and check
     what it exported (:func:`r2med_tasks.results.contribution.check_exported`). A refusal is a
     :class:`UserError` raised before anything is written."""
-    run = RunFolder(run_dir)
+    run = ResultsFolder(run_dir)
     meta_path = run.model_meta_file
     meta_bytes = _read(meta_path, MAX_RECORD_BYTES, optional=True)
     if meta_bytes is None:

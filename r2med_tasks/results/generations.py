@@ -27,7 +27,7 @@ from ..components.combine import GAR_METHODS
 from ..tasks.datafiles import FILES, GENERATED_FILE
 from ..tasks.loading import local_revision
 from ..errors import UserError
-from .layout import RunFolder, safe_component
+from .layout import ResultsFolder, safe_component
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def export_records(run_dir: str | Path, data_dir: str | Path, *, tasks: list[Any
     (``TaskSpec``s; those with records) under ``data_dir`` in R2MED's layout (see the module).
     ``llm``: the ``<llm>`` folder (default: ``llm_folder_name`` of the served model).
     ``judgments(task)``: the task's judgments (``{query: {doc: grade}}``), for ``doc_id``."""
-    folder, data_dir = RunFolder(Path(run_dir)), Path(data_dir)
+    folder, data_dir = ResultsFolder(Path(run_dir)), Path(data_dir)
     if not folder.record_file.is_file():
         raise UserError(f"{run_dir}: not a results folder r2med wrote (no r2med/{folder.record_file.name}); give "
                         "the folder r2med-run printed after 'Results:'")
@@ -85,7 +85,7 @@ def export_records(run_dir: str | Path, data_dir: str | Path, *, tasks: list[Any
     return exported
 
 
-def _export_task(folder: RunFolder, data_dir: Path, task: Any, records: list[dict], llm: str | None,
+def _export_task(folder: ResultsFolder, data_dir: Path, task: Any, records: list[dict], llm: str | None,
                  judgments: Any) -> Exported:
     methods = {r.get("method") for r in records}
     if len(methods) != 1 or next(iter(methods)) not in GAR_METHODS:
@@ -130,7 +130,7 @@ def task_folder(data_dir: Path, task: Any) -> Path:
     return data_dir / task.short_name
 
 
-def _first_stage(folder: RunFolder) -> list[str]:
+def _first_stage(folder: ResultsFolder) -> list[str]:
     """The run's retriever (and reranker) as ``--plugin`` words, from its record."""
     components = folder.record().get("components") or {}
     words = []

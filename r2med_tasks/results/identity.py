@@ -32,7 +32,7 @@ from ..scoring.evaluation import PER_QUERY, SCORING
 from ..files.bounded import MissingFile, UnreadableFile, read_text
 from .layout import (
     MAX_RECORD_BYTES,
-    RunFolder,
+    ResultsFolder,
     experiment_name,
     folder_path,
     inside,
@@ -82,7 +82,7 @@ def _installed_versions() -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class RunSpec:
+class PipelineSpec:
     """What a pipeline is, in plain data: enough to place its results, identify them and record them.
 
     ``config``: components, plugins and every option value that can change results; ``models``:
@@ -112,7 +112,7 @@ class RunSpec:
     namespace: str = "r2med"
     renamed: dict[str, str] = field(default_factory=dict)
 
-    def legacy(self) -> RunSpec | None:
+    def legacy(self) -> PipelineSpec | None:
         """This pipeline as r2med named it before pipelines were filed under their first
         third-party package (``r2med/<its name>``) and a third party's component without a model
         name was ``r2med/<component>``; None when that is how it is named now."""
@@ -159,12 +159,12 @@ class Status:
     reason: str | None = None
 
 
-class ResultFolder(RunFolder):
+class PipelineFolder(ResultsFolder):
     """One configuration's results folder, for writing: where the layout puts it (by the spec's
     model, revision and experiment, and whether the data is local), and how it is claimed, checked
     and written."""
 
-    def __init__(self, output: Path, spec: RunSpec, *, local: bool = False) -> None:
+    def __init__(self, output: Path, spec: PipelineSpec, *, local: bool = False) -> None:
         self.spec = spec
         self.display_name, self.label = spec.display_name, spec.label
         if spec.composite:
@@ -186,13 +186,13 @@ class ResultFolder(RunFolder):
 
     def _adopt_legacy(self, output: Path, local: bool) -> bool:
         """Keep using the folder an earlier r2med filed this very configuration in
-        (:meth:`RunSpec.legacy`: ``r2med__…`` for a pipeline with a third-party component) when it
+        (:meth:`PipelineSpec.legacy`: ``r2med__…`` for a pipeline with a third-party component) when it
         holds its record and this folder holds none: its results are found and reused there, and
         new tasks join them. True when it does."""
         legacy = self.spec.legacy()
         if legacy is None or self.record_file.exists():
             return False
-        earlier = ResultFolder(output, legacy, local=local)
+        earlier = PipelineFolder(output, legacy, local=local)
         stored = earlier.record()
         if earlier.path == self.path or stored.get("format") != FORMAT or stored.get("config") != canonical(
                 self.spec.config):
@@ -311,7 +311,7 @@ class ResultFolder(RunFolder):
         manifest does not match, so the task is recomputed. The bytes are mteb's, written without
         importing mteb (the warm path of a run never does). ``kept``: rows a component asked to
         keep (``context.keep``), written as ``<Task>.<name>.jsonl`` with the rest. ``cost``: what
-        computing it cost (``{"seconds": {...}, "usage": {...} or None}``, see ``RunFolder.cost``),
+        computing it cost (``{"seconds": {...}, "usage": {...} or None}``, see ``ResultsFolder.cost``),
         written as ``r2med/<Task>.cost.json`` with the rest (never part of the identity); without one,
         an earlier computation's is removed."""
         from ..mteb_adapter import task_result_text
@@ -339,7 +339,7 @@ class ResultFolder(RunFolder):
             *([(self.run_settings_file, settings.encode("utf-8"))] if settings is not None else []),
             *encoded.items(),
             (self.manifest_file(task_name), (json.dumps(manifest, indent=2) + "\n").encode("utf-8"))])
-        if cost is None:  # an earlier computation's (the manifest no longer lists it: RunFolder.cost ignores it)
+        if cost is None:  # an earlier computation's (the manifest no longer lists it: ResultsFolder.cost ignores it)
             self.cost_file(task_name).unlink(missing_ok=True)
 
     def task_file_names(self, task_name: str) -> list[str]:
@@ -414,7 +414,7 @@ class ResultFolder(RunFolder):
 
 
 @contextmanager
-def locked(folders: list[ResultFolder], on_wait) -> Iterator[None]:
+def locked(folders: list[PipelineFolder], on_wait) -> Iterator[None]:
     """Hold every folder's lock (in path order, so two runs never wait on each other in a cycle)."""
     unique = {f.path: f for f in folders}
     with ExitStack() as stack:
@@ -477,7 +477,7 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def different_data(folders: Sequence[RunFolder], tasks: list[str]) -> dict[str, list[str]]:
+def different_data(folders: Sequence[ResultsFolder], tasks: list[str]) -> dict[str, list[str]]:
     """Per task, what differs between the two runs' stored data identities ("data.revision: a ->
     b"); a run without a stored identity for the task cannot be checked, and says so."""
     out = {}

@@ -132,7 +132,7 @@ def folder_path(output: Path, name: str, revision: str, experiment: str | None, 
     return path / EXPERIMENTS / experiment if experiment else path
 
 
-class RunFolder:
+class ResultsFolder:
     """One results folder: its files' paths, and what they hold, read defensively (a missing or
     unreadable file reads as nothing; the caller says what that means)."""
 
@@ -437,7 +437,7 @@ def _number(value: Any) -> bool:
 
 
 def _cost_shaped(cost: Any) -> bool:
-    """Whether a cost file holds what r2med writes there (see :meth:`RunFolder.cost`)."""
+    """Whether a cost file holds what r2med writes there (see :meth:`ResultsFolder.cost`)."""
     if not isinstance(cost, dict) or not isinstance(cost.get("seconds"), dict):
         return False
     if not all(k in COST_STAGES and _number(v) for k, v in cost["seconds"].items()):
@@ -449,10 +449,10 @@ def _cost_shaped(cost: Any) -> bool:
             and (usage.get("usd") is None or _number(usage["usd"])) and "usd" in usage)
 
 
-def runs_under(root: Path) -> list[RunFolder]:
+def runs_under(root: Path) -> list[ResultsFolder]:
     """Every results folder under an output folder, official and local-data trees alike: revision
     folders and their experiments that hold a TaskResult."""
-    found: dict[Path, RunFolder] = {}
+    found: dict[Path, ResultsFolder] = {}
     for tree in (root, root / LOCAL_DATA):
         for pattern in ("*/*/*.json", f"*/*/{EXPERIMENTS}/*/*.json"):
             for path in sorted(tree.glob(pattern)):
@@ -460,19 +460,19 @@ def runs_under(root: Path) -> list[RunFolder]:
                 if tree == root and folder.relative_to(root).parts[0] == LOCAL_DATA:
                     continue  # the local-data tree is read as a tree of its own
                 if path.name != MODEL_META and folder not in found:
-                    found[folder] = RunFolder(folder)
+                    found[folder] = ResultsFolder(folder)
     return list(found.values())
 
 
-def run_folder(path: Path) -> RunFolder:
+def results_folder_of(path: Path) -> ResultsFolder:
     """The results folder a result file lies in (the folder itself when given one)."""
-    return RunFolder(path if path.is_dir() else path.parent)
+    return ResultsFolder(path if path.is_dir() else path.parent)
 
 
 def run_name(path: Path) -> str:
     """A run's display name: its pipeline's name for a results folder (or a run file in one), else
     the file name."""
-    recorded = run_folder(path).record().get("name")
+    recorded = results_folder_of(path).record().get("name")
     return recorded if isinstance(recorded, str) and recorded else path.stem
 
 

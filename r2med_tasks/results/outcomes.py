@@ -48,13 +48,13 @@ class TaskOutcome:
     @classmethod
     def read(cls, task, folder, *, status: str, official_data: bool) -> TaskOutcome:
         """The outcome of ``task`` (a ``TaskSpec``) from the results folder it was written to (a
-        ``RunFolder`` or its path): the main score from its TaskResult, the rest from its per-query
+        ``ResultsFolder`` or its path): the main score from its TaskResult, the rest from its per-query
         file and its cost file. How a reused task's outcome is built; a task computed now is built
         from what was written (:meth:`written`), equal to what this reads back."""
         from ..scoring.evaluation import COVERAGE, MAIN_SCORE
-        from .layout import RunFolder
+        from .layout import ResultsFolder
 
-        run = folder if isinstance(folder, RunFolder) else RunFolder(Path(folder))
+        run = folder if isinstance(folder, ResultsFolder) else ResultsFolder(Path(folder))
         result = run.task_result(run.task_json(task.name))
         return cls._of(task, run, float(result["scores"]["test"][0]["main_score"]),
                        run.per_query_scores(task.name, (MAIN_SCORE, *COVERAGE)), run.cost(task.name),
@@ -63,7 +63,7 @@ class TaskOutcome:
     @classmethod
     def written(cls, task, folder, scores: Mapping[str, Any], rows: dict[str, dict[str, float]],
                 cost: dict[str, Any] | None, *, official_data: bool) -> TaskOutcome:
-        """The outcome of ``task`` computed now, from what ``ResultFolder.write`` wrote to ``folder``:
+        """The outcome of ``task`` computed now, from what ``PipelineFolder.write`` wrote to ``folder``:
         its ``scores``, its per-query ``rows`` (:func:`stored_rows`) and its ``cost``; equal to what
         :meth:`read` reads back, without reading."""
         main = scores["main_score"]
@@ -109,7 +109,7 @@ class TaskOutcome:
 
 def stored_rows(per_query: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
     """``evaluation.score``'s per-query metrics as a per-query file holds them and
-    ``RunFolder.per_query_scores`` reads them back for an outcome: in the file's order (by query),
+    ``ResultsFolder.per_query_scores`` reads them back for an outcome: in the file's order (by query),
     the main score and the judgment coverage, as floats."""
     from ..scoring.evaluation import COVERAGE, MAIN_SCORE
 
@@ -124,14 +124,14 @@ def average_ci(tasks: list[TaskOutcome], computed: Mapping[str, dict[str, dict[s
     files, so a reused task counts as it did when computed, but for the tasks in ``computed``
     (task name -> the rows just written, :func:`stored_rows`). None for no task."""
     from ..scoring.evaluation import MAIN_SCORE
-    from .layout import RunFolder
+    from .layout import ResultsFolder
     from ..scoring.uncertainty import average_interval_of, x100
 
     if not tasks:
         return None
     per_task = {}
     for o in tasks:
-        rows = (computed or {}).get(o.task) or RunFolder(Path(o.results_dir)).per_query_scores(o.task, (MAIN_SCORE,))
+        rows = (computed or {}).get(o.task) or ResultsFolder(Path(o.results_dir)).per_query_scores(o.task, (MAIN_SCORE,))
         per_task[o.task] = [row[MAIN_SCORE] for row in rows.values()]
     return x100(average_interval_of(per_task))
 
@@ -176,10 +176,10 @@ class RunOutcome(Mapping[str, TaskOutcome]):
 
     def task_results(self) -> dict[str, Any]:
         """mteb's TaskResult of each task, as mteb reads it from disk."""
-        from .layout import RunFolder
+        from .layout import ResultsFolder
         from ..mteb_adapter import read_task_result
 
-        return {o.task: read_task_result(RunFolder(o.results_dir).task_json(o.task)) for o in self.tasks}
+        return {o.task: read_task_result(ResultsFolder(o.results_dir).task_json(o.task)) for o in self.tasks}
 
     def average_x100(self) -> float:
         """The leaderboard's average over the run's tasks."""

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
-from .layout import RunFolder, runs_under
+from .layout import ResultsFolder, runs_under
 from ..llm.records import THINK_CLOSE, THINK_OPEN
 from ..terminal import printable
 
@@ -95,7 +95,7 @@ class QueryDifferences:
 # -- the folders and the task ---------------------------------------------------------------------
 
 
-def results_folder(path: str | Path) -> RunFolder:
+def results_folder(path: str | Path) -> ResultsFolder:
     """The results folder at ``path``, refused in one line when it is none."""
     path = Path(path)
     if not path.exists():
@@ -104,7 +104,7 @@ def results_folder(path: str | Path) -> RunFolder:
     if not path.is_dir():
         raise UserError(f"{printable(path)}: a file, not a folder; pass a results folder of r2med-run "
                         "(<output>/<org__model>/<revision>/)")
-    folder = RunFolder(path)
+    folder = ResultsFolder(path)
     if not run_tasks(folder):
         inside = [f.path for f in runs_under(path) if run_tasks(f)]
         hint = (f"; pass one of the {len(inside)} results folders under it, e.g. {printable(inside[0])}" if inside else
@@ -114,12 +114,12 @@ def results_folder(path: str | Path) -> RunFolder:
     return folder
 
 
-def run_tasks(folder: RunFolder) -> list[str]:
+def run_tasks(folder: ResultsFolder) -> list[str]:
     """The tasks a results folder holds a run and per-query scores of."""
     return sorted(set(folder.run_task_names()) & set(folder.per_query_files()))
 
 
-def choose_task(folders: Sequence[RunFolder], task: str | None, reg: Registry) -> TaskSpec:
+def choose_task(folders: Sequence[ResultsFolder], task: str | None, reg: Registry) -> TaskSpec:
     """The task ``task`` names (an mteb name, a short name or alias, as ``--tasks`` takes one) among
     those every folder holds; without a name, the one task they hold."""
     from ..tasks.specs import SHORT_NAMES, TaskSpec
@@ -163,7 +163,7 @@ def choose_task(folders: Sequence[RunFolder], task: str | None, reg: Registry) -
     return TaskSpec(name=name, short_name=name, description="")
 
 
-def scores_of(folder: RunFolder, task: str) -> dict[str, float]:
+def scores_of(folder: ResultsFolder, task: str) -> dict[str, float]:
     """query -> nDCG@10 of the task's per-query file, each checked to be a score."""
     scores = {q: row["ndcg_at_10"] for q, row in folder.per_query_scores(task).items()}
     bad = next((q for q, v in scores.items() if not 0.0 <= v <= 1.0), None)  # NaN fails too
@@ -173,7 +173,7 @@ def scores_of(folder: RunFolder, task: str) -> dict[str, float]:
     return scores
 
 
-def ranking_of(folder: RunFolder, task: str) -> dict[str, list[tuple[str, float]]]:
+def ranking_of(folder: ResultsFolder, task: str) -> dict[str, list[tuple[str, float]]]:
     """The task's saved run, each query's documents best first."""
     try:
         run = folder.read_run(task)
@@ -184,7 +184,7 @@ def ranking_of(folder: RunFolder, task: str) -> dict[str, list[tuple[str, float]
     return {q: list(docs.items()) for q, docs in run.items()}
 
 
-def check_query(query: str, scores: dict[str, float], ranking: dict, folder: RunFolder, task: str) -> None:
+def check_query(query: str, scores: dict[str, float], ranking: dict, folder: ResultsFolder, task: str) -> None:
     if query in scores or query in ranking:
         return
     known = sorted(scores) or sorted(ranking)
@@ -196,7 +196,7 @@ def check_query(query: str, scores: dict[str, float], ranking: dict, folder: Run
 # -- the task's data -------------------------------------------------------------------------------
 
 
-def load_task_data(folder: RunFolder, task: TaskSpec, *, data_dir: Path | None,
+def load_task_data(folder: ResultsFolder, task: TaskSpec, *, data_dir: Path | None,
                    cache_dir: Path | None) -> tuple[TaskData, list[str]]:
     """The task's data as the run read it (its stored data identity says from where), and warnings:
     data that is not what the run was scored on. Local data needs ``data_dir`` again."""
@@ -295,13 +295,13 @@ def generation(record: dict[str, Any]) -> dict[str, Any]:
             "finish_reasons": [s.get("finish_reason") for s in samples if isinstance(s, dict)]}
 
 
-def label_of(folder: RunFolder) -> str:
+def label_of(folder: ResultsFolder) -> str:
     """The run's label as its record has it (its name and option variant: "BM25 (k1=1.2)"), else its name."""
     label = folder.record().get("label")
     return label if isinstance(label, str) and label else folder.name()
 
 
-def llm_stages(folder: RunFolder) -> bool:
+def llm_stages(folder: ResultsFolder) -> bool:
     """Whether the run's record names a rewriter or a reranker."""
     components = folder.record().get("components")
     return isinstance(components, dict) and bool({"rewriter", "reranker"} & set(components))
@@ -310,7 +310,7 @@ def llm_stages(folder: RunFolder) -> bool:
 # -- the views -------------------------------------------------------------------------------------
 
 
-def query_view(folder: RunFolder, task: TaskSpec, query: str, *, data_dir: Path | None = None,
+def query_view(folder: ResultsFolder, task: TaskSpec, query: str, *, data_dir: Path | None = None,
                cache_dir: Path | None = None) -> QueryView:
     """One query of the run in ``folder`` (see the module)."""
     scores, ranking = scores_of(folder, task.name), ranking_of(folder, task.name)
@@ -333,7 +333,7 @@ def query_view(folder: RunFolder, task: TaskSpec, query: str, *, data_dir: Path 
                      warnings=warnings)
 
 
-def query_differences(a: RunFolder, b: RunFolder, task: TaskSpec, query: str | None = None, *,
+def query_differences(a: ResultsFolder, b: ResultsFolder, task: TaskSpec, query: str | None = None, *,
                       data_dir: Path | None = None, cache_dir: Path | None = None,
                       warnings: Sequence[str] = ()) -> QueryDifferences:
     """Run B against run A on ``task``, query by query (see the module); with ``query``, that
@@ -391,7 +391,7 @@ class PageJudgments:
         self.data_dir, self.cache_dir = data_dir, cache_dir
         self.loaded: dict[tuple[str, str], tuple[dict | None, str | None]] = {}
 
-    def __call__(self, folder: RunFolder, task: TaskSpec) -> tuple[dict[str, dict[str, int]] | None, str | None]:
+    def __call__(self, folder: ResultsFolder, task: TaskSpec) -> tuple[dict[str, dict[str, int]] | None, str | None]:
         """The task's judgments, or None and why there are none."""
         import json
 
@@ -402,7 +402,7 @@ class PageJudgments:
             self.loaded[key] = self._load(folder, task, stored)
         return self.loaded[key]
 
-    def _load(self, folder: RunFolder, task: TaskSpec, stored: dict | None) -> tuple[dict | None, str | None]:
+    def _load(self, folder: ResultsFolder, task: TaskSpec, stored: dict | None) -> tuple[dict | None, str | None]:
         source = stored.get("source") if stored else None
         if stored is None:
             return None, "no stored data identity: the data the run was scored on is unknown"
@@ -446,7 +446,7 @@ def hub_qrels(path: str, revision: str) -> dict[str, dict[str, int]]:
             logger.setLevel(level)
 
 
-def page_queries(folders: Sequence[RunFolder], tasks: Sequence[TaskSpec],
+def page_queries(folders: Sequence[ResultsFolder], tasks: Sequence[TaskSpec],
                  judgments: PageJudgments) -> dict[str, dict[str, Any]]:
     """What the leaderboard page embeds of a run for its per-query view, by dataset (short name):
     columns over the run's scored queries, in its per-query file's order: ``q`` query ids, ``n``

@@ -214,14 +214,14 @@ NOT_SOURCE = ("py.typed",)  # PEP 561's empty marker: no content to identify
 def source_digest(module: str) -> str | None:
     """sha256 (hex) of ``module``'s top-level package, whole: every file under its folder, code
     and data alike (a vocabulary, a prompt file, weights), through links to files and folders
-    (``r2med_tasks.components.models.walk_files``), by relative path, sorted, with its bytes; of the one
+    (``r2med_tasks.components.model_refs.walk_files``), by relative path, sorted, with its bytes; of the one
     file, for a top-level module. Left out: what Python writes or no program reads (``__pycache__``,
     ``*.pyc``, ``*.pyo``, hidden files and folders, editor leftovers ``x~`` and ``#x#``, the
     ``py.typed`` marker). ``module`` may be an entry point's ``pkg.mod:attr``. None where there is
     no such source (not found, or not ``.py`` files). A package of more than
     :data:`MAX_SOURCE_FILES` files or :data:`MAX_SOURCE_BYTES` bytes is refused in one line
     (:class:`UserError`), never hashed for minutes."""
-    from ..components.models import walk_files
+    from ..components.model_refs import walk_files
 
     top = module.partition(":")[0].strip().split(".")[0]
     try:

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 from ..components.context import default_cache_dir
 from ..errors import UserError
-from ..results.identity import ResultFolder, RunSpec, code_versions, different_data, differences, digest, slug
-from ..results.layout import DEFAULT_OUTPUT, RunFolder, run_name
+from ..results.identity import PipelineFolder, PipelineSpec, code_versions, different_data, differences, digest, slug
+from ..results.layout import DEFAULT_OUTPUT, ResultsFolder, run_name
 from ..results.outcomes import RunOutcome, TaskOutcome, average_ci
 from ..scoring.fusion import DEFAULT_DEPTH, DEFAULT_RRF_K, fuse
 from ..scoring.runs import DEFAULT_TOP_K, read_trec
@@ -44,7 +44,7 @@ def fuse_saved_runs(inputs: Sequence[str | Path], *, registry: Registry, qrels: 
     missing = [p for p in inputs if not p.exists()]
     if missing:
         raise UserError(f"{missing[0]}: no such file or folder; give TREC run files or results folders of r2med-run")
-    folders = [RunFolder(p) for p in inputs if p.is_dir()]
+    folders = [ResultsFolder(p) for p in inputs if p.is_dir()]
     if folders and len(folders) != len(inputs):
         raise UserError("r2med fuse: give either TREC files or results folders, not both")
     if folders:
@@ -85,7 +85,7 @@ def fuse_saved_runs(inputs: Sequence[str | Path], *, registry: Registry, qrels: 
               if config[key] != defaults[key] for w in (flag, str(config[key]))]
     if Path(output) != Path(DEFAULT_OUTPUT):
         words += ["--output", str(output)]
-    spec = RunSpec(display_name=display, model={"name": f"r2med/{slug(display)}", "revision": digest(inputs_id)},
+    spec = PipelineSpec(display_name=display, model={"name": f"r2med/{slug(display)}", "revision": digest(inputs_id)},
                    config=config, models={}, code=code_versions({}), composite=False,
                    variant={k: config[k] for k, v in defaults.items() if config[k] != v}, command=tuple(words),
                    components={"retriever": {"component": "fuse", "plugin": "r2med", "label": display,
@@ -118,7 +118,7 @@ def fuse_saved_runs(inputs: Sequence[str | Path], *, registry: Registry, qrels: 
             raise UserError(f"r2med fuse: {where} judge none of the {len(fused)} queries the runs rank; are the "
                             "runs and the judgments of the same task?")
         fused_runs.append((task, judged, judgments, data_id))
-    by_kind = {local: ResultFolder(Path(output), spec, local=local)
+    by_kind = {local: PipelineFolder(Path(output), spec, local=local)
                for local in dict.fromkeys(d["source"] != "hub" for *_, d in fused_runs)}
     for folder in by_kind.values():
         folder.check_claim()

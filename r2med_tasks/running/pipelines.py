@@ -14,7 +14,7 @@ from ..errors import PluginError, UserError
 from ..components.options import option_text, writable
 from .discovery import OWN_DISTRIBUTION as OWN_NAMESPACE
 from .registry import Registered, Registry
-from ..results.identity import RunSpec, code_versions
+from ..results.identity import PipelineSpec, code_versions
 from ..scoring.runs import DEFAULT_TOP_K
 from ..tasks.specs import normalize
 
@@ -153,15 +153,15 @@ class Pipeline:
             out["top_k"] = self.top_k
         return out
 
-    def spec(self) -> RunSpec:
+    def spec(self) -> PipelineSpec:
         """The pipeline as the results layout sees it (components must be created)."""
         models = {kind: m for kind, s in self.stages.items() if (m := s.model()) is not None}
         plugins = {s.entry.plugin.name: s.entry.plugin.code_version for s in self.ordered()}
-        renamed: dict[str, str] = {}  # the models an earlier r2med named otherwise (RunSpec.legacy)
+        renamed: dict[str, str] = {}  # the models an earlier r2med named otherwise (PipelineSpec.legacy)
         for kind in models:
             renamed |= self.stages[kind].renamed()
         command, note = self.command()
-        return RunSpec(display_name=self.display_name(), model=self.model_meta(), config=self.config(),
+        return PipelineSpec(display_name=self.display_name(), model=self.model_meta(), config=self.config(),
                        models=models, code=code_versions(plugins), variant=self.variant(),
                        composite=len(self.stages) > 1, command=command, command_note=note,
                        components=self.components(), encode_kwargs=self.runtime_options(),
@@ -261,11 +261,13 @@ def build_pipeline(registry: Registry, plugin_tokens: list[str], option_tokens: 
     """The pipeline from ``--plugin`` names and ``-o`` options (``--device`` as ``-o device=`` for
     every selected component, and every member of a composite, that runs on a device)."""
     stages = _stages(registry, plugin_tokens)
-    if device is not None:
+    if device is not None:  # to the members the options name (-o members=...), not the default ones
+        _route_options(stages, option_tokens, registry)
         on_device = [s for s in stages.values() if "device" in s.spec.option_fields()]
         members = [m for s in stages.values() for m in _members(s) if "device" in _member_spec(registry, m).option_fields()]
         if not on_device and not members:
             raise UserError(f"--device {device}: no selected component runs on a device")
+        stages = _stages(registry, plugin_tokens)  # routed again, --device first: an explicit -o X.device wins
         option_tokens = ([f"{s.spec.name}.device={device}" for s in on_device]
                          + [f"{m}.device={device}" for m in members] + option_tokens)
     _route_options(stages, option_tokens, registry)

@@ -208,7 +208,7 @@ def prepare(request: RunRequest, *, pipeline: Pipeline | None = None, registry: 
     pipeline (``pipeline``: one built by the caller from Python objects), the tasks, the output and
     cache folders. Local models' fingerprints go to the run's cache folder (:func:`_run_cache_dir`)."""
     from ..results.layout import check_output_folder
-    from ..components.models import fingerprints_in
+    from ..components.model_refs import fingerprints_in
     from .pipelines import base_context, build_pipeline, instantiate
 
     if registry is None:
@@ -244,7 +244,7 @@ def execute(request: RunRequest, *, console: Console, log: Callable[[str], None]
     from ..components.specs import ReportsUsage
     from ..results.layout import check_output_folder
     from ..llm.usage import Usage
-    from ..components.models import fingerprints_in
+    from ..components.model_refs import fingerprints_in
     from ..results.identity import RUN_DATA_DIR
     from .runner import run_pipeline
 
@@ -269,7 +269,7 @@ def execute(request: RunRequest, *, console: Console, log: Callable[[str], None]
 def plan_request(request: RunRequest, *, registry: Registry | None = None) -> dict[str, Any]:
     """What :func:`execute` would do, without loading data or models or downloading anything (a hub
     model resolves from the local cache only)."""
-    from ..components.models import fingerprints_in, hub_offline
+    from ..components.model_refs import fingerprints_in, hub_offline
     from .runner import plan
 
     with hub_offline(), fingerprints_in(_run_cache_dir(request)):

@@ -35,7 +35,7 @@ from ..files.journal import Journal
 from ..results.layout import GENERATIONS
 from ..results.outcomes import RunOutcome, TaskOutcome, average_ci, stored_rows
 from .pipelines import STAGE_ORDER, Pipeline, Stage, without_secrets
-from ..results.identity import ResultFolder, Status, locked
+from ..results.identity import PipelineFolder, Status, locked
 from .costs import LOADING, Phases, with_recorded
 from .display import RunDisplay, SubProgress
 from ..scoring.runs import Run, rank
@@ -65,15 +65,15 @@ def calling(stage: Stage, task: TaskSpec, what: str, context: Context):
             context.progress.clear()
 
 
-Folders = dict[bool, tuple[ResultFolder, "ResultFolder | None"]]  # local data? -> (pipeline's, first stage's)
+Folders = dict[bool, tuple[PipelineFolder, "PipelineFolder | None"]]  # local data? -> (pipeline's, first stage's)
 
 
-def result_folders(pipeline: Pipeline, output: Path, *, local: bool) -> tuple[ResultFolder, ResultFolder | None]:
+def result_folders(pipeline: Pipeline, output: Path, *, local: bool) -> tuple[PipelineFolder, PipelineFolder | None]:
     """Where a run writes the tasks of one kind of data (local files or the hub): the pipeline's
     folder, and its first stage's when it reranks."""
-    first = ResultFolder(output, pipeline.first_stage().spec(), local=local) if "reranker" in pipeline.stages \
+    first = PipelineFolder(output, pipeline.first_stage().spec(), local=local) if "reranker" in pipeline.stages \
         else None
-    return ResultFolder(output, pipeline.spec(), local=local), first
+    return PipelineFolder(output, pipeline.spec(), local=local), first
 
 
 def plan(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: Path | None,
@@ -112,7 +112,7 @@ def plan(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: P
 
 
 @contextmanager
-def writing(folders: Sequence[ResultFolder], on_wait) -> Iterator[None]:
+def writing(folders: Sequence[PipelineFolder], on_wait) -> Iterator[None]:
     """Hold every folder's lock and claim it (its configuration checked, a killed writer's temp
     files removed) for the tasks written inside; a folder no task was written to is not left
     behind. Every writer of results goes through here: a run, a composite member's saved run, a
@@ -127,14 +127,14 @@ def writing(folders: Sequence[ResultFolder], on_wait) -> Iterator[None]:
                 folder.prune()
 
 
-def cached_outcome(folder: ResultFolder, task: TaskSpec, data_id: dict) -> TaskOutcome:
+def cached_outcome(folder: PipelineFolder, task: TaskSpec, data_id: dict) -> TaskOutcome:
     """A reused task's outcome, as it was computed; what mteb reads beside it is put back if lost."""
     folder.repair_run_settings(task.name)
     return TaskOutcome.read(task, folder, status="cached", official_data=data_id["official"])
 
 
 def _claimed(folders: Folders, pipeline: Pipeline, output: Path,
-             local: bool) -> tuple[ResultFolder, ResultFolder | None]:
+             local: bool) -> tuple[PipelineFolder, PipelineFolder | None]:
     """The folders of one kind of data, made (and their claims checked) on first use."""
     if local not in folders:
         folders[local] = result_folders(pipeline, output, local=local)
@@ -242,7 +242,7 @@ class _Run:
     def only_task(self) -> bool:
         return len(self.tasks) == 1
 
-    def evaluate(self, task: TaskSpec, folder: ResultFolder, first_folder: ResultFolder | None, *, step,
+    def evaluate(self, task: TaskSpec, folder: PipelineFolder, first_folder: PipelineFolder | None, *, step,
                  context: Context) -> TaskOutcome:
         """Compute and save one task; its outcome is built from what was computed and written, equal
         to what reading the folder back gives (``TaskOutcome.written``)."""
@@ -329,7 +329,7 @@ class _Run:
         composite) on ``task``: from its own results folder when its identity matches, else computed
         (with ``queries`` when given: already rewritten) and saved there."""
         sub = self.subpipeline(member)
-        folder = ResultFolder(self.output, sub.spec(), local=self.is_local(task))
+        folder = PipelineFolder(self.output, sub.spec(), local=self.is_local(task))
         here = task.name == current.task.name
         data_id = current.data_id if here else task.data_identity(self.data_dir, only_task=self.only_task)
         with writing([folder], self.display.waiting):
@@ -363,11 +363,11 @@ class _Run:
         return self.subpipelines[id(member)]
 
 
-def reusable(folder: ResultFolder, task: TaskSpec, data_id: dict) -> bool:
+def reusable(folder: PipelineFolder, task: TaskSpec, data_id: dict) -> bool:
     return folder.status(task.name, folder.spec.task_identity(task.name, data_id)).reuse
 
 
-def save(folder: ResultFolder, task: TaskSpec, ranked, qrels: dict, revision: str, data_id: dict, started: float,
+def save(folder: PipelineFolder, task: TaskSpec, ranked, qrels: dict, revision: str, data_id: dict, started: float,
          phase: Phases, extra_scores: dict | None = None, kept: dict[str, list[dict]] | None = None, *,
          since: int = 0, first_cost: dict | None = None,
          costs: bool = True) -> tuple[dict, dict[str, dict[str, float]], dict | None]:

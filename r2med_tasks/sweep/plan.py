@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..components.models import hub_offline
+from ..components.model_refs import hub_offline
 
 GPU_MEMORY_GB = 80.0  # one GPU's memory when the command does not say (an A100/H100 80GB)
 
