@@ -1,6 +1,6 @@
 """Evaluate a pipeline over tasks: load data, rewrite, retrieve, rerank, score, write.
 
-A task whose stored results have the run's identity (``results.py``) is reused, unless
+A task whose stored results have the run's identity (``results.identity``) is reused, unless
 overwriting; any other is computed, with one line saying what changed. Results are written
 atomically after each task, so a killed run resumes where it stopped and nothing finished is lost.
 Each results folder is locked for the run, so two processes never interleave one folder.

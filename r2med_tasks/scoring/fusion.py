@@ -1,6 +1,6 @@
 """Fusing ranked runs (e.g. a BM25 run and a dense run) into one run.
 
-Each input is a ``Run`` (``runs.py``): ``{query_id: {doc_id: score}}`` with each query's documents in
+Each input is a ``Run`` (``scoring.runs``): ``{query_id: {doc_id: score}}`` with each query's documents in
 rank order, best first, as read from a TREC file.
 Each member contributes only its top ``depth`` documents per query. Four methods:
 
