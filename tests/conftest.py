@@ -27,6 +27,15 @@ sys.path.insert(0, str(TESTS / "plugins_for_tests"))
 
 
 RAY_MODULE = "tests/test_ray.py"
+# Modules that go to one worker as a whole (see pytest_xdist_make_scheduler), longest first: their
+# module-scoped fixtures are costly, and split over both workers each worker would make its own.
+MODULES_TOGETHER = (
+    RAY_MODULE,  # one local Ray and one set of one-by-one reference runs (about 30 s)
+    "tests/test_scaffold.py",  # new-plugin's four packages, pip-installed (about 6 s)
+    "tests/test_leaderboard_page.py",  # one Chromium and the page it shows (about 2.5 s)
+    "tests/test_untrusted_results.py",  # the baseline board (about 1.2 s)
+    "tests/test_plugins.py",  # the example and broken packages, pip-installed (about 3 s)
+)
 
 
 # -- Markers (registered in pyproject.toml, --strict-markers). `pytest -q` runs every test;
@@ -157,30 +166,34 @@ def _check_slow_tests(items) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by the markers added here
 def pytest_collection_modifyitems(items):
-    """Markers from fixtures and SLOW_TESTS; then the Ray module first: it runs as one unit on one
-    worker (see pytest_xdist_make_scheduler) and is the suite's longest stretch; started first, the
-    other worker runs everything else beside it, where started last (in file order) it would leave
-    that worker idle at the end."""
+    """Markers from fixtures and SLOW_TESTS; then MODULES_TOGETHER first, in their order: each runs
+    as one unit on one worker (see pytest_xdist_make_scheduler), the Ray module the suite's longest
+    stretch; started first, the other worker runs everything else beside them, where started last
+    (in file order) one would leave the other worker idle at the end."""
     _check_slow_tests(items)
     for item in items:
         for mark in _marks_of(item):
             item.add_marker(mark)
-    items.sort(key=lambda item: item.nodeid.split("::")[0] != RAY_MODULE)  # stable: file order otherwise
+    rank = {module: i for i, module in enumerate(MODULES_TOGETHER)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: file order otherwise
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it (-p no:xdist), unused
 def pytest_xdist_make_scheduler(config, log):
-    """pytest-xdist's load scheduling, except that test_ray.py goes to one worker as a whole: one
-    local Ray and one set of reference runs serve all its tests. (xdist's own ``loadgroup`` does
-    not group under pytest 9.2, whose node ids it can no longer suffix.)"""
+    """pytest-xdist's load scheduling, except that each of MODULES_TOGETHER goes to one worker as a
+    whole: its module-scoped fixtures (one local Ray and one set of reference runs for test_ray.py,
+    pip installs, a browser) are made once, not once on each worker. The units are handed out in
+    collection order (MODULES_TOGETHER first), not reordered by their number of tests. (xdist's own
+    ``loadgroup`` does not group under pytest 9.2, whose node ids it can no longer suffix.)"""
     from xdist.scheduler import LoadScopeScheduling
 
-    class RayModuleTogether(LoadScopeScheduling):
+    class ModulesTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::")[0]
-            return module if module == RAY_MODULE else nodeid
+            return module if module in MODULES_TOGETHER else nodeid
 
-    return RayModuleTogether(config, log)
+    config.option.loadscopereorder = False  # --loadscope-reorder would put the module of most tests first
+    return ModulesTogether(config, log)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -25,27 +25,13 @@ from r2med_tasks.components.context import Context
 @pytest.fixture(scope="module")
 def ray_instance():
     """One local Ray (two CPUs) for this module, its workers finding the test plugins; shut down
-    when the module ends, mid-suite, not at the end of the session."""
+    when the module ends, mid-suite, not at the end of the session. Its two tests come last in the
+    module, so that the idle Ray does not share the cores with the local and pool sweeps."""
     ray = pytest.importorskip("ray")
     path = os.pathsep.join(p for p in (str(TESTS / "plugins_for_tests"), os.environ.get("PYTHONPATH")) if p)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": path}})
     yield ray
     ray.shutdown()
-
-
-def test_ray_actors_store_the_single_process_embeddings(ray_instance, small_model_path, tmp_path):
-    """Two actors encode a 48-document corpus in chunks of 10 (the last one partial), one of them
-    dying on its first chunk (its chunks go to the other actor while Ray restarts it); every chunk
-    file equals, byte for byte, the one a single process writes, and the bar reaches 48."""
-    docs = corpus()
-    single = retriever(small_model_path, chunk_size=10)
-    single.index(docs, task=TASK, context=Context(tmp_path / "single"))
-    bars = Bars()
-    spread = retriever(small_model_path, tmp_path / "died", chunk_size=10, ray_actors=2)
-    spread.index(docs, task=TASK, context=Context(tmp_path / "ray", progress=bars))
-    assert chunk_bytes(spread, docs, tmp_path / "ray") == chunk_bytes(single, docs, tmp_path / "single")
-    assert [(t, sum(s)) for _, t, s in bars.bars] == [(48, 48)]
-    assert (tmp_path / "died").exists()  # an actor did die
 
 
 def reference_runs(data_dir: Path, small_model_path: Path, root: Path) -> Path:
@@ -158,6 +144,21 @@ def test_pool_sweep_survives_a_lost_worker_and_reruns_nothing(where, run_cli, di
     assert len(result_files(tmp_path / "swept")) == 6
     again = sweep_outcome()
     assert {t["status"] for j in again["jobs"] for t in j["run"]["tasks"]} == {"cached"}
+
+
+def test_ray_actors_store_the_single_process_embeddings(ray_instance, small_model_path, tmp_path):
+    """Two actors encode a 48-document corpus in chunks of 10 (the last one partial), one of them
+    dying on its first chunk (its chunks go to the other actor while Ray restarts it); every chunk
+    file equals, byte for byte, the one a single process writes, and the bar reaches 48."""
+    docs = corpus()
+    single = retriever(small_model_path, chunk_size=10)
+    single.index(docs, task=TASK, context=Context(tmp_path / "single"))
+    bars = Bars()
+    spread = retriever(small_model_path, tmp_path / "died", chunk_size=10, ray_actors=2)
+    spread.index(docs, task=TASK, context=Context(tmp_path / "ray", progress=bars))
+    assert chunk_bytes(spread, docs, tmp_path / "ray") == chunk_bytes(single, docs, tmp_path / "single")
+    assert [(t, sum(s)) for _, t, s in bars.bars] == [(48, 48)]
+    assert (tmp_path / "died").exists()  # an actor did die
 
 
 def test_ray_sweep_survives_a_lost_worker_and_reruns_nothing(ray_instance, run_cli, dies_once, one_by_one,
