@@ -121,20 +121,23 @@ def task_result_text(task_name: str, dataset_revision: str, scores: dict[str, An
     return json.dumps(result, indent=2)
 
 
+def stored_score(value: Any) -> Any:
+    """A score as a TaskResult file holds it: a float rounded to 6 decimals with its own type's
+    ``round`` (``TaskResult._round_scores(scores, 6)``), anything else as it is."""
+    return round(value, 6) if isinstance(value, float) else value
+
+
 def _rounded(scores: dict[str, Any]) -> dict[str, Any]:
     """A copy of ``scores`` rounded as ``TaskResult._round_scores(scores, 6)`` rounds: floats in
-    nested dicts and in lists (one level deep), each with its own type's ``round``."""
+    nested dicts and in lists (one level deep)."""
     out: dict[str, Any] = {}
     for key, value in scores.items():
         if isinstance(value, dict):
             out[key] = _rounded(value)
         elif isinstance(value, list):
-            out[key] = [_rounded(v) if isinstance(v, dict) else round(v, 6) if isinstance(v, float) else v
-                        for v in value]
-        elif isinstance(value, float):
-            out[key] = round(value, 6)
+            out[key] = [_rounded(v) if isinstance(v, dict) else stored_score(v) for v in value]
         else:
-            out[key] = value
+            out[key] = stored_score(value)
     return out
 
 

@@ -66,8 +66,9 @@ class TaskOutcome:
         """The outcome of ``task`` computed now, from what ``PipelineFolder.write`` wrote to ``folder``:
         its ``scores``, its per-query ``rows`` (:func:`stored_rows`) and its ``cost``; equal to what
         :meth:`read` reads back, without reading."""
-        main = scores["main_score"]
-        main = float(round(main, 6) if isinstance(main, float) else main)  # as the TaskResult holds it (mteb's)
+        from ..mteb_adapter import stored_score
+
+        main = float(stored_score(scores["main_score"]))  # as the TaskResult holds it
         return cls._of(task, folder, main, rows, cost, status="computed", official_data=official_data)
 
     @classmethod
