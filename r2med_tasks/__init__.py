@@ -9,8 +9,6 @@ sub-packages and which way imports go. Importing it is cheap: no torch, no mteb.
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import _moved
-
 from .api import (as_mteb_model, compare_queries, compare_runs, evaluate, export_generations, fuse_runs, pipeline,
                   rank_systems, read_generations, show_query)
 from .components.specs import (CombinesGenerated, Composite, DeclaresResources, DescribesModel, RerankDepth, Reranker,
@@ -22,8 +20,6 @@ from .components.hookspecs import hookimpl
 from .components.options import Options, options_model
 from .results.outcomes import RunOutcome, TaskOutcome
 from .tasks.specs import R2MED_TASKS, TaskSpec
-
-_moved.install()
 
 try:
     __version__ = version("r2med")

@@ -33,6 +33,8 @@ from __future__ import annotations
 import ast
 import functools
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -321,13 +323,13 @@ def test_no_import_cycles_in_the_core():
 
 # The core's top-level modules and sub-packages, lowest layer first (docs/architecture.md draws them):
 # a module imports only from its own unit and the layers below, lazy imports included (type-only ones
-# aside). The package's own __init__ and the old-path forwarder (_moved) stand outside.
+# aside). The package's own __init__ stands outside.
 ARCHITECTURE = [
     {"errors", "terminal", "mteb_adapter"},  # leaves: import nothing of r2med
     {"files"}, {"scoring"}, {"tasks"}, {"llm"}, {"components"}, {"results"}, {"plugin"}, {"running"}, {"board"},
     {"api"}, {"sweep"}, {"testing"}, {"cli"},
 ]
-OUTSIDE_LAYERS = {CORE, f"{CORE}._moved"}
+OUTSIDE_LAYERS = {CORE}
 
 
 def unit_of(module: str) -> str:
@@ -372,21 +374,20 @@ def test_modules_stay_under_600_lines():
     assert not long, f"modules over 600 lines: {long}"
 
 
-def test_nothing_in_the_project_uses_an_old_path():
-    """The old public paths forward for one release (``r2med_tasks._moved``); r2med's own code, its
-    plugins, tests, tools and docs use the new ones, so removing the forwarder breaks nothing."""
-    from r2med_tasks._moved import MOVED
-
-    found = [f"{imp.where()} imports {imp.target}" for imp in ALL_IMPORTS if imp.target in MOVED]
-    pattern = re.compile(r"\b(" + "|".join(re.escape(old) for old in MOVED) + r")\b(?!\.)")
-    for path in [*ROOT.glob("docs/*.md"), ROOT / "README.md", *ROOT.glob("tests/*.py"), *ROOT.glob("tools/*.py"),
-                 *ROOT.glob("benchmarks/*.py"), *(ROOT / CORE / "data" / "scaffold").iterdir()]:
-        if path.name in ("test_imports.py", "test_moved_paths.py", "identity_check.py"):  # identity_check reads old code too
-            continue
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if pattern.search(line):
-                found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()[:100]}")
-    assert not found, "old paths in use:\n" + "\n".join(found)
+def test_importing_the_commands_changes_no_global_state():
+    """Importing r2med (the commands included) leaves the process as it found it: the import system,
+    the standard streams, the Ctrl-C handler and the warning filters. What a command needs of them it
+    sets when it runs (``cli._process``), so importing r2med in a notebook or a test changes nothing."""
+    code = (
+        "import signal, sys, warnings\n"
+        "before = (list(sys.meta_path), list(sys.path_hooks), sys.stdout, sys.stderr, sys.stdin, "
+        "signal.getsignal(signal.SIGINT), list(warnings.filters), sys.getrecursionlimit())\n"
+        "import r2med_tasks, r2med_tasks.plugin, r2med_tasks.cli\n"
+        "after = (list(sys.meta_path), list(sys.path_hooks), sys.stdout, sys.stderr, sys.stdin, "
+        "signal.getsignal(signal.SIGINT), list(warnings.filters), sys.getrecursionlimit())\n"
+        "print([i for i, (a, b) in enumerate(zip(before, after)) if a != b])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", out
 
 
 # ---------------------------------------------------------------- (e) modules along their seams

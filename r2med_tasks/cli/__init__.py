@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from .common import Group, exit_after_interrupt, tolerant_streams
+from .common import Group, closed_streams_to_nowhere, exit_after_interrupt, tolerant_streams
 from .fuse import fuse_command
 from .generations import export_generations_command
 from .leaderboard import compare_command, export_mteb_command, leaderboard_command
@@ -44,8 +44,10 @@ def run_main() -> None:
 
 
 def _process(command) -> None:
-    """Run the command as this process's whole work: output the terminal cannot encode is replaced,
-    and after a Ctrl-C, the process's exit is the command's own."""
+    """Run the command as this process's whole work: a stream the shell closed goes nowhere, output
+    the terminal cannot encode is replaced, and after a Ctrl-C the process's exit is the command's own.
+    (Done here, not at import: importing the commands changes nothing.)"""
+    closed_streams_to_nowhere()
     tolerant_streams()
     try:
         command()

@@ -21,17 +21,7 @@ from ..errors import UserError, os_problem
 from ..terminal import printable
 
 
-
-def _closed_streams_to_nowhere() -> None:
-    """A stream the shell closed (``>&-``, ``2>&-``): Python has None there. What would be written
-    to it goes nowhere, and the command still does its work (a run still writes its results)."""
-    for name in ("stdout", "stderr"):
-        if getattr(sys, name) is None:
-            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 (the process's stream)
-
-
-_closed_streams_to_nowhere()
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+out = Console(highlight=False, width=None if sys.stdout is not None and sys.stdout.isatty() else 160)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 DEBUG = "r2med_debug"  # ctx.meta key: --debug was given (meta is shared by a group and its commands)
@@ -162,6 +152,14 @@ def interrupts():
     finally:
         if signal.getsignal(signal.SIGINT) is first:  # never pressed: as it was
             signal.signal(signal.SIGINT, previous)
+
+
+def closed_streams_to_nowhere() -> None:
+    """A stream the shell closed (``>&-``, ``2>&-``): Python has None there. What would be written
+    to it goes nowhere, and the command still does its work (a run still writes its results)."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 (the process's stream)
 
 
 def tolerant_streams() -> None:
