@@ -29,30 +29,6 @@ from typing import Any
 
 from .answers import Generation
 
-THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
-
-
-def joined_text(content: str, reasoning: str | None, *, opened: bool = False) -> str:
-    """A reasoning model's output from a server that returned its thinking apart: the inverse of
-    vLLM's ``deepseek_r1`` parser and DeepSeek's API, which cut the text at the first ``</think>``
-    (``reasoning`` before it, without an opening ``<think>``; ``content`` after it). ``opened``: the
-    model wrote the opening tag itself (a chat template that opens the thought in the prompt, as
-    QwQ's and DeepSeek-R1's do, leaves it out of the output), so it is put back. With no reasoning,
-    ``content`` unchanged; with reasoning and no content (the thought not closed: a search agent
-    stopped mid-thought), the reasoning alone."""
-    if reasoning is None:
-        return content
-    head = THINK_OPEN if opened else ""
-    return f"{head}{reasoning}{THINK_CLOSE}{content}" if content else f"{head}{reasoning}"
-
-
-def whole_text(generation: Generation) -> str:
-    """What the model wrote, its thinking in place (``<think>...</think>`` before the answer) when
-    the server returned it apart: the text R2MED's published files hold for reasoning LLMs. A
-    thought never closed (no answer after it) is all the model wrote: the reasoning alone."""
-    return joined_text(generation.text, generation.reasoning, opened=bool(generation.text))
-
-
 def sample(generation: Generation) -> dict[str, Any]:
     """One answer as a record's sample."""
     out: dict[str, Any] = {"text": generation.text}
@@ -77,7 +53,7 @@ def record(query_id: str, generations: Sequence[Generation], *, answer: Any, que
     answers' joined for several); ``fields``, the component's own (JSON values)."""
     samples = [sample(g) for g in generations]
     if output is None:
-        output = "".join(whole_text(g) for g in generations)
+        output = "".join(g.whole_text() for g in generations)
     seconds = [s["seconds"] for s in samples if s["seconds"] is not None]
     return {"query_id": query_id, **({"query": query} if query is not None else {}),
             "model": generations[0].model if generations else None,
