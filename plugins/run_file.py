@@ -53,16 +53,4 @@ class RunFileRetriever:
         self._doc_ids = set(corpus.ids)
 
     def search(self, queries, *, task, top_k: int, context) -> dict[str, dict[str, float]]:
-        run, file = self.runs.run_for(task), self.runs.path
-        missing = [q.id for q in queries if q.id not in run]
-        if missing:
-            raise UserError(f"{file}: no ranking for {len(missing)} of {len(queries)} queries of {task.name} "
-                            f"(e.g. {missing[0]!r}); a run must rank documents for every query")
-        out = {}
-        for q in queries:
-            for doc_id in run[q.id]:
-                if doc_id not in self._doc_ids:
-                    raise UserError(f"{file}: query {q.id!r} ranks document {doc_id!r}, which is not in the corpus "
-                                    f"of {task.name}; is this the run of another task or corpus version?")
-            out[q.id] = dict(run[q.id])
-        return out
+        return self.runs.run_for(task, queries, self._doc_ids)

@@ -261,7 +261,9 @@ def test_retries_are_one_status_line_not_a_line_each(server, caplog):
 def test_a_context_shows_its_clients_retries_on_its_own_line(server, tmp_path):
     """``Context.llm`` hands the client it makes the context's ``RetryLine`` (``ShowsRetries``), so a
     run's API retries are its one status line, and another context's client shows on its own; a
-    client without the capability is returned as made."""
+    client without the capability is used as made."""
+    from types import SimpleNamespace
+
     from r2med_tasks.components.context import Context
 
     def chat_clients(spec: str, **sampling):
@@ -275,8 +277,8 @@ def test_a_context_shows_its_clients_retries_on_its_own_line(server, tmp_path):
     assert other.generate(ask("b")) == expected(ask("b"))
     assert len(mine) == 2 and mine[0].startswith("retry 1 of 6 in ") and "overloaded" in mine[0] and mine[1] is None
     assert theirs == []
-    made = object()
-    assert Context(cache_dir=tmp_path, chat_clients=lambda spec, **s: made).llm("x:y") is made
+    made = SimpleNamespace(model="m", params={})
+    assert Context(cache_dir=tmp_path, chat_clients=lambda spec, **s: made).llm("x:y").client is made
 
 
 def test_a_refused_connection_is_one_error_line_after_quiet_retries(sleeps, caplog, monkeypatch):

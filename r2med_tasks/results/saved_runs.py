@@ -8,6 +8,7 @@ component that evaluates or reranks saved runs (``run-file``) holds none of the 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,14 +59,29 @@ class SavedRuns:
         return {"name": f"r2med/{slug(name) or 'run'}", "revision": self.digest[:12], "display_name": name,
                 "framework": [], "open_weights": None, **({"model_type": kind} if kind is not None else {})}
 
-    def run_for(self, task: Any) -> Run:
+    def run_for(self, task: Any, queries: Sequence[Any] | None = None,
+                doc_ids: Collection[str] | None = None) -> Run:
         """``task``'s run: the one file given (which serves one task), or the folder's file named by
-        the task's name, alias or key; a one-line ``UserError`` when there is none or it does not read."""
+        the task's name, alias or key; with ``queries``, theirs only, each of which it must rank; with
+        ``doc_ids`` (the task's corpus), every document it ranks must be one of them. A one-line
+        ``UserError`` naming the file otherwise (or when there is none, or it does not read)."""
         file = self._file_for(task)
         try:
-            return read_trec(file)
+            run = read_trec(file)
         except (OSError, ValueError) as e:
             raise UserError(str(e)) from None
+        if queries is not None:
+            missing = [q.id for q in queries if q.id not in run]
+            if missing:
+                raise UserError(f"{file}: no ranking for {len(missing)} of {len(queries)} queries of {task.name} "
+                                f"(e.g. {missing[0]!r}); a run must rank documents for every query")
+            run = {q.id: dict(run[q.id]) for q in queries}
+        for qid, docs in run.items() if doc_ids is not None else ():
+            stray = next((d for d in docs if d not in doc_ids), None)
+            if stray is not None:
+                raise UserError(f"{file}: query {qid!r} ranks document {stray!r}, which is not in the corpus of "
+                                f"{task.name}; is this the run of another task or corpus version?")
+        return run
 
     def _file_for(self, task: Any) -> Path:
         if self.path.is_file():
