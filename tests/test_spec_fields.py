@@ -8,6 +8,7 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 from pydantic import Field
 
@@ -50,35 +51,20 @@ class Named(Ranked):
         return {"name": self.model, "revision": "r1", "display_name": "Named"}
 
 
+HOOKS = {RetrieverSpec: "register_retrievers", RewriterSpec: "register_rewriters", RerankerSpec: "register_rerankers",
+         LLMSpec: "register_llms"}
+
+
 def plugin(*specs):
-    """A plugin object registering ``specs`` under their kinds' hooks."""
-
-    class Plugin:
-        @hookimpl
-        def register_retrievers(self, register):
+    """A plugin object registering each of ``specs`` under its kind's hook."""
+    def hook(kind):
+        def register_specs(register):
             for spec in specs:
-                if isinstance(spec, RetrieverSpec):
+                if isinstance(spec, kind):
                     register(spec)
+        return hookimpl(specname=HOOKS[kind])(register_specs)
 
-        @hookimpl
-        def register_rewriters(self, register):
-            for spec in specs:
-                if isinstance(spec, RewriterSpec):
-                    register(spec)
-
-        @hookimpl
-        def register_rerankers(self, register):
-            for spec in specs:
-                if isinstance(spec, RerankerSpec):
-                    register(spec)
-
-        @hookimpl
-        def register_llms(self, register):
-            for spec in specs:
-                if isinstance(spec, LLMSpec):
-                    register(spec)
-
-    return Plugin()
+    return SimpleNamespace(**{name: hook(kind) for kind, name in HOOKS.items()})
 
 
 def listed(run_cli, kind: str) -> dict[str, dict]:

@@ -1,13 +1,14 @@
 """Generation records: what an LLM wrote for one query, kept beside the task's results.
 
-A component that asks an LLM (a rewriter, a search agent, an LLM reranker) hands the harness one
-record per query through ``context.generated(record)``; the runner writes them, as they arrive,
+A component that asks an LLM (a rewriter, a search agent, an LLM reranker) hands the harness what
+it wrote for each query through ``context.generated(query_id, generations, answer=, query=)``,
+which builds the record (:func:`record`); the runner writes them, as they arrive,
 to a journal in the results folder and, with the task's other files, to ``<Task>.generations.jsonl``
 (one JSON object a line, in the queries' order; listed in the task's manifest, so an edited or
 missing file recomputes the task). ``r2med export-generations`` turns them into R2MED's published
 layout, so a live run replays exactly (``-o source=``); ``r2med show`` prints them.
 
-A record (``record(...)``)::
+A record::
 
     {"query_id", "stage" ("rewriter" | "reranker"; the runner sets it), "component" (likewise),
      "query" (the text the stage was given), "model" (as the server reported serving it), "sampling" (the parameters sent),
