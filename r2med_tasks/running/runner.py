@@ -312,7 +312,7 @@ class _Run:
                 raise PluginError(f"context.keep({name!r}): a name of lower-case letters, digits, - and _")
             if name == GENERATIONS:
                 raise PluginError(f"context.keep({name!r}): the harness writes that file from "
-                                  "context.generated(record); keep your rows under another name")
+                                  "context.generated(...); keep your rows under another name")
             current.kept[name] = [dict(row) for row in rows]
 
         return context.with_(corpus=current.data.corpus, keep=keep, records=current.generated,
