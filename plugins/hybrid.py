@@ -10,28 +10,19 @@ out of scoring (``context.hold_out``).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from r2med_tasks.plugin import RetrieverSpec
-from r2med_tasks.plugin import UserError
-from r2med_tasks.plugin import DEFAULT_DEPTH, DEFAULT_METHOD, DEFAULT_RRF_K, DEFAULT_TOP_K, FUSION_METHODS
-from r2med_tasks.plugin import hookimpl
-from r2med_tasks.plugin import Identified, Options, file_content
+from r2med_tasks.plugin import DEFAULT_TOP_K, FusionOptions, Identified, RetrieverSpec, UserError, file_content, hookimpl
 
 
-class HybridOptions(Options):
-    """The members and how their runs are fused; the rules between options are ``fusable``'s."""
+class HybridOptions(FusionOptions):
+    """The members, and how their runs are fused (``FusionOptions``); the rules between options are
+    ``fusable``'s."""
 
     members: tuple[str, ...] = Field(("bm25", "nvembed"), description="comma-separated retrievers (member options: "
                                                                       "-o MEMBER.key=value)")
-    fusion: Literal[FUSION_METHODS] = Field(DEFAULT_METHOD, description="rrf, zscore, minmax or linear")
-    weights: tuple[Annotated[float, Field(ge=0)], ...] = Field(
-        (), description="comma-separated, one weight per member (default: equal)")
-    rrf_k: int = Field(DEFAULT_RRF_K, ge=0, le=1_000_000,  # beyond, 1/(k + r) no longer tells ranks apart in a float
-                       description="RRF's k: a document at rank r scores 1/(k + r)")
-    depth: int = Field(DEFAULT_DEPTH, ge=1, description="documents taken from each member's run")
     tune: Annotated[str, Identified(file_content)] = Field(
         "", description="JSON file {task: [query ids]}: tune weights on those queries, score only the others")
 
@@ -59,13 +50,13 @@ def register_retrievers(register):
         options=HybridOptions,
         model_options=("members",),  # the members' own configurations identify them
         members_option="members",
+        tuning_option="tune",  # tuned weights: a task group's tasks run as one job
+        combines_generated=True,  # each member combines the rewriter's documents by its own rule
         reference="https://doi.org/10.1145/1571941.1572114",
     ))
 
 
 class HybridRetriever:
-    combines_generated = True  # each member combines the rewriter's documents by its own rule
-
     def __init__(self, options: HybridOptions, members: list) -> None:
         """``members``: the retrievers ``options.members`` names, created by the harness (cheap: models
         load later)."""
@@ -73,7 +64,6 @@ class HybridRetriever:
         self.member_names, self.members = list(options.members), list(members)
         self.fusion, self.rrf_k, self.depth = options.fusion, options.rrf_k, options.depth
         self.tuning = _read_tuning(options.tune) if options.tune else None
-        self.tunes_across_tasks = self.tuning is not None
         self._tuned: dict[str, list[float]] = {}
 
     def model_meta(self) -> dict:
@@ -81,9 +71,7 @@ class HybridRetriever:
         import hashlib
         import json
 
-        from r2med_tasks.plugin import DescribesModel
-
-        metas = [dict(m.model_meta()) if isinstance(m, DescribesModel) else {} for m in self.members]
+        metas = [dict(m.model_meta()) if hasattr(m, "model_meta") else {} for m in self.members]
         shown = [meta.get("display_name") or meta.get("name", f"r2med/{name}").split("/")[-1]
                  for meta, name in zip(metas, self.member_names)]
         models = [[name, meta.get("name"), str(meta.get("revision"))] for meta, name in zip(metas, self.member_names)]

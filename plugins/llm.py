@@ -2,15 +2,14 @@
 
 Each is the core chat client (``r2med_tasks.llm.ChatClient``, on the ``openai`` SDK) pointed at
 that backend's endpoint: ``parse_llm_spec`` turns the spec into ``model``, ``base_url`` and the
-environment variable the key is read from. The client, the generation cache and the rest live in
-``r2med_tasks.llm``; import them from there.
+environment variable the key is read from. The client and what an API backend builds on live in
+``r2med_tasks.llm``.
 """
 
 from __future__ import annotations
 
-from r2med_tasks.plugin import LLMSpec
-from r2med_tasks.plugin import hookimpl
-from r2med_tasks.plugin import ChatClient, parse_llm_spec
+from r2med_tasks.llm import ChatClient, parse_llm_spec
+from r2med_tasks.plugin import LLMSpec, hookimpl
 
 
 @hookimpl

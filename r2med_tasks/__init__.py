@@ -11,13 +11,12 @@ from importlib.metadata import PackageNotFoundError, version
 
 from .api import (as_mteb_model, compare_queries, compare_runs, evaluate, export_generations, fuse_runs, pipeline,
                   rank_systems, read_generations, show_query)
-from .components.specs import (CombinesGenerated, Composite, DeclaresResources, DescribesModel, RerankDepth, Reranker,
-                               RerankerSpec, ReportsUsage, Retriever, RetrieverSpec, Rewriter, RewriterSpec, Run)
-from .components.context import CompositeContext, Context
+from .components.specs import Reranker, RerankerSpec, Retriever, RetrieverSpec, Rewriter, RewriterSpec, Run
+from .components.context import Context
 from .tasks.taskdata import Corpus, Query
 from .errors import PluginError, UserError
 from .components.hookspecs import hookimpl
-from .components.options import Options, options_model
+from .components.options import Options
 from .results.outcomes import RunOutcome, TaskOutcome
 from .tasks.specs import R2MED_TASKS, TaskSpec
 
@@ -27,9 +26,9 @@ except PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0"
 
 __all__ = [
-    "CombinesGenerated", "Composite", "CompositeContext", "Context", "Corpus", "DeclaresResources", "DescribesModel", "PluginError", "Query", "R2MED_TASKS",
-    "RerankDepth", "Reranker", "RerankerSpec", "ReportsUsage", "Retriever", "RetrieverSpec", "Rewriter", "RewriterSpec",
-    "Run", "RunOutcome", "TaskOutcome", "TaskSpec", "UserError", "__version__", "as_mteb_model", "compare_runs",
-    "evaluate", "export_generations", "fuse_runs", "Options", "hookimpl", "options_model", "pipeline", "rank_systems", "read_generations",
+    "Context", "Corpus", "PluginError", "Query", "R2MED_TASKS", "Reranker", "RerankerSpec", "Retriever", "RetrieverSpec",
+    "Rewriter", "RewriterSpec", "Run", "RunOutcome", "TaskOutcome", "TaskSpec", "UserError", "__version__",
+    "as_mteb_model", "compare_runs", "evaluate", "export_generations", "fuse_runs", "Options", "hookimpl", "pipeline",
+    "rank_systems", "read_generations",
     "compare_queries", "show_query",
 ]

@@ -70,7 +70,7 @@ def test_rankllama_feeds_the_pairs_the_authors_fed(plugins, model_path):
     transformers then cuts longest first); our batched, padded inputs hold the same tokens."""
     from transformers import AutoTokenizer
 
-    from r2med_plugins.rerank.rankllama import RankLlamaReranker
+    from r2med_plugins.rerank import make_rankllama
 
     tokenizer = AutoTokenizer.from_pretrained(str(model_path))
     seen = []
@@ -80,7 +80,7 @@ def test_rankllama_feeds_the_pairs_the_authors_fed(plugins, model_path):
             seen.extend(ids[mask.bool()].tolist() for ids, mask in zip(input_ids, attention_mask))
             return type("Out", (), {"logits": input_ids.sum(dim=1, keepdim=True).float()})()
 
-    reranker = RankLlamaReranker(options_of(plugins, "reranker:rankllama", batch_size=8, device="cpu", cache=False))
+    reranker = make_rankllama(options_of(plugins, "reranker:rankllama", batch_size=8, device="cpu", cache=False))
     reranker._replicas = [(tokenizer, Model(), "cpu")]
     long_doc = " ".join(f"glucose{i} insulin" for i in range(700))  # well over 1024 tokens
     pairs = [("What lowers glucose?", long_doc), ("IL-6?", TEXTS[1]), ("q", TEXTS[2])]

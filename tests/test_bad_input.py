@@ -214,11 +214,11 @@ def test_hub_ids_pass_the_model_check(ref):
     """A hub id is accepted as written (the hub decides whether it exists, when the model loads);
     the same name written as a relative path is a folder that is not there."""
     from r2med_tasks.errors import UserError
-    from r2med_tasks.components.model_refs import check_model_ref
+    from r2med_tasks.components.model_refs import ModelRef
 
-    assert check_model_ref(ref, option="st.model") is None
+    assert ModelRef(ref, option="st.model").identity() == (ref, "unpinned")
     with pytest.raises(UserError, match=r"^-o st\.model=\./.*: no such folder, and not a hub id"):
-        check_model_ref(f"./{ref}", option="st.model")
+        ModelRef(f"./{ref}", option="st.model")
 
 
 # -- The table: every bad input gets one line naming where and what to do, exit status 2, no

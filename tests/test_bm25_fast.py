@@ -170,7 +170,7 @@ def test_corrupt_index_cache_is_rebuilt_with_one_warning(run_cli, evaluate, tmp_
 def test_every_kind_of_unreadable_cache_is_rebuilt(tmp_path, damage):
     from types import SimpleNamespace
 
-    from r2med_plugins.bm25 import BM25_OPTIONS
+    from r2med_plugins.bm25 import BM25Options
     from r2med_plugins.bm25.retriever import BM25Retriever
     from r2med_tasks.components.context import Context
     from r2med_tasks.tasks.taskdata import Corpus
@@ -180,7 +180,7 @@ def test_every_kind_of_unreadable_cache_is_rebuilt(tmp_path, damage):
     lines = []
     context = Context(cache_dir=tmp_path, log=lines.append)
     task = SimpleNamespace(name="T")
-    options = BM25_OPTIONS(k1=0.9, b=0.4, query_weighting="bm25", cache=True)
+    options = BM25Options(k1=0.9, b=0.4, query_weighting="bm25", cache=True)
     BM25Retriever(options).index(corpus, task=task, context=context)
     (stored,) = tmp_path.rglob("*.npz")
     if damage == "other corpus":

@@ -171,7 +171,7 @@ def test_a_save_removes_postings_no_index_names(tmp_path) -> None:
 
 @pytest.mark.parametrize("damage", ["truncated postings", "previous format", "postings removed"])
 def test_retriever_rebuilds_a_damaged_cache(tmp_path, damage) -> None:
-    from r2med_plugins.bm25 import BM25_OPTIONS
+    from r2med_plugins.bm25 import BM25Options
     from r2med_plugins.bm25.retriever import BM25Retriever
     from r2med_tasks.components.context import Context
     from r2med_tasks.tasks.taskdata import Corpus
@@ -181,7 +181,7 @@ def test_retriever_rebuilds_a_damaged_cache(tmp_path, damage) -> None:
     lines = []
     context = Context(cache_dir=tmp_path, log=lines.append)
     task = SimpleNamespace(name="T")
-    options = BM25_OPTIONS(k1=0.9, b=0.4, query_weighting="bm25", cache=True)
+    options = BM25Options(k1=0.9, b=0.4, query_weighting="bm25", cache=True)
     first = BM25Retriever(options)
     first.index(corpus, task=task, context=context)
     (stored,) = tmp_path.rglob("bm25_index.npz")

@@ -23,7 +23,7 @@ def test_bm25_query_terms_keys(one, other):
 
 @pytest.mark.parametrize("one, other", NUL_SPLITS)
 def test_llm_generation_keys(one, other):
-    from r2med_tasks.llm import key_for
+    from r2med_tasks.llm.cache import key_for
 
     def key(texts, served=None):
         return key_for("m", [{"role": "user", "content": t} for t in texts], {"temperature": 0}, served)
@@ -90,7 +90,8 @@ def test_rerank_journal_is_new_for_the_new_format(tmp_path):
 
 
 def test_a_lone_surrogate_in_an_answer_is_journaled(tmp_path):
-    from r2med_tasks.llm import Generation, GenerationCache
+    from r2med_tasks.llm.answers import Generation
+    from r2med_tasks.llm.cache import GenerationCache
 
     cache = GenerationCache(tmp_path / "g.jsonl")
     cache.put("k", Generation("odd \ud800 text", 1, 1, "stop", "m"))

@@ -1,6 +1,6 @@
-"""The plugin contract (issue #28): a component gets one options instance, validated whole; an
-ordinary component sees a small context, a composite gets its services apart; ``keep_tail`` is the
-reranker stage's option; nothing inspects a signature; the old forms fail with one line."""
+"""The plugin contract (issue #28): a component gets one options instance, validated whole; every
+component sees one context, whose services a hand-made one refuses in one line; ``keep_tail`` is
+the reranker stage's option; nothing inspects a signature; the old forms fail with one line."""
 
 from __future__ import annotations
 
@@ -10,20 +10,20 @@ from dataclasses import fields
 from pathlib import Path
 
 import pytest
-from pydantic import Field, model_validator
+from pydantic import Field, create_model, model_validator
 
 import r2med_plugins
 import r2med_tasks
 from conftest import SAMPLE, read_jsonl
 from r2med_tasks.components.specs import RerankerSpec, RetrieverSpec, RewriterSpec
-from r2med_tasks.components.context import CompositeContext, Context
+from r2med_tasks.components.context import Context
+from r2med_tasks.errors import UserError
 from r2med_tasks.components.hookspecs import hookimpl
-from r2med_tasks.components.options import Options, options_model
+from r2med_tasks.components.options import Options
 from r2med_tasks.scoring.runs import read_trec
 
-ORDINARY = {"cache_dir", "progress", "log", "keep", "generated", "loading", "retries", "corpus", "chat_clients",
-            "served", "retrievers"}
-COMPOSITE_SERVICES = {"tasks", "saved_run", "tuning_judgments", "hold_out"}
+FIELDS = {"cache_dir", "progress", "log", "keep", "records", "loading", "retries", "corpus", "chat_clients", "served",
+          "retrievers", "llm_calls", "tasks", "saved_run", "tuning_judgments", "hold_out"}
 
 
 def one_line_exit_2(code: int, err: str, *fragments: str) -> None:
@@ -59,18 +59,20 @@ def test_dict_form_options_are_refused_naming_the_model_forms(kind):
         kind(name="old", factory=object, options={"k1": 0.9})
     message = str(refused.value)
     assert "\n" not in message and f"{kind.kind} 'old'" in message
-    assert "options_model" in message and "r2med_tasks.Options" in message
+    assert "r2med_tasks.plugin.Options" in message
 
 
-def test_the_ordinary_context_is_bounded_and_composites_get_their_services_apart():
-    assert {f.name for f in fields(Context)} == ORDINARY
-    ordinary = Context(cache_dir=Path("cache"))
-    for service in (*COMPOSITE_SERVICES, "retriever", "data_folder"):
-        assert not hasattr(ordinary, service), service
-    assert {f.name for f in fields(CompositeContext)} == ORDINARY | COMPOSITE_SERVICES
-    composed = ordinary.composed(tasks=("T",))
-    assert isinstance(composed, CompositeContext) and composed.tasks == ("T",)
-    assert type(composed.ordinary()) is Context and composed.ordinary().cache_dir == Path("cache")
+def test_the_context_is_bounded_and_refuses_what_the_harness_did_not_give():
+    """One context for every component; made by hand (a component's own test), each service the
+    harness fills refuses with one line."""
+    assert {f.name for f in fields(Context)} == FIELDS
+    context = Context(cache_dir=Path("cache"))
+    assert context.tasks == () and not hasattr(context, "retriever") and not hasattr(context, "data_folder")
+    for call in (lambda: context.saved_run(object()), lambda: context.tuning_judgments(None, []),
+                 lambda: context.hold_out([]), lambda: context.llm("openai:gpt-4o"),
+                 lambda: context.searcher(None, "bm25")):
+        with pytest.raises(UserError, match="^no .* is available in this context$"):
+            call()
 
 
 # -- options validated whole -----------------------------------------------------------------------
@@ -106,8 +108,6 @@ class Ranked:
 class Composed:
     """A composite: its member's saved run, as it is."""
 
-    tunes_across_tasks = False
-
     def __init__(self, options, members):
         MADE.append((options, members))
         self.members = members
@@ -133,10 +133,10 @@ def contract(register):
         @hookimpl
         def register_retrievers(self, register):
             register(RetrieverSpec(name="pair", factory=Ranked, options=PairOptions))
-            register(RetrieverSpec(name="ranked", factory=Ranked, options=options_model(
-                "RankedOptions", offset=(float, Field(0.0, description="added to every score")))))
-            register(RetrieverSpec(name="composed", factory=Composed, members_option="members", options=options_model(
-                "ComposedOptions", members=(tuple[str, ...], Field(("ranked",), description="its member")))))
+            register(RetrieverSpec(name="ranked", factory=Ranked, options=create_model(
+                "RankedOptions", __base__=Options, offset=(float, Field(0.0, description="added to every score")))))
+            register(RetrieverSpec(name="composed", factory=Composed, members_option="members", options=create_model(
+                "ComposedOptions", __base__=Options, members=(tuple[str, ...], Field(("ranked",), description="its member")))))
             register(RetrieverSpec(name="keywords", factory=KeywordFactory))
 
     return register(Plugin(), "contract-plugin")
@@ -179,10 +179,11 @@ def test_a_factory_of_the_earlier_form_is_one_line(contract, run_cli, tmp_path):
                     "a factory is called with one argument, the options instance")
 
 
-def test_an_ordinary_component_gets_the_ordinary_context(contract, evaluate):
+def test_an_ordinary_component_gets_the_runs_context(contract, evaluate):
     assert evaluate("ranked")["sample"].status == "computed"
     assert [what for what, _ in SEEN] == ["index", "search"]
-    assert all(type(context) is Context for _, context in SEEN)
+    assert all(type(context) is Context and [t.name for t in context.tasks] == ["R2MEDSampleRetrieval"]
+               for _, context in SEEN)
 
 
 def test_a_composite_gets_its_members_and_its_services(contract, evaluate, tmp_path):
@@ -191,7 +192,6 @@ def test_a_composite_gets_its_members_and_its_services(contract, evaluate, tmp_p
     assert member_options.offset == 0.5 and options.members == ("ranked",)
     assert len(members) == 1 and type(members[0]) is Ranked and members[0].offset == 0.5
     contexts = dict(SEEN)
-    assert type(contexts["composed search"]) is CompositeContext
     assert [t.name for t in contexts["composed search"].tasks] == ["R2MEDSampleRetrieval"]
     assert type(contexts["index"]) is type(contexts["search"]) is Context  # the member, through its saved run
     # the member's saved run ranks every document in corpus order (computed here); the composite's is it

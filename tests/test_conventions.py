@@ -17,7 +17,8 @@ from r2med_tasks.files import atomic
 from r2med_tasks.components.context import default_cache_dir
 from r2med_tasks.errors import UserError
 from r2med_tasks.files.journal import Journal
-from r2med_tasks.llm import OPENAI_BASE_URL, VLLM_BASE_URL, parse_llm_spec
+from r2med_tasks.llm import OPENAI_BASE_URL, parse_llm_spec
+from r2med_tasks.llm.endpoint import VLLM_BASE_URL
 from r2med_tasks.running.registry import build_registry
 
 SECRET = "sk-conv-0123456789SECRETURL"

@@ -123,7 +123,7 @@ def test_reasoning_tokens_when_the_server_reports_them(evaluate, chat_server, tw
 
 
 def test_reasoning_tokens_are_read_from_the_answer():
-    from r2med_tasks.llm import parse_chat_completion
+    from r2med_tasks.llm.answers import parse_chat_completion
 
     def answer(usage):
         return json.dumps({"model": "m", "choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],
@@ -259,7 +259,8 @@ def test_usage_counts_every_answer_of_concurrent_callers():
     """Agents tally turns from many threads into one Usage."""
     import threading
 
-    from r2med_tasks.llm import Generation, Usage
+    from r2med_tasks.llm.answers import Generation
+    from r2med_tasks.llm.usage import Usage
 
     usage = Usage(price=(1.0, 1.0))
     answer = Generation("x", 3, 2, "stop", "m", reasoning_tokens=1)

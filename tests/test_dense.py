@@ -74,7 +74,7 @@ def test_cache_fills_resumes_and_is_shared(tmp_path):
 @pytest.fixture
 def count_encoded(monkeypatch):
     """Counts texts the sentence-transformers encoder receives, by prompt kind."""
-    from r2med_tasks.components.encoders import SentenceTransformerEncoder
+    from r2med_plugins.local_models import SentenceTransformerEncoder
 
     counts = {"texts": 0, "calls": 0, "fail_after": None}
     original = SentenceTransformerEncoder.encode
@@ -281,7 +281,7 @@ def test_pair_tokenization_for_medcpt_documents(minilm_config, model_path):
 
 
 def test_replicas_give_the_same_embeddings(model_path):
-    from r2med_tasks.components.encoders import SentenceTransformerEncoder
+    from r2med_plugins.local_models import SentenceTransformerEncoder
 
     one = SentenceTransformerEncoder(str(model_path), devices=["cpu"], batch_size=2).encode(TEXTS, "")
     two = SentenceTransformerEncoder(str(model_path), devices=["cpu", "cpu"], batch_size=2).encode(TEXTS, "")
@@ -447,7 +447,7 @@ def test_replicas_stop_after_their_current_batch_when_one_fails():
     stops promptly instead of encoding the rest of the chunk first."""
     import time
 
-    from r2med_tasks.components.encoders import run_batches
+    from r2med_plugins.local_models import run_batches
 
     done = {"ok": 0}
     lock = threading.Lock()

@@ -243,7 +243,7 @@ def test_context_length_recut_gives_up_after_the_published_four_steps(server, sl
 def test_retry_after_forms():
     from email.utils import formatdate
 
-    from r2med_tasks.llm import retry_after as _retry_after
+    from r2med_tasks.llm.endpoint import retry_after as _retry_after
 
     assert _retry_after({"retry-after-ms": "1500", "Retry-After": "9"}, 60) == 1.5
     assert _retry_after({"Retry-After": "7"}, 5) == 5
@@ -409,7 +409,8 @@ def test_the_api_retriever_shows_its_retries_on_the_runs_line(server, tmp_path, 
     from r2med_plugins.dense import published_retriever
     from r2med_tasks.api import registry
     from r2med_tasks.components.context import Context
-    from r2med_tasks.llm import RetryLine, RetryPolicy
+    from r2med_tasks.llm import RetryPolicy
+    from r2med_tasks.llm.endpoint import RetryLine
     from r2med_tasks.tasks.specs import SAMPLE_TASK
 
     monkeypatch.setattr("r2med_tasks.llm.endpoint.DEFAULT_RETRY", RetryPolicy(backoff=0.001, backoff_max=0.002))

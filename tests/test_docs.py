@@ -248,12 +248,10 @@ def ranking(outcome) -> dict[str, list[tuple[str, float]]]:
 
 def test_the_pages_rewriter_fills_generated_by_the_contract(page_plugins):
     """A tuple of strings and the method's name; the query's id and text kept. What each family of
-    retriever then searches with is the page's rule (r2med_tasks.components.combine)."""
+    retriever then searches with is the page's rule (``Query.combined``)."""
     import dataclasses
 
     import lay_terms
-
-    from r2med_tasks.components.combine import bm25_query, default_query, dense_query
 
     queries = sample_queries()
     rewritten = {q.id: q for q in lay_terms.LayTerms(None).rewrite(queries, task=None, context=None)}
@@ -262,17 +260,18 @@ def test_the_pages_rewriter_fills_generated_by_the_contract(page_plugins):
                and all(isinstance(g, str) for g in q.generated) for q in rewritten.values())
     q03, q02 = rewritten["q03"], rewritten["q02"]
     assert q03.text.startswith("Why would ear ringing and spinning dizziness") and q03.generated == ("tinnitus vertigo",)
-    assert bm25_query(q03) == default_query(q03) == q03.text + " tinnitus vertigo"  # the query once, then the document
-    assert dense_query(q03) == (q03.text, "tinnitus vertigo")  # the mean of both embeddings
-    assert q02.generated == () and bm25_query(q02) == dense_query(q02) == q02.text  # nothing found: the query alone
+    assert q03.combined("bm25") == q03.text + " tinnitus vertigo"  # the query once, then the document
+    assert q03.combined("dense") == (q03.text, "tinnitus vertigo")  # the mean of both embeddings
+    assert q02.generated == () and q02.combined("bm25") == q02.combined("dense") == q02.text  # the query alone
     several = dataclasses.replace(q03, generated=("tinnitus", "vertigo"))  # several documents: each once
-    assert bm25_query(several) == q03.text + " tinnitus vertigo" and dense_query(several) == (q03.text, "tinnitus", "vertigo")
+    assert several.combined("bm25") == q03.text + " tinnitus vertigo"
+    assert several.combined("dense") == (q03.text, "tinnitus", "vertigo")
 
 
 def test_the_pages_rewriter_reaches_bm25_and_tfidf(page_plugins, evaluate, monkeypatch):
     """lay-terms + bm25 searches with the query and the generated document (BM25's own rule);
     tfidf, which declares no rule, gets the same text as the query's and never sees ``generated``."""
-    import r2med_tasks.plugin as combine  # where plugins take bm25_query from
+    from r2med_tasks.tasks import combine  # the rules Query.combined applies
 
     queries = {q.id: q.text for q in sample_queries()}
     expected = {**queries, "q03": queries["q03"] + " tinnitus vertigo"}

@@ -180,7 +180,7 @@ def test_missing_published_file_names_it(run_cli, tmp_path):
 
 def test_hook_register_llms(register, run_cli, tmp_path):
     """A package can add an LLM backend; `-o llm=PREFIX:MODEL` reaches it."""
-    from r2med_tasks.llm import Generation
+    from r2med_tasks.llm.answers import Generation
     from r2med_tasks.components.specs import LLMSpec
     from r2med_tasks.components.hookspecs import hookimpl
 

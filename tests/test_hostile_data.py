@@ -206,9 +206,11 @@ def test_minus_zero_is_zero(option, plugins, tmp_path):
 def test_ordinary_numbers_still_parse(raw, expected):
     from pydantic import Field
 
-    from r2med_tasks.components.options import options_model, parse
+    from pydantic import create_model
 
-    model = options_model("Numbers", x=(float, Field(1.0)), n=(int | None, Field(None)))
+    from r2med_tasks.components.options import Options, parse
+
+    model = create_model("Numbers", __base__=Options, x=(float, Field(1.0)), n=(int | None, Field(None)))
     value = parse(model, "x", raw, where="-o t.x")
     assert value == expected and math.copysign(1.0, value) == math.copysign(1.0, expected)
     assert parse(model, "n", "-3", where="-o t.n") == -3
@@ -227,9 +229,11 @@ def test_number_options_refused(key, raw, message):
     from pydantic import Field
 
     from r2med_tasks.errors import UserError
-    from r2med_tasks.components.options import options_model, parse
+    from pydantic import create_model
 
-    model = options_model("Numbers", x=(float, Field(1.0)), n=(int | None, Field(None)),
+    from r2med_tasks.components.options import Options, parse
+
+    model = create_model("Numbers", __base__=Options, x=(float, Field(1.0)), n=(int | None, Field(None)),
                           items=(tuple[int, ...], Field(())))
     with pytest.raises(UserError) as e:
         parse(model, key, raw, where=f"-o t.{key}")
@@ -241,9 +245,11 @@ def test_minus_zero_in_a_list_is_zero():
 
     from pydantic import Field
 
-    from r2med_tasks.components.options import options_model, parse
+    from pydantic import create_model
 
-    model = options_model("Weights", w=(tuple[Annotated[float, Field(ge=0)], ...], Field(())))
+    from r2med_tasks.components.options import Options, parse
+
+    model = create_model("Weights", __base__=Options, w=(tuple[Annotated[float, Field(ge=0)], ...], Field(())))
     value = parse(model, "w", "-0.0,1", where="-o t.w")
     assert value == (0.0, 1.0) and math.copysign(1.0, value[0]) == 1.0
 

@@ -13,10 +13,11 @@ from pydantic import Field
 from r2med_tasks.components import model_refs as models
 from r2med_tasks.components.specs import RetrieverSpec
 from r2med_tasks.components.hookspecs import hookimpl
-from r2med_tasks.components.options import options_model
+from r2med_tasks.components.options import Options
 from test_model_identity import fake_model, saved_a_while_ago, write_in_place
 
-WeightedOptions = options_model("WeightedOptions", model=(str, Field(description="a model folder")))
+class WeightedOptions(Options):
+    model: str = Field(description="a model folder")
 
 
 class Weighted:
@@ -27,7 +28,7 @@ class Weighted:
         self.model = options.model
 
     def model_meta(self):
-        name, revision = models.model_identity(self.model)
+        name, revision = models.ModelRef(self.model).identity()
         return {"name": name, "revision": revision}
 
     def index(self, corpus, *, task, context):

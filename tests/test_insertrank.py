@@ -148,7 +148,7 @@ class FakeClient:
     def generate(self, requests, *, on_result=None, usage=None):
         from dataclasses import fields
 
-        from r2med_tasks.llm import Generation
+        from r2med_tasks.llm.answers import Generation
 
         out = []
         for i, messages in enumerate(requests):
@@ -166,11 +166,13 @@ class FakeClient:
 def test_reasoning_returned_apart_is_never_read(tmp_path):
     """A server that returns the thinking apart (DeepSeek's API, vLLM's reasoning parser): the
     ranking comes from the answer, not from the reasoning's identifiers."""
-    from r2med_tasks.llm import GenerationCache
+    from r2med_tasks.llm.cache import CachedClient, GenerationCache
+    from r2med_tasks.llm.usage import Usage
     from r2med_plugins.rerank.listwise import ListwiseReranker
 
     client = FakeClient(lambda messages: "[3] > [1] > [2]", reasoning="[2] > [3] > [1] is what BM25 says")
-    out = ListwiseReranker(client, GenerationCache(tmp_path / "c.jsonl"), note=NOTE).rerank_one(
+    cached = CachedClient(client, GenerationCache(tmp_path / "c.jsonl"), Usage())
+    out = ListwiseReranker(cached, note=NOTE).rerank_one(
         "q", [("a", "alpha", "\nBM25 score: 3.00"), ("b", "beta", "\nBM25 score: 2.00"),
               ("c", "gamma", "\nBM25 score: 1.00")])
     assert out == ["c", "a", "b"]
@@ -179,11 +181,13 @@ def test_reasoning_returned_apart_is_never_read(tmp_path):
 def test_reasoning_prompt_with_scores(tmp_path):
     """-o reasoning=true: ReasonRank's one-message prompt, the note on a line of its own after the
     opening, each passage's score after its text; the answer read inside <answer>."""
-    from r2med_tasks.llm import GenerationCache
+    from r2med_tasks.llm.cache import CachedClient, GenerationCache
+    from r2med_tasks.llm.usage import Usage
     from r2med_plugins.rerank.listwise import REASONRANK_SYSTEM, ListwiseReranker
 
     client = FakeClient(lambda messages: "<think>[1] first?</think><answer>[2] > [1]</answer>")
-    out = ListwiseReranker(client, GenerationCache(tmp_path / "c.jsonl"), reasoning=True, note=NOTE).rerank_one(
+    cached = CachedClient(client, GenerationCache(tmp_path / "c.jsonl"), Usage())
+    out = ListwiseReranker(cached, reasoning=True, note=NOTE).rerank_one(
         "fever [2] rash", [("m", "Measles causes [3] rash.", "\nBM25 score: 7.25"),
                            ("d", "Dengue  fever", "\nBM25 score: 6.50")])
     assert out == ["d", "m"]
@@ -203,11 +207,13 @@ def test_reasoning_prompt_with_scores(tmp_path):
 
 def test_without_scores_llm_rerank_is_unchanged(tmp_path):
     """The hook adds nothing when unused: llm-rerank's request is RankGPT's exactly."""
-    from r2med_tasks.llm import GenerationCache
+    from r2med_tasks.llm.cache import CachedClient, GenerationCache
+    from r2med_tasks.llm.usage import Usage
     from r2med_plugins.rerank.listwise import ListwiseReranker
 
     client = FakeClient(lambda messages: "[2] > [1]")
-    ListwiseReranker(client, GenerationCache(tmp_path / "c.jsonl")).rerank_one("q?", [("a", "one"), ("b", "two")])
+    cached = CachedClient(client, GenerationCache(tmp_path / "c.jsonl"), Usage())
+    ListwiseReranker(cached).rerank_one("q?", [("a", "one"), ("b", "two")])
     assert client.sent[0][1]["content"] == ("I will provide you with 2 passages, each indicated by number identifier "
                                             "[]. \nRank the passages based on their relevance to query: q?.")
     assert [m["content"] for m in client.sent[0][3:7:2]] == ["[1] one", "[2] two"]

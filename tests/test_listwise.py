@@ -8,7 +8,10 @@ import re
 import pytest
 from chat_server import ChatServer, fake_answer
 
-from r2med_tasks.llm import ChatClient, Generation, GenerationCache, Usage
+from r2med_tasks.llm import ChatClient
+from r2med_tasks.llm.answers import Generation
+from r2med_tasks.llm.cache import CachedClient, GenerationCache
+from r2med_tasks.llm.usage import Usage
 from r2med_plugins.rerank.listwise import (
     RANKGPT_SYSTEM,
     REASONRANK_SYSTEM,
@@ -80,6 +83,11 @@ def cache(tmp_path):
     return GenerationCache(tmp_path / "listwise.jsonl")
 
 
+def through(client, cache, usage=None) -> CachedClient:
+    """``client`` as a reranker gets it from ``context.llm``: through ``cache``, tallied in ``usage``."""
+    return CachedClient(client, cache, usage if usage is not None else Usage())
+
+
 SCORES = [7, 3, 22, 15, 1, 9, 30, 12, 5, 18, 2, 27, 11, 6, 24, 14, 0, 19, 8, 26, 4, 13, 21, 10, 17]  # 25, distinct
 PASSAGES = [(f"d{i:02d}", f"passage {i} score {s}") for i, s in enumerate(SCORES)]
 
@@ -131,7 +139,7 @@ def test_reasonrank_window_messages_are_exact():
 
 def test_the_reranker_sends_the_window_messages_with_the_client_params(cache):
     client = FakeClient(reverse)
-    ListwiseReranker(client, cache, passage_words=2).rerank_one("q?", [("a", "one two three"), ("b", "four")])
+    ListwiseReranker(through(client, cache), passage_words=2).rerank_one("q?", [("a", "one two three"), ("b", "four")])
     assert client.sent == [rankgpt_messages("q?", ["one two three", "four"], 2)]
     assert client.sent[0][3]["content"] == "[1] one two"
 
@@ -151,7 +159,7 @@ def test_sliding_windows():
 @pytest.mark.parametrize("rank", [by_score, reverse])
 def test_final_order_equals_an_independent_simulation(cache, rank):
     client = FakeClient(rank)
-    out = ListwiseReranker(client, cache).rerank_one("which passage scores highest?", PASSAGES)
+    out = ListwiseReranker(through(client, cache)).rerank_one("which passage scores highest?", PASSAGES)
     expected = simulate(PASSAGES, [(5, 25), (0, 20)], rank)
     assert out == [doc_id for doc_id, _ in expected]
     assert len(client.sent) == 2
@@ -161,7 +169,7 @@ def test_final_order_equals_an_independent_simulation(cache, rank):
 
 
 def test_sliding_brings_the_best_to_the_top(cache):
-    out = ListwiseReranker(FakeClient(by_score), cache).rerank_one("q", PASSAGES)
+    out = ListwiseReranker(through(FakeClient(by_score), cache)).rerank_one("q", PASSAGES)
     best = sorted(PASSAGES, key=lambda p: -int(p[1].split()[-1]))
     # window [5,25) then [0,20), overlap 10: the top 10 overall all reach the top 10, in order
     assert out[:10] == [doc_id for doc_id, _ in best[:10]]
@@ -171,7 +179,8 @@ def test_rerank_many_runs_queries_round_by_round(cache):
     client = FakeClient(by_score)
     many = {"q1": PASSAGES, "q2": PASSAGES[:12], "q3": PASSAGES[:1], "q4": []}
     queries = [("q1", "first"), ("q2", "second"), ("q3", "third"), ("q4", "fourth"), ("q5", "no passages")]
-    reranker = ListwiseReranker(client, cache, usage=Usage())
+    usage = Usage()
+    reranker = ListwiseReranker(through(client, cache, usage))
     out = reranker.rerank_many(queries, many)
     assert out["q1"] == [d for d, _ in simulate(PASSAGES, [(5, 25), (0, 20)], by_score)]
     assert out["q2"] == [d for d, _ in simulate(PASSAGES[:12], [(0, 12)], by_score)]
@@ -180,17 +189,17 @@ def test_rerank_many_runs_queries_round_by_round(cache):
     assert [len(window_texts(m)) for m in client.sent] == [20, 12, 20]
     assert [m[-1]["content"].split(".")[0] for m in client.sent] == ["Search Query: first", "Search Query: second",
                                                                      "Search Query: first"]
-    assert reranker.usage.sent == 3 and reranker.stats.windows == 3
+    assert usage.sent == 3 and reranker.stats.windows == 3
 
 
 def test_bad_inputs_are_user_errors(cache):
     client = FakeClient(reverse)
     for option in ({"window": 1}, {"step": 0}, {"passage_words": 0}, {"window": 2.5}):
         with pytest.raises(UserError, match=next(iter(option))):
-            ListwiseReranker(client, cache, **option)
+            ListwiseReranker(through(client, cache), **option)
     with pytest.raises(UserError, match=r"\.generate"):
-        ListwiseReranker(object(), cache)
-    reranker = ListwiseReranker(client, cache)
+        ListwiseReranker(object())
+    reranker = ListwiseReranker(through(client, cache))
     with pytest.raises(UserError, match="twice"):
         reranker.rerank_many([("q", "a"), ("q", "b")], {})
     with pytest.raises(UserError, match="passage 1"):
@@ -232,7 +241,7 @@ def test_answer_text(answer, text):
 def test_repairs_are_counted(cache):
     answers = iter(["[2] > [2] > [9]", "no ranking", "[3] > [2] > [1]"])
     client = FakeClient(reverse, fmt=lambda perm: next(answers))
-    reranker = ListwiseReranker(client, cache, window=3, step=1)
+    reranker = ListwiseReranker(through(client, cache), window=3, step=1)
     out = reranker.rerank_one("q", [(f"d{i}", f"text {i}") for i in range(5)])
     # windows [2,5) then [1,4) then [0,3)
     # [2,5): "[2]>[2]>[9]" -> d3 d2 d4 ; list d0 d1 d3 d2 d4
@@ -249,7 +258,7 @@ def test_reasoning_variant_reads_the_ranking_after_think(cache):
         return f"<think>Compare {decoy} one by one.</think>\n<answer>{' > '.join(f'[{i + 1}]' for i in perm)}</answer>"
 
     client = FakeClient(by_score, fmt=fmt)
-    reranker = ListwiseReranker(client, cache, reasoning=True)
+    reranker = ListwiseReranker(through(client, cache), reasoning=True)
     out = reranker.rerank_one("q", PASSAGES)
     assert out == [d for d, _ in simulate(PASSAGES, [(5, 25), (0, 20)], by_score)]
     assert all(m[0]["content"] == REASONRANK_SYSTEM and len(m) == 2 for m in client.sent)
@@ -258,7 +267,8 @@ def test_reasoning_variant_reads_the_ranking_after_think(cache):
 
 def test_reasoning_variant_without_answer_tags(cache):
     client = FakeClient(reverse, fmt=lambda perm: "<think>[1] [2] [3]</think>" + " > ".join(f"[{i + 1}]" for i in perm))
-    out = ListwiseReranker(client, cache, reasoning=True).rerank_one("q", [("a", "x"), ("b", "y"), ("c", "z")])
+    out = ListwiseReranker(through(client, cache), reasoning=True).rerank_one("q", [("a", "x"), ("b", "y"),
+                                                                                    ("c", "z")])
     assert out == ["c", "b", "a"]
 
 
@@ -303,7 +313,7 @@ def test_over_http_and_a_rerun_sends_nothing(server, tmp_path):
                 "q2": [d for d, _ in simulate(PASSAGES[:15], [(0, 15)], reverse)]}
 
     usage = Usage()
-    out = ListwiseReranker(chat_client(server), GenerationCache(path), usage=usage).rerank_many(queries, many)
+    out = ListwiseReranker(through(chat_client(server), GenerationCache(path), usage)).rerank_many(queries, many)
     assert out == expected
     assert server.count == 3 and usage.sent == 3 and usage.cached == 0
     # round one sends both queries' first windows at once: find q1's by its text, not arrival order
@@ -312,16 +322,17 @@ def test_over_http_and_a_rerun_sends_nothing(server, tmp_path):
     assert first.body["temperature"] == 0.0
 
     again = Usage()
-    out2 = ListwiseReranker(chat_client(server), GenerationCache(path), usage=again).rerank_many(queries, many)
+    out2 = ListwiseReranker(through(chat_client(server), GenerationCache(path), again)).rerank_many(queries, many)
     assert out2 == expected
     assert server.count == 3  # nothing sent the second time
     assert again.sent == 0 and again.cached == 3
-    assert "test-ranker" in repr(ListwiseReranker(chat_client(server), GenerationCache(path)))
+    assert "test-ranker" in repr(ListwiseReranker(through(chat_client(server), GenerationCache(path))))
 
 
 def test_a_failed_window_is_retried_and_nothing_is_lost(server, tmp_path):
     server.fail("500", times=1)
     server.fail("empty_content", times=1)
-    out = ListwiseReranker(chat_client(server), GenerationCache(tmp_path / "c.jsonl")).rerank_one("q", PASSAGES)
+    cached = through(chat_client(server), GenerationCache(tmp_path / "c.jsonl"))
+    out = ListwiseReranker(cached).rerank_one("q", PASSAGES)
     assert out == [d for d, _ in simulate(PASSAGES, [(5, 25), (0, 20)], reverse)]
     assert server.count == 4  # two failures, retried, then the two windows

@@ -14,21 +14,11 @@ import pytest
 from chat_server import COMPLETION_TOKENS, ChatServer, fake_answer, prompt_tokens
 
 from r2med_tasks.errors import UserError
-from r2med_tasks.llm import (
-    OLLAMA_BASE_URL,
-    OPENAI_BASE_URL,
-    VLLM_BASE_URL,
-    ChatClient,
-    Generation,
-    GenerationCache,
-    RetryLine,
-    RetryPolicy,
-    Usage,
-    cost,
-    generate_cached,
-    key_for,
-    parse_llm_spec,
-)
+from r2med_tasks.llm import OPENAI_BASE_URL, ChatClient, RetryPolicy, parse_llm_spec
+from r2med_tasks.llm.answers import Generation
+from r2med_tasks.llm.cache import GenerationCache, generate_cached, key_for
+from r2med_tasks.llm.endpoint import OLLAMA_BASE_URL, VLLM_BASE_URL, RetryLine
+from r2med_tasks.llm.usage import Usage, cost
 
 KEY = "sk-test-0123456789abcdefSECRET"
 
@@ -115,7 +105,9 @@ def test_answers_come_back_in_input_order_under_concurrency(server, sleeps):
 def test_a_request_is_the_one_the_sdks_create_sends(server, sleeps, monkeypatch, with_key):
     """The client sends through the SDK's ``post`` the very request ``chat.completions.create``
     sends: the same path, JSON body and headers (but the SDK's marker of a raw-response call)."""
-    from r2med_tasks.llm import EXTRA_BODY_PARAMS, Turn, no_auth_header, openai_client
+    from r2med_tasks.llm import no_auth_header
+    from r2med_tasks.llm.endpoint import openai_client
+    from r2med_tasks.llm.messages import EXTRA_BODY_PARAMS, Turn
 
     key = KEY if with_key else None
     if with_key:
@@ -269,7 +261,9 @@ def test_retries_are_one_status_line_not_a_line_each(server, caplog):
 def test_a_context_shows_its_clients_retries_on_its_own_line(server, tmp_path):
     """``Context.llm`` hands the client it makes the context's ``RetryLine`` (``ShowsRetries``), so a
     run's API retries are its one status line, and another context's client shows on its own; a
-    client without the capability is returned as made."""
+    client without the capability is used as made."""
+    from types import SimpleNamespace
+
     from r2med_tasks.components.context import Context
 
     def chat_clients(spec: str, **sampling):
@@ -283,8 +277,8 @@ def test_a_context_shows_its_clients_retries_on_its_own_line(server, tmp_path):
     assert other.generate(ask("b")) == expected(ask("b"))
     assert len(mine) == 2 and mine[0].startswith("retry 1 of 6 in ") and "overloaded" in mine[0] and mine[1] is None
     assert theirs == []
-    made = object()
-    assert Context(cache_dir=tmp_path, chat_clients=lambda spec, **s: made).llm("x:y") is made
+    made = SimpleNamespace(model="m", params={})
+    assert Context(cache_dir=tmp_path, chat_clients=lambda spec, **s: made).llm("x:y").client is made
 
 
 def test_a_refused_connection_is_one_error_line_after_quiet_retries(sleeps, caplog, monkeypatch):
@@ -513,7 +507,7 @@ def test_concurrent_appends_leave_a_valid_file(tmp_path):
     path = tmp_path / "g.jsonl"
     script = (
         "import sys\n"
-        "from r2med_tasks.llm import Generation, GenerationCache\n"
+        "from r2med_tasks.llm.answers import Generation\nfrom r2med_tasks.llm.cache import GenerationCache\n"
         "c = GenerationCache(sys.argv[1])\n"
         "for i in range(150):\n"
         "    c.put(f'{sys.argv[2]}-{i}', Generation(sys.argv[2] * (1000 + 37 * i), i, i, 'stop', 'm'))\n"

@@ -13,16 +13,11 @@ from chat_server import fake_answer
 from conftest import tokenizer_with_template
 
 from r2med_tasks.errors import UserError
-from r2med_tasks.llm import (
-    ChatClient,
-    Generation,
-    GenerationCache,
-    Turn,
-    Usage,
-    continue_cached,
-    generate_cached,
-    turn_key,
-)
+from r2med_tasks.llm import ChatClient
+from r2med_tasks.llm.answers import Generation
+from r2med_tasks.llm.cache import GenerationCache, continue_cached, generate_cached, turn_key
+from r2med_tasks.llm.messages import Turn
+from r2med_tasks.llm.usage import Usage
 
 TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>{% endfor %}"
             "{% if add_generation_prompt %}<|assistant|>{% endif %}")

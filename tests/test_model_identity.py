@@ -12,7 +12,12 @@ import pytest
 
 from r2med_tasks.components import model_refs as models
 from r2med_tasks.errors import UserError
-from r2med_tasks.components.model_refs import check_model_ref, local_model_identity, model_identity
+from r2med_tasks.components.model_refs import ModelRef
+
+
+def local_model_identity(folder, **kw):
+    """A model folder's name and revision, as a model option naming it gets them."""
+    return ModelRef(str(folder)).identity(**kw)
 
 
 @pytest.fixture(autouse=True)
@@ -99,7 +104,6 @@ def test_the_same_files_elsewhere_are_the_same_model(tmp_path):
     copy = tmp_path / "b" / "bge"
     shutil.copytree(folder, copy)
     assert local_model_identity(copy) == local_model_identity(folder)
-    assert model_identity(str(folder)) == local_model_identity(folder)
     nested = fake_model(tmp_path / "c" / "e5" / "model")  # a folder named "model": its parent names it
     assert local_model_identity(nested)[0] == "local/e5"
 
@@ -255,7 +259,7 @@ def test_fingerprints_are_kept_in_the_cache_folder_given_and_nowhere_else(tmp_pa
     assert len(json.loads((tmp_path / "given" / "fingerprints.json").read_text())["files"]) == 2
     models._digests.clear()
     with models.fingerprints_in(tmp_path / "run-cache"):
-        assert model_identity(str(folder))[1] == revision
+        assert ModelRef(str(folder)).identity()[1] == revision
     assert (tmp_path / "run-cache" / "fingerprints.json").is_file()
     assert not home.exists() and not (tmp_path / "env-cache").exists()
     assert models.fingerprints_file() == tmp_path / "env-cache" / "fingerprints.json"  # outside a run, as before
@@ -310,7 +314,7 @@ def test_a_hub_cache_snapshot_keeps_the_hubs_name_and_revision(tmp_path):
 @pytest.mark.parametrize("ref", ["", "   "])
 def test_an_empty_model_is_refused(ref):
     with pytest.raises(UserError) as e:
-        check_model_ref(ref, option="st.model")
+        ModelRef(ref, option="st.model")
     assert str(e.value) == "-o st.model=: empty; give a hub id (org/name) or a model folder"
 
 
@@ -319,11 +323,11 @@ def test_a_folder_without_a_model_is_refused_and_not_read(tmp_path, hashed):
     folder.mkdir()
     (folder / "big.bin").write_bytes(b"x" * 1000)
     with pytest.raises(UserError) as e:
-        check_model_ref(str(folder), option="st.model")
+        ModelRef(str(folder), option="st.model")
     message = str(e.value)
     assert "\n" not in message and message.startswith(f"-o st.model={folder}: not a model folder")
     assert "config.json" in message and "modules.json" in message
-    assert model_identity(str(folder)) == (str(folder), "unpinned") and hashed == []
+    assert hashed == []
 
 
 @pytest.mark.parametrize("marker", ["config.json", "modules.json", "config_sentence_transformers.json",
@@ -333,11 +337,11 @@ def test_a_folder_with_a_model_configuration_is_accepted(tmp_path, marker):
     without it, the folder is refused."""
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / marker).write_text("{}")
-    assert check_model_ref(str(tmp_path / "m"), option="st.model") is None
-    assert check_model_ref(str(tmp_path / "m") + "/", option="st.model") is None
+    assert ModelRef(str(tmp_path / "m"), option="st.model").identity()[0] == "local/m"
+    assert ModelRef(str(tmp_path / "m") + "/", option="st.model").identity()[0] == "local/m"
     (tmp_path / "m" / marker).unlink()
     with pytest.raises(UserError, match="not a model folder"):
-        check_model_ref(str(tmp_path / "m"), option="st.model")
+        ModelRef(str(tmp_path / "m"), option="st.model")
 
 
 def test_the_cli_refuses_a_folder_without_a_model_in_one_line(run_cli, tmp_path):
@@ -347,3 +351,15 @@ def test_the_cli_refuses_a_folder_without_a_model_in_one_line(run_cli, tmp_path)
                            "--output", tmp_path / "out", "--dry-run")
     assert code == 2 and "Traceback" not in err
     assert f"-o st.model={empty}: not a model folder" in err and len(err.strip().splitlines()) == 1
+
+
+def test_weights_are_known_by_their_content_wherever_the_folder_is(tmp_path):
+    """``ModelRef.weights()``: the same files under another folder name are the same weights; other
+    bytes are other weights; a hub id has no files to hash."""
+    folder = fake_model(tmp_path / "bge")
+    weights = ModelRef(str(folder)).weights()
+    assert weights.startswith("sha256-") and len(weights) == len("sha256-") + 32
+    assert ModelRef(str(shutil.copytree(folder, tmp_path / "copy"))).weights() == weights
+    assert ModelRef(str(fake_model(tmp_path / "other", b"other bytes"))).weights() != weights
+    with pytest.raises(UserError, match=r"^-o st\.model=org/name: not a local folder"):
+        ModelRef("org/name", option="st.model").weights()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -294,46 +293,3 @@ def test_official_and_local_data_never_share_a_folder(official_hub, evaluate, da
     mixed = evaluate("bm25", tasks=["Biology", "sample"])
     assert len(mixed.results_dirs) == 2
     assert {t.status for t in mixed.values() if t.alias == "Biology"} == {"cached"}
-
-
-# ------------------------------------------------------------------------------- combines_generated
-
-
-def test_a_retriever_that_says_false_gets_the_default_combination(plugins, register, evaluate):
-    from r2med_tasks import RetrieverSpec, RewriterSpec, hookimpl
-    from r2med_tasks.components.combine import default_query
-
-    seen = {}
-
-    class Appends:
-        def rewrite(self, queries, *, task, context):
-            return [replace(q, generated=("a generated passage",), method="hyde") for q in queries]
-
-    def recorder(flag):
-        class Recorder:
-            combines_generated = flag
-
-            def index(self, corpus, *, task, context):
-                self.ids = corpus.ids
-
-            def search(self, queries, *, task, top_k, context):
-                seen[flag] = list(queries)
-                return {q.id: {self.ids[0]: 1.0} for q in queries}
-        return Recorder
-
-    class Plugin:
-        @hookimpl
-        def register_retrievers(self, register):
-            register(RetrieverSpec(name="says-false", factory=lambda options: recorder(False)()))
-            register(RetrieverSpec(name="says-true", factory=lambda options: recorder(True)()))
-
-        @hookimpl
-        def register_rewriters(self, register):
-            register(RewriterSpec(name="appends", factory=lambda options: Appends()))
-
-    register(Plugin(), "recorders")
-    evaluate("appends", "says-false")
-    evaluate("appends", "says-true")
-    assert all(not q.generated for q in seen[False])  # combined by the default rule, as documented
-    assert [q.text for q in seen[False]] == [default_query(q) for q in seen[True]]
-    assert all(q.generated == ("a generated passage",) for q in seen[True])

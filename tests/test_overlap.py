@@ -18,7 +18,7 @@ def run_hyde_dense(evaluate, server, model, out):
 def test_corpus_is_encoded_while_the_llm_answers_and_the_run_equals_the_sequential_one(
         evaluate, chat_server, small_model_path, monkeypatch):
     from r2med_tasks.running import runner
-    from r2med_tasks.components.encoders import SentenceTransformerEncoder
+    from r2med_plugins.local_models import SentenceTransformerEncoder
 
     encoding = threading.Event()
     original = SentenceTransformerEncoder.encode
@@ -65,7 +65,7 @@ def test_corpus_is_encoded_while_the_llm_answers_and_the_run_equals_the_sequenti
 
 def test_an_indexing_failure_during_rewriting_stops_the_run_with_one_line(run_cli, evaluate, tmp_path, chat_server,
                                                                          small_model_path, monkeypatch):
-    from r2med_tasks.components.encoders import SentenceTransformerEncoder
+    from r2med_plugins.local_models import SentenceTransformerEncoder
 
     def broken(self, texts, prompt):
         raise RuntimeError("device lost")

@@ -47,7 +47,7 @@ def one_folder(outcome) -> Path:
 def encoded(monkeypatch) -> dict[str, int]:
     """How many corpus documents and other texts (queries) the sentence-transformers encoder is
     given from now on."""
-    from r2med_tasks.components.encoders import SentenceTransformerEncoder
+    from r2med_plugins.local_models import SentenceTransformerEncoder
 
     corpus = {row["text"] for row in read_jsonl(SAMPLE / "corpus.jsonl")}
     counts = {"documents": 0, "other": 0}

@@ -289,3 +289,22 @@ def test_every_hook_is_documented_and_tested():
     for hook in hooks:
         assert f"### `{hook}(register)`" in docs, hook
         assert f"def test_hook_{hook}(" in tests, hook
+
+
+def test_every_spec_field_is_documented_and_tested():
+    """Each field of the specs a plugin registers has a row in docs/plugins.md's "Specs" and a
+    test_spec_<field> that exercises it (tests/test_spec_fields.py); likewise the one optional member
+    of every component, ``model_meta()``."""
+    from dataclasses import fields
+
+    from r2med_tasks.plugin import LLMSpec, RerankerSpec, RetrieverSpec, RewriterSpec
+
+    names = {f.name for spec in (RetrieverSpec, RewriterSpec, RerankerSpec, LLMSpec) for f in fields(spec)}
+    page = (TESTS.parent / "docs" / "plugins.md").read_text()
+    specs = page.split("\n## Specs\n", 1)[1].split("\n### ", 1)[0]
+    tests = "".join(p.read_text() for p in TESTS.glob("test_*.py"))
+    assert {"combines_generated", "depth_option", "tuning_option", "resources"} <= names
+    for name in names:
+        assert f"| `{name}` |" in specs, name
+        assert f"def test_spec_{name}(" in tests, name
+    assert "| `model_meta() -> dict` |" in page and "def test_member_model_meta(" in tests

@@ -20,7 +20,7 @@ from pydantic import Field
 
 from conftest import write_jsonl
 from r2med_tasks.results.layout import ResultsFolder
-from r2med_tasks.components.options import options_model
+from r2med_tasks.components.options import Options
 
 K = (1, 3, 5, 10, 100)
 N_DOCS = 30
@@ -93,7 +93,8 @@ class FixedReranker:
         return {qid: {d: rerank_score(qid, d) for d in docs} for qid, docs in candidates.items()}
 
 
-RERANK_OPTIONS = options_model("FixedRerankOptions", rerank_k=(int, Field(10, ge=1, description="documents reranked")))
+class FixedRerankOptions(Options):
+    rerank_k: int = Field(10, ge=1, description="documents reranked")
 
 
 @pytest.fixture
@@ -108,7 +109,8 @@ def fixed(register):
 
         @hookimpl
         def register_rerankers(self, register):
-            register(RerankerSpec(name="fixed-rerank", factory=FixedReranker, options=RERANK_OPTIONS))
+            register(RerankerSpec(name="fixed-rerank", factory=FixedReranker, options=FixedRerankOptions,
+                                  depth_option="rerank_k"))
 
     return register(FixedPlugin(), "fixed-plugin")
 
@@ -236,17 +238,19 @@ def test_keep_tail_is_a_reranker_option(fixed, run_cli, task_dir, tmp_path):
 
 
 def test_keep_tail_is_the_harness_s(register):
+    from pydantic import create_model
+
     from r2med_tasks.components.specs import RerankerSpec
-    from r2med_tasks.components.options import options_model
 
     made = []
     spec = RerankerSpec(name="r", factory=lambda options: made.append(options) or FixedReranker(options),
-                        options=RERANK_OPTIONS)
+                        options=FixedRerankOptions)
     assert "keep_tail" in spec.option_fields() and spec.defaults["keep_tail"] is False
     assert spec.create({"keep_tail": True}).rerank_k == 10
     assert made[0].model_dump() == {"rerank_k": 10}  # the stage's option never reaches the reranker
     with pytest.raises(TypeError, match="option 'keep_tail' is the harness's"):
-        RerankerSpec(name="r", factory=FixedReranker, options=options_model("X", keep_tail=(bool, False)))
+        RerankerSpec(name="r", factory=FixedReranker, options=create_model("X", __base__=Options,
+                                                                           keep_tail=(bool, False)))
 
 
 @pytest.mark.parametrize("keep_tail", [False, True])

@@ -25,7 +25,8 @@ import pytest
 from conftest import SAMPLE, read_jsonl, read_ranking, tokenizer_with_template
 
 from r2med_plugins.gar import search_o1
-from r2med_tasks.llm import ChatClient, GenerationCache, continue_cached
+from r2med_tasks.llm import ChatClient
+from r2med_tasks.llm.cache import GenerationCache, continue_cached
 from r2med_tasks.components.searcher import Hit
 
 COMMIT = "6ced48f"
@@ -1119,7 +1120,7 @@ def check_scenario(chat_server, template, cache_path, scenario):
 
 def test_an_empty_query_ends_the_loop_as_in_the_reference():
     """``extract_between`` gives "" for an empty query, which the reference takes for no search (L532)."""
-    from r2med_tasks.llm import Generation
+    from r2med_tasks.llm.answers import Generation
 
     written = "Hmm.\n<|begin_search_query|>  <|end_search_query|>"
     sequence, calls = reference_run("q", QWQ, lambda prompt: written, find)

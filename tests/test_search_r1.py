@@ -205,7 +205,7 @@ def test_limits_and_sampling_are_the_evaluation_configs():
 def test_documents_actions_and_cuts_follow_the_reference():
     from r2med_plugins.gar import search_r1
 
-    from r2med_tasks.llm import Generation
+    from r2med_tasks.llm.answers import Generation
     from r2med_tasks.components.searcher import Hit
 
     hits = [Hit("a", "First line\nsecond line\nthird", 1.0), Hit("b", "Only a title", 0.5)]
@@ -283,7 +283,8 @@ def loop(server, tmp_path, template=None, settings=None, tokenizer=None, calls=N
     """``search_r1.run`` as ``SearchAgent`` runs it: the real client, the generation cache."""
     from r2med_plugins.gar import search_r1
 
-    from r2med_tasks.llm import ChatClient, GenerationCache, continue_cached
+    from r2med_tasks.llm import ChatClient
+    from r2med_tasks.llm.cache import GenerationCache, continue_cached
 
     server.serve(MODEL, MODEL)
     client = ChatClient(MODEL, base_url=server.url, timeout=5.0, temperature=0.0,

@@ -8,7 +8,10 @@ import pytest
 
 from chat_server import ChatServer
 from r2med_tasks.errors import UserError
-from r2med_tasks.llm import ChatClient, GenerationCache, ServedModel, Usage, generate_cached
+from r2med_tasks.llm import ChatClient
+from r2med_tasks.llm.cache import GenerationCache, generate_cached
+from r2med_tasks.llm.served import ServedModel
+from r2med_tasks.llm.usage import Usage
 
 SECRET = "s3cr3t-0123456789SERVED"
 

@@ -188,14 +188,14 @@ def test_documented_sweeps_are_accepted(run_cli, tmp_path, monkeypatch):
 def test_auto_executor(gpu_jobs, address, ray_address, cuda, ray_installed, expected, note, monkeypatch):
     import importlib.util
 
-    from r2med_tasks.components import encoders
+    from r2med_tasks.sweep import executors
     from r2med_tasks.sweep.executors import choose_executor
     from r2med_tasks.sweep.plan import Job
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     if ray_address:
         monkeypatch.setenv("RAY_ADDRESS", ray_address)
-    monkeypatch.setattr(encoders, "cuda_available", lambda: cuda)
+    monkeypatch.setattr(executors, "cuda_here", lambda: cuda)
     find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: (find_spec("json") if ray_installed else None) if name == "ray"
@@ -208,8 +208,9 @@ def test_auto_executor(gpu_jobs, address, ray_address, cuda, ray_installed, expe
 
 def test_cuda_is_not_asked_of_torch_where_no_nvidia_device_is(monkeypatch):
     """Choosing a device (or an executor) on a machine without an NVIDIA device imports no torch."""
-    code = ("import sys\nfrom r2med_tasks.components.encoders import cuda_available, parse_devices\n"
-            "assert cuda_available() is False and parse_devices('') == ['cpu']\n"
+    code = ("import sys\nfrom r2med_plugins.local_models import cuda_available, parse_devices\n"
+            "from r2med_tasks.sweep.executors import cuda_here\n"
+            "assert cuda_available() is False and cuda_here() is False and parse_devices('') == ['cpu']\n"
             "print('torch' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env={**__import__("os").environ, "CUDA_VISIBLE_DEVICES": ""})

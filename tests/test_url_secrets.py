@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from r2med_tasks.llm import HARMLESS_QUERY_PARAMS, mask_urls, redact, show_url, url_secrets
+from r2med_tasks.llm import show_url
+from r2med_tasks.llm.secrets import HARMLESS_QUERY_PARAMS, mask_urls, redact, url_secrets
 
 S = "hunter2-0123456789"  # the secret value; "0123456789" must never show
 

@@ -46,7 +46,9 @@ from typing import Literal
 import numpy as np
 import scipy.sparse as sp
 
-from r2med_tasks.plugin import DEFAULT_TOP_K, atomic, rank_top_k
+from r2med_tasks.plugin import DEFAULT_TOP_K, atomic
+
+from ..ranking import rank_top_k
 
 __all__ = ["BM25Index", "EarlierFormat", "QueryWeighting"]
 

@@ -20,9 +20,7 @@ LARGE_CORPUS = 20_000
 
 
 class BM25Retriever:
-    combines_generated = True  # the published rule for BM25 (r2med_tasks.components.combine)
-
-    def __init__(self, options) -> None:  # BM25_OPTIONS
+    def __init__(self, options) -> None:  # BM25Options
         self.k1, self.b = options.k1, options.b
         self.query_weighting, self.cache = options.query_weighting, options.cache
         self._index: BM25Index | None = None
@@ -59,9 +57,7 @@ class BM25Retriever:
             self._index.save(folder)
 
     def search(self, queries, *, task, top_k: int, context) -> dict[str, dict[str, float]]:
-        from r2med_tasks.plugin import bm25_query
-
-        texts = [bm25_query(q) for q in queries]
+        texts = [q.combined("bm25") for q in queries]
         # one query (a search agent's, searching as it reasons): analysed, never stored; its file
         # would cost more than its analysis, and a file per search would pile up in the cache
         terms = stored_terms(texts, context) if self.cache and len(texts) > 1 else map(analyze, texts)
@@ -115,9 +111,7 @@ def _read_terms(path, n: int) -> list[list[str]] | None:
 class OkapiRetriever:
     """rank-bm25's ``BM25Okapi`` (the package the user listed); scoring is a Python loop per query."""
 
-    combines_generated = True
-
-    def __init__(self, options) -> None:  # OKAPI_OPTIONS
+    def __init__(self, options) -> None:  # OkapiOptions
         self.k1, self.b, self.epsilon = options.k1, options.b, options.epsilon
 
     def model_meta(self) -> dict:
@@ -133,10 +127,8 @@ class OkapiRetriever:
     def search(self, queries, *, task, top_k: int, context) -> dict[str, dict[str, float]]:
         import numpy as np
 
-        from r2med_tasks.plugin import bm25_query
-
         out = {}
-        for q, tokens in zip(queries, analyze_many(bm25_query(q) for q in queries)):
+        for q, tokens in zip(queries, analyze_many(q.combined("bm25") for q in queries)):
             scores = self._bm25.get_scores(tokens)
             best = np.argsort(-scores, kind="stable")[:top_k]
             out[q.id] = {self._ids[i]: float(scores[i]) for i in best}

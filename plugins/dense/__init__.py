@@ -5,7 +5,7 @@ run was (``models.py``): ``r2med-run --plugin nvembed`` reproduces the NV-Embed-
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, create_model
@@ -123,6 +123,8 @@ def register_retrievers(register):
             runtime_options=runtime,
             model_options=("model", "doc_model"),  # identified by the model's name and revision
             reference=config.reference or None,
+            combines_generated=True,  # the published rule for dense retrievers
+            resources=partial(published_resources, config.name),
         ))
     register_st(register)  # any sentence-transformers model, through the same dense retriever
 
@@ -151,22 +153,20 @@ def published_retriever(name: str, options):
     model's have no weights, device or dtype; only MedCPT's have ``doc_model`` and ``article_queries``)."""
     from dataclasses import replace
 
-    from r2med_tasks.plugin import check_model_ref, model_identity
+    from r2med_tasks.plugin import ModelRef
 
     from .published import PublishedModel
     from .retriever import DenseRetriever
 
     config = DENSE_MODELS[name]
-    model, doc_model = getattr(options, "model", ""), getattr(options, "doc_model", "")
+    model, doc_model = getattr(options, "model", ""), getattr(options, "doc_model", "")  # an API's have no weights
     device, dtype = getattr(options, "device", ""), getattr(options, "dtype", "fp32")
     batch_size = options.batch_size
-    chosen = [v for v in (model, doc_model) if v and v not in (config.hf_model, config.hf_doc_model)]
+    refs = [ModelRef(value, option=f"{name}.{option}") for option, value in (("model", model), ("doc_model", doc_model))
+            if value]
+    chosen = [r for r in refs if r.ref not in (config.hf_model, config.hf_doc_model)]
     # other weights than the published ones: revision of a local folder's files, else the hub id
-    revision = "+".join(model_identity(v)[1] if model_identity(v)[1] != "unpinned" else v for v in chosen) or None
-    if config.backend not in ("openai", "voyage"):  # an API's model is a name, not weights
-        for option, value in (("model", model), ("doc_model", doc_model)):
-            if value:
-                check_model_ref(value, option=f"{name}.{option}")
+    revision = "+".join(rev if (rev := r.identity()[1]) != "unpinned" else r.ref for r in chosen) or None
     config = replace(config, hf_model=model or config.hf_model, hf_doc_model=doc_model or config.hf_doc_model)
     api = None
     if config.backend in ("openai", "voyage"):
@@ -176,12 +176,21 @@ def published_retriever(name: str, options):
     adapter = PublishedModel(config, device=device, batch_size=batch_size, dtype=dtype,
                              article_queries=getattr(options, "article_queries", True), weights_revision=revision,
                              api_options=api)
-    memory = GPU_MEMORY_GB.get(name)
-    if memory and adapter.dtype != "fp32" and config.dtype == "fp32":  # fp32 as published; fp16/bf16 halves it
-        memory /= 2
     return DenseRetriever(adapter, cache=options.cache, chunk_size=options.chunk_size,
-                          drop_identical_ids=options.drop_identical_ids, ray_actors=getattr(options, "ray_actors", 0),
-                          gpu_memory_gb=memory)
+                          drop_identical_ids=options.drop_identical_ids, ray_actors=getattr(options, "ray_actors", 0))
+
+
+def published_resources(name: str, options) -> dict:
+    """What one run of published model ``name`` needs, for a scheduler (``r2med sweep --executor
+    ray``): a GPU and its memory estimate in GB (``GPU_MEMORY_GB``; None: not known) for a local
+    model, nothing for an API."""
+    config = DENSE_MODELS[name]
+    if config.backend in ("openai", "voyage"):
+        return {}
+    memory = GPU_MEMORY_GB.get(name)
+    if memory and options.dtype != "fp32" and config.dtype == "fp32":  # fp32 as published; fp16/bf16 halves it
+        memory /= 2
+    return {"gpu": True, "gpu_memory_gb": memory}
 
 
 def _tokenizer_option(name: str, value: str) -> str:

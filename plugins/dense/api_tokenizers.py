@@ -20,7 +20,13 @@ import tempfile
 from pathlib import Path
 from typing import Protocol
 
-from r2med_tasks.plugin import UserError, reason
+from r2med_tasks.plugin import UserError
+
+
+def _reason(e: BaseException, limit: int = 200) -> str:
+    """An exception as one short line, "Type: first line of its message"."""
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}: {first[:limit]}" if first else type(e).__name__
 
 
 class Tokenizer(Protocol):
@@ -95,7 +101,7 @@ def load_tokenizer_file(path: str) -> Tokenizer:
     try:
         return _TokenizerFile(_Tokenizers.from_file(str(Path(path).expanduser())), Path(path).name)
     except Exception as e:  # the Rust parser's errors (a message, no OSError for bad content)
-        raise UserError(f"tokenizer={path}: not a tokenizer.json the tokenizers library can read ({reason(e)}); "
+        raise UserError(f"tokenizer={path}: not a tokenizer.json the tokenizers library can read ({_reason(e)}); "
                         f"give {LOCAL_TOKENIZER}, or a tiktoken encoding name such as cl100k_base") from None
 
 
@@ -112,7 +118,7 @@ def load_tokenizer_folder(path: str) -> Tokenizer:
         hint = (f"; or give its tokenizer.json ({folder / 'tokenizer.json'})"
                 if (folder / "tokenizer.json").is_file() else "")
         raise UserError(f"tokenizer={path}: the folder holds no Hugging Face tokenizer AutoTokenizer can load "
-                        f"({reason(e)}); it needs the tokenizer's files (tokenizer_config.json with tokenizer.json "
+                        f"({_reason(e)}); it needs the tokenizer's files (tokenizer_config.json with tokenizer.json "
                         f"or the vocabulary files){hint}") from None
 
 
@@ -167,7 +173,7 @@ def load_tiktoken(name: str = "cl100k_base", *, given: bool = False) -> Tokenize
     except Exception as e:  # tiktoken downloads its BPE file on first use; offline that fails
         cache = tiktoken_cache_dir()
         where = f"its cache ({cache}) does not hold it" if cache else "its cache is off (TIKTOKEN_CACHE_DIR is empty)"
-        raise UserError(f"cannot load tiktoken's {name} encoding ({reason(e, 120)}): tiktoken downloads it on first "
+        raise UserError(f"cannot load tiktoken's {name} encoding ({_reason(e, 120)}): tiktoken downloads it on first "
                         f"use and {where}; offline, {_tiktoken_fix(name)}") from None
 
 

@@ -1,7 +1,7 @@
 """Local encoders of the published dense models: a model on one or more devices, turning texts
-into embeddings, batched by ``r2med_tasks.components.encoders.run_batches`` (length-sorted batches, one
+into embeddings, batched by ``r2med_plugins.local_models.run_batches`` (length-sorted batches, one
 replica and thread per device; fp16/bf16 on GPU only). ``SentenceTransformerEncoder`` (``st``,
-Instructor) lives in ``r2med_tasks.components.encoders``."""
+Instructor) lives in ``r2med_plugins.local_models``, shared with the rerankers."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from r2med_tasks.plugin import quiet_transformers, run_batches, torch_dtype
 from r2med_tasks.plugin import UserError
 
+from ..local_models import quiet_transformers, run_batches, torch_dtype
 from .config import DenseConfig
 
 

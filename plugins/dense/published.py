@@ -12,8 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from r2med_tasks.plugin import SentenceTransformerEncoder, parse_devices
-
+from ..local_models import SentenceTransformerEncoder, parse_devices
 from .config import DenseConfig
 from .encoders import GritLMEncoder, NVEmbedEncoder, TransformerEncoder
 

@@ -22,9 +22,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from r2med_tasks.plugin import length_sorted_batches
+from r2med_tasks.llm import ShowsRetries
 from r2med_tasks.plugin import PluginError, UserError
-from r2med_tasks.plugin import ShowsRetries
+
+from ..local_models import length_sorted_batches
 
 from .cache import EmbeddingCache, QueryEmbeddingCache
 from .search import cosine_top_k
@@ -50,12 +51,13 @@ class Model(Protocol):
 
 
 class DenseRetriever:
-    combines_generated = True  # the published rule for dense retrievers (r2med_tasks.components.combine)
+    """Its spec says ``combines_generated``: it applies the published rule for dense retrievers
+    (``Query.combined("dense")``)."""
 
     def __init__(self, model: Model, *, cache: bool, chunk_size: int, drop_identical_ids: bool,
-                 ray_actors: int = 0, gpu_memory_gb: float | None = None) -> None:
+                 ray_actors: int = 0) -> None:
         self.model, self.use_cache, self.chunk_size = model, cache, chunk_size
-        self.drop_identical_ids, self.ray_actors, self.gpu_memory_gb = drop_identical_ids, ray_actors, gpu_memory_gb
+        self.drop_identical_ids, self.ray_actors = drop_identical_ids, ray_actors
         self._ids: list[str] = []
         self._chunks: list[tuple[int, np.ndarray]] = []
         self._query_cache: Path | None = None  # with the corpus cache on: where query embeddings are kept
@@ -63,13 +65,6 @@ class DenseRetriever:
 
     def model_meta(self) -> dict[str, Any]:
         return self.model.model_meta()
-
-    def resources(self) -> dict[str, Any]:
-        """What one run of this retriever needs, for a scheduler (``r2med sweep --executor ray``): a
-        GPU and its memory estimate in GB (``None``: not known) for a local model, nothing for an API."""
-        if getattr(getattr(self.model, "config", None), "backend", None) in ("openai", "voyage"):
-            return {}
-        return {"gpu": True, "gpu_memory_gb": self.gpu_memory_gb}
 
     def index(self, corpus, *, task, context) -> None:
         if isinstance(self.model, ShowsRetries):  # an API model: its retries on the run's status line
@@ -125,9 +120,7 @@ class DenseRetriever:
     def query_embeddings(self, queries, task, context=None) -> np.ndarray:
         """One vector per query; with generated documents, the published rule: the mean of the
         query's embedding and each document's (not re-normalised: cosine scoring normalises)."""
-        from r2med_tasks.plugin import dense_query
-
-        parts = [dense_query(q) for q in queries]
+        parts = [q.combined("dense") for q in queries]
         heads = [p if isinstance(p, str) else p[0] for p in parts]
         embeddings = self._encoded(heads, task, "query", context)
         tails = [(i, doc) for i, p in enumerate(parts) if not isinstance(p, str) for doc in p[1:]]

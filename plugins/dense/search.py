@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from r2med_tasks.plugin import top_k_indices
+from ..ranking import top_k_indices
 
 
 def normalize(x: np.ndarray) -> np.ndarray:

@@ -12,8 +12,7 @@ from pydantic import Field, field_validator
 
 from r2med_tasks.plugin import RetrieverSpec
 from r2med_tasks.plugin import UserError
-from r2med_tasks.plugin import local_model_identity, weights_identity
-from r2med_tasks.plugin import Options
+from r2med_tasks.plugin import ModelRef, Options
 
 # Shared with the published models' retrievers (``__init__.py``).
 RAY_ACTORS_OPTION = (int, Field(0, ge=0, le=1024, description="encode the corpus on N Ray actors, one per GPU (pip install "
@@ -61,6 +60,7 @@ def register_st(register):
         runtime_options=("batch_size", "device", "cache", "chunk_size", "ray_actors"),
         model_options=("model", "revision", "name"),
         reference="https://www.sbert.net",
+        combines_generated=True,  # the published rule for dense retrievers
     ))
 
 
@@ -88,12 +88,10 @@ class STFactory:
 
 
 def sentence_transformer_retriever(options: SentenceTransformerOptions):
-    from r2med_tasks.plugin import check_model_ref
-
     from .retriever import DenseRetriever
 
     if isinstance(options.model, str):  # else a model object handed to r2med_tasks.evaluate
-        check_model_ref(options.model, option="st.model")
+        ModelRef(options.model, option="st.model")
     # max_length None (the model's own limit) is 0 to the model, as in its embeddings' cache identity
     st = SentenceTransformerModel(options.model, options.revision, options.name, options.query_prompt,
                                   options.doc_prompt, options.max_length or 0, options.batch_size, options.device)
@@ -121,10 +119,10 @@ class SentenceTransformerModel:
             card = getattr(self.model_ref, "model_card_data", None)
             name = self.name or getattr(card, "base_model", None) or f"python/{type(self.model_ref).__name__}"
             return None, name if "/" in name else f"python/{name}", self.revision or weights_fingerprint(self.model_ref)
-        path = Path(self.model_ref).expanduser()
-        if path.is_dir():
-            name, revision = local_model_identity(path)
-            return path, self.name or name, self.revision or revision
+        ref = ModelRef(self.model_ref, option="st.model")
+        if ref.path.is_dir():
+            name, revision = ref.identity()
+            return ref.path, self.name or name, self.revision or revision
         from huggingface_hub import snapshot_download
 
         try:
@@ -150,7 +148,7 @@ class SentenceTransformerModel:
 
     def encoder(self):
         if self._encoder is None:
-            from r2med_tasks.plugin import SentenceTransformerEncoder, parse_devices
+            from ..local_models import SentenceTransformerEncoder, parse_devices
 
             if isinstance(self.model_ref, str):
                 self._encoder = SentenceTransformerEncoder(self.model_meta()["path"], devices=parse_devices(self.device),
@@ -163,7 +161,7 @@ class SentenceTransformerModel:
     def weights(self) -> str:
         """The weights by their content, never by the name results are filed under (``-o name=``,
         ``-o revision=`` only label them): a model folder's files, a hub model's resolved snapshot
-        alike (``r2med_tasks.components.model_refs.weights_identity``), a model object's parameters
+        alike (``ModelRef.weights``), a model object's parameters
         (:func:`weights_fingerprint`); the name and revision where the files cannot be hashed."""
         if self._weights is None:
             meta = self.model_meta()
@@ -171,7 +169,7 @@ class SentenceTransformerModel:
                 self._weights = weights_fingerprint(self.model_ref)
             else:
                 try:
-                    self._weights = weights_identity(Path(meta["path"]))
+                    self._weights = ModelRef(meta["path"], option="st.model").weights()
                 except (OSError, UserError):  # unreadable, or too many files to hash
                     self._weights = f"{meta['name']}@{meta['revision']}"
         return self._weights

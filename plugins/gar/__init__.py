@@ -6,15 +6,13 @@ reads the documents the R2MED dataset repos publish (``-o source=o3-mini``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field, create_model, model_validator
 
-from r2med_tasks.plugin import RewriterSpec
-from r2med_tasks.plugin import hookimpl
-from r2med_tasks.plugin import price_field
-from r2med_tasks.plugin import Identified, Options, file_content
+from r2med_tasks.plugin import Identified, Options, Price, RewriterSpec, file_content, hookimpl
 
 from .prompts import METHODS as LIVE  # the methods prompted live (the agents have their own options)
 
@@ -48,7 +46,7 @@ LIVE_OPTIONS = {
                                     description="generation limit (default: 10240 except on OpenAI)")),
     "seed": (int | None, Field(None, ge=0, le=2**31 - 1, description="sampling seed (default: 42 except on OpenAI)")),
     "concurrency": (int, Field(8, ge=1, le=256, description="requests in flight")),
-    "price": price_field(),
+    "price": (Price, None),
     "examples": (Annotated[str, Identified(file_content)],
                  Field("", description="Query2Doc few-shot examples: a local copy of the original "
                                             "src/example.py or a JSON {key: text} (default: that file, fetched "
@@ -107,11 +105,20 @@ REFERENCES = {"search-o1": "https://github.com/sunnynexus/Search-o1",
               "search-r1": "https://github.com/PeterGriffinJin/Search-R1"}
 
 
+@dataclass(frozen=True)
+class AgentSpec(RewriterSpec):
+    """A search agent's spec: a composite of its searcher (``-o searcher=``) when it runs live; a
+    replay of the published generations (``-o source=``) searches nothing, so it gets no member."""
+
+    def members(self, values: dict[str, Any]) -> list[str]:
+        return [] if values.get("source") else super().members(values)
+
+
 @hookimpl
 def register_rewriters(register):
     for method, description in METHODS.items():
         agent = method in AGENTS
-        register(RewriterSpec(
+        register((AgentSpec if agent else RewriterSpec)(
             name=method, factory=partial(make_agent if agent else make_rewriter, method), description=description,
             options=METHOD_OPTIONS[method], runtime_options=("published_data", "concurrency", "price"),
             model_options=("llm",),  # identified by its model (model_meta), not the server

@@ -78,26 +78,25 @@ class SearchAgent(GARRewriter):
     task's corpus with the ``searcher`` retriever (its options: ``-o SEARCHER.key=value``); or the
     published generations (``-o source=``)."""
 
-    tunes_across_tasks = False  # a composite of its searcher (Composite), tuned on nothing
-
     def __init__(self, method: str, options, members: list) -> None:
         """``members``: the searcher, created by the harness with its ``-o SEARCHER.key=value`` (cheap: it
-        indexes on its first search), so its model identifies a live run; a replay uses none."""
+        indexes on its first search), so its model identifies a live run; a replay gets none
+        (``AgentSpec.members``)."""
         super().__init__(method, options)
         self.searcher_name, self.template = options.searcher, options.template
         self.sampling |= {"top_k": options.top_k, "repetition_penalty": options.repetition_penalty}
         self.settings = Settings(options.max_turns, options.search_limit, options.docs, self.sampling["max_tokens"])
-        self.members = list(members) if self.llm else []
+        self.searcher = members[0] if members else None
 
     def display_name(self) -> str:
         """As the leaderboard names the method's rows: "Search-R1 (Qwen2.5-7b-it-em-ppo)"."""
         if self.source:
             return super().display_name()
-        from r2med_tasks.plugin import llm_model_name
+        from r2med_tasks.plugin import LLMRef
 
         from .rewriter import METHOD_NAMES
 
-        model = llm_model_name(self.llm)
+        model = LLMRef(self.llm).model_name
         shown = loop_of(self.method).leaderboard_name(model) or model.rstrip("/").rpartition("/")[2]
         return f"{METHOD_NAMES[self.method]} ({shown})"
 
@@ -109,10 +108,7 @@ class SearchAgent(GARRewriter):
         import hashlib
         import json
 
-        from r2med_tasks.plugin import DescribesModel
-
-        searcher = self.members[0]
-        searched = dict(searcher.model_meta()) if isinstance(searcher, DescribesModel) else {}
+        searched = dict(self.searcher.model_meta()) if hasattr(self.searcher, "model_meta") else {}
         identity = {"prompts": hashlib.sha256(loop_of(self.method).PROMPTS.encode()).hexdigest(),
                     "searcher": [self.searcher_name, searched.get("name"), str(searched.get("revision"))]}
         digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
@@ -121,21 +117,13 @@ class SearchAgent(GARRewriter):
     def rewrite(self, queries, *, task, context):
         if self.source:
             return super().rewrite(queries, task=task, context=context)
-        from r2med_tasks.plugin import (
-            GenerationCache,
-            Usage,
-            continue_cached,
-            joined_text,
-            llm_model_name,
-            map_concurrently,
-            record,
-        )
-        from r2med_tasks.plugin import Searcher
+        from r2med_tasks.llm import map_concurrently
+        from r2med_tasks.plugin import LLMRef
 
         from .rewriter import DEFAULT_KEY
 
         loop = loop_of(self.method)
-        model = llm_model_name(self.llm)
+        model = LLMRef(self.llm).model_name
         defaults = loop.defaults(model)
         sampling = {k: defaults.get(k) if v is None else v for k, v in self.sampling.items()}
         settings = {k: defaults.get(k) if v is None else v for k, v in vars(self.settings).items()}
@@ -149,15 +137,12 @@ class SearchAgent(GARRewriter):
             key = tuple(sorted(params.items()))
             with lock:
                 if key not in clients:
-                    clients[key] = context.llm(self.llm, **params, concurrency=self.concurrency,
+                    clients[key] = context.llm(self.llm, price=self.price, **params, concurrency=self.concurrency,
                                                template=self.template or None)
                 return clients[key]
 
         client = client_for(None)
-        if self.usage is None:  # one tally for the run's tasks (the runner counts what each call adds)
-            self.usage = Usage(model=client.model, price=self.price)
-        cache = GenerationCache(context.cache("generations", "chat.jsonl"))
-        searcher = Searcher(self.members[0], context.corpus, task, context.ordinary(), label=self.searcher_name)
+        searcher = context.searcher(task, self.searcher)
 
         def one(i: int, abort) -> AgentResult:
             asked = []  # this query's answers, as the server gave them
@@ -165,17 +150,16 @@ class SearchAgent(GARRewriter):
             def turn(request, sampling: dict | None = None):
                 """The loop's turn: the answer with its thinking in place when the server returned it
                 apart (vLLM's reasoning parsers put an unclosed thought, search tags and all, there)."""
-                generation = continue_cached(client_for(sampling), cache, [request], usage=self.usage)[0]
+                generation = client_for(sampling).continue_turns([request])[0]
                 asked.append(generation)
                 if generation.reasoning is None:
                     return generation
-                return replace(generation, text=joined_text(generation.text, generation.reasoning,
-                                                            opened=loop.OPENS_THINKING))
+                return replace(generation, text=generation.whole_text(opened=loop.OPENS_THINKING))
 
             result = loop.run(queries[i].text, task_key=task.key or DEFAULT_KEY, model=model, settings=settings,
                               turn=turn, search=searcher.search_one, tokenizer=client.tokenizer())
-            context.generated(record(queries[i].id, asked, answer=result.answer, query=queries[i].text, output=result.output,
-                                     sampling=client.params, method=self.method, r1_mode=True))
+            context.generated(queries[i].id, asked, answer=result.answer, query=queries[i].text, output=result.output,
+                              sampling=client.params, method=self.method, r1_mode=True)
             advance(1)
             return result
 

@@ -137,8 +137,6 @@ def fetch_query2doc_examples(cache_dir: str | os.PathLike[str], *, url: str | No
     import http.client
     import urllib.request
 
-    from r2med_tasks.plugin import reason
-
     url = url or QUERY2DOC_EXAMPLES_URL
     cached = Path(cache_dir) / f"example-{hashlib.sha256(url.encode()).hexdigest()[:16]}.py"
     if cached.is_file():
@@ -157,3 +155,9 @@ def fetch_query2doc_examples(cache_dir: str | os.PathLike[str], *, url: str | No
     partial.write_text(text, encoding="utf-8")
     os.replace(partial, cached)  # whole or absent: a concurrent reader never sees half a file
     return examples
+
+
+def reason(e: BaseException, limit: int = 200) -> str:
+    """An exception as one short line, "Type: first line of its message", for a message to quote."""
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}: {first[:limit]}" if first else type(e).__name__

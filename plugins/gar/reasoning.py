@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from r2med_tasks.plugin import GAR_METHODS, RETRIEVER_FAMILIES, combined_text
+from r2med_tasks.plugin import Query
 
 __all__ = [
     "R1_MODEL_LIST",
@@ -35,8 +35,6 @@ __all__ = [
     "HUATUO_LLMS",
     "SKY_LLMS",
     "SEARCH_R1_LLMS",
-    "GAR_METHODS",
-    "RETRIEVER_FAMILIES",
     "is_reasoning_llm",
     "strip_reasoning",
     "query_text",
@@ -83,9 +81,9 @@ _HUATUO_RESPONSE = re.compile(r"Final Response\s*(.*)", re.DOTALL)
 _SKY_SOLUTION = re.compile(r"<\|begin_of_solution\|>\s*([\s\S]*?)\s*<\|end_of_solution\|>")
 _SEARCH_R1_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 
-# GAR_METHODS (run.py's ``gar_method`` choices) and RETRIEVER_FAMILIES come from r2med_tasks.components.combine,
-# which holds the rules outside r1 mode.  search-o1/search-r1 outputs were produced by external
-# agent frameworks; they have no generation prompt here.
+# The rules outside r1 mode are the harness's (``Query.combined``), for run.py's ``gar_method`` choices
+# (``METHODS``).  search-o1/search-r1 outputs were produced by external agent frameworks; they have no
+# generation prompt here.
 
 
 def is_reasoning_llm(llm: str) -> bool:
@@ -161,8 +159,11 @@ def query_text(
     hyde / lamer / other      ``[query, generated]``
     ========================  ==================================================
     """
-    plain = combined_text(method, retriever_family, query, generated)  # checks the arguments too
-    if not is_reasoning_llm(llm):
-        return plain
-    answer = strip_reasoning(generated, llm)  # r1 mode: the extracted answer, whatever the method
-    return answer if retriever_family == "bm25" else [query, answer]
+    from . import METHODS  # the package's: it imports this module
+
+    if method not in METHODS:
+        raise ValueError(f"unknown GAR method {method!r}; expected one of {tuple(METHODS)}")
+    r1_mode = is_reasoning_llm(llm)
+    answer = strip_reasoning(generated, llm) if r1_mode else generated  # r1 mode: the extracted answer
+    combined = Query("", query, (answer,), method, reasoning=r1_mode).combined(retriever_family)
+    return list(combined) if isinstance(combined, tuple) else combined

@@ -6,8 +6,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from r2med_tasks.plugin import GENERATED_FILE, read_jsonl
-from r2med_tasks.plugin import UserError, reason
+from r2med_tasks.plugin import UserError
 
+from .query2doc_examples import reason
 from .reasoning import is_reasoning_llm, strip_reasoning
 
 LAMER_DEPTH = 10
@@ -27,11 +28,9 @@ def generated_document(generation) -> tuple[str, bool]:
     """The document a live rewriter takes from an answer, and whether it is in "r1 mode" (a
     reasoning model's answer: R2MED combines it with the query as it does its r1 models'): the text
     after the thinking, stripped, as published for r1 models; else the whole text. A server that
-    returned the thinking apart is read as the text the model wrote (``whole_text``), so it gives
+    returned the thinking apart is read as the text the model wrote (``Generation.whole_text``), so it gives
     what a plain server gives."""
-    from r2med_tasks.plugin import whole_text
-
-    text = whole_text(generation)
+    text = generation.whole_text()
     _, sep, answer = text.partition("</think>")
     return (answer.strip(), True) if sep else (text, False)
 
@@ -46,7 +45,6 @@ class GARRewriter:
         self.sampling = {key: getattr(options, key) for key in ("temperature", "top_p", "max_tokens", "seed")}
         self.concurrency = options.concurrency
         self.price = tuple(options.price) if options.price else None  # -o price=IN,OUT: what usage is priced at
-        self.usage = None  # the LLM calls' Usage (ReportsUsage), from the first live call on
 
     def display_name(self) -> str:
         """The rewriter as the leaderboard names it: "o3-mini", "Search-O1 (QwQ-32B)", "Query2Doc (GPT4o)"."""
@@ -55,18 +53,18 @@ class GARRewriter:
             if self.method == "search-o1" and self.source == "qwq-32b":
                 llm = "QwQ-32b"  # the leaderboard's spelling for this row
         else:
-            from r2med_tasks.plugin import llm_model_name
+            from r2med_tasks.plugin import LLMRef
 
-            llm = llm_model_name(self.llm)
+            llm = LLMRef(self.llm).model_name
         return f"{METHOD_NAMES[self.method]} ({llm})" if self.method in METHOD_NAMES else llm
 
     def model_meta(self) -> dict:
         """What writes the documents: the LLM's model (never the server's address), or the published
         generations of ``-o source``; named as the leaderboard names the rewriter."""
         if self.llm:
-            from r2med_tasks.plugin import llm_identity
+            from r2med_tasks.plugin import LLMRef
 
-            return {"name": f"llm/{llm_identity(self.llm)}", "revision": "served", "display_name": self.display_name()}
+            return {"name": f"llm/{LLMRef(self.llm).identity}", "revision": "served", "display_name": self.display_name()}
         return {"name": f"published/{self.method}", "revision": self.source, "display_name": self.display_name()}
 
     def rewrite(self, queries, *, task, context):
@@ -120,8 +118,6 @@ class GARRewriter:
 
     # -- live generation -------------------------------------------------------------------------
     def _live(self, queries, task, context) -> list[tuple[str, bool]]:
-        from r2med_tasks.plugin import GenerationCache, Usage, generate_cached, record
-
         from .prompts import build_messages
 
         on_openai = self.llm.lower().startswith("openai:")
@@ -131,9 +127,7 @@ class GARRewriter:
         published = {"temperature": 0.8 if on_openai else 0.7, "top_p": 0.8 if on_openai else None,
                      "max_tokens": None if on_openai else 10240, "seed": None if on_openai else 42}
         params = {k: published[k] if s[k] is None else s[k] for k in published}
-        client = context.llm(self.llm, **params, concurrency=self.concurrency)
-        if self.usage is None:  # one tally for the run's tasks (the runner counts what each call adds)
-            self.usage = Usage(model=client.model, price=self.price)
+        client = context.llm(self.llm, price=self.price, **params, concurrency=self.concurrency)
         key = task.key or DEFAULT_KEY
         examples = self._query2doc_examples(context) if self.method == "query2doc" else None
         passages = self._lamer_passages(queries, task, context) if self.method == "lamer" else {}
@@ -141,11 +135,10 @@ class GARRewriter:
 
         def keep(i: int, generation) -> None:  # each query's record as its answer comes
             answer, r1_mode = generated_document(generation)
-            context.generated(record(queries[i].id, [generation], answer=answer, query=queries[i].text, sampling=client.params,
-                                     method=self.method, r1_mode=r1_mode))
+            context.generated(queries[i].id, [generation], answer=answer, query=queries[i].text,
+                              sampling=client.params, method=self.method, r1_mode=r1_mode)
 
-        generations = generate_cached(client, GenerationCache(context.cache("generations", "chat.jsonl")), requests,
-                                      usage=self.usage, on_answer=keep)
+        generations = client.generate(requests, on_answer=keep)
         return [generated_document(g) for g in generations]
 
     def _query2doc_examples(self, context) -> dict[str, str]:

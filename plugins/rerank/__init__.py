@@ -13,10 +13,7 @@ from typing import Literal
 
 from pydantic import Field, create_model
 
-from r2med_tasks.plugin import RerankerSpec
-from r2med_tasks.plugin import hookimpl
-from r2med_tasks.plugin import price_field
-from r2med_tasks.plugin import options_model
+from r2med_tasks.plugin import Options, Price, RerankerSpec, hookimpl
 
 # name: (model, logit used, leaderboard-style name, reference)
 CROSS_ENCODERS = {
@@ -34,8 +31,8 @@ def pair_options(name: str, *, batch_size: int, max_length: int = 512, dtype: st
     ``max_length`` and ``dtype`` default to what the published run used (45cbac5's
     ``src/eval_reranker.py`` and ``src/utils.py::RerankerModel``): 512 tokens and fp32 (no dtype
     given) for bge-reranker and monoBERT, 1024 tokens and fp16 for RankLLaMA."""
-    return options_model(
-        name,
+    return create_model(
+        name, __base__=Options,
         **{key: (str, Field(default, description=text)) for key, (default, text) in models.items()},
         rerank_k=(int, Field(10, ge=1, description=RERANK_K)),
         max_length=(int, Field(max_length, ge=1, le=1_048_576, description="max tokens per (query, document) pair")),
@@ -55,30 +52,29 @@ CROSS_ENCODER_OPTIONS = {name: pair_options(f"{name}Options", batch_size=32,
 RANKLLAMA_OPTIONS = pair_options("RankLlamaOptions", batch_size=16, max_length=1024, dtype="fp16",
                                  model=(RANKLLAMA["model"], "the LoRA adapter"),
                                  base=(RANKLLAMA["base"], "the base model it was trained on"))
-LLM_RERANK_OPTIONS = options_model(
-    "LLMRerankOptions",
-    llm=(str, Field("", description="openai:MODEL, vllm:MODEL, ollama:MODEL or BASE_URL#MODEL (see `r2med list llms`)")),
-    rerank_k=(int, Field(100, ge=1, description="how many first-stage documents per query to rerank")),
-    window=(int, Field(20, ge=1, description="passages per LLM call")),
-    step=(int, Field(10, ge=1, description="window stride")),
-    passage_words=(int, Field(300, ge=1, description="words kept per passage")),
-    reasoning=(bool, Field(False, description="ReasonRank's think-then-rank prompt")),
-    temperature=(float | None, Field(0.0, ge=0, le=2, description="sampling temperature (none: the server's "
-                                                                    "default)")),
-    max_tokens=(int | None, Field(None, ge=1, le=2**31 - 1, description="generation limit (default: the server's)")),
-    concurrency=(int, Field(8, ge=1, le=256, description="requests in flight")),
-    price=price_field(),
-)
-# InsertRank (arXiv 2506.14086): llm-rerank's options and defaults (where the paper's settings could not
-# be read: insertrank.py says which), and how the first stage's scores are written.
-INSERTRANK_OPTIONS = create_model(
-    "InsertRankOptions",
-    __base__=LLM_RERANK_OPTIONS,
-    score_name=(str, Field("BM25", min_length=1, description="what the scores are called in the prompt "
-                                                              "(\"BM25 score: 12.35\"); the first stage's scores are "
-                                                              "shown whatever it is")),
-    score_decimals=(int, Field(2, ge=0, le=10, description="decimals each first-stage score is rounded to")),
-)
+
+
+class LLMRerankOptions(Options):
+    llm: str = Field("", description="openai:MODEL, vllm:MODEL, ollama:MODEL or BASE_URL#MODEL (see `r2med list llms`)")
+    rerank_k: int = Field(100, ge=1, description="how many first-stage documents per query to rerank")
+    window: int = Field(20, ge=1, description="passages per LLM call")
+    step: int = Field(10, ge=1, description="window stride")
+    passage_words: int = Field(300, ge=1, description="words kept per passage")
+    reasoning: bool = Field(False, description="ReasonRank's think-then-rank prompt")
+    temperature: float | None = Field(0.0, ge=0, le=2, description="sampling temperature (none: the server's default)")
+    max_tokens: int | None = Field(None, ge=1, le=2**31 - 1, description="generation limit (default: the server's)")
+    concurrency: int = Field(8, ge=1, le=256, description="requests in flight")
+    price: Price = None
+
+
+class InsertRankOptions(LLMRerankOptions):
+    """InsertRank (arXiv 2506.14086): llm-rerank's options and defaults (where the paper's settings
+    could not be read: insertrank.py says which), and how the first stage's scores are written."""
+
+    score_name: str = Field("BM25", min_length=1, description="what the scores are called in the prompt (\"BM25 "
+                                                              "score: 12.35\"); the first stage's scores are shown "
+                                                              "whatever it is")
+    score_decimals: int = Field(2, ge=0, le=10, description="decimals each first-stage score is rounded to")
 
 
 @hookimpl
@@ -92,6 +88,7 @@ def register_rerankers(register):
             options=CROSS_ENCODER_OPTIONS[name],
             runtime_options=("batch_size", "device", "cache"),
             model_options=("model",),  # identified by the model's name and revision
+            depth_option="rerank_k",
             reference=reference,
         ))
     register(RerankerSpec(
@@ -101,6 +98,7 @@ def register_rerankers(register):
         options=RANKLLAMA_OPTIONS,
         runtime_options=("batch_size", "device", "cache"),
         model_options=("model", "base"),
+        depth_option="rerank_k",
         reference="https://huggingface.co/castorini/rankllama-v1-7b-lora-passage",
     ))
     register(RerankerSpec(
@@ -108,9 +106,10 @@ def register_rerankers(register):
         factory=make_llm_reranker,
         description="listwise LLM reranking, RankGPT's sliding window (ReasonRank's reasoning prompt with "
                     "-o reasoning=true), over any LLM backend; answers cached",
-        options=LLM_RERANK_OPTIONS,
+        options=LLMRerankOptions,
         runtime_options=("concurrency", "price"),
         model_options=("llm",),  # identified by its model (model_meta), not the server
+        depth_option="rerank_k",
         reference="https://github.com/sunnweiwei/RankGPT",
     ))
     register(RerankerSpec(
@@ -118,9 +117,10 @@ def register_rerankers(register):
         factory=make_insertrank,
         description="InsertRank: listwise LLM reranking with each passage's first-stage (BM25) score in the "
                     "prompt, llm-rerank's window over any LLM backend; answers cached",
-        options=INSERTRANK_OPTIONS,
+        options=InsertRankOptions,
         runtime_options=("concurrency", "price"),
         model_options=("llm",),
+        depth_option="rerank_k",
         reference="https://arxiv.org/abs/2506.14086",
     ))
 
@@ -138,21 +138,21 @@ def make_insertrank(options):
 
 
 def make_rankllama(options):
-    from r2med_tasks.plugin import check_model_ref
+    from r2med_tasks.plugin import ModelRef
 
     from .rankllama import RankLlamaReranker
 
-    check_model_ref(options.model, option="rankllama.model")
-    check_model_ref(options.base, option="rankllama.base")
+    model, base = ModelRef(options.model, option="rankllama.model"), ModelRef(options.base, option="rankllama.base")
     published = (options.model, options.base) == (RANKLLAMA["model"], RANKLLAMA["base"])
-    return RankLlamaReranker(options, display_name="RankLLaMA" if published else "")
+    return RankLlamaReranker(options, model=model, base=base, display_name="RankLLaMA" if published else "")
 
 
 def make_cross_encoder(name: str, options):
-    from r2med_tasks.plugin import check_model_ref
+    from r2med_tasks.plugin import ModelRef
 
     from .cross_encoder import CrossEncoderReranker
 
-    check_model_ref(options.model, option=f"{name}.model")
+    model = ModelRef(options.model, option=f"{name}.model")
     default, logit, display, _ = CROSS_ENCODERS[name]
-    return CrossEncoderReranker(options, logit=logit, display_name=display if options.model == default else "")
+    return CrossEncoderReranker(options, model=model, logit=logit,
+                                display_name=display if options.model == default else "")

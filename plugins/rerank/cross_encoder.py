@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from r2med_tasks.plugin import parse_devices, quiet_transformers, run_batches, torch_dtype
+from ..local_models import parse_devices, quiet_transformers, run_batches, torch_dtype
 
 
 class CrossEncoderReranker:
     """sentence-transformers' CrossEncoder with raw logits (no sigmoid), as the published scores
     were; ``logit`` picks the logit of a two-class model (monoBERT: the "relevant" class, 1)."""
 
-    def __init__(self, options, *, logit: int, display_name: str = "") -> None:
-        """``options``: a pair reranker's (``pair_options``); ``display_name``: the leaderboard's name of
-        the published model, empty for any other."""
-        self.model_ref, self.rerank_k, self.max_length = options.model, options.rerank_k, options.max_length
+    def __init__(self, options, *, model, logit: int, display_name: str = "") -> None:
+        """``options``: a pair reranker's (``pair_options``); ``model``: its ``ModelRef``;
+        ``display_name``: the leaderboard's name of the published model, empty for any other."""
+        self.model, self.model_ref, self.max_length = model, model.ref, options.max_length
         self.batch_size, self.device, self.dtype = options.batch_size, options.device, options.dtype
         self.cache, self.logit = options.cache, logit
         self.display_name = display_name
@@ -23,18 +23,14 @@ class CrossEncoderReranker:
     def model_meta(self) -> dict:
         """The model as results name it: its hub id (unpinned), or a local folder's content hash; the
         published model's leaderboard name ("bge-reranker-v2-m3"; another model: the component's)."""
-        from r2med_tasks.plugin import model_identity
-
-        name, revision = model_identity(self.model_ref)
+        name, revision = self.model.identity()
         return {"name": name if "/" in name else f"hub/{name}", "revision": revision, "model_type": ["cross-encoder"],
                 **({"display_name": self.display_name} if self.display_name else {})}
 
     def identity(self) -> dict:
         """What a pair's score depends on besides the pair (the score cache's name)."""
-        from r2med_tasks.plugin import model_identity
-
         device = parse_devices(self.device)[0]
-        return {"scorer": type(self).__name__, "model": model_identity(self.model_ref), "logit": self.logit,
+        return {"scorer": type(self).__name__, "model": self.model.identity(), "logit": self.logit,
                 "max_length": self.max_length, "dtype": str(torch_dtype(self.dtype, device)),
                 "device": "cuda" if device.startswith("cuda") else device}
 

@@ -45,7 +45,7 @@ def score_text(score: float, decimals: int) -> str:
 class InsertRankReranker(LLMReranker):
     component = "insertrank"
 
-    def __init__(self, options) -> None:  # INSERTRANK_OPTIONS
+    def __init__(self, options) -> None:  # InsertRankOptions
         super().__init__(options)
         self.score_name, self.score_decimals = options.score_name, options.score_decimals
         self.note = NOTE.format(name=self.score_name)

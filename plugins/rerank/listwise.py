@@ -2,9 +2,9 @@
 
 ``ListwiseReranker(client, cache)`` asks an LLM to order a window of passages at a time ("[3] > [1] >
 [2]"), sliding the window from the end of the first-stage list to its front, so strong passages
-bubble up to the top. Every window is one chat request sent through
-``r2med_tasks.llm.generate_cached``: answers are stored durably as they arrive, and a rerun sends
-only what was never answered.
+bubble up to the top. Every window is one chat request sent through the stage's client
+(``context.llm``), which answers from the generation cache: answers are stored durably as they
+arrive, and a rerun sends only what was never answered.
 
 Sources reproduced (public code, indexed commits):
 
@@ -52,8 +52,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from r2med_tasks.plugin import Generation, GenerationCache, Usage, generate_cached, whole_text
-from r2med_tasks.plugin import UserError
+from r2med_tasks.plugin import Generation, UserError
 
 log = logging.getLogger(__name__)
 
@@ -293,27 +292,24 @@ def _int_option(name: str, value: Any, low: int) -> int:
 class ListwiseReranker:
     """Sliding-window listwise reranking (RankGPT; ReasonRank's reasoning prompt with ``reasoning=True``).
 
-    ``client``: anything with ``.model``, ``.params`` and ``.generate(requests, on_result=, usage=)``
-    (``r2med_tasks.llm.ChatClient``). ``cache``: a ``GenerationCache``; every window request goes
-    through ``generate_cached``. ``window``/``step``: the sliding window (``sliding_windows``).
-    ``passage_words``: each passage is cut to that many whitespace words (``None``: no cut).
-    ``reasoning``: False for RankGPT's prompt (``rankgpt_messages``), True for ReasonRank's
-    ``rank_GPT_reasoning`` prompt (``reasonrank_messages``); either way the ranking is read from
-    ``answer_text`` of the answer. ``usage``: a ``Usage`` tallying requests sent, cache hits and
-    tokens. ``stats``: a ``ListwiseStats`` over every window answered so far. ``note``: a sentence
+    ``client``: anything with ``.model``, ``.params`` and ``.generate(requests)`` (the stage's
+    client, ``context.llm``: answers from the generation cache, tallied in the stage's usage).
+    ``window``/``step``: the sliding window (``sliding_windows``). ``passage_words``: each passage
+    is cut to that many whitespace words (``None``: no cut). ``reasoning``: False for RankGPT's
+    prompt (``rankgpt_messages``), True for ReasonRank's ``rank_GPT_reasoning`` prompt
+    (``reasonrank_messages``); either way the ranking is read from ``answer_text`` of the answer.
+    ``stats``: a ``ListwiseStats`` over every window answered so far. ``note``: a sentence
     added to the prompt's opening (the module's hook; "" keeps the prompts as published), for
     passages given as ``(doc_id, text, annotation)``.
     """
 
-    def __init__(self, client: Any, cache: GenerationCache, *, window: int = 20, step: int = 10,
-                 passage_words: int | None = 300, reasoning: bool = False, usage: Usage | None = None,
-                 note: str = "") -> None:
+    def __init__(self, client: Any, *, window: int = 20, step: int = 10, passage_words: int | None = 300,
+                 reasoning: bool = False, note: str = "") -> None:
         for attr in ("model", "params", "generate"):
             if not hasattr(client, attr):
                 raise UserError(f"ListwiseReranker: the client must have .model, .params and .generate "
-                                f"(like ChatClient); {type(client).__name__} has no .{attr}")
+                                f"(like context.llm's); {type(client).__name__} has no .{attr}")
         self.client = client
-        self.cache = cache
         self.window = _int_option("window", window, 2)
         self.step = _int_option("step", step, 1)
         self.passage_words = None if passage_words is None else _int_option("passage_words", passage_words, 1)
@@ -321,7 +317,6 @@ class ListwiseReranker:
         if not isinstance(note, str):
             raise UserError(f"ListwiseReranker: note must be a string, got {type(note).__name__}")
         self.note = note
-        self.usage = usage
         self.stats = ListwiseStats()
 
     def __repr__(self) -> str:
@@ -361,7 +356,7 @@ class ListwiseReranker:
         A passage is ``(doc_id, text)`` or ``(doc_id, text, annotation)`` (shown after its text).
 
         Round ``r`` sends the ``r``-th window of every query that has one, all in one
-        ``generate_cached`` call (so concurrently, and answered from the cache when possible); the
+        ``generate`` call (so concurrently, and answered from the cache when possible); the
         next round is built from the order those answers gave. ``on_done(qid, answers, order)``
         (if given) as each query's last window is answered: its windows' answers, in the order
         asked, and its new order (a component writes the query's generation record).
@@ -385,11 +380,11 @@ class ListwiseReranker:
             requests = [self.messages(texts[qid], [t for _, t in lists[qid][start:end]], notes[qid][start:end])
                         for qid, (start, end) in todo]
             log.info("%s: listwise round %d/%d, %d window(s)", self.client.model, r + 1, rounds, len(requests))
-            answers = generate_cached(self.client, self.cache, requests, usage=self.usage)
+            answers = self.client.generate(requests)
             for (qid, (start, end)), answer in zip(todo, answers):
                 # read from the text the model wrote (a server's reasoning apart put back in place), as a
                 # plain server gives it: answer_text takes the answer after the thinking
-                permutation = self.permutation(whole_text(answer), end - start)
+                permutation = self.permutation(answer.whole_text(), end - start)
                 apply_permutation(lists[qid], start, end, permutation)
                 apply_permutation(notes[qid], start, end, permutation)
                 asked.setdefault(qid, []).append(answer)

@@ -13,19 +13,18 @@ class LLMReranker:
 
     component = "llm-rerank"  # as registered (its errors name it)
 
-    def __init__(self, options) -> None:  # LLM_RERANK_OPTIONS
+    def __init__(self, options) -> None:  # LLMRerankOptions
         from r2med_tasks.plugin import UserError
 
         if not options.llm:
             raise UserError(f"reranker '{self.component}' needs -o llm=SPEC (e.g. openai:gpt-4o, vllm:MODEL, "
                             "BASE_URL#MODEL)")
-        self.llm, self.rerank_k, self.window, self.step = options.llm, options.rerank_k, options.window, options.step
+        self.llm, self.window, self.step = options.llm, options.window, options.step
         self.passage_words, self.reasoning = options.passage_words, options.reasoning
         # max_tokens None: the server's default
         self.sampling = {"temperature": options.temperature, "max_tokens": options.max_tokens or None,
                          "concurrency": options.concurrency}
         self.price = tuple(options.price) if options.price else None  # -o price=IN,OUT: what the usage is priced at
-        self.usage = None  # the LLM calls' Usage (ReportsUsage), from the first call on
         self.note = ""  # RankGPT's and ReasonRank's prompts as published
 
     def passage(self, doc_id: str, text: str, score: float) -> tuple:
@@ -36,29 +35,25 @@ class LLMReranker:
     def model_meta(self) -> dict:
         """The LLM that ranks: its model, never the server's address; named as the leaderboard names
         it ("ReasonRank(32B)"), else by the served model's name."""
-        from r2med_tasks.plugin import llm_identity, llm_model_name
+        from r2med_tasks.plugin import LLMRef
 
-        model = llm_model_name(self.llm)
-        return {"name": f"llm/{llm_identity(self.llm)}", "revision": "served",
+        llm = LLMRef(self.llm)
+        model = llm.model_name
+        return {"name": f"llm/{llm.identity}", "revision": "served",
                 "display_name": LEADERBOARD_NAMES.get(model, model.rsplit("/", 1)[-1])}
 
     def rerank(self, queries, corpus, candidates, *, task, context) -> dict[str, dict[str, float]]:
-        from r2med_tasks.plugin import GenerationCache, Usage, record
-
         from .listwise import ListwiseReranker
 
-        client = context.llm(self.llm, **self.sampling)
-        if self.usage is None:  # one tally for the run's tasks (the runner counts what each call adds)
-            self.usage = Usage(model=client.model, price=self.price)
-        reranker = ListwiseReranker(client, GenerationCache(context.cache("generations", "chat.jsonl")), window=self.window,
-                                    step=self.step, passage_words=self.passage_words, reasoning=self.reasoning,
-                                    usage=self.usage, note=self.note)
+        client = context.llm(self.llm, price=self.price, **self.sampling)
+        reranker = ListwiseReranker(client, window=self.window, step=self.step, passage_words=self.passage_words,
+                                    reasoning=self.reasoning, note=self.note)
         text_of = dict(zip(corpus.ids, corpus.texts))
 
         asked = {q.id: q.text for q in queries}
 
         def keep(qid: str, answers: list, order: list[str]) -> None:  # the query's windows, as it finishes
-            context.generated(record(qid, answers, answer=order, query=asked[qid], sampling=client.params))
+            context.generated(qid, answers, answer=order, query=asked[qid], sampling=client.params)
 
         orders = reranker.rerank_many([(q.id, q.text) for q in queries if q.id in candidates],
                                       {qid: [self.passage(d, text_of[d], score) for d, score in docs.items()]

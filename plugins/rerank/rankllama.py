@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from r2med_tasks.plugin import parse_devices, quiet_transformers, run_batches, torch_dtype
 from r2med_tasks.plugin import UserError
+
+from ..local_models import parse_devices, quiet_transformers, run_batches, torch_dtype
 
 from .cross_encoder import CrossEncoderReranker
 
@@ -26,22 +27,19 @@ def pair_texts(query: str, document: str) -> tuple[str, str]:
 
 
 class RankLlamaReranker(CrossEncoderReranker):
-    def __init__(self, options, *, display_name: str = "") -> None:
-        """``options``: ``RANKLLAMA_OPTIONS`` (``model``: the LoRA adapter, ``base``: its base model)."""
-        super().__init__(options, logit=0, display_name=display_name)
-        self.base = options.base
+    def __init__(self, options, *, model, base, display_name: str = "") -> None:
+        """``options``: ``RANKLLAMA_OPTIONS``; ``model``: the LoRA adapter's ``ModelRef``, ``base``: its
+        base model's."""
+        super().__init__(options, model=model, logit=0, display_name=display_name)
+        self.base_model, self.base = base, base.ref
 
     def model_meta(self) -> dict:
         """The adapter's name; its revision and the base model's make the revision."""
-        from r2med_tasks.plugin import model_identity
-
         meta = super().model_meta()
-        return {**meta, "revision": "{}+{}@{}".format(meta["revision"], *model_identity(self.base))}
+        return {**meta, "revision": "{}+{}@{}".format(meta["revision"], *self.base_model.identity())}
 
     def identity(self) -> dict:
-        from r2med_tasks.plugin import model_identity
-
-        return {**super().identity(), "base": model_identity(self.base)}
+        return {**super().identity(), "base": self.base_model.identity()}
 
     def _load(self):
         if self._replicas is None:

@@ -142,7 +142,7 @@ def cost_line(totals: dict, *, reused: bool = False) -> str | None:
     """The run's totals under the table: LLM requests and tokens, dollars, and wall seconds per stage
     (a reused task's as its cost file recorded them); None when no task recorded any."""
     from ..results.layout import COST_STAGES
-    from ..llm import usd_text
+    from ..llm.usage import usd_text
 
     seconds = {k: v for k, v in (totals.get("seconds") or {}).items() if v is not None}
     usage = totals.get("usage")

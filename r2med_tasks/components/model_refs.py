@@ -11,6 +11,7 @@ import re
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
@@ -22,20 +23,53 @@ MODEL_FILES = ("config.json", "modules.json", "config_sentence_transformers.json
                "adapter_config.json")  # one of these directly in a folder makes it a model's (a peft adapter's)
 
 
-def check_model_ref(ref: str, *, option: str) -> None:
-    """Accept a model's folder or something shaped like a hub id; ``option`` is how the user set it."""
-    if not ref.strip():
-        raise UserError(f"-o {option}=: empty; give a hub id (org/name) or a model folder")
-    path = Path(ref).expanduser()
-    if path.is_dir():
-        if not looks_like_model(path):
-            raise UserError(f"-o {option}={ref}: not a model folder (it holds none of {', '.join(MODEL_FILES)}); "
-                            "give the folder the model was saved to")
-        return
-    if path.exists():
-        raise UserError(f"-o {option}={ref}: a file; give the model's folder (the one holding config.json)")
-    if ref.startswith((".", "/", "~")) or not HUB_ID.match(ref) or ref.endswith((".", "-")):
-        raise UserError(f"-o {option}={ref}: no such folder, and not a hub id (org/name)")
+@dataclass(frozen=True)
+class ModelRef:
+    """What a model option names: a model's folder or something shaped like a hub id, checked when
+    made (``ModelRef(ref, option="st.model")``, ``option`` as the user sets it: a refusal is one
+    line naming it). ``identity()`` is the name and revision that identify its results,
+    ``weights()`` a local folder's weights by their content."""
+
+    ref: str
+    option: str = "model"
+
+    def __post_init__(self) -> None:
+        ref, option = self.ref, self.option
+        if not ref.strip():
+            raise UserError(f"-o {option}=: empty; give a hub id (org/name) or a model folder")
+        path = self.path
+        if path.is_dir():
+            if not looks_like_model(path):
+                raise UserError(f"-o {option}={ref}: not a model folder (it holds none of {', '.join(MODEL_FILES)}); "
+                                "give the folder the model was saved to")
+            return
+        if path.exists():
+            raise UserError(f"-o {option}={ref}: a file; give the model's folder (the one holding config.json)")
+        if ref.startswith((".", "/", "~")) or not HUB_ID.match(ref) or ref.endswith((".", "-")):
+            raise UserError(f"-o {option}={ref}: no such folder, and not a hub id (org/name)")
+
+    @property
+    def path(self) -> Path:
+        return Path(self.ref).expanduser()
+
+    def identity(self, cache_dir: Path | None = None) -> tuple[str, str]:
+        """Name and revision of the weights: a model folder's own (:func:`_folder_identity`, its
+        fingerprints kept in ``cache_dir`` as it says), else the hub id, unpinned (a name's newest
+        weights)."""
+        if self.path.is_dir():
+            return _folder_identity(self.path, cache_dir=cache_dir)
+        return self.ref, "unpinned"
+
+    def weights(self, cache_dir: Path | None = None) -> str:
+        """What a model folder's weights are, by their content alone: ``sha256-<hex>`` of its files'
+        relative paths and bytes (:func:`content_digest`), whatever the folder's path, the hub name or
+        the label it is given (``-o name=``, ``-o revision=``). Caches of what the weights compute
+        (corpus embeddings) are keyed by it, so the same weights under another name reuse them. A hub
+        cache snapshot is hashed the same way; its large files are named by their sha256 in the cache
+        (``blobs/<sha256>``), so they are not read for it. A hub id (no folder) is refused."""
+        if not self.path.is_dir():
+            raise UserError(f"-o {self.option}={self.ref}: not a local folder; only a folder's weights are hashed")
+        return "sha256-" + content_digest(self.path, cache_dir=cache_dir)[:32]
 
 
 def looks_like_model(path: Path) -> bool:
@@ -43,7 +77,7 @@ def looks_like_model(path: Path) -> bool:
     return any((path / name).is_file() for name in MODEL_FILES)
 
 
-def local_model_identity(path: Path, *, cache_dir: Path | None = None) -> tuple[str, str]:
+def _folder_identity(path: Path, *, cache_dir: Path | None = None) -> tuple[str, str]:
     """Name and revision of a model folder: the hub's when it is a hub cache snapshot, else
     ``local/<folder>`` and ``local-<sha256>`` of its files' relative paths and bytes (hidden files
     and editor leftovers aside; through linked files and folders, :func:`_model_files`), so other
@@ -60,7 +94,7 @@ def local_model_identity(path: Path, *, cache_dir: Path | None = None) -> tuple[
 
 def content_digest(path: Path, *, cache_dir: Path | None = None) -> str:
     """sha256 of a file's bytes, or of a folder's files' relative paths and bytes (hidden files and
-    editor leftovers aside), each file's digest remembered as :func:`local_model_identity` says."""
+    editor leftovers aside), each file's digest remembered as :func:`_folder_identity` says."""
     with _FileDigests(fingerprints_file(cache_dir)) as digests:
         if path.is_file():
             return digests.of(path)
@@ -68,16 +102,6 @@ def content_digest(path: Path, *, cache_dir: Path | None = None) -> str:
         for relative, file in _model_files(path):
             h.update(f"{relative}\0{digests.of(file)}\n".encode())
         return h.hexdigest()
-
-
-def weights_identity(path: Path, *, cache_dir: Path | None = None) -> str:
-    """What a model folder's weights are, by their content alone: ``sha256-<hex>`` of its files'
-    relative paths and bytes (:func:`content_digest`), whatever the folder's path, the hub name or
-    the label it is given (``-o name=``, ``-o revision=``). Caches of what the weights compute
-    (corpus embeddings) are keyed by it, so the same weights under another name reuse them. A hub
-    cache snapshot is hashed the same way; its large files are named by their sha256 in the cache
-    (``blobs/<sha256>``), so they are not read for it."""
-    return "sha256-" + content_digest(path, cache_dir=cache_dir)[:32]
 
 
 MAX_MODEL_FILES = 100_000  # files of one model folder, links followed: more is no model (a link to "/")
@@ -287,17 +311,6 @@ def _sha256(file: Path) -> str:
         while chunk := f.read(1 << 20):
             h.update(chunk)
     return h.hexdigest()
-
-
-def model_identity(ref: str, *, cache_dir: Path | None = None) -> tuple[str, str]:
-    """Name and revision of a model option's weights: a model folder's own
-    (:func:`local_model_identity`, its fingerprints kept in ``cache_dir`` as it says), else the hub
-    id, unpinned (a name's newest weights). A folder that holds no model (``-o model=/tmp``, which
-    :func:`check_model_ref` refuses) is not read."""
-    path = Path(ref).expanduser()
-    if path.is_dir() and looks_like_model(path):
-        return local_model_identity(path, cache_dir=cache_dir)
-    return ref, "unpinned"
 
 
 @contextmanager

@@ -1,17 +1,16 @@
-"""A component's options: a pydantic model, one field per ``-o key=value``.
+"""A component's options: a class deriving from :class:`Options`, one field per ``-o key=value``.
 
 Each field has a type, a default (``None`` where "unset" means something: the model's limit, the
 server's default), bounds (``Field(ge=..., le=...)``) and a ``description`` (the help text)::
 
-    options=options_model("BM25Options",
-                          k1=(float, Field(0.9, ge=0, description="term-frequency saturation")),
-                          b=(float, Field(0.4, ge=0, le=1, description="length normalisation")))
+    class BM25Options(Options):
+        k1: float = Field(0.9, ge=0, description="term-frequency saturation")
+        b: float = Field(0.4, ge=0, le=1, description="length normalisation")
 
-or an ordinary ``class BM25Options(Options)`` (any ``pydantic.BaseModel`` works). Command-line
-strings are parsed by the field's type: numbers (never with ``_``, which Python would read as a digit
-separator, ``1_5`` as 15; an integer within a signed 64-bit range; ``-0.0`` is 0.0), ``true/false``
-(``1/0``, ``yes/no``, ``on/off``), comma-separated tuples, ``none``/``null``/empty for optional
-fields. Each value is checked as it is parsed (:func:`parse`), then the options are validated whole
+(any ``pydantic.BaseModel`` works). Command-line strings are parsed by the field's type: numbers
+(never with ``_``, which Python would read as a digit separator, ``1_5`` as 15; an integer within a
+signed 64-bit range; ``-0.0`` is 0.0), ``true/false`` (``1/0``, ``yes/no``, ``on/off``),
+comma-separated tuples, ``none``/``null``/empty for optional fields. Each value is checked as it is parsed (:func:`parse`), then the options are validated whole
 (:func:`validated`), so a rule between options is the model's own ``pydantic.model_validator``; the
 component gets that one instance.
 
@@ -20,7 +19,7 @@ a file is identified by its content (:func:`file_content`), so a run's identity 
 path (an option choosing a model, an LLM among them, is a spec's ``model_options``: the model's
 name and revision identify it)::
 
-    tune=(Annotated[str, Identified(file_content)], Field("", description="JSON file ..."))
+    tune: Annotated[str, Identified(file_content)] = Field("", description="JSON file ...")
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from ..errors import UserError
 
@@ -99,11 +98,6 @@ def writable(value: Any) -> bool:
     if isinstance(value, (list, tuple)):
         return all(writable(v) and not isinstance(v, (list, tuple)) for v in value)
     return value is None or isinstance(value, (bool, int, float, str))
-
-
-def options_model(name: str, /, **fields: Any) -> type[BaseModel]:
-    """An options model from ``key=(type, Field(default, ...))`` pairs (``pydantic.create_model``)."""
-    return create_model(name, __base__=Options, **fields)
 
 
 def defaults(model: type[BaseModel]) -> dict[str, Any]:

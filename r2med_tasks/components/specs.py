@@ -42,7 +42,14 @@ class ComponentSpec:
     A composite, built of other registered retrievers (``hybrid``), names the option that lists
     them in ``members_option``: the harness creates each member (its options: ``-o
     MEMBER.key=value``) and calls ``factory(options, members)``, the created retrievers in the
-    option's order; the composite's calls get a ``CompositeContext``.
+    option's order (``members(values)`` says which the option values name); ``tuning_option``
+    names the option that, when set, has it tuned across its task group (then a sweep runs the
+    group's tasks as one job, as one ``r2med-run`` does).
+
+    ``resources(options)`` (optional): what one run needs, for a scheduler (``r2med sweep
+    --executor ray``), from the validated options: ``{"gpu": True, "gpu_memory_gb": estimate or
+    None}`` for a local model, ``{}`` for a CPU only. Without it, a component with a ``device``
+    option gets a whole GPU.
     """
 
     name: str
@@ -54,17 +61,19 @@ class ComponentSpec:
     model_options: tuple[str, ...] = ()
     reference: str | None = None
     members_option: str | None = None
+    tuning_option: str | None = None
+    resources: Callable[[BaseModel], dict[str, Any]] | None = None
     kind: ClassVar[str] = "component"
     stage_options: ClassVar[type[BaseModel] | None] = None  # the harness's options of every stage of the kind
 
     def __post_init__(self) -> None:
         if isinstance(self.options, Mapping):
             raise TypeError(f"{self.kind} '{self.name}': options is a dict of defaults, which r2med no longer takes; "
-                            "declare a pydantic model, options_model('MyOptions', key=(type, Field(default, "
-                            "description=...))) or a class deriving from r2med_tasks.Options (see docs/plugins.md)")
+                            "declare a class deriving from r2med_tasks.plugin.Options, one field per option "
+                            "(key: type = Field(default, description=...); see docs/plugins.md)")
         if not (isinstance(self.options, type) and issubclass(self.options, BaseModel)):
             raise TypeError(f"{self.kind} '{self.name}': options must be a pydantic model class "
-                            f"(r2med_tasks.options_model), not {type(self.options).__name__}")
+                            f"(deriving from r2med_tasks.plugin.Options), not {type(self.options).__name__}")
         taken = sorted(set(self.options.model_fields) & set(self.stage_options.model_fields if self.stage_options
                                                             else ()))
         if taken:
@@ -107,6 +116,16 @@ class ComponentSpec:
         """Whether an option can change results and is not a model choice (which the model's name and
         revision identify): the options of a run's configuration and experiment name."""
         return key not in self.runtime_options and key not in self.model_options
+
+    def members(self, values: Mapping[str, Any]) -> list[str]:
+        """The registered retrievers a composite's option values (the defaults included) name: a
+        list of them (``hybrid``), or one (an agent's searcher); none for other components. A spec
+        whose composite uses its members only in some configurations says so by overriding it."""
+        return members_named(values[self.members_option]) if self.members_option else []
+
+    def tunes(self, options: BaseModel) -> bool:
+        """Whether a component with these options is tuned across its task group (``tuning_option`` set)."""
+        return bool(self.tuning_option and getattr(options, self.tuning_option))
 
     def resolve_factory(self) -> Callable[..., Any]:
         if callable(self.factory):
@@ -153,8 +172,19 @@ class ComponentSpec:
         return factory(options, list(members)) if self.members_option else factory(options)
 
 
+def members_named(value: Any) -> list[str]:
+    """The retrievers a members option's value names: a list of them (``hybrid``), or one (an
+    agent's searcher)."""
+    return [value] if isinstance(value, str) else list(value)
+
+
 @dataclass(frozen=True)
 class RetrieverSpec(ComponentSpec):
+    """A retriever. ``combines_generated``: it reads ``Query.generated`` itself (``Query.combined``,
+    the published per-family rules); any other gets each rewritten query's text already combined by
+    the BM25 rule, ``generated`` empty."""
+
+    combines_generated: bool = False
     kind: ClassVar[str] = "retriever"
 
 
@@ -176,8 +206,10 @@ class RerankStageOptions(Options):
 class RerankerSpec(ComponentSpec):
     """A reranker; its stage also takes :class:`RerankStageOptions` (``-o keep_tail=true``: the
     published runs score only the reranked top ``rerank_k``; with it the first stage's remaining
-    documents stay below them)."""
+    documents stay below them). ``depth_option``: the option holding how many of the first stage's
+    documents per query the harness hands it (default, or when the option is unset: all it kept)."""
 
+    depth_option: str | None = None
     kind: ClassVar[str] = "reranker"
     stage_options: ClassVar[type[BaseModel] | None] = RerankStageOptions
 
@@ -213,8 +245,13 @@ class Retriever(Protocol):
 
     ``search`` may return more or fewer than ``top_k`` documents per query; the harness keeps the
     ``top_k`` best. Queries may carry a rewriter's generated documents (``Query.generated``): a
-    retriever that combines them itself says so with :class:`CombinesGenerated`; any other gets
-    each query's text already combined by the default rule (``r2med_tasks.components.combine.default_query``).
+    retriever that combines them itself says so in its spec (``RetrieverSpec.combines_generated``);
+    any other gets each query's text already combined by the BM25 rule (``Query.combined``).
+
+    Optional, as for every component: ``model_meta()``, the model behind the results: at least
+    ``name`` (containing "/") and ``revision``, plus any mteb ``ModelMeta`` field and
+    ``display_name``, as a leaderboard prints it. Without it a retriever is named
+    ``<its plugin's package>/<component>``, revision the package's version.
     """
 
     def index(self, corpus: Corpus, *, task: TaskSpec, context: Context) -> None: ...
@@ -224,79 +261,23 @@ class Retriever(Protocol):
 
 @runtime_checkable
 class Rewriter(Protocol):
-    """Turns each query into a query with generated documents (``Query.generated``)."""
+    """Turns each query into a query with generated documents (``Query.generated``).
+
+    Optional: ``model_meta()``, as a retriever's; its ``display_name`` is the stage's name in the
+    pipeline's name ("o3-mini" in "o3-mini + BM25"; without it, the component's name)."""
 
     def rewrite(self, queries: Sequence[Query], *, task: TaskSpec, context: Context) -> list[Query]: ...
 
 
 @runtime_checkable
 class Reranker(Protocol):
-    """Re-scores the first stage's candidates for each query."""
+    """Re-scores the first stage's candidates for each query.
+
+    Optional: ``model_meta()``, as a retriever's (its ``model_type`` joins the pipeline's; its
+    ``display_name`` names the stage: "bge-reranker-v2-m3")."""
 
     def rerank(self, queries: Sequence[Query], corpus: Corpus, candidates: Run, *, task: TaskSpec,
                context: Context) -> Run: ...
-
-
-# Optional capabilities: a component has one when it has the member; the harness checks with isinstance.
-
-@runtime_checkable
-class DescribesModel(Protocol):
-    """Names the model behind the results: at least ``name`` (containing "/") and ``revision``,
-    plus any mteb ``ModelMeta`` field and ``display_name``, as a leaderboard prints it: the stage's
-    name in the pipeline's name ("o3-mini" in "o3-mini + BM25"; without it, a rewriter or reranker
-    is named by its component's name)."""
-
-    def model_meta(self) -> dict[str, Any]: ...
-
-
-@runtime_checkable
-class ReportsUsage(Protocol):
-    """A component that calls an LLM: ``usage``, the ``r2med_tasks.llm.Usage`` its calls are tallied
-    in (passed as ``usage=`` to ``generate_cached``/``continue_cached``/``LLMClient.generate``, made
-    with ``model=`` and the ``-o price=`` it was given), None while it has called none. One tally
-    for the component's life or a new one per call: the runner counts what each call added, so a
-    task's usage (its cost file, ``--json``) is what that task's calls cost, cache hits apart; the
-    run's closing line for the component is its last tally's (requests, cache hits, tokens, cost)."""
-
-    usage: Any
-
-
-@runtime_checkable
-class RerankDepth(Protocol):
-    """How many of the first stage's documents per query a reranker re-scores (default: all kept)."""
-
-    rerank_k: int
-
-
-@runtime_checkable
-class CombinesGenerated(Protocol):
-    """A retriever that reads ``Query.generated`` itself (the published per-family rules), when
-    ``combines_generated`` is true; false (or absent) leaves it to the default rule."""
-
-    combines_generated: bool
-
-
-def combines_generated(retriever: Any) -> bool:
-    """Whether a retriever combines generated documents itself: the attribute's value, not its presence."""
-    return getattr(retriever, "combines_generated", False) is True
-
-
-@runtime_checkable
-class DeclaresResources(Protocol):
-    """What one run of the component needs, for a scheduler (``r2med sweep --executor ray``):
-    ``{"gpu": True, "gpu_memory_gb": estimate or None}`` for a local model, ``{}`` for a CPU only."""
-
-    def resources(self) -> dict[str, Any]: ...
-
-
-@runtime_checkable
-class Composite(Protocol):
-    """A component built of other retrievers (``hybrid``): the ``members`` it uses, of those its
-    factory got, and whether it is tuned across a task group (then the group's tasks run as one
-    job, as in one ``r2med-run``)."""
-
-    members: Sequence[Any]
-    tunes_across_tasks: bool
 
 
 PROTOCOLS: dict[str, type] = {"retriever": Retriever, "rewriter": Rewriter, "reranker": Reranker}

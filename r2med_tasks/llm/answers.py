@@ -16,6 +16,7 @@ from .secrets import redact, scrub
 log = logging.getLogger(__name__)
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")  # where servers put a reasoning model's thinking
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class Generation:
     ``text`` is the message's ``content``; a server that splits a reasoning model's thinking from its
     answer (vLLM's ``--reasoning-parser``, DeepSeek's API) gives the thinking in ``reasoning``
     (``message.reasoning_content``, or ``message.reasoning`` as newer vLLM and OpenRouter name it);
-    ``r2med_tasks.llm.records.joined_text`` puts the two back together as the model wrote them.
+    :meth:`whole_text` puts the two back together as the model wrote them.
 
     ``finish_reason``: the server's (``"stop"``: a stop string or the end of the turn, ``"length"``:
     ``max_tokens`` spent). ``stop``: for a continued turn (``ChatClient.continue_turns``), the stop
@@ -44,6 +45,20 @@ class Generation:
     reasoning: str | None = None  # the thinking, when the server returns it apart (``reasoning_content``)
     seconds: float | None = field(default=None, compare=False)  # the request's, retries included (not what was answered)
     tokens_known: bool = True  # False: the server gave no valid token counts (the 0s above stand for unknown)
+
+    def whole_text(self, opened: bool | None = None) -> str:
+        """What the model wrote, its thinking in place when the server returned it apart: the inverse
+        of vLLM's ``deepseek_r1`` parser and DeepSeek's API, which cut the text at the first
+        ``</think>`` (``reasoning`` before it, without an opening ``<think>``; ``text`` after it): the
+        text R2MED's published files hold for reasoning LLMs. ``opened``: the model wrote the opening
+        tag itself, so it is put back (default: when there is an answer after the thought; a chat
+        template that opens the thought in the prompt, as QwQ's and DeepSeek-R1's do, leaves it out of
+        the output). With no reasoning, ``text`` unchanged; a thought never closed (a search agent
+        stopped mid-thought) is all the model wrote: the reasoning alone."""
+        if self.reasoning is None:
+            return self.text
+        head = THINK_OPEN if (bool(self.text) if opened is None else opened) else ""
+        return f"{head}{self.reasoning}{THINK_CLOSE}{self.text}" if self.text else f"{head}{self.reasoning}"
 
 def _text(content: Any) -> str | None:
     """A message's content as text: a string, or the text parts of a list of parts."""

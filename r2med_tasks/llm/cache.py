@@ -229,3 +229,38 @@ def continue_cached(client: ContinuesTurns, cache: GenerationCache, turns: Seque
         [prepared[i] for i in indices], on_result=store, usage=usage), usage=usage,
         log_line=lambda hits, sent: log.info("%s: %d continuation(s) cached, %d request(s) to send to %s",
                                              redact(client.model), hits, sent, show_url(client.base_url)))
+
+
+class CachedClient:
+    """A backend's client as a component gets it (``Context.llm``): what it asks is answered from
+    ``cache`` when there, else sent and each answer stored as it arrives, and every call is
+    tallied in ``usage`` (requests sent, cache hits, tokens). One per ``context.llm`` call; the
+    cache and the usage are the stage's, shared by its clients."""
+
+    def __init__(self, client: LLMClient, cache: GenerationCache, usage: Usage) -> None:
+        self.client, self.cache, self.usage = client, cache, usage
+
+    def __repr__(self) -> str:
+        return f"CachedClient({redact(self.client.model)!r}, {self.cache!r})"
+
+    @property
+    def model(self) -> str:
+        return self.client.model
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.client.params
+
+    def generate(self, requests: list[list[dict]],
+                 on_answer: Callable[[int, Generation], None] | None = None) -> list[Generation]:
+        """One answer per list of chat messages (``generate_cached``); ``on_answer(i, generation)``
+        as each is had, cached ones first."""
+        return generate_cached(self.client, self.cache, requests, usage=self.usage, on_answer=on_answer)
+
+    def continue_turns(self, turns: Sequence[Turn]) -> list[Generation]:
+        """Each assistant turn extended (``continue_cached``; the client must be a ``ContinuesTurns``)."""
+        return continue_cached(self.client, self.cache, turns, usage=self.usage)
+
+    def tokenizer(self) -> Any:
+        """The model's tokenizer, where the client renders prompts itself (``ContinuesTurns``)."""
+        return self.client.tokenizer()

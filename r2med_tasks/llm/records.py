@@ -1,13 +1,14 @@
 """Generation records: what an LLM wrote for one query, kept beside the task's results.
 
-A component that asks an LLM (a rewriter, a search agent, an LLM reranker) hands the harness one
-record per query through ``context.generated(record)``; the runner writes them, as they arrive,
+A component that asks an LLM (a rewriter, a search agent, an LLM reranker) hands the harness what
+it wrote for each query through ``context.generated(query_id, generations, answer=, query=)``,
+which builds the record (:func:`record`); the runner writes them, as they arrive,
 to a journal in the results folder and, with the task's other files, to ``<Task>.generations.jsonl``
 (one JSON object a line, in the queries' order; listed in the task's manifest, so an edited or
 missing file recomputes the task). ``r2med export-generations`` turns them into R2MED's published
 layout, so a live run replays exactly (``-o source=``); ``r2med show`` prints them.
 
-A record (``record(...)``)::
+A record::
 
     {"query_id", "stage" ("rewriter" | "reranker"; the runner sets it), "component" (likewise),
      "query" (the text the stage was given), "model" (as the server reported serving it), "sampling" (the parameters sent),
@@ -28,30 +29,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from .answers import Generation
-
-THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
-
-
-def joined_text(content: str, reasoning: str | None, *, opened: bool = False) -> str:
-    """A reasoning model's output from a server that returned its thinking apart: the inverse of
-    vLLM's ``deepseek_r1`` parser and DeepSeek's API, which cut the text at the first ``</think>``
-    (``reasoning`` before it, without an opening ``<think>``; ``content`` after it). ``opened``: the
-    model wrote the opening tag itself (a chat template that opens the thought in the prompt, as
-    QwQ's and DeepSeek-R1's do, leaves it out of the output), so it is put back. With no reasoning,
-    ``content`` unchanged; with reasoning and no content (the thought not closed: a search agent
-    stopped mid-thought), the reasoning alone."""
-    if reasoning is None:
-        return content
-    head = THINK_OPEN if opened else ""
-    return f"{head}{reasoning}{THINK_CLOSE}{content}" if content else f"{head}{reasoning}"
-
-
-def whole_text(generation: Generation) -> str:
-    """What the model wrote, its thinking in place (``<think>...</think>`` before the answer) when
-    the server returned it apart: the text R2MED's published files hold for reasoning LLMs. A
-    thought never closed (no answer after it) is all the model wrote: the reasoning alone."""
-    return joined_text(generation.text, generation.reasoning, opened=bool(generation.text))
-
 
 def sample(generation: Generation) -> dict[str, Any]:
     """One answer as a record's sample."""
@@ -77,7 +54,7 @@ def record(query_id: str, generations: Sequence[Generation], *, answer: Any, que
     answers' joined for several); ``fields``, the component's own (JSON values)."""
     samples = [sample(g) for g in generations]
     if output is None:
-        output = "".join(whole_text(g) for g in generations)
+        output = "".join(g.whole_text() for g in generations)
     seconds = [s["seconds"] for s in samples if s["seconds"] is not None]
     return {"query_id": query_id, **({"query": query} if query is not None else {}),
             "model": generations[0].model if generations else None,

@@ -1,10 +1,11 @@
 """The ``-o llm=`` specs that name an LLM backend and model: ``parse_llm_spec("openai:gpt-4o" |
 "vllm:NAME" | "ollama:NAME" | "http://host:port/v1#NAME")`` gives the ``ChatClient`` keyword
-arguments; ``llm_model_name`` what a spec shows, ``llm_identity`` what it stands for in a run's
-identity (never the server's address)."""
+arguments; ``LLMRef`` what a spec shows and what it stands for in a run's identity (never the
+server's address)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from ..errors import UserError
@@ -17,22 +18,33 @@ SPEC_FORMS = ("openai:MODEL ($OPENAI_BASE_URL, else api.openai.com; key in OPENA
               "http(s)://HOST[:PORT]/PATH#MODEL (any OpenAI-compatible server)")
 
 
-def llm_model_name(spec: str) -> str:
-    """The model an LLM spec names, for display: after the last ``#`` of a URL spec, else after
-    ``backend:`` ("openai:gpt-4o" -> "gpt-4o"); anything shaped like a secret masked (``redact``)."""
-    return redact(spec.rpartition("#")[2] if "#" in spec else spec.partition(":")[2] or spec)
+@dataclass(frozen=True)
+class LLMRef:
+    """An ``-o llm=`` value as results name it: ``LLMRef("vllm:Qwen/QwQ-32B").model_name`` is the
+    model it shows, ``.identity`` what it stands for in a run's identity (never the server's
+    address)."""
 
+    spec: str
 
-def llm_identity(spec: str) -> str:
-    """What an ``-o llm=`` spec stands for in a run's identity: the model, and whether OpenAI serves
-    it (whose sampling defaults differ), never the server's address: ``openai:gpt-4o`` stays,
-    ``vllm:Qwen2.5-7B-Instruct`` and ``http://10.0.0.5:8000/v1#Qwen2.5-7B-Instruct`` are both
-    ``Qwen2.5-7B-Instruct``. Empty stays empty. Anything shaped like a secret (``#m?pwd=...``) is masked."""
-    if not isinstance(spec, str) or not spec.strip():
-        return spec
-    spec = spec.strip()
-    model = llm_model_name(spec).strip()
-    return f"openai:{model}" if spec.lower().startswith("openai:") else model
+    @property
+    def model_name(self) -> str:
+        """The model the spec names, for display: after the last ``#`` of a URL spec, else after
+        ``backend:`` ("openai:gpt-4o" -> "gpt-4o"); anything shaped like a secret masked (``redact``)."""
+        spec = self.spec
+        return redact(spec.rpartition("#")[2] if "#" in spec else spec.partition(":")[2] or spec)
+
+    @property
+    def identity(self) -> str:
+        """The model, and whether OpenAI serves it (whose sampling defaults differ), never the server's
+        address: ``openai:gpt-4o`` stays, ``vllm:Qwen2.5-7B-Instruct`` and
+        ``http://10.0.0.5:8000/v1#Qwen2.5-7B-Instruct`` are both ``Qwen2.5-7B-Instruct``. Empty stays
+        empty. Anything shaped like a secret (``#m?pwd=...``) is masked."""
+        spec = self.spec
+        if not isinstance(spec, str) or not spec.strip():
+            return spec
+        spec = spec.strip()
+        model = LLMRef(spec).model_name.strip()
+        return f"openai:{model}" if spec.lower().startswith("openai:") else model
 
 
 def parse_llm_spec(spec: str) -> dict:

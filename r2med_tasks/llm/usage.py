@@ -9,7 +9,9 @@ import functools
 import json
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from .answers import Generation
 from .secrets import redact
@@ -118,15 +120,10 @@ PRICE_HELP = ("dollars per million input and output tokens, IN,OUT (e.g. 2.5,10)
               "has no cost)")
 
 
-def price_field() -> tuple[Any, Any]:
-    """The ``-o price=IN,OUT`` option of every component that calls an LLM (a runtime option: never
-    in a run's identity), as ``options_model`` takes it."""
-    from typing import Annotated
-
-    from pydantic import Field
-
-    amount = Annotated[float, Field(ge=0, le=MAX_PRICE)]  # finite: a cost is written as JSON
-    return tuple[amount, amount] | None, Field(None, description=PRICE_HELP)
+_Amount = Annotated[float, Field(ge=0, le=MAX_PRICE)]
+Price = Annotated[tuple[_Amount, _Amount] | None, Field(description=PRICE_HELP)]
+"""The ``-o price=IN,OUT`` option of every component that calls an LLM (``price: Price = None``; a
+runtime option: never in a run's identity); its bounds keep a cost finite, as JSON writes it."""
 
 
 @functools.cache

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..files import atomic
-from ..components.combine import GAR_METHODS
+from ..tasks.combine import GAR_METHODS
 from ..tasks.datafiles import FILES, GENERATED_FILE
 from ..tasks.loading import local_revision
 from ..errors import UserError

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from .layout import ResultsFolder, runs_under
-from ..llm.records import THINK_CLOSE, THINK_OPEN
+from ..llm.answers import THINK_CLOSE, THINK_OPEN
 from ..terminal import printable
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ import time
 from contextlib import contextmanager
 from typing import Any
 
-from ..components.specs import ReportsUsage
-from ..llm import Usage
+from ..components.context import LLMCalls
+from ..llm.usage import Usage
 
 
 LOADING = "Loading model"  # a phase inside another (context.loading()): timed apart, as the "load" stage
@@ -25,8 +25,8 @@ _APPENDING = threading.Lock()
 
 class Phases:
     """Wall-clock phases of one task, in the shape mteb stores as ``evaluation_phases``; and, for its
-    cost file, how deep each phase nests and what LLM usage the components it called added
-    (``phase(name, *components)``: those that report usage, ``ReportsUsage``)."""
+    cost file, how deep each phase nests and what LLM usage the stages it ran added
+    (``phase(name, *calls)``: those stages' ``LLMCalls``)."""
 
     def __init__(self) -> None:
         self.items: list[dict[str, Any]] = []
@@ -42,9 +42,8 @@ class Phases:
         return self._nesting.open
 
     @contextmanager
-    def __call__(self, name: str, *components: Any):
-        watched = [(c, c.usage, c.usage.tally()) if isinstance(c.usage, Usage) else (c, None, None)
-                   for c in components if isinstance(c, ReportsUsage)]
+    def __call__(self, name: str, *calls: LLMCalls):
+        watched = [(c, c.usage, c.usage.tally()) if c.usage is not None else (c, None, None) for c in calls]
         start = time.time()
         around = tuple(self._open)
         self._open.append(name)
@@ -82,13 +81,13 @@ class Phases:
                 "usage": usage.to_json() if usage is not None else None}
 
 
-def _added(watched: list[tuple[Any, Usage | None, Usage | None]]) -> Usage | None:
-    """The usage the watched components added since their tallies were taken: what a component's
-    tally holds now, less what it held (when it is the same tally; a new one is all new)."""
+def _added(watched: list[tuple[LLMCalls, Usage | None, Usage | None]]) -> Usage | None:
+    """The usage the watched stages added since their tallies were taken: what a stage's tally
+    holds now, less what it held (a tally made since is all new)."""
     total = None
-    for component, before, tally in watched:
-        now = component.usage
-        if not isinstance(now, Usage):
+    for calls, before, tally in watched:
+        now = calls.usage
+        if now is None:
             continue
         added = now - tally if now is before and tally is not None else now.tally()
         total = added if total is None else total + added

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from ..llm import RetryLine
+from ..llm.endpoint import RetryLine
 from ..tasks.specs import TaskSpec
 
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..components.specs import PROTOCOLS, Composite, DescribesModel
-from ..components.context import Context, for_component
+from ..components.specs import PROTOCOLS, members_named
+from ..components.context import Context, LLMCalls
 from ..errors import PluginError, UserError
 from ..components.options import option_text, writable
 from .discovery import OWN_DISTRIBUTION as OWN_NAMESPACE
@@ -29,6 +29,7 @@ class Stage:
     member_specs: dict[str, Any] = field(default_factory=dict)  # a composite's member name -> its spec
     members: list[Stage] = field(default_factory=list)  # a composite's created members, in its option's order
     instance: Any = None
+    llm_calls: LLMCalls = field(default_factory=LLMCalls)  # its component's LLM calls (context.llm), over the run
     _meta: dict[str, Any] | None = None
 
     @property
@@ -39,10 +40,6 @@ class Stage:
     def label(self) -> str:
         return f"{self.spec.kind} '{self.spec.name}' (from {self.entry.plugin.name})"
 
-    def context(self, context: Context) -> Context:
-        """What this stage's component gets of ``context``: a composite's context, or the ordinary one."""
-        return for_component(context, composes=self.spec.members_option is not None)
-
     def config(self) -> dict[str, Any]:
         """The component and every option value that can change results (defaults included), each
         as its identity (a file by its content, an LLM by its model; the options choosing a model
@@ -52,7 +49,7 @@ class Stage:
                   "options": {k: self._identity(self.spec, k, values[k]) for k in sorted(values)
                               if self.spec.identifies_results(k)}}
         if self.spec.members_option:  # a composite: its members and their options
-            config["members"] = members_of(values[self.spec.members_option])
+            config["members"] = members_named(values[self.spec.members_option])
             config["member_options"] = {m: dict(self.member_values(m)) for m in sorted(self.member_options)}
         return config
 
@@ -82,7 +79,7 @@ class Stage:
 
     def model(self) -> dict[str, str] | None:
         """Name and revision of the model this component scores with, when it says."""
-        if self.spec.kind != "retriever" and not isinstance(self.instance, DescribesModel):
+        if self.spec.kind != "retriever" and not describes_model(self.instance):
             return None
         meta = self.model_meta()
         return {"name": meta["name"], "revision": str(meta["revision"])}
@@ -112,7 +109,7 @@ class Stage:
         """The component's ``model_meta()``; a name it does not give is ``<its plugin>/<its name>``
         (``r2med/bm25`` for a built-in, ``my-package/mine`` for a third party's), a revision its
         plugin's version."""
-        info = dict(self.instance.model_meta()) if isinstance(self.instance, DescribesModel) else {}
+        info = dict(self.instance.model_meta()) if describes_model(self.instance) else {}
         info.setdefault("name", self.default_model_name)
         info.setdefault("revision", self.entry.plugin.version or "0")
         if "/" not in info["name"]:
@@ -182,7 +179,7 @@ class Pipeline:
         ``ModelMeta.model_type`` of a pipeline: ``["sparse", "cross-encoder"]``)."""
         meta = dict(self.retriever.model_meta())
         reranker = self.stages.get("reranker")
-        if reranker is not None and isinstance(reranker.instance, DescribesModel):
+        if reranker is not None and describes_model(reranker.instance):
             extra = [t for t in reranker.model_meta().get("model_type", []) if t not in meta.get("model_type", [])]
             if extra:
                 meta["model_type"] = [*meta.get("model_type", ["dense"]), *extra]
@@ -224,11 +221,10 @@ class Pipeline:
         for kind, stage in ((k, self.stages[k]) for k in STAGE_ORDER if k in self.stages):
             label = stage.label_in_name() if kind != "retriever" else _model_label(stage.model_meta())
             entry = {"component": stage.spec.name, "plugin": stage.entry.plugin.name, "label": label}
-            if stage.spec.members_option and isinstance(stage.instance, Composite):
-                names = members_of({**stage.spec.defaults, **stage.options}[stage.spec.members_option])
+            if stage.spec.members_option:
                 entry["members"] = [
-                    {"component": name, "label": _model_label(m.model_meta()) if isinstance(m, DescribesModel)
-                     else name} for name, m in zip(names, stage.instance.members)]
+                    {"component": name, "label": _model_label(m.instance.model_meta()) if describes_model(m.instance)
+                     else name} for name, m in zip(_members(stage), stage.members)]
             out[kind] = entry
         return out
 
@@ -243,6 +239,11 @@ class Pipeline:
         return without_secrets(" + ".join(names))
 
 
+def describes_model(component: Any) -> bool:
+    """Whether a component names the model behind its results (``model_meta()``, optional)."""
+    return hasattr(component, "model_meta")
+
+
 def _model_label(meta: dict[str, Any]) -> str:
     """A model as a leaderboard names it: its display name, else the last part of its name."""
     return meta.get("display_name") or str(meta["name"]).split("/")[-1]
@@ -251,7 +252,7 @@ def _model_label(meta: dict[str, Any]) -> str:
 def without_secrets(value: Any) -> Any:
     """An option value as it may be stored or shown: a password or key in a URL (``-o llm=
     http://user:KEY@host/v1``) becomes ``***``, so secrets never reach results, identities or plans."""
-    from ..llm import redact
+    from ..llm.secrets import redact
 
     return redact(value) if isinstance(value, str) else value
 
@@ -283,14 +284,8 @@ def build_pipeline(registry: Registry, plugin_tokens: list[str], option_tokens: 
 
 
 def _members(stage: Stage) -> list[str]:
-    """The members a composite's options name (none for other components)."""
-    option = stage.spec.members_option
-    return members_of(stage.options.get(option, stage.spec.defaults[option])) if option else []
-
-
-def members_of(value: Any) -> list[str]:
-    """The retrievers a members option names: a list of them (``hybrid``), or one (an agent's searcher)."""
-    return [value] if isinstance(value, str) else list(value)
+    """The members a composite's options name (none for other components): ``ComponentSpec.members``."""
+    return stage.spec.members({**stage.spec.defaults, **stage.options})
 
 
 def _member_spec(registry: Registry, name: str):

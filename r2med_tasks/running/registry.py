@@ -80,7 +80,8 @@ class Registry:
 
     def llm(self, spec: str, **sampling) -> object:
         """A client for ``-o llm=PREFIX:MODEL`` (or ``BASE_URL#MODEL``) from the registered backends."""
-        from ..llm import LLMClient, show_url  # a URL spec may hold a password or key
+        from ..llm.protocols import LLMClient
+        from ..llm.secrets import show_url  # a URL spec may hold a password or key
 
         prefix = spec.split(":", 1)[0].strip().lower() if ":" in spec else ""
         backends = self.names("llm")

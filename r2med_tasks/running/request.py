@@ -241,9 +241,7 @@ def execute(request: RunRequest, *, console: Console, log: Callable[[str], None]
     """Run a request: evaluate its pipeline on its tasks, reusing every task whose stored identity
     matches, and write the results; ``console`` shows progress and warnings, ``log`` gets the
     components' lines."""
-    from ..components.specs import ReportsUsage
     from ..results.layout import check_output_folder
-    from ..llm.usage import Usage
     from ..components.model_refs import fingerprints_in
     from ..results.identity import RUN_DATA_DIR
     from .runner import run_pipeline
@@ -257,8 +255,8 @@ def execute(request: RunRequest, *, console: Console, log: Callable[[str], None]
                                    overwrite=request.overwrite, context=ready.context, console=console)
     finally:
         RUN_DATA_DIR.reset(recorded)
-    usages = [stage.instance.usage for stage in ready.pipeline.ordered() if isinstance(stage.instance, ReportsUsage)]
-    outcome.summaries = [usage.describe(usage.model) for usage in usages if isinstance(usage, Usage)]  # LLM calls' cost
+    usages = [stage.llm_calls.usage for stage in ready.pipeline.ordered()]
+    outcome.summaries = [usage.describe(usage.model) for usage in usages if usage is not None]  # LLM calls' cost
     words, _ = ready.pipeline.command()
     if words is not None:
         outcome.command = command_line(words, tasks=[t.short_name for t in ready.tasks] if request.tasks else None,

@@ -24,9 +24,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ..components.combine import default_query
-from ..components.specs import RerankDepth, combines_generated
-from ..components.context import CompositeContext, Context
+from ..components.context import Context
 from ..tasks.datafiles import hash_ahead
 from ..tasks.taskdata import Query, TaskData
 from ..errors import FILE_PROBLEMS, PluginError, UserError
@@ -179,9 +177,8 @@ class _Current:
     def generated(self, record: dict) -> None:
         """One query's generation record, kept and appended to the journal at once (fsynced when
         this returns; outside the lock, so the records of concurrent queries share a write)."""
-        if not isinstance(record, dict) or not isinstance(record.get("query_id"), str):
-            raise PluginError("context.generated(record): a dict with a 'query_id' string "
-                              "(r2med_tasks.llm.records.record builds one)")
+        if not isinstance(record.get("query_id"), str):
+            raise PluginError(f"context.generated({record.get('query_id')!r}, ...): the query id must be a string")
         row = json.loads(json.dumps(record, default=str, allow_nan=False))  # strict JSON, as read back
         with self.lock:
             self.generations.append(row)
@@ -293,10 +290,9 @@ class _Run:
         self.computed[task.name] = rows
         return TaskOutcome.written(task, folder, scores, rows, cost, official_data=data_id["official"])
 
-    def task_context(self, context: Context, current: _Current, phase: Phases, step) -> CompositeContext:
-        """The context of one task's component calls: its corpus and kept rows, and for composites
-        the run's tasks, their members' saved runs and held-out scoring (each component gets what
-        its kind may see: ``for_component``)."""
+    def task_context(self, context: Context, current: _Current, phase: Phases, step) -> Context:
+        """The context of one task's component calls: its corpus, kept rows and generation records,
+        and, for composites, the run's tasks, their members' saved runs and held-out scoring."""
 
         def saved_run(member, *, task: TaskSpec | None = None, queries: Sequence[Query] | None = None):
             return self.saved_run(member, task or current.task, queries, current, context, phase, step)
@@ -316,12 +312,12 @@ class _Run:
                 raise PluginError(f"context.keep({name!r}): a name of lower-case letters, digits, - and _")
             if name == GENERATIONS:
                 raise PluginError(f"context.keep({name!r}): the harness writes that file from "
-                                  "context.generated(record); keep your rows under another name")
+                                  "context.generated(...); keep your rows under another name")
             current.kept[name] = [dict(row) for row in rows]
 
-        return context.with_(corpus=current.data.corpus, keep=keep, generated=current.generated,
-                             loading=lambda: phase(LOADING)).composed(
-            tasks=tuple(self.tasks), saved_run=saved_run, tuning_judgments=tuning_judgments, hold_out=hold_out)
+        return context.with_(corpus=current.data.corpus, keep=keep, records=current.generated,
+                             loading=lambda: phase(LOADING), tasks=tuple(self.tasks), saved_run=saved_run,
+                             tuning_judgments=tuning_judgments, hold_out=hold_out)
 
     def saved_run(self, member: Any, task: TaskSpec, queries, current: _Current, context: Context, phase: Phases,
                   step):
@@ -417,18 +413,15 @@ class Background:
 
 
 def stage_context(stage: Stage, context: Context) -> Context:
-    """What a stage's component gets of ``context`` (``Stage.context``), its generation records
-    marked with the stage and the component that wrote them."""
-    context = stage.context(context)
-    generated = context.generated
+    """What a stage's component gets of ``context``: its generation records marked with the stage
+    and the component that wrote them, its LLM calls tallied in the stage's."""
+    records = context.records
 
     def mark(record: dict) -> None:
-        if isinstance(record, dict):
-            record = {"query_id": record.get("query_id"), "stage": stage.spec.kind, "component": stage.spec.name,
-                      **{k: v for k, v in record.items() if k not in ("stage", "component")}}
-        generated(record)
+        records({"query_id": record.get("query_id"), "stage": stage.spec.kind, "component": stage.spec.name,
+                 **{k: v for k, v in record.items() if k not in ("stage", "component")}})
 
-    return context.with_(generated=mark)
+    return context.with_(records=mark, llm_calls=stage.llm_calls)
 
 
 def _quiet(text: str) -> None:
@@ -474,7 +467,7 @@ class Stages:
             progress=SubProgress(progress.progress) if isinstance(progress, SubProgress) else progress)))
         self.step(f"rewriting queries ({stage.spec.name}) while indexing {len(self.data.corpus):,} documents "
                   f"({self.pipeline.retriever.spec.name})")
-        with self.phase("Rewriting queries", stage.instance), calling(stage, task, "rewriting queries of", context):
+        with self.phase("Rewriting queries", stage.llm_calls), calling(stage, task, "rewriting queries of", context):
             queries = stage.instance.rewrite(self.data.queries, task=task, context=stage_context(stage, context))
         if sorted(q.id for q in queries) != sorted(q.id for q in self.data.queries):
             raise PluginError(f"{stage.label} must return one rewritten query per input query")
@@ -492,16 +485,16 @@ class Stages:
     def index(self, context: Context | None = None) -> None:
         """The retriever indexes (encodes) the task's corpus."""
         retriever, context = self.pipeline.retriever, context or self.context
-        with self.phase("Encoding corpus", retriever.instance), calling(retriever, self.task, "indexing", context):
-            retriever.instance.index(self.data.corpus, task=self.task, context=retriever.context(context))
+        with self.phase("Encoding corpus", retriever.llm_calls), calling(retriever, self.task, "indexing", context):
+            retriever.instance.index(self.data.corpus, task=self.task, context=stage_context(retriever, context))
 
     def search(self, queries: list[Query]) -> Run:
         """The retriever, its corpus indexed, over (rewritten) queries: each query's top-k documents."""
         retriever, top_k = self.pipeline.retriever, self.pipeline.top_k
-        if not combines_generated(retriever.instance):  # the documented default, never silence
-            queries = [Query(q.id, default_query(q)) if q.generated else q for q in queries]
+        if not retriever.spec.combines_generated:  # the documented default, never silence
+            queries = [Query(q.id, q.combined("bm25")) if q.generated else q for q in queries]
         self.step(f"searching {len(queries)} queries")
-        with self.phase("Encoding queries", retriever.instance), calling(retriever, self.task, "searching",
+        with self.phase("Encoding queries", retriever.llm_calls), calling(retriever, self.task, "searching",
                                                                          self.context):
             run = retriever.instance.search(queries, task=self.task, top_k=top_k,
                                             context=stage_context(retriever, self.context))
@@ -513,11 +506,12 @@ class Stages:
         the original query text, as published); only they are scored, as published, unless
         ``-o keep_tail=true`` keeps the rest below them in their first-stage order."""
         stage, data = self.pipeline.stages["reranker"], self.data
-        k = (stage.instance.rerank_k if isinstance(stage.instance, RerankDepth) else None) or self.pipeline.top_k
+        depth = stage.spec.depth_option
+        k = (getattr(stage.spec.options_of(stage.options), depth) if depth else None) or self.pipeline.top_k
         keep_tail = {**stage.spec.defaults, **stage.options}["keep_tail"]  # the stage's option, not the reranker's
         self.step(f"reranking the top {k} ({stage.spec.name})")
         candidates = {qid: dict(list(docs.items())[:k]) for qid, docs in ranked.items()}
-        with self.phase("Reranking", stage.instance), calling(stage, self.task, "reranking", self.context):
+        with self.phase("Reranking", stage.llm_calls), calling(stage, self.task, "reranking", self.context):
             reranked = stage.instance.rerank(data.queries, data.corpus, candidates, task=self.task,
                                              context=stage_context(stage, self.context))
         check_run(reranked, data.qrels, set(data.corpus.ids), component=stage.label)

@@ -149,6 +149,19 @@ def run_in_pool(jobs: list[Job], board: Board, *, workers: int | None = None, re
     return [board.outcomes[j.index] for j in jobs]
 
 
+def cuda_here() -> bool:
+    """Whether torch can use a CUDA device here, asked of torch only where an NVIDIA device could be
+    (none visible: no device file, no driver, ``CUDA_VISIBLE_DEVICES`` empty or -1)."""
+    import glob
+
+    hidden = os.environ.get("CUDA_VISIBLE_DEVICES", "0").strip() in ("", "-1")
+    if hidden or not (glob.glob("/dev/nvidia[0-9]*") or os.path.isdir("/proc/driver/nvidia/gpus")):
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def choose_executor(jobs: list[Job], *, address: str | None) -> tuple[str, str | None]:
     """``--executor auto``: Ray when a cluster is named (``--address``, ``RAY_ADDRESS``) or jobs run local
     models on this machine's GPUs (Ray shares them out); one job after another in this process when
@@ -160,9 +173,7 @@ def choose_executor(jobs: list[Job], *, address: str | None) -> tuple[str, str |
     if any(j.gpu for j in jobs):
         import importlib.util
 
-        from ..components.encoders import cuda_available
-
-        if not cuda_available():
+        if not cuda_here():
             return "local", None
         if importlib.util.find_spec("ray") is not None:
             return "ray", None

@@ -113,31 +113,26 @@ class _Chains:
 
 
 def _tunes_across_tasks(pipeline) -> bool:
-    """A component tuned on a group's tasks (``hybrid -o tune=``) sees all of its line's tasks, as
-    in one ``r2med-run``: such a line is one job."""
-    from ..components.specs import Composite
-
-    return any(isinstance(s.instance, Composite) and s.instance.tunes_across_tasks for s in pipeline.ordered())
+    """A component tuned on a group's tasks (``hybrid -o tune=``, ``ComponentSpec.tuning_option``)
+    sees all of its line's tasks, as in one ``r2med-run``: such a line is one job."""
+    return any(s.spec.tunes(s.spec.options_of(s.options)) for s in pipeline.ordered())
 
 
 def needs(pipeline) -> tuple[bool, float | None]:
     """Whether a pipeline runs a local model on a GPU, and the largest GPU memory estimate its
-    components declare (``DeclaresResources``; stages run one after another, so the largest is what
-    it needs). A component with a ``device`` option that declares nothing gets a whole GPU; one set
-    to ``device=cpu`` needs none."""
-    from ..components.specs import Composite, DeclaresResources
-
+    components and their members declare (``ComponentSpec.resources``; stages run one after another,
+    so the largest is what it needs). A component with a ``device`` option that declares nothing gets
+    a whole GPU; one set to ``device=cpu`` needs none."""
     estimates = []
-    for stage in pipeline.ordered():
+    for stage in (s for top in pipeline.ordered() for s in (top, *top.members)):
         if str(stage.options.get("device", "")).strip().lower() == "cpu":
             continue
-        members = stage.instance.members if isinstance(stage.instance, Composite) else ()
-        for instance in (stage.instance, *members):
-            declared = instance.resources() if isinstance(instance, DeclaresResources) else None
-            if declared is None and instance is stage.instance and "device" in stage.spec.option_fields():
-                declared = {"gpu": True, "gpu_memory_gb": None}
-            if declared and declared.get("gpu"):
-                estimates.append(declared.get("gpu_memory_gb"))
+        spec = stage.spec
+        declared = spec.resources(spec.options_of(stage.options)) if spec.resources else None
+        if declared is None and "device" in spec.option_fields():
+            declared = {"gpu": True, "gpu_memory_gb": None}
+        if declared and declared.get("gpu"):
+            estimates.append(declared.get("gpu_memory_gb"))
     if not estimates:
         return False, None
     return True, None if None in estimates else max(estimates)

@@ -16,7 +16,7 @@ class Query:
     ``generated`` holds the rewriter's documents with reasoning traces already stripped;
     ``method`` says how they were made ("hyde", "query2doc", "lamer", ...), and ``reasoning``
     that they are a reasoning model's extracted answer, which the published runs combined with
-    the query differently (see ``r2med_tasks.components.combine``).
+    the query differently (:meth:`combined`).
     """
 
     id: str
@@ -24,6 +24,19 @@ class Query:
     generated: tuple[str, ...] = ()
     method: str = ""
     reasoning: bool = False
+
+    def combined(self, family: str) -> str | tuple[str, ...]:
+        """What a retriever of ``family`` searches with, by R2MED's published rules
+        (``r2med_tasks.tasks.combine``): "bm25", one text (HyDE: the generated documents alone;
+        Query2Doc: the query twice, no separator, and the documents; LameR and any other method:
+        the query and the documents; a reasoning model's answer alone); "dense", a tuple of texts
+        whose embeddings are averaged (the query and each document; Query2Doc not from a reasoning
+        model: one text, query ``[SEP]`` documents). Without generated documents, the text."""
+        from .combine import RETRIEVER_FAMILIES, bm25_query, dense_query
+
+        if family not in RETRIEVER_FAMILIES:
+            raise ValueError(f"unknown retriever family {family!r}; expected one of {RETRIEVER_FAMILIES}")
+        return bm25_query(self) if family == "bm25" else dense_query(self)
 
 
 class Corpus:

@@ -14,7 +14,7 @@ from pydantic import Field
 
 from r2med_tasks.components.specs import RetrieverSpec
 from r2med_tasks.components.hookspecs import hookimpl
-from r2med_tasks.components.options import options_model
+from r2med_tasks.components.options import Options
 
 WORD = re.compile(r"\w+")
 
@@ -23,7 +23,8 @@ def words(text):
     return set(WORD.findall(text.lower()))
 
 
-OverlapOptions = options_model("OverlapOptions", bonus=(float, Field(0.0, description="added to every score")))
+class OverlapOptions(Options):
+    bonus: float = Field(0.0, description="added to every score")
 
 
 class Overlap:

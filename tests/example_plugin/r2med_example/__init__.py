@@ -1,11 +1,11 @@
 """A third-party r2med plugin: registers the ``tfidf`` retriever (docs/writing-plugins.md)."""
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from r2med_tasks.plugin import RetrieverSpec, hookimpl
+from r2med_tasks.plugin import Options, RetrieverSpec, hookimpl
 
 
-class TfidfOptions(BaseModel):
+class TfidfOptions(Options):
     """Each field is an ``-o`` option: its type, default, bounds and help (``r2med plugins tfidf``)."""
 
     sublinear: bool = Field(False, description="1 + log(tf) instead of raw term counts")

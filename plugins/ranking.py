@@ -1,4 +1,5 @@
-"""Top-k selection shared by retrievers: descending score, ties by ascending position.
+"""Top-k selection shared by the built-in retrievers and rerankers: descending score, ties by
+ascending position.
 
 That is the order of a stable ``sorted(..., reverse=True)`` over the whole corpus, which the
 published runs used, found without sorting every document.
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 
 def top_k_indices(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` best entries of a 1-d score array, best first. numpy loads here, not
-    when the plugin namespace is imported (listing plugins stays light)."""
+    when a plugin registers (listing plugins stays light)."""
     import numpy as np
 
     n = len(scores)

@@ -4,13 +4,16 @@ R2MED's runs (``src/eval_bench_BM25.py``, ``src/eval_bench.py``) combined a quer
 document differently per retriever family (``r2med_plugins.gar.reasoning.query_text`` has the full
 table, reasoning models included). Here the generated text is already stripped of its reasoning
 trace (``Query.reasoning`` marks a reasoning model's extracted answer), so these rules need no LLM
-name. Retrievers call :func:`bm25_query` or :func:`dense_query`; rewriters only fill
-``Query.generated``, ``Query.method`` and ``Query.reasoning``.
+name. Retrievers call ``Query.combined(family)``, which applies :func:`bm25_query` or
+:func:`dense_query`; rewriters only fill ``Query.generated``, ``Query.method`` and ``Query.reasoning``.
 """
 
 from __future__ import annotations
 
-from ..tasks.taskdata import Query
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .taskdata import Query
 
 # Methods the published evaluation code accepts as ``gar_method`` (run.py choices).
 GAR_METHODS: tuple[str, ...] = ("hyde", "query2doc", "lamer", "search-o1", "search-r1")
@@ -63,11 +66,3 @@ def dense_query(query: Query) -> str | tuple[str, ...]:
     if query.method == "query2doc" and not query.reasoning:
         return combined_text("query2doc", "dense", query.text, " ".join(query.generated))
     return (query.text, *query.generated)
-
-
-def default_query(query: Query) -> str:
-    """What a retriever that does not combine generated documents itself (no
-    ``combines_generated``) searches with: the query's text combined as the published runs did for
-    BM25, the text-only family (HyDE: the generated document; Query2Doc: the query twice and the
-    document; LameR and other methods: query and documents; a reasoning model's answer alone)."""
-    return bm25_query(query)

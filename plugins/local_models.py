@@ -1,4 +1,4 @@
-"""Local models on one or more devices, for plugin authors: device choice, dtypes, batching.
+"""Local models on one or more devices, shared by the built-in plugins: device choice, dtypes, batching.
 
 ``run_batches`` sorts items by length (longest first) and encodes them in batches, so padding stays
 small, then restores the input order. With several devices (``cuda:0,cuda:1``) each gets a replica
@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UserError
+from r2med_tasks.plugin import UserError
 
 if TYPE_CHECKING:
     import numpy as np

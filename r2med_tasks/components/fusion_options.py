@@ -1,0 +1,25 @@
+"""The options of fusing rankings (``r2med_tasks.scoring.fusion.fuse``), for a composite that fuses
+its members' runs (``hybrid``): its options class derives from :class:`FusionOptions`, so each
+option is declared once, with ``r2med fuse``'s defaults. Here rather than beside ``fuse``: options
+are the component contract's, a layer above the scoring they configure."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from ..scoring.fusion import DEFAULT_DEPTH, DEFAULT_METHOD, DEFAULT_RRF_K, FUSION_METHODS
+from .options import Options
+
+
+class FusionOptions(Options):
+    """``fusion``, ``weights``, ``rrf_k`` and ``depth``, as ``fuse`` takes them (``weights`` empty:
+    equal)."""
+
+    fusion: Literal[FUSION_METHODS] = Field(DEFAULT_METHOD, description="rrf, zscore, minmax or linear")
+    weights: tuple[Annotated[float, Field(ge=0)], ...] = Field(
+        (), description="comma-separated, one weight per member (default: equal)")
+    rrf_k: int = Field(DEFAULT_RRF_K, ge=0, le=1_000_000,  # beyond, 1/(k + r) no longer tells ranks apart in a float
+                       description="RRF's k: a document at rank r scores 1/(k + r)")
+    depth: int = Field(DEFAULT_DEPTH, ge=1, description="documents taken from each member's run")
