@@ -1,18 +1,8 @@
-"""What an LLM or embedding-API backend's author needs beyond :mod:`r2med_tasks.plugin`
-(``from r2med_tasks.llm import ...``); docs/writing-plugins.md ("LLM and API backends") lists
-``__all__``:
+"""What an LLM or embedding-API backend's author needs beyond :mod:`r2med_tasks.plugin`: a chat
+client, an OpenAI-compatible endpoint with its retries, and what may be shown of a key or a URL.
 
-- the chat client an ``LLMSpec`` factory returns (``ChatClient``, from an ``-o llm=`` spec read by
-  ``parse_llm_spec``), or what any other must offer (``LLMClient``; ``ContinuesTurns`` for agents);
-- an OpenAI-compatible HTTP API as the embedding clients use it: ``Endpoint`` (base URL, key
-  variable, timeout, retries; ``endpoint_url``, ``openai_base_url``, ``OPENAI_BASE_URL``,
-  ``no_auth_header``), its retry loop (``APICaller``, ``RetryPolicy``, ``BadResponse``) and
-  ``map_concurrently``; a client that shows its retries on the run's line (``ShowsRetries``);
-- what may be shown of a key or a URL (``scrub``, ``show_url``).
-
-The rest of the package is the core's own, imported from its modules (``r2med_tasks.llm.cache``,
-``r2med_tasks.llm.usage``, ...), in the order ``tests/test_imports.py`` (``LAYERS``) keeps.
-Importing this package imports no ``openai``/``httpx``.
+The rest of the package is the core's own, imported from its modules. Importing this package
+imports no ``openai``/``httpx``.
 """
 
 from .chat import ChatClient

@@ -1,7 +1,5 @@
-"""What a server answered: ``Generation`` (one completion), read from a ``/chat/completions`` or
-``/completions`` answer by ``parse_chat_completion`` and ``parse_continuation``: token counts
-checked (``token_count``), a reasoning model's thinking taken apart (``reasoning_of``). Apart from
-the client, so the cache, the usage tally and the records read answers without it."""
+"""What a server answered, read and checked. Apart from the client, so the cache, the usage tally
+and the records read answers without it."""
 
 from __future__ import annotations
 
@@ -21,18 +19,10 @@ THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
 @dataclass(frozen=True)
 class Generation:
-    """One completion: the first choice's text, the tokens billed, why it ended and the model that answered.
-
-    ``text`` is the message's ``content``; a server that splits a reasoning model's thinking from its
-    answer (vLLM's ``--reasoning-parser``, DeepSeek's API) gives the thinking in ``reasoning``
-    (``message.reasoning_content``, or ``message.reasoning`` as newer vLLM and OpenRouter name it);
-    :meth:`whole_text` puts the two back together as the model wrote them.
-
-    ``finish_reason``: the server's (``"stop"``: a stop string or the end of the turn, ``"length"``:
-    ``max_tokens`` spent). ``stop``: for a continued turn (``ChatClient.continue_turns``), the stop
-    string that ended it, as the server reports it (vLLM's ``stop_reason``); the text never
-    includes it. None when no stop string ended it (the model ended its turn, ``max_tokens``) or when
-    the server does not say which (OpenAI and Ollama report only ``finish_reason: "stop"``).
+    """One completion: the first choice's text, the tokens billed, why it ended and the model that
+    answered. ``reasoning`` is the thinking a server returned apart from ``text``. ``stop`` is the
+    stop string that ended a continued turn, never in the text; None also when the server does not
+    say which (OpenAI and Ollama report only ``finish_reason: "stop"``).
     """
 
     text: str
@@ -42,19 +32,15 @@ class Generation:
     model: str
     stop: str | None = None
     reasoning_tokens: int = 0  # of completion_tokens, where the server says (usage.completion_tokens_details)
-    reasoning: str | None = None  # the thinking, when the server returns it apart (``reasoning_content``)
-    seconds: float | None = field(default=None, compare=False)  # the request's, retries included (not what was answered)
+    reasoning: str | None = None
+    seconds: float | None = field(default=None, compare=False)  # the request's, retries included
     tokens_known: bool = True  # False: the server gave no valid token counts (the 0s above stand for unknown)
 
     def whole_text(self, opened: bool | None = None) -> str:
-        """What the model wrote, its thinking in place when the server returned it apart: the inverse
-        of vLLM's ``deepseek_r1`` parser and DeepSeek's API, which cut the text at the first
-        ``</think>`` (``reasoning`` before it, without an opening ``<think>``; ``text`` after it): the
-        text R2MED's published files hold for reasoning LLMs. ``opened``: the model wrote the opening
-        tag itself, so it is put back (default: when there is an answer after the thought; a chat
-        template that opens the thought in the prompt, as QwQ's and DeepSeek-R1's do, leaves it out of
-        the output). With no reasoning, ``text`` unchanged; a thought never closed (a search agent
-        stopped mid-thought) is all the model wrote: the reasoning alone."""
+        """What the model wrote, its thinking in place: the inverse of vLLM's ``deepseek_r1`` parser,
+        which cuts the text at the first ``</think>``; the text R2MED's published files hold for
+        reasoning LLMs. ``opened``: put the opening ``<think>`` back (by default when an answer
+        follows; QwQ's and DeepSeek-R1's templates open the thought in the prompt instead)."""
         if self.reasoning is None:
             return self.text
         head = THINK_OPEN if (bool(self.text) if opened is None else opened) else ""
@@ -71,17 +57,17 @@ def _text(content: Any) -> str | None:
 
 
 def token_count(value: Any) -> int:
-    """A token count as a server (or a cache line) reports it; 0 for anything but an integer >= 0."""
+    """A reported token count; 0 for anything but a valid one."""
     return value if valid_count(value) else 0
 
 
 def valid_count(value: Any) -> bool:
-    """Whether a server's token count is one: an integer >= 0 (not -1000000, 1e308 or "x")."""
+    """Whether a server's token count is one (servers have sent -1000000, 1e308 and "x")."""
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_TOKENS
 
 
 MAX_TOKENS = 10**15  # more than any request ever billed: a count beyond it is no count (and stays finite in dollars)
-_WARNED: set[str] = set()  # models whose server gave invalid token counts, warned about once a process
+_WARNED: set[str] = set()  # models warned about once a process
 
 
 def _first_choice(payload: bytes) -> tuple[dict, dict]:
@@ -112,9 +98,8 @@ def _no_text(text: str | None, finish: str | None) -> BadResponse:
 
 
 def reasoning_of(message: dict) -> str | None:
-    """The thinking a server returned apart from the answer: ``reasoning_content`` (vLLM's reasoning
-    parsers, DeepSeek's API), else ``reasoning`` (newer vLLM, OpenRouter); None when neither is
-    text (an empty one included: nothing was returned apart)."""
+    """The thinking a server returned apart from the answer, under either name servers use; None
+    when empty."""
     for name in REASONING_FIELDS:
         value = _text(message.get(name))
         if value:
@@ -126,7 +111,7 @@ def _generation(obj: dict, text: str, finish: str | None, requested_model: str, 
                 reasoning: str | None = None) -> Generation:
     usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else {}
     model = obj.get("model") if isinstance(obj.get("model"), str) and obj.get("model") else requested_model
-    model = redact(model)  # stored and shown: never a secret a spec or a server put there
+    model = redact(model)  # stored and shown
     details = usage.get("completion_tokens_details")  # OpenAI's, and vLLM's with a reasoning parser
     reasoning_tokens = token_count(details.get("reasoning_tokens")) if isinstance(details, dict) else 0
     known = all(valid_count(usage.get(name)) for name in ("prompt_tokens", "completion_tokens"))
@@ -157,11 +142,9 @@ def parse_chat_completion(payload: bytes, requested_model: str) -> Generation:
 
 
 def parse_continuation(payload: bytes, requested_model: str, mode: str) -> Generation:
-    """The first choice of a continued turn's answer (``mode`` "chat": ``/chat/completions``'s
-    ``message.content``; "completions": ``/completions``' ``text``), with the stop string that ended
-    it (vLLM's ``stop_reason`` when a string; an int there is a stop token, not a string). Empty text
-    is an answer when the turn stopped (the model wrote a stop string or ended the turn at once);
-    ``BadResponse`` (retried) otherwise."""
+    """The first choice of a continued turn's answer, with the stop string that ended it (vLLM's
+    ``stop_reason``; an int there is a stop token). Empty text is an answer only when the turn
+    stopped; ``BadResponse`` (retried) otherwise."""
     obj, choice = _first_choice(payload)
     reasoning = None
     if mode == "chat":
@@ -169,7 +152,7 @@ def parse_continuation(payload: bytes, requested_model: str, mode: str) -> Gener
             raise BadResponse("the first choice has no message")
         text = _text(choice["message"].get("content"))
         reasoning = reasoning_of(choice["message"])
-        if reasoning is not None and text is None:  # the thinking not closed: all of it came apart
+        if reasoning is not None and text is None:  # the thinking never closed
             text = ""
     else:
         text = choice.get("text") if isinstance(choice.get("text"), str) else None

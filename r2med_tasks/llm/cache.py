@@ -1,8 +1,6 @@
-"""The generation cache: ``GenerationCache(path)``, a JSONL journal, one line per answer, appended
-(and fsynced) as each answer arrives, so a killed run keeps everything already paid for;
-``key_for`` and ``turn_key`` its keys. ``generate_cached(client, cache, requests)`` asks the server
-which model it serves (``ChatClient.served_model``, ``GET /models``), then sends only what the cache
-lacks for that model; ``continue_cached(client, cache, turns)`` does the same for continued turns."""
+"""The generation cache: one JSONL line per answer, fsynced as each answer arrives, so a killed run
+keeps everything already paid for, and a rerun sends only what the cache lacks for the model the
+server says it serves."""
 
 from __future__ import annotations
 
@@ -26,20 +24,14 @@ from .usage import Usage
 log = logging.getLogger(__name__)
 
 
-CACHE_VERSION = 2  # 2: keyed by the model the server reports serving (``ServedModel.key``)
+CACHE_VERSION = 2  # 2: keyed by the model the server reports serving
 
 
 def key_for(model: str, messages: list[dict], params: dict[str, Any], served: dict[str, Any] | None = None) -> str:
-    """sha256 hex of the canonical JSON of ``{"v", "model", "served", "messages", "params"}``.
-
-    ``served`` is what the server reported serving under ``model`` (``ServedModel.key()``: its
-    ``id``, vLLM's ``root`` and ``parent``), None when it could not say: answers of another served
-    model (another checkpoint under the same name, at another endpoint) are never reused, and the
-    base URL itself is not part of the key (the same served model elsewhere reuses the answers).
-    ``params`` are the sampling parameters, None ones dropped (``temperature=0`` and ``0.0`` agree);
-    dict key order does not matter. JSON is one unambiguous encoding of the whole (no separator a
-    text could hold), ASCII-escaped so even a lone surrogate has its own bytes.
-    """
+    """sha256 of the canonical JSON of the request. ``served`` (what the server reported serving)
+    keeps another checkpoint under the same name from reusing answers, while the base URL is left
+    out so the same model elsewhere does reuse them. ASCII-escaped, so even a lone surrogate has
+    its own bytes."""
     blob = json.dumps({"v": CACHE_VERSION, "model": model, "served": served, "messages": messages,
                        "params": normalize_params(dict(params))},
                       sort_keys=True, ensure_ascii=True, separators=(",", ":"))
@@ -48,12 +40,8 @@ def key_for(model: str, messages: list[dict], params: dict[str, Any], served: di
 
 def turn_key(model: str, mode: str, request: Any, stop: Sequence[str], params: dict[str, Any],
              served: dict[str, Any] | None = None) -> str:
-    """The cache key of a continued turn (``continue_cached``): sha256 hex of the canonical JSON of
-    ``{"v", "turn": mode, "model", "served", "request", "stop", "params"}``, as ``key_for`` encodes
-    (its own field set, so never a ``key_for`` key). ``mode`` "chat" or "completions";
-    ``request``: the rendered prompt (completions) or ``{"messages", "partial"}`` (chat);
-    ``stop``: the stop strings, in order; ``params``: the sampling parameters with the turn's
-    ``max_tokens``; ``served`` as for ``key_for``."""
+    """The cache key of a continued turn, encoded as ``key_for`` encodes but with its own fields,
+    so it never equals a ``key_for`` key."""
     blob = json.dumps({"v": CACHE_VERSION, "turn": mode, "model": model, "served": served, "request": request,
                        "stop": list(stop), "params": normalize_params(dict(params))},
                       sort_keys=True, ensure_ascii=True, separators=(",", ":"))
@@ -88,16 +76,9 @@ def _finite_seconds(value: Any) -> bool:
 
 
 class GenerationCache:
-    """Answers by request key, in an append-only journal (:class:`r2med_tasks.files.journal.Journal`).
-
-    Each line is ``{"key": <key_for(...) or turn_key(...)>, "text", "prompt_tokens",
-    "completion_tokens", "finish_reason", "model"}`` and each of ``"stop"``, ``"reasoning_tokens"``,
-    ``"reasoning"`` (the thinking a server returned apart) and ``"seconds"`` (the request's) when set
-    (the ``Generation`` fields; ``model`` is the model that answered) and nothing else: no key, no prompt. ``put``
-    appends and fsyncs one line, so a killed run loses only the answer being written; a line that does not parse (the last one, cut by a kill; or garbage)
-    is skipped with one warning and dropped from the file, and its request is sent again.
-    When a key appears twice, the last line wins. The file is read once, at construction: lines
-    another process appends later are not seen by this object.
+    """Answers by request key, in an append-only journal: a line holds a ``Generation``'s fields and
+    nothing else (no API key, no prompt). A line cut by a kill is dropped and its request sent
+    again; the last line of a key wins. Read once: another process's later lines are not seen.
     """
 
     key_for = staticmethod(key_for)
@@ -106,7 +87,7 @@ class GenerationCache:
         self.path = Path(path)
         self._journal = Journal(self.path, "the generation cache")
         self._entries: dict[str, Generation] = {}
-        records, self.skipped, _ = self._journal.read()  # skipped: lines that did not parse (the journal warns)
+        records, self.skipped, _ = self._journal.read()
         for record in records:
             entry = _entry(record)
             if entry is None:
@@ -129,15 +110,16 @@ class GenerationCache:
     def put(self, key: str, generation: Generation) -> None:
         """Append ``generation`` under ``key`` and fsync it before returning."""
         record = {"key": key, **asdict(generation)}
+        # fields at their default are left out, so older lines and new ones read alike
         if record["stop"] is None:
-            del record["stop"]  # the lines of answers that are not continued turns stay as they were
+            del record["stop"]
         if not record["reasoning_tokens"]:
-            del record["reasoning_tokens"]  # likewise for answers without reasoning tokens reported
-        for name in ("reasoning", "seconds"):  # likewise for answers without their thinking apart, or not timed
+            del record["reasoning_tokens"]
+        for name in ("reasoning", "seconds"):
             if record[name] is None:
                 del record[name]
         if record["tokens_known"]:
-            del record["tokens_known"]  # likewise: written only when the server's counts were not counts
+            del record["tokens_known"]
         if "seconds" in record:
             record["seconds"] = round(record["seconds"], 3)
         self._journal.append([record])
@@ -148,15 +130,9 @@ def generate_cached(client: LLMClient, cache: GenerationCache, requests: list[li
                     usage: Usage | None = None,
                     on_answer: Callable[[int, Generation], None] | None = None) -> list[Generation]:
     """``client.generate(requests)`` for what ``cache`` lacks, each answer stored as it arrives.
-
-    First (before anything is reused or sent) the client is asked which model its server serves
-    (``client.served_model()``, once per client; a 401 is the error, nothing is reused): requests
-    are keyed by ``key_for(client.model, messages, client.params, served)``, so answers of another
-    served model are not reused. A client without ``served_model`` (a plugin's own) is keyed by its
-    model name alone. Identical requests in one call are sent once. ``usage`` (if given) counts the requests sent (and their tokens) and the
-    cache hits; ``on_answer(i, generation)`` (if given) is called once per request as its answer is
-    had, cached answers first (a component writes a query's record as it finishes). If the run fails, every answer received so far is already in the cache, so a rerun
-    sends only the rest.
+    The served model is asked first, before anything is reused (a client without ``served_model``
+    is keyed by its model name alone); identical requests are sent once; ``on_answer`` sees cached
+    answers first, so a component can write a query's record as it finishes.
     """
     requests = check_messages(requests, "generate_cached")
     if not requests:
@@ -174,10 +150,7 @@ def generate_cached(client: LLMClient, cache: GenerationCache, requests: list[li
 def _through_cache(cache: GenerationCache, keys: list[str], send: Callable[[list[int], Callable], Any], *,
                    usage: Usage | None, log_line: Callable[[int, int], None],
                    on_answer: Callable[[int, Generation], None] | None = None) -> list[Generation]:
-    """The answer of each key: from ``cache``, else from ``send(indices, store)`` (each request
-    ``keys`` lacks, once per distinct key; ``store(j, generation)`` keeps the j-th answer as it
-    arrives); ``usage`` counts the cache hits; ``on_answer(i, generation)``, once per request, as
-    its answer is had (cached ones first)."""
+    """The answer of each key: from ``cache``, else from ``send`` (once per distinct key)."""
     out: list[Generation | None] = [cache.get(k) for k in keys]
     to_send: list[int] = []
     first: dict[str, int] = {}
@@ -212,12 +185,7 @@ def _through_cache(cache: GenerationCache, keys: list[str], send: Callable[[list
 
 def continue_cached(client: ContinuesTurns, cache: GenerationCache, turns: Sequence[Turn], *,
                     usage: Usage | None = None) -> list[Generation]:
-    """``client.continue_turns(turns)`` for what ``cache`` lacks, each answer stored as it arrives,
-    as ``generate_cached`` does: the served model is asked first (``client.served_model()``), each
-    turn is keyed by ``turn_key(client.model, client.mode, request, turn.stop, params, served)``
-    (the prompt rendered here in completions mode, the messages and partial text in chat mode; the
-    sampling params with the turn's ``max_tokens``), identical turns in one call are sent once, and
-    ``usage`` counts requests sent, their tokens and cache hits. A rerun sends nothing."""
+    """``client.continue_turns(turns)`` for what ``cache`` lacks, as ``generate_cached`` does."""
     turns = check_turns(turns, "continue_cached")
     if not turns:
         return []
@@ -232,10 +200,8 @@ def continue_cached(client: ContinuesTurns, cache: GenerationCache, turns: Seque
 
 
 class CachedClient:
-    """A backend's client as a component gets it (``Context.llm``): what it asks is answered from
-    ``cache`` when there, else sent and each answer stored as it arrives, and every call is
-    tallied in ``usage`` (requests sent, cache hits, tokens). One per ``context.llm`` call; the
-    cache and the usage are the stage's, shared by its clients."""
+    """A backend's client as a component gets it (``context.llm``): answers come from the stage's
+    cache when there, and every call is tallied in the stage's usage."""
 
     def __init__(self, client: LLMClient, cache: GenerationCache, usage: Usage) -> None:
         self.client, self.cache, self.usage = client, cache, usage
@@ -253,14 +219,13 @@ class CachedClient:
 
     def generate(self, requests: list[list[dict]],
                  on_answer: Callable[[int, Generation], None] | None = None) -> list[Generation]:
-        """One answer per list of chat messages (``generate_cached``); ``on_answer(i, generation)``
-        as each is had, cached ones first."""
+        """One answer per list of chat messages; ``on_answer`` as each is had, cached ones first."""
         return generate_cached(self.client, self.cache, requests, usage=self.usage, on_answer=on_answer)
 
     def continue_turns(self, turns: Sequence[Turn]) -> list[Generation]:
-        """Each assistant turn extended (``continue_cached``; the client must be a ``ContinuesTurns``)."""
+        """Each assistant turn extended (the client must be a ``ContinuesTurns``)."""
         return continue_cached(self.client, self.cache, turns, usage=self.usage)
 
     def tokenizer(self) -> Any:
-        """The model's tokenizer, where the client renders prompts itself (``ContinuesTurns``)."""
+        """The model's tokenizer, where the client renders prompts itself."""
         return self.client.tokenizer()

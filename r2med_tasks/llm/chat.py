@@ -1,17 +1,6 @@
-"""The chat client: ``ChatClient(model, base_url=...)``, chat completions through the official
-``openai`` SDK (``openai.OpenAI(...).post``: the request ``chat.completions.create`` sends, without
-its per-request walk of the typed parameters), one request per messages list,
-from a small thread pool, answers (``Generation``) in input order (``generate``). Works with
-OpenAI, vLLM, Ollama or anything speaking that API. ``ChatClient.continue_turns(turns)`` extends
-assistant turns (``Turn``) until a stop string (search agents), through ``/chat/completions`` with
-vLLM's ``continue_final_message`` or, given ``template=`` (a tokenizer), a chat template rendered
-here (``ChatTemplate``) and ``/completions``. ``ChatClient.served_model`` asks the server which
-model it serves (``GET /models``), once a run.
-
-What it sends and reads is defined apart: the requests in ``messages``, the answers in
-``answers``, the model list in ``served``; the calls components make on it (``LLMClient``,
-``ContinuesTurns``) in ``protocols``.
-"""
+"""The chat client for OpenAI, vLLM, Ollama or anything speaking the OpenAI chat API: many requests
+from a small thread pool, answers in input order, and assistant turns continued until a stop string
+(search agents)."""
 
 from __future__ import annotations
 
@@ -55,13 +44,10 @@ _MEMO_LOCK = threading.Lock()
 
 
 class _OneAtATime:
-    """Answers handed to ``on_result`` (and counted in ``usage``) one call at a time, in the order
-    they arrive, without a worker waiting for another's call: a worker whose answer arrives while
-    another's is being handed over queues it and goes on to its next request; the worker handing
-    over hands over everything queued before it goes on (so every answer is handed over before
-    ``map_concurrently`` returns or re-raises). A slow ``on_result`` (the generation cache's fsynced
-    append) then delays one worker, not all of them. An ``on_result`` that raises does not stop the
-    others' answers being handed over; the worker handing over raises the first error after."""
+    """Hands answers to ``on_result`` one call at a time without making workers wait on one another:
+    a slow ``on_result`` (the cache's fsynced append) delays one worker, not all. A worker whose
+    answer arrives mid-hand-over queues it and moves on; the one handing over drains the queue, so
+    every answer is handed over before ``map_concurrently`` returns, and raises the first error after."""
 
     def __init__(self, on_result: Callable[[int, Generation], None] | None, usage: Usage | None) -> None:
         self.on_result, self.usage = on_result, usage
@@ -89,45 +75,21 @@ class _OneAtATime:
                     self.usage.add(answer)
                 if self.on_result is not None:
                     self.on_result(j, answer)
-            except BaseException as e:  # the rest are still handed over, as each worker's own were
+            except BaseException as e:  # the rest are still handed over
                 error = error or e
         if error is not None:
             raise error
 
 
 class ChatClient(Endpoint):
-    """Chat completions from an OpenAI-compatible API (OpenAI, vLLM, Ollama, any ``base_url``: an
-    ``Endpoint``), through the ``openai`` SDK (``post``, sending what ``chat.completions.create`` would;
-    built by ``openai_client``).
+    """Chat completions from an OpenAI-compatible API, through the ``openai`` SDK. Sampling
+    parameters left None are not sent; ``top_k`` and ``repetition_penalty`` are vLLM's (OpenAI
+    refuses them). No key variable set means no ``Authorization`` header, except on api.openai.com.
 
-    The request is ``model`` and ``messages`` plus each of ``temperature``, ``top_p``,
-    ``max_tokens``, ``seed`` that is not None (OpenAI's o-series and gpt-5 get ``max_tokens`` as
-    ``max_completion_tokens``, the only name they accept). ``base_url`` defaults to
-    ``openai_base_url()``. ``Authorization: Bearer $api_key_env`` is sent when that variable is
-    set, no header otherwise; on the OpenAI API (``api.openai.com``) it must be set.
-
-    Retries (``APICaller`` with ``retry``: a ``RetryPolicy``, default ``DEFAULT_RETRY``, with each
-    of ``max_retries``, ``backoff``, ``backoff_max``, ``retry_after_max``, ``sleep`` that is given): HTTP
-    408/429/5xx, timeouts, connection errors and unusable answers (not JSON, no choices, empty or
-    null content) are retried up to ``max_retries`` times, waiting ``min(backoff_max, backoff *
-    2**(n-1))`` s times 0.5..1, or the server's ``Retry-After`` (at most ``retry_after_max``); then
-    a one-line ``UserError`` naming the endpoint, the model, the last failure and what to do.
-    Other 4xx and 3xx fail at once (401: "check $api_key_env"; redirects are never followed).
-
-    ``top_k`` and ``repetition_penalty`` are vLLM's (sent as extra body keys when set; OpenAI refuses them).
-
-    Continued turns (``continue_turns``, ``Turn``; search agents) go one of two ways:
-
-    - chat mode (``template`` None): ``POST {base_url}/chat/completions`` with the partial text as
-      a final assistant message and vLLM's ``continue_final_message: true, add_generation_prompt:
-      false`` (a turn not yet started is an ordinary request). Needs a server that continues a
-      final message (vLLM; OpenAI refuses it, Ollama ignores it). The server renders the partial:
-      transformers' chat templating strips its trailing whitespace;
-    - completions mode (``template``: a tokenizer folder or hub id, already downloaded): the chat
-      template is rendered here (``AutoTokenizer.from_pretrained(template, local_files_only=True)``,
-      loaded on first use; ``apply_chat_template(messages, add_generation_prompt=True)`` + the
-      partial, exactly) and ``POST {base_url}/completions`` sends that prompt. ``max_tokens`` must
-      be set (vLLM's ``/completions`` stops after 16 tokens otherwise).
+    Continued turns go one of two ways: chat mode sends the partial as a final assistant message
+    with vLLM's ``continue_final_message`` (OpenAI refuses it, Ollama ignores it, and the server's
+    templating strips its trailing whitespace); completions mode (``template``: a downloaded
+    tokenizer) renders the chat template here plus the partial, exactly, and needs ``max_tokens``.
     """
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
@@ -155,7 +117,7 @@ class ChatClient(Endpoint):
         self.concurrency = concurrency
         self._served: ServedModel | None = None
         self._served_lock = threading.Lock()
-        self._served_memo: dict | None = None  # a run's (share_served)
+        self._served_memo: dict | None = None
         self._check_options()
 
     def __repr__(self) -> str:
@@ -171,7 +133,7 @@ class ChatClient(Endpoint):
 
     @property
     def shown_model(self) -> str:
-        """``model`` as messages show it (``redact``: a spec's ``#m?pwd=...`` is masked)."""
+        """``model`` with any secret in it masked, for messages."""
         return redact(self.model)
 
     def _check_options(self) -> None:
@@ -198,7 +160,7 @@ class ChatClient(Endpoint):
 
     @property
     def params(self) -> dict[str, Any]:
-        """The sampling parameters that are set (None ones left out), as sent and as cache-keyed."""
+        """The sampling parameters that are set, as sent and as cache-keyed."""
         return normalize_params({name: getattr(self, name) for name in SAMPLING_PARAMS})
 
     @property
@@ -217,13 +179,9 @@ class ChatClient(Endpoint):
 
     def generate(self, requests: list[list[dict]], *, on_result: Callable[[int, Generation], None] | None = None,
                  usage: Usage | None = None) -> list[Generation]:
-        """One completion per messages list, ``concurrency`` at a time; results in input order.
-
-        ``on_result(i, generation)`` is called (from a worker thread, one call at a time) as each
-        answer arrives; ``usage`` (if given) is tallied the same way. The first request that fails
-        for good raises its ``UserError`` once the requests in flight have ended (the others stop
-        at their next attempt; answers that arrive meanwhile still reach ``on_result``).
-        """
+        """One completion per messages list, in input order. ``on_result`` sees each answer as it
+        arrives (one call at a time), so a cache keeps what came before a failure; the first request
+        that fails for good raises once the requests in flight have ended."""
         requests = check_messages(requests, "ChatClient.generate")
         if not requests:
             return []
@@ -235,19 +193,13 @@ class ChatClient(Endpoint):
     # -- continued turns ---------------------------------------------------------------------------
     def continue_turns(self, turns: Sequence[Turn], *, on_result: Callable[[int, Generation], None] | None = None,
                        usage: Usage | None = None) -> list[Generation]:
-        """Extend each ``Turn``'s assistant text until one of its stop strings (or the end of the
-        turn, or ``max_tokens``); the answers (``Generation``: the new text only, without the stop
-        string; ``stop``: which stop string ended it; ``finish_reason``), in input order. Sent as
-        ``generate`` sends (``concurrency`` at a time, the same retries and errors, ``on_result`` and
-        ``usage`` the same way), by this client's ``mode`` (see the class). A server refusing to
-        continue a final assistant message (chat mode) is a ``UserError`` saying to give
-        ``template=`` or use vLLM."""
+        """Extend each turn's assistant text until one of its stop strings; each answer is the new
+        text only, with the stop string that ended it. Sent as ``generate`` sends."""
         prepared = [self.prepare_turn(turn) for turn in check_turns(turns, "ChatClient.continue_turns")]
         return self.send_prepared(prepared, on_result=on_result, usage=usage)
 
     def prepare_turn(self, turn: Turn) -> PreparedTurn:
-        """``turn`` as this client sends it: its JSON body (the chat template rendered here in
-        completions mode), and the request and params that key it in the cache."""
+        """``turn``'s JSON body, and the request and params that key it in the cache."""
         params = self.params
         if turn.max_tokens is not None:
             params["max_tokens"] = turn.max_tokens
@@ -272,22 +224,19 @@ class ChatClient(Endpoint):
         return PreparedTurn(body, request, params)
 
     def render(self, turn: Turn) -> str:
-        """The completions-mode prompt of ``turn``: the ``template`` tokenizer's chat template applied
-        to its messages with the generation prompt, then its partial text, verbatim."""
+        """The completions-mode prompt: the chat template with the generation prompt, then the partial."""
         if self._chat_template is None:
             raise UserError("ChatClient: rendering a chat template needs template= (a tokenizer folder or hub id)")
         return self._chat_template.render(turn)
 
     def tokenizer(self):
-        """The ``template`` tokenizer (loaded once, offline), or None without one: for an agent that
-        counts or cuts tokens as its reference does."""
+        """The ``template`` tokenizer, or None: for an agent that counts or cuts tokens as its reference does."""
         return self._chat_template.tokenizer() if self._chat_template is not None else None
 
     def send_prepared(self, prepared: list[PreparedTurn], *,
                       on_result: Callable[[int, Generation], None] | None = None,
                       usage: Usage | None = None) -> list[Generation]:
-        """Turns ``prepare_turn`` made, sent as ``continue_turns`` sends them (``continue_cached``
-        keys them before sending what its cache lacks)."""
+        """Send turns already prepared (the cache keys them first, and sends only what it lacks)."""
         if not prepared:
             return []
         mode = self.mode
@@ -296,9 +245,8 @@ class ChatClient(Endpoint):
                               self._turn_client_error, on_result=on_result, usage=usage)
 
     def _turn_client_error(self, body: dict, status: int, message: str) -> str | None:
-        """Advice for a refused turn: a chat request continuing a final message (``body``) that the
-        server refuses, for no reason ``_client_error`` knows, is taken for a server without
-        ``continue_final_message``."""
+        """A refusal of a continued final message, for no other known reason, is taken for a server
+        without ``continue_final_message``."""
         fix = self._client_error(status, message)
         if fix is None and status in (400, 422) and body.get("continue_final_message"):
             return ("if it does not continue a partial assistant message (vLLM's continue_final_message), serve "
@@ -309,9 +257,7 @@ class ChatClient(Endpoint):
     def _send_all(self, bodies: list[dict], endpoint: str, parse: Callable[[bytes], Generation],
                   client_error: Callable[[dict, int, str], str | None], *,
                   on_result: Callable[[int, Generation], None] | None, usage: Usage | None) -> list[Generation]:
-        """``bodies`` to ``{base_url}/chat/completions`` (``endpoint`` "chat") or ``/completions``,
-        ``concurrency`` at a time, each retried by an ``APICaller`` (``client_error(body, status,
-        message)``: the advice for its refusal); answers in input order."""
+        """``bodies`` to ``/chat/completions`` or ``/completions``, each retried; answers in input order."""
         url = self.url if endpoint == "chat" else endpoint_url(self.base_url, "completions")
         key = self.key(required=self.needs_key, who=f"ChatClient for {self.shown_model} at {show_url(url)}")
         what = "chat completions" if endpoint == "chat" else "completions"
@@ -328,9 +274,8 @@ class ChatClient(Endpoint):
         deliver = _OneAtATime(on_result, usage)
 
         def send(body: dict) -> bytes:
-            # the SDK's own request (auth, headers, timeout, errors), the body as built here: what
-            # chat.completions.create sends (the same JSON object; tested), without its
-            # per-request walk of the typed parameters (a third of the SDK's time per request)
+            # what chat.completions.create sends (tested), without its per-request walk of the
+            # typed parameters: a third of the SDK's time per request
             return client.post(path, cast_to=bytes, body=body, options=options)
 
         def run(i: int, abort: threading.Event) -> Generation:
@@ -343,20 +288,9 @@ class ChatClient(Endpoint):
         return map_concurrently(run, range(len(bodies)), self.concurrency, name="ChatClient", finish_running=True)
 
     def served_model(self) -> ServedModel:
-        """The model the server says it serves under ``model`` (``GET {base_url}/models``), asked once
-        per client, or once per run where the run shares its memo (``share_served``), and remembered;
-        what keys this client's cached answers. A failure to ask is remembered too: the run's other
-        clients fail at once with the same line instead of asking again.
-
-        - the entry whose ``id`` is ``model`` (Ollama's ``NAME:latest`` for a bare ``NAME``): its
-          ``id``, and vLLM's ``root`` (the weights it loaded) and ``parent`` (a LoRA's base model);
-        - HTTP 401/403: a one-line ``UserError`` naming the endpoint and the key variable (nothing
-          is sent or reused); other failures are retried as chat requests are, then a ``UserError``;
-        - no such route (HTTP 404, 405, 410, 501) or an answer that is not a model list: the model name alone,
-          as before, with the reason in ``ServedModel.reason`` (and an INFO log record);
-        - a list without ``model``: the model name, marked unlisted (so never the answers of a
-          server that did report it), with the reason likewise.
-        """
+        """The model the server says it serves (``GET /models``): what keys this client's cached
+        answers. Asked once per run where the run shares its memo; a failure is remembered too, so
+        the run's other clients fail at once instead of asking again."""
         with self._served_lock:
             if self._served is None:
                 memo, key = self._served_memo, (self.base_url, self.model, self.api_key_env)
@@ -382,9 +316,7 @@ class ChatClient(Endpoint):
             return self._served
 
     def share_served(self, memo: dict) -> None:
-        """Remember what the server said it serves (or that asking failed) in ``memo``, a run's
-        (``Context.served``): every client of the run for the same endpoint, model and key variable
-        asks ``GET /models`` once, and after a failure none asks again."""
+        """Share the run's memo of ``GET /models`` answers (and failures) among its clients."""
         self._served_memo = memo
 
     def _client_error(self, status: int, message: str) -> str | None:

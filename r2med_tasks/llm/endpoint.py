@@ -1,11 +1,6 @@
-"""The endpoint of an OpenAI-compatible API, as every client of one holds it (the chat client, the
-embedding encoders of ``r2med_plugins.dense.api``): ``Endpoint`` (base URL, the environment
-variable of its key, timeout, retry policy, the line its retries show on), the one place an
-``openai.OpenAI`` is built (``openai_client``: base URL, key, timeout, no SDK retries, no
-redirects), and the retry loop (``APICaller``: ``RetryPolicy``, ``Retry-After``, one-line
-``UserError``s; its retries are one status line, a ``RetryLine``, which a run hands its clients
-through ``Context.retries`` and ``ShowsRetries``). Importing this module imports no
-``openai``/``httpx``."""
+"""An OpenAI-compatible API as every client of one holds it (chat, embeddings): the one place an
+``openai.OpenAI`` is built, and the retry loop that ends in a one-line ``UserError``. Importing
+this module imports no ``openai``/``httpx``."""
 
 from __future__ import annotations
 
@@ -36,9 +31,8 @@ VLLM_BASE_URL = "http://127.0.0.1:8000/v1"
 
 
 def openai_base_url() -> str:
-    """``$OPENAI_BASE_URL`` (read as the openai SDK reads it, when no URL is given; blank counts as
-    unset), else the OpenAI API: so a user who points the SDK at a local server points ``openai:``
-    there too."""
+    """``$OPENAI_BASE_URL``, else the OpenAI API: a user who points the SDK at a local server points
+    ``openai:`` there too."""
     url = os.environ.get("OPENAI_BASE_URL", "").strip()
     return check_base_url(url, "$OPENAI_BASE_URL", VLLM_BASE_URL) if url else OPENAI_BASE_URL
 
@@ -64,22 +58,10 @@ def endpoint_url(base_url: str, path: str) -> str:
 
 
 def openai_client(base_url: str, *, key: str | None, timeout: float):
-    """An ``openai.OpenAI`` for ``base_url`` that leaves retrying to ``APICaller``.
-
-    - ``max_retries=0``: the SDK's own retries (0.5 s doubling to 8 s, ``Retry-After`` up to 120 s
-      and never retried beyond) cannot be aborted, recorded or shortened by tests; ``APICaller``
-      does the same job with those knobs;
-    - the HTTP client does not follow redirects (httpx would follow one to another origin, with
-      the key's header): a 3xx comes back as an error naming where it points; it holds no key and
-      is shared by every client with the same timeout (building one costs ~0.1 s of TLS setup),
-      so do not ``close()`` what this returns;
-    - ``key`` None sends no ``Authorization`` header at all (pass ``no_auth_header`` as each
-      request's ``extra_headers``): the SDK needs some key, so it gets a placeholder;
-    - a query string in ``base_url`` (``?api-key=...``) goes to ``default_query``, so it is kept on
-      every request instead of being glued to the path;
-    - without a key, one is built per base URL and timeout and shared (it holds nothing secret, and
-      building one costs about as much CPU as a request): a search agent sends each turn as a call
-      of its own.
+    """An ``openai.OpenAI`` that leaves retrying to ``APICaller`` (the SDK's retries cannot be
+    aborted, shown or shortened by tests) and follows no redirect (httpx would follow one to another
+    origin, with the key). The HTTP client, and a keyless client, are shared: building one costs
+    about as much as a request. Do not ``close()`` what this returns.
     """
     if key is None:
         with _http_lock:
@@ -130,10 +112,7 @@ def no_auth_header(key: str | None) -> dict | None:
 # Retrying.
 # --------------------------------------------------------------------------------------------
 class BadResponse(Exception):
-    """Raised by a ``parse`` callback: the reply is unusable, so the request is retried.
-
-    ``advice`` (optional) replaces the caller's ``malformed_advice`` in the final error.
-    """
+    """Raised by a ``parse`` callback: the reply is unusable, so the request is retried."""
 
     def __init__(self, detail: str, advice: str | None = None) -> None:
         super().__init__(detail)
@@ -146,10 +125,8 @@ class Aborted(Exception):
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How ``APICaller`` retries: at most ``max_retries`` retries; retry ``n`` waits
-    ``min(backoff_max, backoff * 2**(n-1))`` seconds times a random 0.5..1 (jitter), or the
-    server's ``Retry-After``/``retry-after-ms`` capped at ``retry_after_max``. ``sleep`` (tests)
-    is called with each wait instead of waiting; tests may also set tiny ``backoff`` values."""
+    """How ``APICaller`` retries: exponential backoff with jitter, or the server's ``Retry-After``
+    capped at ``retry_after_max``. ``sleep`` lets tests skip the waits."""
 
     max_retries: int = 6
     backoff: float = 1.0
@@ -171,8 +148,7 @@ class RetryPolicy:
 
 
 DEFAULT_RETRY = RetryPolicy()
-"""What clients use for the retry options they are not given (read when a client is built; tests
-swap in tiny delays with ``monkeypatch.setattr("r2med_tasks.llm.endpoint.DEFAULT_RETRY", RetryPolicy(...))``)."""
+"""Read when a client is built, so tests can swap in tiny delays."""
 
 
 def retry_policy(retry: RetryPolicy | None = None, **options: Any) -> RetryPolicy:
@@ -182,15 +158,12 @@ def retry_policy(retry: RetryPolicy | None = None, **options: Any) -> RetryPolic
 
 
 class RetryLine:
-    """The API requests waiting to retry, as one status line that each change replaces:
-    ``show(line)`` with the latest retry (``retry 2 of 6 in 2.0 s: <failure> (<url>)``, and how many
-    other requests wait), ``show(None)`` once none waits. A run has one (``Context.retries``, a row
-    of the runner's progress display); ``RetryLine()`` shows nothing, and a retry is then only a
-    DEBUG log record: never a printed line per retry, only the final error once retries are spent."""
+    """The API requests waiting to retry, as one status line that each change replaces: eight
+    requests to a dead server must not print 48 lines. ``RetryLine()`` shows nothing."""
 
     def __init__(self, show: Callable[[str | None], None] | None = None) -> None:
         self.show = show
-        self.waiting: dict[int, str] = {}  # thread of a waiting call -> its latest retry line
+        self.waiting: dict[int, str] = {}  # thread -> its latest retry line
         self.lock = threading.Lock()
 
     def update(self, call: int, line: str | None) -> None:
@@ -209,8 +182,7 @@ class RetryLine:
 
 @runtime_checkable
 class ShowsRetries(Protocol):
-    """A client (or a model holding one) whose API retries can be shown on a run's ``RetryLine``:
-    ``Context.llm`` hands a chat client its context's line, and the dense retriever its model."""
+    """A client (or a model holding one) whose API retries can be shown on a run's ``RetryLine``."""
 
     def show_retries(self, line: RetryLine) -> None: ...
 
@@ -273,21 +245,10 @@ def default_fix(status: int, *, api_key_env: str, model: str, base_url: str, key
 
 
 class APICaller:
-    """Calls ``send()`` (one SDK request, returning the reply's body bytes) until ``parse`` accepts
-    a reply, following a ``RetryPolicy``; holds no key (it is passed to each ``call``, for scrubbing).
-
-    - retried: HTTP 408/429/5xx but 501 (waiting the server's ``Retry-After`` when it names one), timeouts,
-      connection errors, and replies ``parse`` rejects with ``BadResponse``; once retries are
-      spent, ``UserError("<url> failed <n> time(s) for <model>, the last with <failure>; <advice>")``;
-    - not retried: a 3xx (redirects are not followed), 501 (not implemented) or another 4xx: ``client_error(status,
-      message)`` (optional, given the scrubbed server message) may raise its own exception or
-      return the advice, else ``default_fix``; then ``UserError("<url> refused the request
-      (HTTP <status> ...); <advice>")``;
-    - every text shown is scrubbed of the key, of the secrets in ``url`` and of anything key-like;
-      the exceptions leave with no chained SDK exception (whose text would be unscrubbed);
-    - a wait ends early, raising ``Aborted``, when ``abort`` is set (another request failed);
-    - each retry is a DEBUG record on ``logger`` and an update of ``retries`` (a ``RetryLine``),
-      never a printed line (eight concurrent requests to a dead server would print 48).
+    """Calls ``send()`` until ``parse`` accepts a reply. HTTP 408, 429 and 5xx but 501, timeouts,
+    connection errors and ``BadResponse`` are retried; a 3xx or another 4xx fails at once, with
+    ``client_error``'s advice or ``default_fix``. Every text shown is scrubbed of secrets, and no
+    SDK exception is chained (its text would not be).
     """
 
     def __init__(self, url: str, *, model: str, api_key_env: str, base_url: str | None = None,
@@ -297,7 +258,7 @@ class APICaller:
                  logger: logging.Logger | None = None, retries: RetryLine | None = None) -> None:
         self._secrets = url_secrets(url)
         self.url = show_url(url)
-        self.model = redact(model)  # shown only: a spec's "#m?pwd=..." must not show
+        self.model = redact(model)  # shown only
         self.api_key_env = api_key_env
         self.base_url = show_url(base_url if base_url is not None else url.rsplit("/", 1)[0])
         self.timeout = timeout
@@ -315,8 +276,7 @@ class APICaller:
 
     def call(self, send: Callable[[], bytes], parse: Callable[[bytes], T], *, key: str | None,
              abort: threading.Event | None = None) -> T:
-        """``parse(send())`` for the first reply ``parse`` accepts; see the class for the rest. Its
-        retries show on the ``retries`` line until it returns."""
+        """``parse(send())`` for the first reply ``parse`` accepts."""
         try:
             return self._call(send, parse, key=key, abort=abort if abort is not None else threading.Event())
         finally:
@@ -384,13 +344,9 @@ def _reason(response) -> str:
 
 def map_concurrently(fn: Callable[[T, threading.Event], R], items: Sequence[T], concurrency: int,
                      name: str = "r2med-api", *, finish_running: bool = False) -> list[R]:
-    """``[fn(item, abort) for item in items]`` from ``concurrency`` threads, in input order.
-
-    The first exception is re-raised once it happens: ``abort`` is set (so ``APICaller.call`` in
-    the other calls stops at its next attempt or wait) and queued items never start. With
-    ``finish_running``, calls already running are waited for first (a request in flight finishes,
-    so what it returns is not lost and nothing runs on after the raise); never on
-    ``KeyboardInterrupt``.
+    """``[fn(item, abort) for item in items]`` from ``concurrency`` threads, in input order. The
+    first exception sets ``abort`` and is re-raised; with ``finish_running``, calls in flight end
+    first, so what they return is not lost (never on ``KeyboardInterrupt``).
     """
     abort = threading.Event()
     if len(items) <= 1 or concurrency == 1:
@@ -415,11 +371,8 @@ def map_concurrently(fn: Callable[[T, threading.Event], R], items: Sequence[T], 
 # The endpoint.
 # --------------------------------------------------------------------------------------------
 class Endpoint:
-    """An OpenAI-compatible API as a client of it holds it: ``base_url``; ``api_key_env``, the
-    environment variable its key is read from on every request (``key``) and never kept;
-    ``timeout`` seconds per request; ``retry``, how failed requests are retried (``caller``: an
-    ``APICaller``), their waits shown on ``retries`` (``show_retries``: ``ShowsRetries``). The
-    retry options not given come from ``retry``, else ``DEFAULT_RETRY`` (``retry_policy``)."""
+    """An OpenAI-compatible API as a client holds it. The key is read from ``api_key_env`` on every
+    request and never kept."""
 
     def __init__(self, base_url: str, *, api_key_env: str, timeout: float, retry: RetryPolicy | None = None,
                  max_retries: int | None = None, backoff: float | None = None, backoff_max: float | None = None,
@@ -432,7 +385,7 @@ class Endpoint:
         self.retries = RetryLine()
 
     def show_retries(self, line: RetryLine) -> None:
-        """Show this client's retries on ``line`` (``ShowsRetries``; by default they are only logged)."""
+        """Show this client's retries on ``line`` (by default they are only logged)."""
         self.retries = line
 
     @property
@@ -446,11 +399,10 @@ class Endpoint:
         self.retry.check(who)
 
     def key(self, *, required: bool, who: str) -> str | None:
-        """The key, read now from ``$api_key_env`` (``api_key``)."""
+        """The key, read now from ``$api_key_env``."""
         return api_key(self.api_key_env, required=required, who=who)
 
     def sdk(self, key: str | None):
-        """The ``openai.OpenAI`` for this endpoint (``openai_client``)."""
         return openai_client(self.base_url, key=key, timeout=self.timeout)
 
     def caller(self, url: str, *, model: str, malformed_advice: str,

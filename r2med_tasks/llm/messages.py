@@ -1,7 +1,5 @@
-"""What a client is asked: message lists (``check_messages``), turns to continue (``Turn``,
-``check_turns``; ``PreparedTurn``, one as it is sent) and the sampling parameters
-(``SAMPLING_PARAMS``, ``normalize_params``), checked as they arrive and normalized as they key
-cached answers: the one definition the client and the cache share."""
+"""What a client is asked, checked as it arrives and normalized as it keys cached answers: the one
+definition the client and the cache share."""
 
 from __future__ import annotations
 
@@ -14,8 +12,7 @@ from ..errors import UserError
 
 SAMPLING_PARAMS = ("temperature", "top_p", "max_tokens", "seed", "top_k", "repetition_penalty")
 EXTRA_BODY_PARAMS = frozenset({"top_k", "repetition_penalty", "continue_final_message", "add_generation_prompt"})
-"""Body keys the openai SDK's ``create`` has no argument for (vLLM's sampling and chat-template
-extras, its ``extra_body``): sent in the same JSON body as the others."""
+"""vLLM's body keys, which the openai SDK's ``create`` has no argument for."""
 
 
 def normalize_params(params: dict[str, Any]) -> dict[str, Any]:
@@ -59,18 +56,10 @@ def check_turns(turns: Sequence, who: str) -> list[Turn]:
 
 @dataclass(frozen=True)
 class Turn:
-    """One request to extend an assistant turn (``ChatClient.continue_turns``), as search agents
-    do: generate until a stop string, append search results to the text, generate again from there.
-
-    - ``messages``: the conversation before the turn (system and user messages, and earlier
-      complete turns if any), not ending with the turn being extended;
-    - ``partial``: the assistant's text so far in that turn ("": start it);
-    - ``stop``: stop strings; the answer ends before the first one the model writes, which the
-      ``Generation`` names (``stop``) and its text leaves out;
-    - ``max_tokens``: this request's limit (None: the client's).
-
-    Lists are accepted and kept as tuples; a malformed turn is a ``UserError``.
-    """
+    """One request to extend an assistant turn, as search agents do: generate until a stop string,
+    append search results to the text, generate again from there. ``messages`` is the conversation
+    before the turn, ``partial`` the assistant's text so far in it; ``max_tokens`` None is the
+    client's."""
 
     messages: tuple[dict, ...]
     partial: str = ""
@@ -107,5 +96,5 @@ class PreparedTurn:
     """A turn as it is sent: the JSON body, and what of it keys the cache (``turn_key``)."""
 
     body: dict
-    request: Any  # the rendered prompt (completions) or {"messages", "partial"} (chat)
+    request: Any  # the rendered prompt (completions mode) or {"messages", "partial"} (chat)
     params: dict

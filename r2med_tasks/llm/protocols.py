@@ -1,6 +1,5 @@
-"""What components call on an LLM backend's client: ``LLMClient`` (``context.llm(...)``) and
-``ContinuesTurns`` (a search agent's), so a component depends on these calls, not on
-``ChatClient``, which has both."""
+"""What components call on an LLM backend's client, so a component depends on these calls, not on
+``ChatClient``."""
 
 from __future__ import annotations
 
@@ -14,12 +13,9 @@ from .usage import Usage
 
 @runtime_checkable
 class LLMClient(Protocol):
-    """What a component may call on the client an LLM backend makes (``context.llm(spec, ...)``,
-    ``LLMSpec.factory``): ``model``, the model it asks; ``params``, the sampling parameters that
-    are set (they key cached answers, with the model); ``generate``, as ``ChatClient.generate``.
-    ``generate_cached`` and the listwise reranker need no more. A client that also has
-    ``served_model()`` (as ``ChatClient``) has its cached answers keyed by the model its server
-    reports serving, else by the model name alone."""
+    """What a component may call on the client an LLM backend makes. ``params`` key cached answers,
+    with the model; a client that also has ``served_model()`` is keyed by what its server reports
+    serving instead of the model name."""
 
     model: str
 
@@ -32,9 +28,7 @@ class LLMClient(Protocol):
 
 @runtime_checkable
 class ContinuesTurns(LLMClient, Protocol):
-    """An ``LLMClient`` that extends assistant turns (``Turn``), as a search agent calls it, directly
-    or through ``continue_cached``: ``ChatClient``'s ``mode``, ``base_url``, ``served_model``,
-    ``prepare_turn``, ``send_prepared``, ``continue_turns`` and ``tokenizer``."""
+    """An ``LLMClient`` that extends assistant turns, as a search agent calls it."""
 
     base_url: str
 

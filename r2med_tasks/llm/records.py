@@ -1,26 +1,6 @@
-"""Generation records: what an LLM wrote for one query, kept beside the task's results.
-
-A component that asks an LLM (a rewriter, a search agent, an LLM reranker) hands the harness what
-it wrote for each query through ``context.generated(query_id, generations, answer=, query=)``,
-which builds the record (:func:`record`); the runner writes them, as they arrive,
-to a journal in the results folder and, with the task's other files, to ``<Task>.generations.jsonl``
-(one JSON object a line, in the queries' order; listed in the task's manifest, so an edited or
-missing file recomputes the task). ``r2med export-generations`` turns them into R2MED's published
-layout, so a live run replays exactly (``-o source=``); ``r2med show`` prints them.
-
-A record::
-
-    {"query_id", "stage" ("rewriter" | "reranker"; the runner sets it), "component" (likewise),
-     "query" (the text the stage was given), "model" (as the server reported serving it), "sampling" (the parameters sent),
-     "samples": [{"text", "reasoning" (only when the server returned it apart), "finish_reason",
-                  "stop" (a continued turn's stop string), "prompt_tokens", "completion_tokens",
-                  "reasoning_tokens", "seconds" (the request's, retries included; that of the
-                  request that produced a cached answer)}, ...],
-     "output" (the whole text the model wrote, thinking in place), "answer" (what the stage took
-     from it: a generated document, or a reranker's order of document ids), "seconds"
-     (the samples' sum), ...component fields}
-
-Nothing else: never a prompt's secrets, never an address (``model`` is redacted at parse time).
+"""Generation records: what an LLM wrote for one query, kept beside the task's results so a live
+run can be inspected and replayed exactly (the format: docs/inspecting-runs.md). Never a prompt's
+secrets, never an address.
 """
 
 from __future__ import annotations
@@ -38,7 +18,7 @@ def sample(generation: Generation) -> dict[str, Any]:
     out["finish_reason"] = generation.finish_reason
     if generation.stop is not None:
         out["stop"] = generation.stop
-    known = generation.tokens_known  # else the server's counts were no counts: unknown (null), never 0
+    known = generation.tokens_known  # else unknown (null), never 0
     out.update(prompt_tokens=generation.prompt_tokens if known else None,
                completion_tokens=generation.completion_tokens if known else None,
                reasoning_tokens=generation.reasoning_tokens,
@@ -48,10 +28,8 @@ def sample(generation: Generation) -> dict[str, Any]:
 
 def record(query_id: str, generations: Sequence[Generation], *, answer: Any, query: str | None = None,
            output: str | None = None, sampling: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
-    """One query's record (see the module): ``generations``, every answer the stage used for the
-    query, in the order asked; ``answer``, what the stage took from them; ``query``, the text the
-    stage was given; ``output``, the whole text (default: the one answer's, thinking in place; the
-    answers' joined for several); ``fields``, the component's own (JSON values)."""
+    """One query's record: every answer the stage used for it, in the order asked, and what the
+    stage took from them (``answer``); ``fields`` are the component's own."""
     samples = [sample(g) for g in generations]
     if output is None:
         output = "".join(g.whole_text() for g in generations)

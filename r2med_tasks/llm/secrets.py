@@ -1,8 +1,6 @@
-"""What of a key or a URL may be shown: keys come from an environment variable, read on every call
-and never stored; they and anything shaped like one (``sk-...``, a ``Bearer`` token, and in a URL
-its userinfo and every query value but a few harmless ones: ``mask_urls``, the one rule) are
-scrubbed from every message the LLM and embedding clients raise, log or show, and from the log
-lines of the openai SDK and its HTTP library (``install_log_scrubbing``)."""
+"""What of a key or a URL may be shown. Keys are read from an environment variable on every call
+and never stored; they and anything shaped like one are scrubbed from every message the clients
+raise, log or show, and from the openai SDK's and httpx's log lines."""
 
 from __future__ import annotations
 
@@ -19,10 +17,8 @@ KEY_LIKE = re.compile(r"\b(?:sk|pa)-[A-Za-z0-9_*.\-]{3,}")
 _AUTH_VALUE = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9_*.\-+/=~]{8,}")
 
 HARMLESS_QUERY_PARAMS = frozenset({"api-version", "api_version", "model", "deployment"})
-"""Query parameters whose values are shown as they are: Azure OpenAI's ``api-version`` (a date),
-a ``model`` or ``deployment`` name (which the run names anyway). Every other parameter's value is
-masked, whatever its name (``pwd``, ``pass``, ``credential``, ``sig``, ``X-Amz-Signature``, a name
-never seen before), as the openai SDK treats ``api_key``: a name cannot tell a secret apart."""
+"""Query parameters whose values are shown. Every other value is masked, whatever its name: a name
+cannot tell a secret apart."""
 
 # A URL's userinfo (user, password, or a token in the user's place): up to the last "@" before the
 # path; "[^/\s]" rather than the RFC's set so a password holding "?", "#" or "@" is masked whole.
@@ -30,9 +26,8 @@ never seen before), as the openai SDK treats ``api_key``: a name cannot tell a s
 # make the search quadratic).
 _SCHEME = r"(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]*://"
 _URL_USERINFO = re.compile(rf"({_SCHEME})[^/\s]*@", re.I)
-# A URL (to mask its query items, bare ones included).
 _URL = re.compile(rf"{_SCHEME}[^\s\"'<>]*", re.I)
-# A "?name=value" / "&name=value" / ";name=value" anywhere (a URL without a scheme, a spec's fragment).
+# anywhere, as a URL without a scheme or a spec's fragment holds them
 _QUERY_ITEM = re.compile(r"([?&;])([^=&;?#\s\"'<>]*)=([^&#\s\"'<>]*)")
 _SHORTEST_ECHOED = 4  # secrets shorter than this are masked where a URL holds them, not everywhere
 
@@ -47,8 +42,7 @@ def _mask_query_item(m: re.Match) -> str:
 
 
 def _mask_url(m: re.Match) -> str:
-    """One URL with its bare query items (``?TOKEN``) masked; ``name=value`` items and the userinfo
-    are left to ``mask_urls``' other rules."""
+    """One URL with its bare query items (``?TOKEN``) masked."""
     url = m.group(0)
     head, sep, rest = url.partition("?")
     if not sep:
@@ -60,19 +54,16 @@ def _mask_url(m: re.Match) -> str:
 
 
 def mask_urls(text: str) -> str:
-    """THE rule for what of a URL may be shown, applied to every URL (and every ``?name=value``)
-    in ``text``: its userinfo (user and password, or a token alone) becomes ``***@``, and the value
-    of every query parameter becomes ``***`` unless the parameter is in ``HARMLESS_QUERY_PARAMS``
-    (a bare item, ``?TOKEN``, counts as a value). Host, port, path and fragment are kept."""
+    """THE rule for what of a URL may be shown: userinfo becomes ``***@`` and every query value
+    ``***`` unless ``HARMLESS_QUERY_PARAMS`` names it (a bare ``?TOKEN`` counts as a value)."""
     text = _URL_USERINFO.sub(r"\1***@", text)
     text = _URL.sub(_mask_url, text)
     return _QUERY_ITEM.sub(_mask_query_item, text)
 
 
 def scrub(text: str, key: str | Sequence[str] | None = None, limit: int | None = 300) -> str:
-    """One line without ``key`` (or any of several) nor anything shaped like a secret: ``sk-``/``pa-``
-    keys (OpenAI echoes a masked one on 401), a URL's userinfo and query values (``mask_urls``), a
-    ``Bearer``/``Basic`` token. Cut to ``limit`` characters (None: no cut)."""
+    """One line without ``key`` nor anything shaped like a secret (OpenAI echoes a masked key on
+    401), cut to ``limit`` characters."""
     text = " ".join(redact(text, key).split())
     return text if limit is None or len(text) <= limit else text[:limit - 3] + "..."
 
@@ -80,7 +71,7 @@ def scrub(text: str, key: str | Sequence[str] | None = None, limit: int | None =
 def redact(text: str, key: str | Sequence[str] | None = None) -> str:
     """``text`` with ``key`` (or each of several) and anything shaped like a secret as ``***``."""
     if key is None and len(text) <= 256:
-        return _redact_short(text)  # a model's name or a URL, redacted for every request: once
+        return _redact_short(text)  # a model's name or a URL, redacted on every request
     keys = [key] if isinstance(key, str) else list(key or ())
     for k in sorted((k for k in keys if k), key=len, reverse=True):  # a longer secret before its parts
         text = text.replace(k, "***")
@@ -95,10 +86,9 @@ def _redact_short(text: str) -> str:
 
 
 def url_secrets(url: str) -> list[str]:
-    """What ``mask_urls`` hides in ``url`` (user, password, every query value not harmless), as
-    written and decoded, for replacing wherever else it shows up (a server echoing it back).
-    Values shorter than 4 characters are left out: replaced everywhere they would garble messages
-    (inside the URL itself ``mask_urls`` still masks them)."""
+    """What ``mask_urls`` hides in ``url``, as written and decoded, to mask it wherever a server
+    echoes it back. Values shorter than 4 characters are left out: masked everywhere, they would
+    garble messages."""
     return list(_url_secrets(url))
 
 
@@ -120,12 +110,12 @@ def _url_secrets(url: str) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=256)
 def show_url(url: str) -> str:
-    """``url`` as it may appear in a message or a repr (``mask_urls``; its secrets echoed elsewhere too)."""
+    """``url`` as it may appear in a message or a repr."""
     return scrub(url, url_secrets(url), limit=None)
 
 
 def api_key(env: str, *, required: bool, who: str) -> str | None:
-    """The stripped value of ``$env``; ``None`` when unset or blank, unless ``required`` (UserError)."""
+    """The stripped value of ``$env``; ``None`` when unset or blank, unless ``required``."""
     key = os.environ.get(env, "").strip()
     if key:
         return key
@@ -135,8 +125,7 @@ def api_key(env: str, *, required: bool, who: str) -> str | None:
 
 
 class _ScrubLogs(logging.Filter):
-    """Rewrites a log record's text through ``scrub`` (no cut): the SDK and its HTTP library log
-    full URLs, which may hold a key (``http://user:KEY@host``, ``?api-key=KEY``)."""
+    """The SDK and its HTTP library log full URLs, which may hold a key."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
@@ -154,7 +143,7 @@ _scrub_installed = False
 
 
 def install_log_scrubbing() -> None:
-    """Once per process: a ``_ScrubLogs`` filter on the loggers that may print a URL or a header."""
+    """Once per process: scrub the loggers that may print a URL or a header."""
     global _scrub_installed
     if not _scrub_installed:
         for name in _SCRUBBED_LOGGERS:

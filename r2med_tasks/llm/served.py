@@ -1,6 +1,5 @@
-"""Which model a server serves under a requested name (``GET /models``): ``ServedModel``, what
-keys cached answers, and ``ask_served_model``, which asks. Apart from the chat client, as a model
-list is its own request with its own failures (a server without the route is no error)."""
+"""Which model a server serves under a requested name (``GET /models``): what keys cached answers.
+A request of its own, with its own failures: a server without the route is no error."""
 
 from __future__ import annotations
 
@@ -12,15 +11,15 @@ from typing import Any
 from .endpoint import Endpoint, endpoint_url, no_auth_header
 from .secrets import redact, scrub, show_url
 
-NO_MODEL_LIST = (404, 405, 410, 501)  # GET /models answered so: the server has no model list (never retried)
+NO_MODEL_LIST = (404, 405, 410, 501)  # the server has no model list (never retried)
 
 
 class _NoModelList(Exception):
-    """``GET /models`` is not there (``NO_MODEL_LIST``) or answers something else than a model list."""
+    """``GET /models`` is not there or answers something else than a model list."""
 
 
 def _model_cards(payload: bytes) -> list[dict]:
-    """The model cards of a ``GET /models`` answer (``{"data": [{"id": ...}, ...]}``)."""
+    """The model cards of a ``GET /models`` answer."""
     try:
         obj = json.loads(payload)
     except (ValueError, UnicodeDecodeError, RecursionError):
@@ -37,10 +36,8 @@ def _str_or_none(value: Any) -> str | None:
 
 @dataclass(frozen=True)
 class ServedModel:
-    """What a server says it serves under the requested model name (``ChatClient.served_model``):
-    ``id`` (None when not known), vLLM's ``root`` (the weights' path or hub id) and ``parent`` (a
-    LoRA's base model); ``reason``: why the identity is not known (None when it is), ``unlisted``:
-    the server lists models, not this one."""
+    """What a server says it serves under the requested name: vLLM adds ``root`` (the weights) and
+    ``parent`` (a LoRA's base model). ``unlisted``: the server lists models, not this one."""
 
     requested: str
     id: str | None = None
@@ -50,8 +47,7 @@ class ServedModel:
     reason: str | None = None
 
     def key(self) -> dict[str, Any] | None:
-        """The part of a cache key that stands for the server's model: None when unknown (the
-        model name alone, as before identities were asked for)."""
+        """The part of a cache key that stands for the server's model; None when unknown."""
         if self.id is not None:
             return {"id": self.id, "root": self.root, "parent": self.parent}
         return {"unlisted": True} if self.unlisted else None
@@ -59,9 +55,9 @@ class ServedModel:
 
 def ask_served_model(endpoint: Endpoint, model: str, *, who: str, required: bool,
                      logger: logging.Logger) -> ServedModel:
-    """What ``endpoint`` says it serves under ``model`` (``GET {base_url}/models``), as
-    ``ChatClient.served_model`` describes; ``who`` and ``required``: as for ``Endpoint.key``,
-    ``logger``: where its retries are logged (the client's)."""
+    """What ``endpoint`` says it serves under ``model``: the entry whose ``id`` is ``model`` (Ollama
+    lists a bare ``NAME`` as ``NAME:latest``). A server without a model list, or not listing
+    ``model``, gives the name alone with the reason."""
     url = endpoint_url(endpoint.base_url, "models")
     key = endpoint.key(required=required, who=who)
 

@@ -1,7 +1,4 @@
-"""The ``-o llm=`` specs that name an LLM backend and model: ``parse_llm_spec("openai:gpt-4o" |
-"vllm:NAME" | "ollama:NAME" | "http://host:port/v1#NAME")`` gives the ``ChatClient`` keyword
-arguments; ``LLMRef`` what a spec shows and what it stands for in a run's identity (never the
-server's address)."""
+"""The ``-o llm=`` specs that name an LLM backend and model."""
 
 from __future__ import annotations
 
@@ -20,25 +17,21 @@ SPEC_FORMS = ("openai:MODEL ($OPENAI_BASE_URL, else api.openai.com; key in OPENA
 
 @dataclass(frozen=True)
 class LLMRef:
-    """An ``-o llm=`` value as results name it: ``LLMRef("vllm:Qwen/QwQ-32B").model_name`` is the
-    model it shows, ``.identity`` what it stands for in a run's identity (never the server's
-    address)."""
+    """An ``-o llm=`` value as results name it."""
 
     spec: str
 
     @property
     def model_name(self) -> str:
-        """The model the spec names, for display: after the last ``#`` of a URL spec, else after
-        ``backend:`` ("openai:gpt-4o" -> "gpt-4o"); anything shaped like a secret masked (``redact``)."""
+        """The model the spec names, for display ("openai:gpt-4o" -> "gpt-4o"), secrets masked."""
         spec = self.spec
         return redact(spec.rpartition("#")[2] if "#" in spec else spec.partition(":")[2] or spec)
 
     @property
     def identity(self) -> str:
-        """The model, and whether OpenAI serves it (whose sampling defaults differ), never the server's
-        address: ``openai:gpt-4o`` stays, ``vllm:Qwen2.5-7B-Instruct`` and
-        ``http://10.0.0.5:8000/v1#Qwen2.5-7B-Instruct`` are both ``Qwen2.5-7B-Instruct``. Empty stays
-        empty. Anything shaped like a secret (``#m?pwd=...``) is masked."""
+        """The model, and whether OpenAI serves it (its sampling defaults differ), never the server's
+        address: ``vllm:Qwen2.5-7B-Instruct`` and ``http://10.0.0.5:8000/v1#Qwen2.5-7B-Instruct``
+        are both ``Qwen2.5-7B-Instruct``."""
         spec = self.spec
         if not isinstance(spec, str) or not spec.strip():
             return spec
@@ -48,16 +41,8 @@ class LLMRef:
 
 
 def parse_llm_spec(spec: str) -> dict:
-    """``{"model", "base_url", "api_key_env"}`` for ``ChatClient(**...)``.
-
-    - ``openai:gpt-4o``: the OpenAI API (or ``$OPENAI_BASE_URL``, see ``openai_base_url``);
-      ``OPENAI_API_KEY`` is required there (elsewhere it is sent when set).
-    - ``vllm:NAME``: ``http://127.0.0.1:8000/v1``; a key is sent only if ``VLLM_API_KEY`` is set
-      (vLLM's ``--api-key``).
-    - ``ollama:NAME``: ``http://127.0.0.1:11434/v1``; a key only if ``OLLAMA_API_KEY`` is set.
-    - ``http://127.0.0.1:8000/v1#Qwen2.5-72B-Instruct``: that base URL (everything before the last
-      ``#``) and model; a key only if ``OPENAI_API_KEY`` is set (as the OpenAI SDK does).
-    """
+    """``ChatClient`` keyword arguments for a spec (``SPEC_FORMS``). A URL spec's base URL is
+    everything before the last ``#``."""
     forms = "; ".join(SPEC_FORMS)
     if not isinstance(spec, str) or not spec.strip():
         raise UserError(f"an LLM spec is needed; use one of: {forms}")

@@ -1,6 +1,5 @@
-"""A model's chat template, rendered here (``ChatTemplate``): a ``ChatClient`` given ``template=``
-sends continued turns to ``/completions`` as the prompt its tokenizer's template makes. Apart
-from the client, as it is the one part that loads ``transformers`` (lazily, offline)."""
+"""A model's chat template rendered here, for servers that do not continue a final assistant
+message. Apart from the client: the one part that loads ``transformers``."""
 
 from __future__ import annotations
 
@@ -13,8 +12,7 @@ from .secrets import redact, scrub
 
 
 class ChatTemplate:
-    """The chat template of ``template`` (a tokenizer folder or hub id, already downloaded): its
-    tokenizer is loaded offline on first use, once whichever thread asks first."""
+    """The chat template of a downloaded tokenizer, loaded offline on first use."""
 
     def __init__(self, template: str) -> None:
         self.template = template
@@ -22,8 +20,7 @@ class ChatTemplate:
         self._lock = threading.Lock()
 
     def render(self, turn: Turn) -> str:
-        """The completions-mode prompt of ``turn``: the chat template applied to its messages with
-        the generation prompt, then its partial text, verbatim."""
+        """The chat template with the generation prompt, then the partial text, verbatim."""
         tokenizer = self.tokenizer()
         shown = redact(self.template)
         try:
@@ -42,7 +39,6 @@ class ChatTemplate:
         return prompt + turn.partial
 
     def tokenizer(self):
-        """The tokenizer (``AutoTokenizer.from_pretrained(template, local_files_only=True)``)."""
         with self._lock:
             if self._tokenizer is None:
                 try:

@@ -1,7 +1,5 @@
-"""What LLM calls cost: ``Usage``, a tally of requests sent, cache hits, tokens (reasoning tokens
-where the server reports them) and dollars, each answer priced as it arrives (``-o price=IN,OUT``,
-else the dated table shipped in ``data/prices/prices.json``: ``price_table()``, ``price_of(model)``);
-``cost(model, usage)``."""
+"""What a run's LLM calls cost: requests, cache hits, tokens and dollars, each answer priced as it
+arrives (``-o price=IN,OUT``, else the dated table shipped in ``data/prices/prices.json``)."""
 
 from __future__ import annotations
 
@@ -19,25 +17,19 @@ from .secrets import redact
 
 @dataclass
 class Usage:
-    """A tally: ``sent`` requests answered by the API (tokens are theirs: what was billed) and
-    ``cached`` answers taken from the cache instead (which cost nothing).
-
-    Each answer is priced as it arrives (:meth:`add`): at ``price`` (dollars per million input and
-    output tokens: a component's ``-o price=IN,OUT``) when set, else at the table's price of the
-    model that answered, else of ``model`` (the one asked for); ``usd`` is None once an answer had
-    no known price. Safe to share between threads. ``tally()`` copies the counts; ``a - b`` and
-    ``a + b`` subtract and add them (what a call added: the runner's per-task usage)."""
+    """A thread-safe tally of requests sent (tokens billed) and answers from the cache (free). Each
+    answer is priced as it arrives: at ``price`` when set, else the table's price of the model that
+    answered, else of the one asked for; ``usd`` is None once an answer had no known price.
+    ``a - b`` is what a call added (the runner's per-task usage)."""
 
     sent: int = 0
     cached: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     reasoning_tokens: int = 0
-    # the dollars of the answers whose price is known, and how many had none (``usd``); equality
-    # compares the counts, the model and the price, not these
     priced_usd: float = field(default=0.0, compare=False)
     unpriced: int = field(default=0, compare=False)
-    unknown_tokens: int = 0  # answers sent whose token counts the server did not give (their tokens: unknown)
+    unknown_tokens: int = 0  # answers sent without token counts
     model: str = ""
     price: tuple[float, float] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -47,8 +39,7 @@ class Usage:
 
     @property
     def usd(self) -> float | None:
-        """Dollars of the answers sent; None when one had no known price or token counts (cache hits
-        cost nothing)."""
+        """Dollars of the answers sent; None when one had no known price or token counts."""
         return None if self.unpriced or self.unknown_tokens else self.priced_usd
 
     def describe(self, model: str) -> str:
@@ -62,7 +53,7 @@ class Usage:
                 f"{price}")
 
     def add(self, generation: Generation) -> None:
-        """Count an answer the API sent, priced (see the class)."""
+        """Count and price an answer the API sent."""
         price = self.price or price_of(generation.model) or price_of(self.model)
         with self._lock:
             self.sent += 1
@@ -122,14 +113,13 @@ PRICE_HELP = ("dollars per million input and output tokens, IN,OUT (e.g. 2.5,10)
 
 _Amount = Annotated[float, Field(ge=0, le=MAX_PRICE)]
 Price = Annotated[tuple[_Amount, _Amount] | None, Field(description=PRICE_HELP)]
-"""The ``-o price=IN,OUT`` option of every component that calls an LLM (``price: Price = None``; a
-runtime option: never in a run's identity); its bounds keep a cost finite, as JSON writes it."""
+"""The ``-o price=IN,OUT`` option of every component that calls an LLM; its bounds keep a cost
+finite, as JSON writes it."""
 
 
 @functools.cache
 def price_table() -> dict[str, tuple[float, float]]:
-    """The shipped price table (``r2med_tasks/data/prices/prices.json``: each model's input and output
-    price, its source and when it was checked): model -> (input, output), dollars per million tokens."""
+    """The shipped price table: model -> (input, output), dollars per million tokens."""
     from importlib.resources import files
 
     table = json.loads(files("r2med_tasks").joinpath("data", "prices", "prices.json").read_text(encoding="utf-8"))
@@ -137,7 +127,7 @@ def price_table() -> dict[str, tuple[float, float]]:
 
 
 def price_of(model: str | None) -> tuple[float, float] | None:
-    """A model's price in the shipped table (``price_table()``), None when it has none."""
+    """A model's price in the shipped table, None when it has none."""
     return price_table().get(model) if model else None
 
 
