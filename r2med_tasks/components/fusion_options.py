@@ -1,7 +1,6 @@
-"""The options of fusing rankings (``r2med_tasks.scoring.fusion.fuse``), for a composite that fuses
-its members' runs (``hybrid``): its options class derives from :class:`FusionOptions`, so each
-option is declared once, with ``r2med fuse``'s defaults. Here rather than beside ``fuse``: options
-are the component contract's, a layer above the scoring they configure."""
+"""The options of fusing rankings, declared once for every composite that fuses its members' runs,
+with ``r2med fuse``'s defaults. Not beside ``fuse``: options are the component contract's, a layer
+above the scoring they configure."""
 
 from __future__ import annotations
 
@@ -14,8 +13,7 @@ from .options import Options
 
 
 class FusionOptions(Options):
-    """``fusion``, ``weights``, ``rrf_k`` and ``depth``, as ``fuse`` takes them (``weights`` empty:
-    equal)."""
+    """The options ``fuse`` takes."""
 
     fusion: Literal[FUSION_METHODS] = Field(DEFAULT_METHOD, description="rrf, zscore, minmax or linear")
     weights: tuple[Annotated[float, Field(ge=0)], ...] = Field(

@@ -1,6 +1,5 @@
-"""Model references, for plugin authors: model options (``-o model=...``) name a local folder or a
-hub repository; anything else is refused when the component is created, in one line, before any
-data is loaded or computed. A model's name and revision identify its results and caches."""
+"""Model references: a model option names a local folder or a hub repository, anything else is
+refused before any data is loaded. A model's name and revision identify its results and caches."""
 
 from __future__ import annotations
 
@@ -26,9 +25,7 @@ MODEL_FILES = ("config.json", "modules.json", "config_sentence_transformers.json
 @dataclass(frozen=True)
 class ModelRef:
     """What a model option names: a model's folder or something shaped like a hub id, checked when
-    made (``ModelRef(ref, option="st.model")``, ``option`` as the user sets it: a refusal is one
-    line naming it). ``identity()`` is the name and revision that identify its results,
-    ``weights()`` a local folder's weights by their content."""
+    made; a refusal is one line naming ``option``."""
 
     ref: str
     option: str = "model"
@@ -53,20 +50,14 @@ class ModelRef:
         return Path(self.ref).expanduser()
 
     def identity(self, cache_dir: Path | None = None) -> tuple[str, str]:
-        """Name and revision of the weights: a model folder's own (:func:`_folder_identity`, its
-        fingerprints kept in ``cache_dir`` as it says), else the hub id, unpinned (a name's newest
-        weights)."""
+        """Name and revision of the weights: a folder's own, else the hub id, unpinned."""
         if self.path.is_dir():
             return _folder_identity(self.path, cache_dir=cache_dir)
         return self.ref, "unpinned"
 
     def weights(self, cache_dir: Path | None = None) -> str:
-        """What a model folder's weights are, by their content alone: ``sha256-<hex>`` of its files'
-        relative paths and bytes (:func:`content_digest`), whatever the folder's path, the hub name or
-        the label it is given (``-o name=``, ``-o revision=``). Caches of what the weights compute
-        (corpus embeddings) are keyed by it, so the same weights under another name reuse them. A hub
-        cache snapshot is hashed the same way; its large files are named by their sha256 in the cache
-        (``blobs/<sha256>``), so they are not read for it. A hub id (no folder) is refused."""
+        """A model folder's weights by their content alone, whatever its path or label: caches of
+        what the weights compute are keyed by it, so the same weights under another name reuse them."""
         if not self.path.is_dir():
             raise UserError(f"-o {self.option}={self.ref}: not a local folder; only a folder's weights are hashed")
         return "sha256-" + content_digest(self.path, cache_dir=cache_dir)[:32]
@@ -78,13 +69,8 @@ def looks_like_model(path: Path) -> bool:
 
 
 def _folder_identity(path: Path, *, cache_dir: Path | None = None) -> tuple[str, str]:
-    """Name and revision of a model folder: the hub's when it is a hub cache snapshot, else
-    ``local/<folder>`` and ``local-<sha256>`` of its files' relative paths and bytes (hidden files
-    and editor leftovers aside; through linked files and folders, :func:`_model_files`), so other
-    weights at the same size are another model. A file's digest is remembered by path, size,
-    mtime, ctime and inode, in this process and in ``fingerprints.json`` of the cache folder
-    (:func:`fingerprints_file`): an unchanged model is not read again, and a file written in place
-    (its mtime put back, as ``rsync -t --inplace`` and ``cp -p`` do) has another ctime, so it is."""
+    """Name and revision of a model folder: the hub's for a hub cache snapshot, else ``local/<folder>``
+    and a digest of its content, so other weights of the same size are another model."""
     parts = path.resolve().parts
     if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
         return parts[-3][len("models--"):].replace("--", "/", 1), parts[-1]
@@ -93,8 +79,9 @@ def _folder_identity(path: Path, *, cache_dir: Path | None = None) -> tuple[str,
 
 
 def content_digest(path: Path, *, cache_dir: Path | None = None) -> str:
-    """sha256 of a file's bytes, or of a folder's files' relative paths and bytes (hidden files and
-    editor leftovers aside), each file's digest remembered as :func:`_folder_identity` says."""
+    """sha256 of a file's bytes, or of a folder's files' relative paths and bytes. A file's digest is
+    remembered by path, size, mtime, ctime and inode: a file written in place with its mtime put
+    back (``rsync -t --inplace``, ``cp -p``) has another ctime, so it is read again."""
     with _FileDigests(fingerprints_file(cache_dir)) as digests:
         if path.is_file():
             return digests.of(path)
@@ -104,14 +91,12 @@ def content_digest(path: Path, *, cache_dir: Path | None = None) -> str:
         return h.hexdigest()
 
 
-MAX_MODEL_FILES = 100_000  # files of one model folder, links followed: more is no model (a link to "/")
+MAX_MODEL_FILES = 100_000  # more is no model (a link to "/")
 
 
 def _model_files(root: Path) -> list[tuple[str, Path]]:
-    """A folder's files, through links to files and to folders (``1_Pooling -> ../pooling``), by
-    relative path (``/``-separated, sorted); hidden ones (``.git``, ``.cache``, ``.x.swp``) and
-    editor leftovers (``x~``, ``#x#``) aside. A link loop ends, its files listed once
-    (:func:`walk_files`); more than :data:`MAX_MODEL_FILES` files is refused in one line."""
+    """A folder's files through links (``1_Pooling -> ../pooling``), hidden files and editor
+    leftovers aside."""
     found = walk_files(root, skip_folder=_skipped, skip_file=_skipped, limit=MAX_MODEL_FILES)
     if found is None:
         raise UserError(f"{root}: more than {MAX_MODEL_FILES} files (links followed); a model folder's files "
@@ -120,13 +105,9 @@ def _model_files(root: Path) -> list[tuple[str, Path]]:
 
 
 def walk_files(root: Path, *, skip_folder, skip_file, limit: int | None = None) -> list[tuple[str, Path]] | None:
-    """The files under ``root`` as ``(relative path, path)``, sorted by relative path, following
-    links to files and folders (a broken link, an unreadable folder: left out). A linked folder
-    that holds the link (a link to its own folder or to any folder above it, ``/`` included), or
-    that the walk came through to reach it (``a/b -> ../c``, ``c/d -> ../a``), is skipped: a loop
-    ends, and its files are listed once, where the walk first met them. ``skip_folder(name)`` /
-    ``skip_file(name)`` leave entries out by name; None when more than ``limit`` files are found
-    (the walk stops there)."""
+    """The files under ``root`` as ``(relative path, path)``, sorted, following links. A linked
+    folder that holds the link, or that the walk came through (``a/b -> ../c``, ``c/d -> ../a``), is
+    skipped, so a loop ends and its files are listed once. None beyond ``limit`` files."""
     found: list[tuple[str, Path]] = []
     start = os.path.realpath(root)
     pending = [(root, "", start, frozenset({start}))]
@@ -169,14 +150,14 @@ def _skipped(name: str) -> bool:
 FINGERPRINTS = "fingerprints.json"
 RACY_NS = 2 * 10**9  # a file changed this recently may change again within its clock tick: not remembered
 _Key = tuple[str, int, int, int, int]  # (resolved path, size, mtime_ns, ctime_ns, inode)
-_digests: dict[_Key, str] = {}  # -> sha256, in this process
-_run_cache_dirs: list[Path] = []  # the cache folders of the runs under way (fingerprints_in), innermost last
+_digests: dict[_Key, str] = {}
+_run_cache_dirs: list[Path] = []  # innermost last
 
 
 @contextmanager
 def fingerprints_in(cache_dir: Path):
-    """Keep the fingerprints of the model identities computed while the block runs in
-    ``cache_dir`` (the run's ``--cache-dir``, ``Context.cache_dir``), wherever they are computed."""
+    """Keep the fingerprints computed while the block runs in the run's ``cache_dir``, wherever
+    they are computed."""
     folder = Path(cache_dir)
     _run_cache_dirs.append(folder)
     try:
@@ -186,9 +167,8 @@ def fingerprints_in(cache_dir: Path):
 
 
 def fingerprints_file(cache_dir: Path | None = None) -> Path:
-    """``fingerprints.json`` in ``cache_dir``, else in the cache folder of the run under way
-    (:func:`fingerprints_in`), else in the one a run uses when it names none: ``$R2MED_CACHE_DIR``
-    (as ``--cache-dir`` reads it), else the user's cache folder."""
+    """``fingerprints.json`` in ``cache_dir``, else the run's, else ``$R2MED_CACHE_DIR``, else the
+    user's cache folder."""
     from .context import default_cache_dir
 
     if cache_dir is None and _run_cache_dirs:
@@ -200,8 +180,7 @@ def fingerprints_file(cache_dir: Path | None = None) -> Path:
 
 
 def _read_fingerprints(file: Path) -> dict[_Key, str]:
-    """The digests stored in ``file``; nothing when it is missing, unreadable or not as written
-    (an entry without a ctime, as r2med wrote them before, is not believed)."""
+    """The digests stored in ``file``; an entry not as written (no ctime) is not believed."""
     try:
         stored = json.loads(file.read_text(encoding="utf-8"))["files"]
         entries = stored.items()
@@ -224,12 +203,9 @@ def _stat_key(path: Path) -> _Key:
 
 
 class _FileDigests:
-    """Files' sha256 for one folder's identity: from this process's memory, else from the
-    persistent fingerprints (read once, at the first miss), else read and hashed; new digests are
-    added to the persistent file at the end, best effort (a cache folder that cannot be written
-    is passed over in silence). When in doubt the bytes are read: a digest is remembered only
-    for a file that did not change while it was read and whose last change (mtime, ctime) is
-    :data:`RACY_NS` older than the reading (a write within the same clock tick keeps them)."""
+    """Files' sha256 for one folder's identity, from memory, the fingerprints file, or the bytes.
+    When in doubt the bytes are read: a digest is remembered only for a file unchanged while read
+    and last changed :data:`RACY_NS` before (a write within the same clock tick keeps the times)."""
 
     def __init__(self, file: Path) -> None:
         self.file = file
@@ -270,8 +246,7 @@ class _FileDigests:
     def _save(self) -> None:
         from ..files import atomic
 
-        # the file as it is now (another process may have added to it), less files since changed
-        # or gone, plus this folder's new digests (one entry per path: the newest)
+        # reread: another process may have added to it
         entries = {**_read_fingerprints(self.file), **self.new}
         files = {}
         for key, digest in entries.items():
@@ -292,9 +267,9 @@ _SHA256_NAME = re.compile(r"[0-9a-f]{64}")
 
 
 def _hub_blob_digest(file: Path) -> str | None:
-    """The sha256 of a Hugging Face cache blob, from its name: a large (LFS) file of a hub model is
-    stored as ``models--org--name/blobs/<sha256 of its bytes>``, which a snapshot's file links to
-    (a small file's blob is named by its git hash, 40 digits: read as any other file)."""
+    """The sha256 of a Hugging Face cache blob, from its name: a large (LFS) file is stored as
+    ``blobs/<sha256 of its bytes>``, so it need not be read (a small file's blob is named by its git
+    hash, 40 digits)."""
     folder = file.parent
     if folder.name == "blobs" and folder.parent.name.startswith("models--") and _SHA256_NAME.fullmatch(file.name):
         return file.name

@@ -1,25 +1,11 @@
-"""A component's options: a class deriving from :class:`Options`, one field per ``-o key=value``.
+"""A component's options: a pydantic class deriving from :class:`Options`, one field per ``-o
+key=value``, so each option's type, default, bounds and help are declared once.
 
-Each field has a type, a default (``None`` where "unset" means something: the model's limit, the
-server's default), bounds (``Field(ge=..., le=...)``) and a ``description`` (the help text)::
-
-    class BM25Options(Options):
-        k1: float = Field(0.9, ge=0, description="term-frequency saturation")
-        b: float = Field(0.4, ge=0, le=1, description="length normalisation")
-
-(any ``pydantic.BaseModel`` works). Command-line strings are parsed by the field's type: numbers
-(never with ``_``, which Python would read as a digit separator, ``1_5`` as 15; an integer within a
-signed 64-bit range; ``-0.0`` is 0.0), ``true/false`` (``1/0``, ``yes/no``, ``on/off``),
-comma-separated tuples, ``none``/``null``/empty for optional fields. Each value is checked as it is parsed (:func:`parse`), then the options are validated whole
-(:func:`validated`), so a rule between options is the model's own ``pydantic.model_validator``; the
-component gets that one instance.
-
-An option whose text is not what identifies it says so with :class:`Identified` in its annotation:
-a file is identified by its content (:func:`file_content`), so a run's identity holds no machine
-path (an option choosing a model, an LLM among them, is a spec's ``model_options``: the model's
-name and revision identify it)::
-
-    tune: Annotated[str, Identified(file_content)] = Field("", description="JSON file ...")
+Command-line strings are parsed by the field's type: numbers (never with ``_``: Python reads ``1_5``
+as 15), ``true/false`` (``1/0``, ``yes/no``, ``on/off``), comma-separated tuples, ``none``/``null``/
+empty for optional fields. Each value is checked as parsed, then the options are validated whole, so
+a rule between options is the model's own ``model_validator``. An option whose text is not what
+identifies it says so with :class:`Identified` (a file by its content: no machine path in an identity).
 """
 
 from __future__ import annotations
@@ -56,8 +42,7 @@ class Identified:
 
 
 def identity_value(model: type[BaseModel], key: str, value: Any) -> Any:
-    """What an option's value stands for in a run's identity (its :class:`Identified` function's
-    result, else the value itself)."""
+    """What an option's value stands for in a run's identity."""
     field = model.model_fields.get(key)
     for extra in (field.metadata if field is not None else ()):
         if isinstance(extra, Identified):
@@ -67,8 +52,7 @@ def identity_value(model: type[BaseModel], key: str, value: Any) -> Any:
 
 def file_content(path: Any) -> str:
     """A file or folder option's identity: its name and a hash of its content
-    (``split.json@sha256:1f2e3d4c5b6a``); empty stays empty, and a missing path is its text (the
-    component refuses it when created)."""
+    (``split.json@sha256:1f2e3d4c5b6a``); a missing path is its text (the component refuses it)."""
     if not isinstance(path, str) or not path:
         return path
     from .model_refs import content_digest
@@ -93,8 +77,7 @@ def option_text(value: Any) -> str:
 
 
 def writable(value: Any) -> bool:
-    """Whether :func:`option_text` writes ``value`` so that :func:`parse` gives it back (plain data,
-    not an object handed to the Python API)."""
+    """Whether :func:`option_text` writes ``value`` so that :func:`parse` gives it back."""
     if isinstance(value, (list, tuple)):
         return all(writable(v) and not isinstance(v, (list, tuple)) for v in value)
     return value is None or isinstance(value, (bool, int, float, str))
@@ -116,8 +99,7 @@ def check_defaults(model: type[BaseModel], where: str) -> None:
 
 
 def parse(model: type[BaseModel], key: str, raw: str, *, where: str) -> Any:
-    """The typed value of ``-o key=raw``, or a one-line :class:`UserError` that starts with ``where``
-    (``-o bm25.k1=-3: must be >= 0``)."""
+    """The typed value of ``-o key=raw``, or a one-line :class:`UserError` (``-o bm25.k1=-3: must be >= 0``)."""
     if key not in model.model_fields:
         raise UserError(f"{where}={raw}: no option '{key}' (accepted: {', '.join(model.model_fields) or 'none'})")
     annotation = model.model_fields[key].annotation
@@ -147,10 +129,8 @@ def parse(model: type[BaseModel], key: str, raw: str, *, where: str) -> Any:
 
 
 def validated(model: type[BaseModel], values: Mapping[str, Any], *, component: str, name: str) -> BaseModel:
-    """The options instance a component gets: ``values`` (what :func:`parse` returned) over the
-    defaults, validated whole, so the model's own validators (a rule between options) hold. A
-    refusal is one :class:`UserError` line: ``-o NAME.key=value: ...`` for one option, else
-    ``component: ...`` with the validator's message (which names the options it relates)."""
+    """The options instance a component gets: ``values`` over the defaults, validated whole, so the
+    model's own validators hold. A refusal is one line naming the option, else the component."""
     try:
         return model.model_validate(dict(values))
     except ValidationError as e:
@@ -166,9 +146,8 @@ INT_MIN, INT_MAX = -(2**63), 2**63 - 1  # a signed 64-bit integer: what numpy, t
 
 
 def _settled(value: Any, where: str) -> Any:
-    """A parsed value as it identifies a run and reaches a component: an integer out of a signed
-    64-bit range is refused (libraries given it overflow long after the run started), and a float
-    -0.0 is 0.0 (the same option value, so the same results folder)."""
+    """An integer beyond 64 bits is refused (libraries would overflow long after the run started),
+    and -0.0 is 0.0 (the same value, so the same results folder)."""
     if isinstance(value, (tuple, list)):
         items = [_settled_item(v, f"{where}: item {n} ") for n, v in enumerate(value, 1)]
         return type(value)(items)
@@ -203,10 +182,7 @@ def describe(model: type[BaseModel], key: str) -> str:
 
 def schema(model: type[BaseModel], *, runtime: tuple[str, ...] = (), model_choice: tuple[str, ...] = ()
            ) -> dict[str, dict[str, Any]]:
-    """Each option as JSON-schema-like plain data, always the same keys: ``type``, ``items`` (an
-    array's element), ``enum``, ``nullable``, ``required``, ``default``, ``minimum``, ``maximum``,
-    ``exclusiveMinimum``, ``exclusiveMaximum``, ``description``, ``accepts`` (in words),
-    ``runtime`` (cannot change results) and ``model`` (chooses the model)."""
+    """Each option as JSON-schema-like plain data, always the same keys."""
     out = {}
     for key, field in model.model_fields.items():
         inner, optional = _unwrap(field.annotation)
@@ -223,9 +199,7 @@ def schema(model: type[BaseModel], *, runtime: tuple[str, ...] = (), model_choic
 # -- internals -------------------------------------------------------------------------------------
 
 def _validate(model: type[BaseModel], key: str, value: Any) -> Any:
-    """One option's value checked alone: its type and bounds, as the model declares them. The
-    model's validators, which may relate it to other options, run when the options are
-    validated whole (:func:`validated`)."""
+    """One option's value checked alone; the model's validators run on the whole."""
     return _field_adapter(model, key).validate_python(value)
 
 

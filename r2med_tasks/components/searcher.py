@@ -1,10 +1,6 @@
-"""A retriever over a task's corpus, for components that search while they work (agents such as
-Search-o1 and Search-R1): ``context.searcher(task, "bm25")`` gives one.
-
-Agents keep many queries in flight, each searching when its reasoning asks; searches that arrive
-while one is running are answered together by the next call to the retriever, so a dense
-retriever encodes them as one batch and BM25 scores them in one pass. The corpus is indexed once,
-on the first search.
+"""A retriever over a task's corpus, for agents that search while they work. Agents keep many
+queries in flight; searches that arrive while one runs are answered together by the next call, so
+a dense retriever encodes them as one batch.
 """
 
 from __future__ import annotations
@@ -35,15 +31,14 @@ class _Search:
 
 @dataclass
 class Searcher:
-    """``retriever`` (a created retriever component) searching ``corpus`` of ``task``; calls from
-    several threads are batched. ``label`` names it in messages and trajectories."""
+    """A created retriever searching ``corpus``; calls from several threads are batched."""
 
     retriever: Any
     corpus: Any
     task: Any
     context: Any
     label: str = ""
-    searches: int = 0  # queries searched, for a summary
+    searches: int = 0
     _pending: list[_Search] = field(default_factory=list)
     _busy: bool = False
     _indexed: bool = False
@@ -56,7 +51,7 @@ class Searcher:
         with self._cond:
             self._pending.append(request)
             while not request.done:
-                if self._busy:  # another thread is searching: its batch ends, then this one's goes
+                if self._busy:  # another thread's batch ends first
                     self._cond.wait()
                     continue
                 batch, self._pending = self._pending, []
@@ -76,7 +71,7 @@ class Searcher:
         return self.search([text], top_k)[0]
 
     def _run(self, batch: list[_Search]) -> None:
-        """One call to the retriever for every text of ``batch``; each search gets its own hits."""
+        """One call to the retriever for every text of ``batch``."""
         from ..tasks.taskdata import Query
 
         try:
@@ -100,7 +95,7 @@ class Searcher:
             for request in batch:
                 request.hits = [h[:request.top_k] for h in hits[start:start + len(request.texts)]]
                 start += len(request.texts)
-        except BaseException as e:  # every waiting search learns of it, not only the one that ran
+        except BaseException as e:  # every waiting search learns of it
             for request in batch:
                 request.error = e
         finally:

@@ -1,8 +1,5 @@
-"""What a plugin registers (specs) and what a selected spec creates (components).
-
-A spec is cheap metadata plus a factory. The factory runs only for components a run selects, with
-one instance of the spec's options: the defaults overridden by the user's ``-o key=value``,
-validated whole.
+"""What a plugin registers (specs) and what a selected spec creates (components). A spec is cheap
+metadata plus a factory, which runs only for the components a run selects.
 """
 
 from __future__ import annotations
@@ -21,35 +18,19 @@ from .context import Context
 from ..tasks.taskdata import Corpus, Query
 from ..errors import UserError
 from .options import Options
-from ..scoring.runs import Run  # query id -> {document id: score}; re-exported, defined in runs.py
+from ..scoring.runs import Run  # query id -> {document id: score}
 from ..tasks.specs import TaskSpec
 
 
-_CHECKED: weakref.WeakSet[type] = weakref.WeakSet()  # options classes whose defaults were checked
+_CHECKED: weakref.WeakSet[type] = weakref.WeakSet()
 
 
 @dataclass(frozen=True)
 class ComponentSpec:
-    """A named, configurable component.
-
-    ``options`` is a pydantic model, one field per accepted ``-o`` key, with its type, default,
-    bounds and ``description`` (``r2med_tasks.components.options``); its validators (``model_validator``)
-    hold the rules between options. The factory gets one validated instance of it,
-    ``factory(options)``, so each option is declared once. ``runtime_options`` never change
-    results (batch size, device) and so stay out of the run's identity; ``model_options`` choose
-    the model, whose name and revision (``model_meta()``) already identify them.
-
-    A composite, built of other registered retrievers (``hybrid``), names the option that lists
-    them in ``members_option``: the harness creates each member (its options: ``-o
-    MEMBER.key=value``) and calls ``factory(options, members)``, the created retrievers in the
-    option's order (``members(values)`` says which the option values name); ``tuning_option``
-    names the option that, when set, has it tuned across its task group (then a sweep runs the
-    group's tasks as one job, as one ``r2med-run`` does).
-
-    ``resources(options)`` (optional): what one run needs, for a scheduler (``r2med sweep
-    --executor ray``), from the validated options: ``{"gpu": True, "gpu_memory_gb": estimate or
-    None}`` for a local model, ``{}`` for a CPU only. Without it, a component with a ``device``
-    option gets a whole GPU.
+    """A named, configurable component (docs/plugins.md lists the fields). The factory gets one
+    validated instance of ``options``, so each option is declared once. ``runtime_options`` and
+    ``model_options`` stay out of a run's identity: the first cannot change results, the second's
+    model is identified by its own name and revision. A composite gets ``factory(options, members)``.
     """
 
     name: str
@@ -64,7 +45,7 @@ class ComponentSpec:
     tuning_option: str | None = None
     resources: Callable[[BaseModel], dict[str, Any]] | None = None
     kind: ClassVar[str] = "component"
-    stage_options: ClassVar[type[BaseModel] | None] = None  # the harness's options of every stage of the kind
+    stage_options: ClassVar[type[BaseModel] | None] = None  # the harness's, on every stage of the kind
 
     def __post_init__(self) -> None:
         if isinstance(self.options, Mapping):
@@ -79,7 +60,7 @@ class ComponentSpec:
         if taken:
             raise TypeError(f"{self.kind} '{self.name}': option '{taken[0]}' is the harness's (every {self.kind} has "
                             "it); give the plugin's option another name")
-        if self.options not in _CHECKED:  # once per options class: the registry is rebuilt by every command
+        if self.options not in _CHECKED:  # the registry is rebuilt by every command
             _options.check_defaults(self.options, f"{self.kind} '{self.name}'")
             _CHECKED.add(self.options)
 
@@ -95,12 +76,11 @@ class ComponentSpec:
         return _options.defaults(self.options) | stage
 
     def option_fields(self) -> dict[str, FieldInfo]:
-        """The options' pydantic fields (type, default, bounds, description), in declaration order,
-        then the stage's."""
+        """The options' pydantic fields, in declaration order, then the stage's."""
         return {**self.options.model_fields, **(self.stage_options.model_fields if self.stage_options else {})}
 
     def option_schema(self) -> dict[str, dict[str, Any]]:
-        """The options as plain JSON-shaped data, for listings (see ``r2med_tasks.components.options.schema``)."""
+        """The options as plain JSON-shaped data, for listings."""
         own = _options.schema(self.options, runtime=self.runtime_options, model_choice=self.model_options)
         return own | (_options.schema(self.stage_options) if self.stage_options else {})
 
@@ -109,22 +89,21 @@ class ComponentSpec:
         return _options.parse(self._model_of(key), key, raw, where=f"-o {self.name}.{key}")
 
     def identity_value(self, key: str, value: Any) -> Any:
-        """What an option's value stands for in a run's identity (``r2med_tasks.components.options.Identified``)."""
+        """What an option's value stands for in a run's identity."""
         return _options.identity_value(self._model_of(key), key, value)
 
     def identifies_results(self, key: str) -> bool:
-        """Whether an option can change results and is not a model choice (which the model's name and
-        revision identify): the options of a run's configuration and experiment name."""
+        """Whether an option can change results and is not a model choice: the options of a run's
+        configuration and experiment name."""
         return key not in self.runtime_options and key not in self.model_options
 
     def members(self, values: Mapping[str, Any]) -> list[str]:
-        """The registered retrievers a composite's option values (the defaults included) name: a
-        list of them (``hybrid``), or one (an agent's searcher); none for other components. A spec
-        whose composite uses its members only in some configurations says so by overriding it."""
+        """The registered retrievers a composite's option values name. A composite that uses its
+        members only in some configurations overrides it."""
         return members_named(values[self.members_option]) if self.members_option else []
 
     def tunes(self, options: BaseModel) -> bool:
-        """Whether a component with these options is tuned across its task group (``tuning_option`` set)."""
+        """Whether a component with these options is tuned across its task group."""
         return bool(self.tuning_option and getattr(options, self.tuning_option))
 
     def resolve_factory(self) -> Callable[..., Any]:
@@ -134,9 +113,8 @@ class ComponentSpec:
         return getattr(importlib.import_module(module), attr)
 
     def options_of(self, values: Mapping[str, Any]) -> BaseModel:
-        """The component's options instance: ``values`` (the user's, as ``parse`` returned them) over
-        the defaults, validated whole; the stage's options stay the harness's. A refusal is one
-        UserError line naming the options."""
+        """The component's options: ``values`` over the defaults, validated whole; the stage's
+        options stay the harness's."""
         stage = self.stage_options.model_fields if self.stage_options else {}
         own = {k: v for k, v in values.items() if k not in stage}
         missing = [k for k, f in self.options.model_fields.items() if f.is_required() and k not in own]
@@ -145,15 +123,12 @@ class ComponentSpec:
         return _options.validated(self.options, own, component=f"{self.kind} '{self.name}'", name=self.name)
 
     def validated_values(self, values: Mapping[str, Any]) -> dict[str, Any]:
-        """Every option's value as the component gets it: ``options_of(values)`` dumped (a value its
-        validator normalises, ``COSINE`` as ``cosine``, is the normalised one), with the stage's
-        options validated as theirs; what a run's identity and folder name are made of. Options
-        that cannot change results or choose the model are left out of the dump: they may hold
-        a Python object (a model handed to the API) that pydantic would not serialise; so is an
-        option the spec's ``defaults`` leave out and the user did not set (``tokenizer`` of the API
-        retrievers: their identity from before the option existed)."""
+        """Every option's value, normalised by its validator: what a run's identity and folder name
+        are made of. Runtime and model options are left out (they may hold a Python object pydantic
+        would not serialise), and so is an option left out of the defaults and not set, so adding an
+        option keeps earlier identities."""
         stage = self.stage_options
-        known = set(self.defaults) | set(values)  # a spec may leave an option out of its defaults until set
+        known = set(self.defaults) | set(values)
         identifying = {k for k in self.options.model_fields
                        if k in known and (self.identifies_results(k) or k == self.members_option)}
         own = self.options_of(values).model_dump(include=identifying)
@@ -164,8 +139,7 @@ class ComponentSpec:
                                         name=self.name).model_dump()
 
     def create(self, options: BaseModel | Mapping[str, Any] | None = None, members: Sequence[Any] = ()) -> Any:
-        """The component: ``factory(options)``, or a composite's ``factory(options, members)``;
-        ``options``: its instance (``options_of``), or the values to make it of."""
+        """The component, from its options instance or the values to make it of."""
         if not isinstance(options, BaseModel):
             options = self.options_of(options or {})
         factory = self.resolve_factory()
@@ -173,16 +147,14 @@ class ComponentSpec:
 
 
 def members_named(value: Any) -> list[str]:
-    """The retrievers a members option's value names: a list of them (``hybrid``), or one (an
-    agent's searcher)."""
+    """The retrievers a members option's value names: a list (``hybrid``), or one (an agent's)."""
     return [value] if isinstance(value, str) else list(value)
 
 
 @dataclass(frozen=True)
 class RetrieverSpec(ComponentSpec):
-    """A retriever. ``combines_generated``: it reads ``Query.generated`` itself (``Query.combined``,
-    the published per-family rules); any other gets each rewritten query's text already combined by
-    the BM25 rule, ``generated`` empty."""
+    """A retriever. ``combines_generated``: it reads ``Query.generated`` itself; any other gets each
+    rewritten query already combined by the BM25 rule."""
 
     combines_generated: bool = False
     kind: ClassVar[str] = "retriever"
@@ -194,8 +166,8 @@ class RewriterSpec(ComponentSpec):
 
 
 class RerankStageOptions(Options):
-    """The harness's options of a reranker stage: every reranker accepts them (``r2med plugins NAME``
-    lists them after its own), the runner applies them, the reranker never sees them."""
+    """The harness's options of a reranker stage: every reranker accepts them, the runner applies
+    them, the reranker never sees them."""
 
     keep_tail: bool = Field(False, description="keep the first stage's documents below the reranked top rerank_k, "
                                                "in their order (default: only the reranked list is scored, as "
@@ -204,10 +176,8 @@ class RerankStageOptions(Options):
 
 @dataclass(frozen=True)
 class RerankerSpec(ComponentSpec):
-    """A reranker; its stage also takes :class:`RerankStageOptions` (``-o keep_tail=true``: the
-    published runs score only the reranked top ``rerank_k``; with it the first stage's remaining
-    documents stay below them). ``depth_option``: the option holding how many of the first stage's
-    documents per query the harness hands it (default, or when the option is unset: all it kept)."""
+    """A reranker. ``depth_option``: the option holding how many of the first stage's documents per
+    query the harness hands it (unset: all it kept)."""
 
     depth_option: str | None = None
     kind: ClassVar[str] = "reranker"
@@ -216,9 +186,8 @@ class RerankerSpec(ComponentSpec):
 
 @dataclass(frozen=True)
 class LLMSpec:
-    """An LLM backend. ``factory(spec, **sampling)`` gets the whole ``-o llm=`` value and the
-    sampling parameters and returns an ``r2med_tasks.llm.LLMClient`` (``model``, ``params``,
-    ``generate(requests, on_result=, usage=)``), checked when a component asks for it."""
+    """An LLM backend: ``factory(spec, **sampling)`` gets the whole ``-o llm=`` value and returns an
+    ``r2med_tasks.llm.LLMClient``."""
 
     name: str
     factory: Callable[..., Any] | str
@@ -241,16 +210,11 @@ SPEC_TYPES: dict[str, type[ComponentSpec]] = {
 
 @runtime_checkable
 class Retriever(Protocol):
-    """First stage: index a task's corpus, then return scored documents for each query.
+    """First stage: index a task's corpus, then return scored documents for each query (the harness
+    keeps the ``top_k`` best of what ``search`` returns).
 
-    ``search`` may return more or fewer than ``top_k`` documents per query; the harness keeps the
-    ``top_k`` best. Queries may carry a rewriter's generated documents (``Query.generated``): a
-    retriever that combines them itself says so in its spec (``RetrieverSpec.combines_generated``);
-    any other gets each query's text already combined by the BM25 rule (``Query.combined``).
-
-    Optional, as for every component: ``model_meta()``, the model behind the results: at least
-    ``name`` (containing "/") and ``revision``, plus any mteb ``ModelMeta`` field and
-    ``display_name``, as a leaderboard prints it. Without it a retriever is named
+    Optional, as for every component: ``model_meta()``, the model behind the results (at least
+    ``name`` with a "/" and ``revision``). Without it a retriever is named
     ``<its plugin's package>/<component>``, revision the package's version.
     """
 
@@ -261,20 +225,16 @@ class Retriever(Protocol):
 
 @runtime_checkable
 class Rewriter(Protocol):
-    """Turns each query into a query with generated documents (``Query.generated``).
-
-    Optional: ``model_meta()``, as a retriever's; its ``display_name`` is the stage's name in the
-    pipeline's name ("o3-mini" in "o3-mini + BM25"; without it, the component's name)."""
+    """Turns each query into a query with generated documents (``Query.generated``). Optional:
+    ``model_meta()``, whose ``display_name`` names the stage ("o3-mini" in "o3-mini + BM25")."""
 
     def rewrite(self, queries: Sequence[Query], *, task: TaskSpec, context: Context) -> list[Query]: ...
 
 
 @runtime_checkable
 class Reranker(Protocol):
-    """Re-scores the first stage's candidates for each query.
-
-    Optional: ``model_meta()``, as a retriever's (its ``model_type`` joins the pipeline's; its
-    ``display_name`` names the stage: "bge-reranker-v2-m3")."""
+    """Re-scores the first stage's candidates for each query. Optional: ``model_meta()``, as a
+    retriever's."""
 
     def rerank(self, queries: Sequence[Query], corpus: Corpus, candidates: Run, *, task: TaskSpec,
                context: Context) -> Run: ...
