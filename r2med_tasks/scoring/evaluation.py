@@ -1,14 +1,7 @@
-"""Scores of a run against judgments: the same computation as mteb's retrieval evaluator.
-
-The score dict is exactly what ``mteb.evaluate`` stores for a retrieval task (same keys in the same
-order, same values bit for bit: pytrec_eval's measures, mteb's averaging, MRR and nAUC), so the
-TaskResults r2med writes are indistinguishable from mteb's. It is computed here, with pytrec_eval
-and numpy only, because importing mteb (sklearn, pandas, datasets) and running its evaluator cost
-seconds per run; ``tests/test_mteb_adapter.py`` proves it equal to mteb's own
-``calculate_retrieval_scores`` + ``make_score_dict`` on many constructed runs, so a new mteb that
-computes otherwise fails there. Per-query values come from the same pytrec_eval call, with two
-more per query that mteb does not compute and its score dict never holds (:func:`judgment_coverage`:
-judged@10 and the condensed-list nDCG@10).
+"""Scores of a run against judgments: exactly what ``mteb.evaluate`` stores for a retrieval task
+(same keys, same order, same values bit for bit), so r2med's TaskResults are indistinguishable from
+mteb's. Computed here with pytrec_eval and numpy only, because importing mteb and running its
+evaluator cost seconds per run; ``tests/test_mteb_adapter.py`` proves it equal to mteb's own.
 """
 
 from __future__ import annotations
@@ -23,29 +16,23 @@ from .runs import Run, id_problem, shown, unwritable
 
 K_VALUES = (1, 3, 5, 10, 20, 100, 1000)
 MAIN_SCORE = "ndcg_at_10"
-# How a run is scored, part of every run's identity (results scored another way are recomputed): as
-# the published evaluation (BEIR's ``EvaluateRetrieval.evaluate``, pytrec_eval inside) with the full
-# judgments, absent documents included, averaged over every query holding a judgment, all-0 ones too.
+# How a run is scored, part of every run's identity: as the published evaluation (BEIR's, with
+# pytrec_eval) with the full judgments, averaged over every query holding a judgment, all-0 ones too.
 SCORING = "full-qrels/all-judged-queries"
-# The per-query file's columns (``<Task>.per_query.tsv``, after ``query_id``): pytrec_eval's
-# per-query measures (column -> pytrec_eval's key), then how much of the top 10 was judged.
+# The per-query file's columns: pytrec_eval's measures, then how much of the top 10 was judged.
 PYTREC_PER_QUERY = {"ndcg_at_10": "ndcg_cut_10", "recall_at_10": "recall_10", "recall_at_100": "recall_100",
                     "map_at_10": "map_cut_10"}
-COVERAGE = ("judged_at_10", "ndcg_at_10_condensed", "only_relevant_judged")  # :func:`judgment_coverage`
-# The column that says what the two others mean for a query: 1 when every judged document is relevant.
+COVERAGE = ("judged_at_10", "ndcg_at_10_condensed", "only_relevant_judged")
 RELEVANT_ONLY = COVERAGE[2]
 PER_QUERY = (*PYTREC_PER_QUERY, *COVERAGE)
 JUDGED_DEPTH = 10
-# The metric families that are always scores in [0, 1] (tables show them ×100); mteb's normalised
-# AUCs, which can be negative, are not.
+# The metric families always in [0, 1] (tables show them ×100); mteb's nAUCs can be negative.
 SCORE_FAMILIES = re.compile(r"^(ndcg|map|recall|precision|mrr|hit_rate)_at_\d+$|^(mrr|accuracy)$")
 
 
 def check_run(run: Run, qrels: dict, doc_ids: set[str], *, component: str) -> None:
-    """Reject a plugin's output that would silently corrupt scores: query ids that are not text or
-    that ``runs.id_problem`` refuses (pytrec_eval ends an id at NUL, so "q1\\0x" would be scored
-    as "q1", and crashes on a lone surrogate), documents not in the corpus (whose ids were checked
-    at load), scores that are not real numbers."""
+    """Reject a plugin's output that would silently corrupt scores: query ids pytrec_eval would
+    misread, documents not in the corpus, scores that are not real numbers."""
     qids = list(run)
     if not all(type(qid) is str for qid in qids):
         bad = next(qid for qid in qids if type(qid) is not str)
@@ -68,9 +55,8 @@ def check_run(run: Run, qrels: dict, doc_ids: set[str], *, component: str) -> No
 
 
 def score(run: Run, qrels: dict[str, dict[str, int]]) -> tuple[dict, dict]:
-    """mteb's score dict for a retrieval split, and per-query metrics: the :data:`PER_QUERY`
-    columns of each scored query (pytrec_eval's, then :func:`judgment_coverage`'s, which the score
-    dict never holds: it stays mteb's)."""
+    """mteb's score dict for a retrieval split, and the :data:`PER_QUERY` columns of each scored
+    query (the coverage columns never enter the score dict: it stays mteb's)."""
     import pytrec_eval
 
     run = {qid: dict(zip(docs, map(float, docs.values()))) for qid, docs in run.items()}
@@ -85,27 +71,18 @@ def score(run: Run, qrels: dict[str, dict[str, int]]) -> tuple[dict, dict]:
 
 
 def judgment_coverage(run: Run, qrels: dict[str, dict[str, int]], queries) -> dict[str, dict[str, float]]:
-    """Per query of ``queries`` (the scored ones), how far its top 10 was judged:
+    """Per scored query, how far its top 10 was judged:
 
     ``judged_at_10``
-        The share of the top 10 that carries a judgment of the query in ``qrels`` (any grade, 0
-        included), over 10 whatever the number of documents retrieved: ir_measures' ``Judged@10``
-        (its count over the cutoff; trec_eval's P@10 with every judged document counted relevant).
-        An empty slot counts as a hole, as nDCG@10 counts it as a miss, so a run returning fewer
-        documents never looks better judged. The top 10 is the ranking nDCG@10 is computed on,
-        trec_eval's: by score, ties by document id, both descending.
+        ir_measures' ``Judged@10``: the share of the top 10 (trec_eval's order: score, then id, both
+        descending) judged at any grade, over 10 whatever was retrieved, so a run returning fewer
+        documents never looks better judged.
     ``ndcg_at_10_condensed``
         nDCG@10 on the condensed list (Sakai 2007, "Alternatives to Bpref"): each ranking without
-        its unjudged documents, the rest in their order (their scores kept), scored as the main
-        nDCG@10 is (pytrec_eval's ``ndcg_cut_10`` against the full judgments). A query left with no
-        judged document scores 0.
+        its unjudged documents, scored as the main nDCG@10 is; 0 with no judged document left.
     ``only_relevant_judged``
-        1.0 when every document judged for the query is relevant (each grade above 0, as in R2MED's
-        judgments), else 0.0. Then no document is judged not relevant: judged@10 is the query's
-        P@10 (the relevant share of its top 10), not a measure of holes, and the condensed list is
-        the run's relevant documents alone, so its nDCG@10 measures how many of them the run found
-        anywhere in its list (and how far up), not what holes cost. A fact of the judgments, not of
-        the run: the leaderboard and the page read it to say what the two mean.
+        1.0 when every judged document is relevant (as in R2MED's judgments): then judged@10 is
+        P@10 and the condensed nDCG@10 measures recall, not holes; the leaderboard says so.
     """
     import pytrec_eval
 
@@ -131,8 +108,8 @@ _CONFIDENCES = ("max", "std", "diff1")  # mteb's per-query confidence functions,
 
 
 def _score_dict(run: dict[str, dict[str, float]], qrels: dict, all_scores: dict[str, dict[str, float]]) -> dict:
-    """mteb's ``make_score_dict`` of ``calculate_retrieval_scores(run, qrels, K_VALUES)``: the means
-    of pytrec_eval's per-query measures rounded to 5 decimals, mean MRR (unrounded), then nAUCs."""
+    """mteb's ``make_score_dict`` of ``calculate_retrieval_scores``: means rounded to 5 decimals,
+    mean MRR unrounded, then nAUCs."""
     import numpy as np
 
     per_query = {name: {f"{name}_at_{k}": list(map(itemgetter(f"{measure}_{k}"), all_scores.values()))
@@ -151,8 +128,7 @@ def _score_dict(run: dict[str, dict[str, float]], qrels: dict, all_scores: dict[
 
 
 def _score_rows(run: dict[str, dict[str, float]]) -> tuple[list, dict[int, tuple[list[int], object]]]:
-    """Each query's scores as a numpy row, in run order, and by number of scores: the positions of
-    the queries with that many and their rows as one 2-D array."""
+    """Each query's scores as a numpy row, and the rows grouped by length as 2-D arrays."""
     import numpy as np
 
     positions: dict[int, list[int]] = {}
@@ -169,12 +145,8 @@ def _score_rows(run: dict[str, dict[str, float]]) -> tuple[list, dict[int, tuple
 
 
 def _reciprocal_ranks(run: dict[str, dict[str, float]], qrels: dict, rows: list) -> dict[str, list[float]]:
-    """mteb's ``mrr``: per query (in run order), 1 / rank of the first document judged relevant
-    (grade > 0) within the top k, ranking by score, then document id, both descending.
-
-    The first relevant document is the relevant one with the largest (score, id); its rank is the
-    number of documents scored higher, plus those scored the same with a greater id: counted, not
-    sorted for."""
+    """mteb's ``mrr``: 1 / rank of the first relevant document within the top k, ranking by score,
+    then document id, both descending. The rank is counted, not sorted for."""
     import numpy as np
 
     out: dict[str, list[float]] = {f"mrr_at_{k}": [] for k in K_VALUES}
@@ -192,10 +164,8 @@ def _reciprocal_ranks(run: dict[str, dict[str, float]], qrels: dict, rows: list)
 
 
 class _Abstention:
-    """mteb's ``evaluate_abstention`` for one run: the nAUC of a per-query metric (arXiv 2402.12997)
-    when queries are abstained on by a confidence function of their scores. What depends only on
-    the confidences (their order and tied groups), or only on the metric (the oracle curve), is
-    computed once."""
+    """mteb's ``evaluate_abstention`` for one run (nAUC, arXiv 2402.12997). What depends only on the
+    confidences, or only on the metric, is computed once."""
 
     def __init__(self, confidences: dict[str, list[float]]) -> None:
         import numpy as np
@@ -220,8 +190,7 @@ class _Abstention:
         return self.naucs[fct, key]
 
     def _curve(self, groups: tuple, metric):
-        """mteb's ``abstention_curve``: the mean metric of the queries kept at each abstention rate,
-        each tied group of confidences counting as its mean."""
+        """mteb's ``abstention_curve``, each tied group of confidences counting as its mean."""
         import numpy as np
 
         order, starts, sizes = groups
@@ -234,13 +203,9 @@ class _Abstention:
 
 
 def _confidences(lengths: dict[int, tuple[list[int], object]], n_queries: int) -> dict[str, list[float]]:
-    """mteb's ``confidence_scores`` of each query's scores, in run order: the top score (``max``),
-    their standard deviation (``std``), the gap between the top two (``diff1``); 0.0 for no scores.
-
-    Computed over the rows of queries with as many scores at once: numpy reduces each row of an
-    array as it reduces that row alone, so the values are the same (tests/test_mteb_adapter.py).
-    A top score or gap may differ from mteb's only in the sign of a zero, which orders and groups
-    queries the same (scores are never NaN: :func:`check_run`)."""
+    """mteb's ``confidence_scores`` of each query's scores, computed a group of equal-length rows at
+    once: numpy reduces each row as it reduces that row alone, so the values are the same (a zero's
+    sign aside, which orders queries the same)."""
     import numpy as np
 
     out = {fct: [0.0] * n_queries for fct in _CONFIDENCES}
@@ -257,8 +222,7 @@ def _confidences(lengths: dict[int, tuple[list[int], object]], n_queries: int) -
 
 
 def _tie_groups(values) -> tuple:
-    """The stable ascending order of ``values`` (as mteb sorts them), and where its runs of equal
-    values start and how long they are."""
+    """The stable ascending order of ``values`` (as mteb sorts them), and its runs of equal values."""
     import numpy as np
 
     order = np.argsort(values, kind=None if np.lib.NumpyVersion(np.__version__) < "2.0.0" else "stable")

@@ -1,8 +1,5 @@
-"""Fusing ranked runs (e.g. a BM25 run and a dense run) into one run.
-
-Each input is a ``Run`` (``scoring.runs``): ``{query_id: {doc_id: score}}`` with each query's documents in
-rank order, best first, as read from a TREC file.
-Each member contributes only its top ``depth`` documents per query. Four methods:
+"""Fusing ranked runs (e.g. a BM25 run and a dense run) into one run. Each member contributes only
+its top ``depth`` documents per query. Four methods:
 
 ``rrf``
     Reciprocal rank fusion, ``score(d) = sum_m w_m / (rrf_k + rank_m(d))`` with ranks from 1
@@ -19,16 +16,11 @@ Each member contributes only its top ``depth`` documents per query. Four methods
 
 Conventions:
 
-* A document missing from a member's top-``depth`` list (for a query that member has) gets that
-  member's lowest value in the query, so absence is never better than presence: the minimum
-  z-score for ``zscore``, 0 for ``minmax``, the minimum raw score for ``linear`` (and 0 for ``rrf``).
-* Constant scores: if all of a member's scores in a query are equal, ``zscore`` gives them all 0
-  (so a missing document, at the minimum 0, ties with them) and ``minmax`` gives them all 1.0
-  (a missing document still gets 0).
-* A query present in only some members is fused over those members only; a member with an empty
-  list for a query contributes nothing to it.
-* Output per query: fused score descending; ties broken by the best (smallest) rank any member
-  gave the document, then by document id; truncated to ``top_k``.
+* A document missing from a member's list gets that member's lowest value in the query, so absence
+  is never better than presence.
+* If all of a member's scores in a query are equal, ``zscore`` gives them 0 and ``minmax`` 1.0.
+* A query present in only some members is fused over those members only.
+* Ties are broken by the best rank any member gave the document, then by document id.
 """
 
 from __future__ import annotations
@@ -39,8 +31,7 @@ from collections.abc import Sequence
 from .runs import DEFAULT_TOP_K, Run
 
 FUSION_METHODS = ("rrf", "zscore", "minmax", "linear")
-# The defaults of every way to fuse (``fuse``, ``r2med fuse``, the ``hybrid`` retriever): RRF with
-# k=60 over each member's top 100 documents (Cormack et al., 2009).
+# The defaults of every way to fuse: RRF with k=60, as Cormack et al. (2009)
 DEFAULT_METHOD = "rrf"
 DEFAULT_RRF_K = 60
 DEFAULT_DEPTH = DEFAULT_TOP_K  # every document of a member's run as r2med-run keeps it
@@ -48,7 +39,7 @@ DEFAULT_DEPTH = DEFAULT_TOP_K  # every document of a member's run as r2med-run k
 
 def fuse(runs: Sequence[Run], *, method: str = DEFAULT_METHOD, weights: Sequence[float] | None = None,
          rrf_k: int = DEFAULT_RRF_K, depth: int = DEFAULT_DEPTH, top_k: int = DEFAULT_TOP_K) -> Run:
-    """Fuse ``runs`` query by query with ``method``; see the module docstring for the conventions."""
+    """Fuse ``runs`` query by query with ``method``."""
     runs = list(runs)
     if method not in FUSION_METHODS:
         raise ValueError(f"unknown fusion method {method!r}; choose one of {', '.join(FUSION_METHODS)}")
@@ -81,7 +72,7 @@ def fuse(runs: Sequence[Run], *, method: str = DEFAULT_METHOD, weights: Sequence
 
     fused: Run = {}
     for qid in qids:
-        members = []  # (weight, top-depth list) of the members that have this query
+        members = []  # (weight, top-depth list)
         for m, run in enumerate(runs):
             docs = list(run.get(qid, {}).items())[:depth]
             if not docs:
@@ -124,7 +115,7 @@ def _member_values(method: str, docs: list[tuple[str, float]], rrf_k: int) -> tu
         if hi == lo:
             return {d: 1.0 for d, _ in docs}, 0.0
         return {d: (s - lo) / (hi - lo) for (d, _), s in zip(docs, raw)}, 0.0
-    # zscore; all-equal scores are tested by hi == lo, not std == 0, so rounding noise can't blow up.
+    # zscore; hi == lo, not std == 0, so rounding noise can't blow up
     if hi == lo:
         return {d: 0.0 for d, _ in docs}, 0.0
     n = len(raw)

@@ -1,12 +1,5 @@
-"""Runs, the one shape of retrieval output, and TREC run files.
-
-``Run`` is ``query id -> {document id: score}``: what retrievers and rerankers return, what is
-fused, scored and stored. A dict keeps insertion order, and that order is the rank order: a
-component's own order breaks its score ties, :func:`rank` puts each query best first, and
-:func:`read_trec` and :func:`write_trec` keep the order of the rank column.
-
-The one place that reads or writes TREC files (``qid Q0 docid rank score tag``, one document per
-line), for the runner, the results folders, fusion, ``r2med fuse`` and the ``run-file`` retriever.
+"""Runs, the one shape of retrieval output, and TREC run files (the one place that reads or writes
+them). A ``Run``'s dict order is its rank order: a component's own order breaks its score ties.
 """
 
 from __future__ import annotations
@@ -18,7 +11,7 @@ from pathlib import Path
 
 from ..files import atomic
 
-DEFAULT_TOP_K = 100  # documents a run keeps per query unless told (r2med-run --top-k, r2med fuse --top-k)
+DEFAULT_TOP_K = 100  # documents a run keeps per query unless told
 
 Run = dict[str, dict[str, float]]
 
@@ -32,13 +25,9 @@ MAX_RUN_BYTES = 2 * 1024**3  # a run of 1,000 documents for 10,000 queries is ab
 
 
 def read_trec(path: str | Path) -> Run:
-    """Read a TREC run, each query ordered by its rank column.
-
-    Blank lines are skipped and columns may be separated by any whitespace. A malformed line
-    (not 6 columns, an id :func:`id_problem` refuses or any other control character, a rank that
-    is not an integer, a score that is not a finite number), a rank given
-    twice in a query, a document listed twice in a query, a file that is not UTF-8 or holds no line
-    raises ``ValueError`` in one line naming ``file:line`` or the file."""
+    """Read a TREC run, each query ordered by its rank column. A malformed line, a rank or document
+    given twice in a query, or a file that is not UTF-8 text raises ``ValueError`` in one line naming
+    ``file:line``."""
     from ..files.bounded import MissingFile, UnreadableFile, read_text
 
     path = Path(path)
@@ -52,7 +41,7 @@ def read_trec(path: str | Path) -> Run:
     lines = text.split("\n")
     if not any(line.strip() for line in lines):
         raise ValueError(f"{path}: empty; a TREC run file has a line 'qid Q0 docid rank score tag' per document")
-    checking = _BAD_CHAR.search(text) is not None  # lines are checked one by one only when one is bad
+    checking = _BAD_CHAR.search(text) is not None  # then lines are checked one by one
     del text
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
@@ -95,23 +84,17 @@ def read_trec(path: str | Path) -> Run:
 
 
 def unwritable(ids: list[str]) -> int | None:
-    """Position of the first id that cannot be an id (see :func:`id_problem`), or ``None``; one
-    C-level scan for the usual all-good list. The one check of every id that enters: task data,
-    qrels files, TREC run files and the runs components return."""
+    """Position of the first id that cannot be an id, or ``None``; one C-level scan for the usual
+    all-good list. The one check of every id that enters."""
     if all(ids) and not _BAD_ID.search("".join(ids)):
         return None
     return next(i for i, x in enumerate(ids) if not x or _BAD_ID.search(x))
 
 
 def id_problem(value: str) -> str | None:
-    """What is wrong with ``value`` as a query or document id, and what to do, or ``None``.
-
-    An id is refused when it is empty or holds whitespace (a TREC file's column separator); a
-    control character (C0, DEL, C1): NUL ends an id inside pytrec_eval, so "d1\\0x" would be
-    scored as "d1", and the others cannot be told apart in a terminal or many tools; or a lone
-    surrogate (U+D800-U+DFFF), which is not text, cannot be written as UTF-8 and crashes
-    pytrec_eval. Other code points (format characters, private use) are kept: they survive UTF-8,
-    TREC files and pytrec_eval, and every message shows ids escaped."""
+    """What is wrong with ``value`` as a query or document id, and what to do, or ``None``. NUL ends
+    an id inside pytrec_eval ("d1\\0x" would be scored as "d1") and a lone surrogate crashes it;
+    other code points (format characters, private use) survive UTF-8, TREC files and pytrec_eval."""
     if not value or _WHITESPACE.search(value):
         return ("is empty or contains whitespace, which TREC run files cannot hold; use an id without spaces, tabs "
                 "or newlines")
@@ -130,8 +113,7 @@ def id_problem(value: str) -> str | None:
 
 
 def shown(value: object, limit: int = 80) -> str:
-    """``value`` for a message: ``repr`` (control characters, surrogates and terminal escapes
-    escaped), a long text cut to its first ``limit`` characters."""
+    """``value`` for a message: its escaped ``repr``, a long text cut."""
     if isinstance(value, str) and len(value) > limit:
         text = repr(value[:limit])
         return f"{text[:-1]}...{text[-1]} ({len(value):,} characters)"
@@ -139,13 +121,12 @@ def shown(value: object, limit: int = 80) -> str:
 
 
 def write_trec(path: str | Path, run: Run, tag: str) -> None:
-    """Write ``run`` atomically as a TREC run (:func:`trec_text`)."""
+    """Write ``run`` atomically as a TREC run."""
     atomic.write_text(Path(path), trec_text(run, tag))
 
 
 def trec_text(run: Run, tag: str) -> str:
-    """``run`` as a TREC run file: ranks from 1 in each query's order, scores as ``repr(float)``
-    (full precision, so reading the file back gives the same floats)."""
+    """``run`` as a TREC run file, scores in full precision so reading it back gives the same floats."""
     for kind, values in (("tag", [tag]), ("query id", list(run)),
                          *(("document id", list(docs)) for docs in run.values())):
         bad = unwritable(values)

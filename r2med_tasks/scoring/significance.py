@@ -9,25 +9,17 @@ they share. Two paired tests are available:
     equally likely to have either sign. It makes no normality assumption, which matters for IR
     metrics (bounded, often skewed, with many zeros), and Smucker, Allan & Carterette ("A Comparison
     of Statistical Significance Tests for Information Retrieval Evaluation", CIKM 2007) recommend it
-    for IR evaluation. The p-value is estimated by Monte Carlo with the observed assignment counted
-    as one of the trials, so it is never 0: ``p = (1 + #{|mean(flipped d)| >= |mean(d)|}) / (1 + trials)``.
+    for IR evaluation. The observed assignment counts as one of the trials, so p is never 0:
+    ``p = (1 + #{|mean(flipped d)| >= |mean(d)|}) / (1 + trials)``.
 ``t``
     The paired Student t-test (``scipy.stats.ttest_rel``), for comparison with published numbers.
 
-Across tasks (R2MED has 8 datasets), p-values are adjusted with Holm–Bonferroni: it controls the
-family-wise error rate (the chance of any false positive among the 8 comparisons) without assuming
-the tests are independent, and it is uniformly more powerful than plain Bonferroni.
+Across tasks, p-values are adjusted with Holm–Bonferroni: it controls the family-wise error rate
+without assuming the tests are independent, and is uniformly more powerful than Bonferroni.
 
-On the R2MED average (:func:`average_randomization`, :func:`ties_with_best`): the same sign-flip
-test with the average itself as the statistic. The average is the plain mean of the per-task means,
-so a query of task t weighs 1/(T·n_t); under the null hypothesis every query's difference still has
-either sign with probability 1/2, so flipping the signs of the weighted differences ``d_q / n_t``
-gives the exact randomization distribution of the difference of averages (a stratified paired
-randomization test). It is :func:`paired_randomization` applied to the weighted differences.
-
-``compare`` also reports the 95% paired bootstrap interval of each difference and of the difference
-of averages (:mod:`r2med_tasks.scoring.uncertainty`: 10,000 resamples of the queries, within each task,
-``default_rng(seed)``).
+On the R2MED average (the plain mean of per-task means, so a query of task t weighs 1/(T·n_t)),
+flipping the signs of the weighted differences ``d_q / n_t`` gives the exact randomization
+distribution of the difference of averages (a stratified paired randomization test).
 """
 
 from __future__ import annotations
@@ -45,9 +37,7 @@ __all__ = ["ALPHA", "TESTS", "Comparison", "average_randomization", "compare", "
 
 TESTS = ("randomization", "t")
 ALPHA = 0.05  # a row is tied with the best when its Holm-adjusted p-value is at least this
-
-# Upper bound on the entries of one block of random signs (int8: about 1 MiB per block).
-_BLOCK_ENTRIES = 1 << 20
+_BLOCK_ENTRIES = 1 << 20  # random signs drawn at once (int8: about 1 MiB)
 
 
 def _differences(a: Sequence[float], b: Sequence[float], *, min_n: int) -> np.ndarray:
@@ -66,14 +56,9 @@ def _differences(a: Sequence[float], b: Sequence[float], *, min_n: int) -> np.nd
 def paired_randomization(
     a: Sequence[float], b: Sequence[float], *, trials: int = 10000, seed: int = 0
 ) -> float:
-    """Two-sided p-value of the paired sign-flip randomization test on the mean difference.
-
-    Each trial flips the sign of every difference ``d = b - a`` independently with probability 1/2;
-    the p-value is ``(1 + #{trials with |mean(flipped d)| >= |mean(d)|}) / (1 + trials)``. The
-    comparison allows a relative tolerance of 1e-9 so that flips equal to the observed statistic
-    up to rounding count as "at least as extreme". Signs are drawn in blocks to keep memory small.
-    The result depends only on the data, ``trials`` and ``seed``. All-zero differences give 1.0.
-    """
+    """Two-sided p-value of the paired sign-flip randomization test on the mean difference. A
+    relative tolerance of 1e-9 counts flips equal to the observed statistic up to rounding as "at
+    least as extreme"."""
     if isinstance(trials, bool) or not isinstance(trials, (int, np.integer)) or trials < 1:
         raise ValueError(f"trials must be a positive integer, got {trials!r}")
     d = _differences(a, b, min_n=1)
@@ -98,12 +83,9 @@ def paired_randomization(
 
 
 def paired_t(a: Sequence[float], b: Sequence[float]) -> float:
-    """Two-sided p-value of the paired t-test (``scipy.stats.ttest_rel``), never NaN.
-
-    If all differences are equal (within 1e-12, relative to their size) the t statistic is undefined
-    (zero standard deviation): identical systems give 1.0, and a constant non-zero difference gives
-    0.0, its limit (one system better on every query by the same margin). Needs at least 2 pairs.
-    """
+    """Two-sided p-value of the paired t-test, never NaN: where all differences are equal the
+    statistic is undefined, so identical systems give 1.0 and a constant non-zero difference 0.0,
+    its limit."""
     from scipy import stats
 
     d = _differences(a, b, min_n=2)
@@ -114,11 +96,8 @@ def paired_t(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def holm(p_values: Mapping[str, float]) -> dict[str, float]:
-    """Holm–Bonferroni adjusted p-values, keyed like the input (and in the input's order).
-
-    With the m p-values sorted ascending, ``adj_(i) = max_{j <= i} min(1, (m - j + 1) * p_(j))``:
-    step-down multipliers m, m-1, ..., 1, made monotone and capped at 1. Ties get equal values.
-    """
+    """Holm–Bonferroni adjusted p-values, in the input's order: with the m p-values sorted
+    ascending, ``adj_(i) = max_{j <= i} min(1, (m - j + 1) * p_(j))``."""
     items = []
     for key, p in p_values.items():
         p = float(p)
@@ -137,14 +116,9 @@ def holm(p_values: Mapping[str, float]) -> dict[str, float]:
 def average_randomization(
     a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], *, trials: int = 10000, seed: int = 0
 ) -> float:
-    """Two-sided p-value of the paired sign-flip randomization test on the difference of two
-    averages of per-task means (``a[t]``, ``b[t]``: task t's per-query scores, paired by position).
-
-    The statistic is ``mean_t(mean_q(b[t] - a[t]))``, the difference of the averages the leaderboard
-    ranks by; flipping each query's difference independently gives its randomization distribution.
-    Computed as :func:`paired_randomization` of the differences weighted by 1/n_t (the constant 1/T
-    does not change which flips are as extreme), with the same ``trials`` and ``seed`` rules.
-    """
+    """Two-sided p-value of the sign-flip test on the difference of two averages of per-task means,
+    the averages the leaderboard ranks by: :func:`paired_randomization` of the differences weighted
+    by 1/n_t (the constant 1/T does not change which flips are as extreme)."""
     if len(a) != len(b) or not a:
         raise ValueError(f"need the same tasks, at least one, for both systems (got {len(a)} and {len(b)})")
     weighted = [_differences(x, y, min_n=1) / len(x) for x, y in zip(a, b)]
@@ -160,19 +134,10 @@ def ties_with_best(
     trials: int = 10000,
     seed: int = 0,
 ) -> dict[Any, dict[str, Any]]:
-    """Which systems are not separable from ``best`` on the average of per-task means.
-
-    ``per_query`` maps each system to its per-task scores (a list, one ``{query id: score}`` per
-    task, the same tasks in the same order for every system). Each system other than ``best`` is
-    compared with ``best`` by :func:`average_randomization` on the queries both scored in each task;
-    the p-values are adjusted with :func:`holm` over the family of those comparisons (each system
-    against the best); a system is ``tied`` when its adjusted p-value is at least ``alpha`` (the test
-    cannot tell it from the best). ``best`` itself is tied (it is the top of its group), with no
-    p-value. A system sharing no query with ``best`` in some task cannot be compared: ``tied`` None.
-
-    Returns system -> ``{"p_value", "p_holm", "tied"}``. The result depends only on the scores,
-    ``trials`` and ``seed`` (every comparison starts ``default_rng(seed)`` afresh; only Holm's
-    adjustment depends on how many systems are compared).
+    """Which systems the test cannot tell from ``best`` on the average of per-task means: each is
+    compared with ``best`` on the queries both scored, Holm-adjusted over those comparisons, and
+    ``tied`` when the adjusted p-value is at least ``alpha``. ``tied`` is None for a system sharing
+    no query with ``best`` in some task. Every comparison starts ``default_rng(seed)`` afresh.
     """
     reference = per_query[best]
     raw: dict[Any, float] = {}
@@ -206,32 +171,12 @@ def compare(
     average_over: Collection[str] | None = None,
     resamples: int = 10000,
 ) -> dict[str, Any]:
-    """Compare system B against system A, per task and on average over tasks.
+    """Compare system B against system A on the queries they share, per task (Holm-adjusted across
+    tasks) and on the average over ``average_over`` (R2MED's eight, so a ``sample`` task never
+    dilutes it), with paired bootstrap intervals; JSON-serialisable.
 
-    ``per_query_x`` maps task -> query id -> score. For each task present in both (in A's order),
-    only queries present in both are paired; the ones present in just one system are counted as
-    ``dropped_a`` (only in A) and ``dropped_b`` (only in B). Per task the result holds ``n_queries``,
-    ``dropped_a``, ``dropped_b``, ``mean_a``, ``mean_b``, ``difference`` (``mean_b - mean_a``),
-    ``p_value`` (from ``test``: ``"randomization"`` with ``trials`` and ``seed``, or ``"t"``) and
-    ``p_holm`` (Holm-adjusted across the compared tasks) and ``difference_ci``, the 95% paired
-    bootstrap interval of ``difference`` (``resamples`` draws of the common queries,
-    ``default_rng(seed)``; :func:`r2med_tasks.scoring.uncertainty.difference_interval`), in the same 0-1 unit.
-
-    ``average`` is the unweighted mean over the compared tasks of the per-task means (as the R2MED
-    leaderboard averages tasks, each task counting once whatever its size) for A and B, and their
-    difference; ``average_over`` limits it to those tasks (R2MED's eight, so that a run's ``sample``
-    never dilutes it), the others being listed in ``tasks_outside_average``; ``average`` is None
-    when no compared task counts. It deliberately carries **no p-value**: a test over a handful of
-    task means has little power, and pooling queries across tasks would weight tasks by their
-    size, unlike the average reported. Use the per-task (Holm-adjusted) p-values for significance.
-    It carries ``difference_ci``: the 95% interval of the difference of averages, resampling each
-    task's common queries within the task (paired, stratified; one ``default_rng(seed)`` drawing the
-    tasks in order; :func:`r2med_tasks.scoring.uncertainty.average_difference_interval`).
-
-    Tasks present in only one system are listed in ``tasks_only_in_a`` / ``tasks_only_in_b``.
-    Everything returned is plain dicts, lists, ints, floats and strings (JSON-serialisable).
-    Raises ValueError for an unknown test, no task in common, a task with no common query, or a
-    non-finite score.
+    The average deliberately carries **no p-value**: a test over a handful of task means has little
+    power, and pooling queries across tasks would weight tasks by their size, unlike the average.
     """
     if test not in TESTS:
         raise ValueError(f"unknown test {test!r}; choose one of: {', '.join(TESTS)}")
@@ -301,10 +246,8 @@ def compare(
 
 @dataclass
 class Comparison:
-    """Two runs compared, B against A (:func:`r2med_tasks.compare_runs`; ``r2med compare``): the
-    folders ``a`` and ``b`` and :func:`compare`'s result (``trials`` None for the t-test), with
-    ``data_differences``: per task whose stored data identities differ, what differs (compared
-    only when allowed). :meth:`to_json` is what ``r2med compare --json`` prints."""
+    """Two runs compared, B against A: :func:`compare`'s result, and per task whose data identities
+    differ, what differs (compared only when allowed)."""
 
     a: Path
     b: Path
@@ -320,7 +263,7 @@ class Comparison:
     data_differences: dict[str, list[str]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """:func:`compare`'s result, keys in its order, and ``data_differences``."""
+        """What ``r2med compare --json`` prints: :func:`compare`'s keys in its order."""
         out = {"test": self.test, **({"trials": self.trials} if self.trials is not None else {})}
         out.update({f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("a", "b", "test", "trials")})
         return out
