@@ -1,11 +1,7 @@
-"""What a retriever searches with when a rewriter has run: the published combination rules.
-
-R2MED's runs (``src/eval_bench_BM25.py``, ``src/eval_bench.py``) combined a query and its generated
-document differently per retriever family (``r2med_plugins.gar.reasoning.query_text`` has the full
-table, reasoning models included). Here the generated text is already stripped of its reasoning
-trace (``Query.reasoning`` marks a reasoning model's extracted answer), so these rules need no LLM
-name. Retrievers call ``Query.combined(family)``, which applies :func:`bm25_query` or
-:func:`dense_query`; rewriters only fill ``Query.generated``, ``Query.method`` and ``Query.reasoning``.
+"""What a retriever searches with when a rewriter has run: R2MED's runs (``src/eval_bench_BM25.py``,
+``src/eval_bench.py``) combined a query and its generated document differently per retriever
+family. The generated text is already stripped of its reasoning trace here, so the rules need no
+LLM name.
 """
 
 from __future__ import annotations
@@ -15,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .taskdata import Query
 
-# Methods the published evaluation code accepts as ``gar_method`` (run.py choices).
+# the published evaluation code's ``gar_method`` choices
 GAR_METHODS: tuple[str, ...] = ("hyde", "query2doc", "lamer", "search-o1", "search-r1")
 RETRIEVER_FAMILIES: tuple[str, ...] = ("bm25", "dense")
 
@@ -47,8 +43,7 @@ def combined_text(method: str, retriever_family: str, query: str, generated: str
 
 
 def bm25_query(query: Query) -> str:
-    """BM25: HyDE searches with the generated document alone, Query2Doc with the query twice (no
-    separator) + the document, LameR with query + document, a reasoning model's answer alone."""
+    """BM25's rule; a reasoning model's answer is searched alone."""
     if not query.generated:
         return query.text
     generated = " ".join(query.generated)
@@ -59,8 +54,7 @@ def bm25_query(query: Query) -> str:
 
 
 def dense_query(query: Query) -> str | tuple[str, ...]:
-    """Dense: a tuple means "average the embeddings of the query and each generated document";
-    Query2Doc (not from a reasoning model) is one string joined with "[SEP]"."""
+    """Dense retrievers' rule: a tuple means "average the embeddings of its texts"."""
     if not query.generated:
         return query.text
     if query.method == "query2doc" and not query.reasoning:

@@ -1,10 +1,6 @@
-"""A task folder's files (``FILES``, R2MED's JSONL layout): parsed (``read_jsonl``) and hashed
-(``file_sha256``) once per process.
-
-A local corpus is large (hundreds of MB) and most warm runs need only its document ids (a cached
-index keyed on the corpus checksum). So each file is hashed once per process (``file_sha256``,
-memoized on the file's stat; a run hashes its later tasks' files ahead, on a background thread,
-``hash_ahead``), and a file parsed is hashed in the same read.
+"""A task folder's files in R2MED's JSONL layout, parsed and hashed. A local corpus is hundreds of
+MB and most warm runs need only its checksum and ids, so each file is hashed once per process, in
+the same read that parses it, or ahead on a background thread.
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ from typing import Any
 from ..errors import UserError
 
 FILES = ("corpus.jsonl", "query.jsonl", "qrels.jsonl")
-GENERATED_FILE = "query_with_hydoc.jsonl"  # <task folder>/<method>/<llm>/: an LLM's documents, as R2MED publishes them
+GENERATED_FILE = "query_with_hydoc.jsonl"  # <task folder>/<method>/<llm>/, as R2MED publishes them
 
 
 @dataclass
@@ -34,12 +30,8 @@ class Rows:
 
 
 def read_jsonl(path: Path) -> tuple[Rows, str]:
-    """Parse a JSONL file and return its rows and the file's sha256.
-
-    One ``json.loads`` parses the whole file; only when that fails is it parsed line by line, to
-    name the bad line. A file this process hashed already and that is unchanged since (see
-    ``file_sha256``) is not hashed again.
-    """
+    """A JSONL file's rows and sha256. The whole file is parsed at once; only when that fails is it
+    parsed line by line, to name the bad line."""
     key = _stat_key(path)
     known = _DIGESTS.get(key)
     fast = _read_jsonl_fast(path, hashing=known is None)
@@ -56,8 +48,7 @@ def read_jsonl(path: Path) -> tuple[Rows, str]:
 
 
 def _read_jsonl_json(path: Path, *, hashing: bool) -> tuple[Rows, str | None]:
-    """``json`` for any file: its rows and (``hashing``, else ``None``) its sha256, or the one-line
-    error naming the bad line."""
+    """``json`` for any file: its rows and sha256, or the one-line error naming the bad line."""
     try:
         data = path.read_bytes()
     except OSError as e:
@@ -75,7 +66,7 @@ def _read_jsonl_json(path: Path, *, hashing: bool) -> tuple[Rows, str | None]:
             return Rows(values, str(path), lambda i: f"{path}:{i + 1}"), digest
     except ValueError:  # JSONDecodeError, or a number beyond Python's digit limit: found line by line
         pass
-    lines = text.split("\n")  # blank lines, a line holding two values, or bad JSON: go line by line
+    lines = text.split("\n")
     linenos = [n for n, line in enumerate(lines, 1) if line.strip()]
     values = []
     for n in linenos:
@@ -89,13 +80,9 @@ def _read_jsonl_json(path: Path, *, hashing: bool) -> tuple[Rows, str | None]:
 
 
 def _read_jsonl_fast(path: Path, *, hashing: bool) -> tuple[list[Any], str | None] | None:
-    """orjson (compiled), a line at a time while the file streams in, for the usual well-formed file:
-    the rows and (``hashing``, else ``None``) the file's sha256, or ``None`` for anything else.
-
-    The rows are exactly what ``_read_jsonl_json`` returns; ``None`` leaves the file
-    to that path (which names a bad line): a missing file, blank lines, invalid JSON or UTF-8, NaN
-    and lone surrogates (orjson rejects them), and rows holding floats or nested values (orjson
-    reads integers beyond 64 bits as floats, ``json`` as integers).
+    """orjson, a line at a time while the file streams in, for the usual well-formed file; ``None``
+    for anything else, where the rows could differ from ``json``'s (orjson reads integers beyond 64
+    bits as floats) or a bad line must be named.
     """
     try:
         import orjson
@@ -129,7 +116,7 @@ def _read_jsonl_fast(path: Path, *, hashing: bool) -> tuple[list[Any], str | Non
     return values, digest.hexdigest() if digest is not None else None
 
 
-_DIGESTS: dict[tuple, str] = {}  # file_sha256's memo: the stat key of a file version -> its sha256
+_DIGESTS: dict[tuple, str] = {}  # stat key of a file version -> its sha256
 
 
 def _stat_key(path: Path) -> tuple | None:
@@ -148,9 +135,8 @@ def _remember(path: Path, key: tuple | None, digest: str) -> None:
 
 
 def file_sha256(path: Path) -> str:
-    """The file's sha256, computed once per process for each version of the file (its stat): a
-    run's data identity and its loading share one read of each file, and a file changed between
-    them is hashed again. A hash started by :func:`hash_ahead` is waited for, not redone."""
+    """The file's sha256, computed once per process for each version of the file (its stat): a run's
+    data identity and its loading share one read."""
     key = _stat_key(path)
     if key in _DIGESTS:
         return _DIGESTS[key]
@@ -167,9 +153,8 @@ def file_sha256(path: Path) -> str:
 
 
 def hash_ahead(folders: Iterable[Path]) -> None:
-    """Start hashing the data files of ``folders`` on a background thread, so a run's later tasks
-    find their data identity ready: hashlib releases the GIL, and the hashing overlaps the work on
-    earlier tasks. (A daemon thread: it never holds up the exit of a run that stops early.)"""
+    """Hash the data files of ``folders`` on a daemon thread, so a run's later tasks find their data
+    identity ready (hashlib releases the GIL)."""
     todo = []
     for path in (folder / name for folder in folders for name in FILES):
         key = _stat_key(path)
@@ -188,14 +173,14 @@ def hash_ahead(folders: Iterable[Path]) -> None:
         threading.Thread(target=hash_all, name="r2med-hash-ahead", daemon=True).start()
 
 
-_AHEAD: dict[tuple, Future] = {}  # hash_ahead's hashes, by the stat key of the file version
+_AHEAD: dict[tuple, Future] = {}
 
 
 def _sha256_of(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as f:
         while block := f.read(1 << 22):
-            h.update(block)  # hashlib releases the GIL: other threads run meanwhile
+            h.update(block)
     return h.hexdigest()
 
 

@@ -1,11 +1,5 @@
-"""Loading a task's data, from a local folder in R2MED's layout (``load_local``) or from the Hugging
-Face hub at a pinned revision (``load_hub``); both go through one validator
-(``r2med_tasks.tasks.validation``).
-
-Once a local corpus has been parsed and validated its ids are cached under the run's cache
-folder, keyed by the file's content hash: a later load with that cache reads only the ids, the
-queries and the judgments, and the corpus texts are parsed on first use (``corpus_texts``), after
-checking that the file still holds the content loaded.
+"""Loading a task's data from a local folder or the hub, through one validator. A local corpus's
+validated ids are cached by content hash, so a later load parses its texts only on first use.
 """
 
 from __future__ import annotations
@@ -35,11 +29,7 @@ def _revision(digests: list[str]) -> str:
 
 
 def load_local(folder: Path, *, cache_dir: Path | None = None) -> TaskData:
-    """Load a folder in R2MED's layout; its revision is a checksum of the three files' content.
-
-    With ``cache_dir``, a corpus validated before (its ids are cached under its content hash) is
-    not parsed: its texts load on first access. Without, everything is parsed now.
-    """
+    """Load a folder in R2MED's layout; its revision is a checksum of the three files' content."""
     corpus_file, ids = folder / FILES[0], None
     if cache_dir is not None:
         checksum = file_sha256(corpus_file)
@@ -57,7 +47,7 @@ def load_local(folder: Path, *, cache_dir: Path | None = None) -> TaskData:
                      source=str(folder))
 
 
-IDS_FORMAT = 2  # bump with the ids file's layout or the corpus checks: a cached id list skips those checks
+IDS_FORMAT = 2  # bump with the ids file's layout or the corpus checks, which a cached id list skips
 
 
 def _ids_file(cache_dir: Path, checksum: str) -> Path:
@@ -65,10 +55,8 @@ def _ids_file(cache_dir: Path, checksum: str) -> Path:
 
 
 def _cache_ids(cache_dir: Path, corpus: Corpus) -> None:
-    """Keep a validated corpus's ids for the next load of the same content: a line of JSON
-    (``count``, ``sha256`` of the rest, so a truncated or damaged file is noticed and rewritten),
-    then an id a line (ids hold no whitespace). A cache that cannot be written costs the next run a
-    parse, nothing else."""
+    """Keep a validated corpus's ids for the next load of the same content, behind a header whose
+    count and sha256 reveal a damaged file. Best effort: a failure costs the next run a parse."""
     body = "".join(f"{doc_id}\n" for doc_id in corpus.ids).encode("utf-8", "surrogatepass")
     header = json.dumps({"count": len(corpus.ids), "sha256": hashlib.sha256(body).hexdigest()}).encode()
     try:
@@ -78,8 +66,7 @@ def _cache_ids(cache_dir: Path, corpus: Corpus) -> None:
 
 
 def _cached_ids(cache_dir: Path, checksum: str) -> list[str] | None:
-    """The ids ``_cache_ids`` kept for the corpus content ``checksum``; None when there are none, or
-    the file is not whole."""
+    """The ids kept for the corpus content ``checksum``; None unless whole."""
     try:
         header, _, body = _ids_file(cache_dir, checksum).read_bytes().partition(b"\n")
         ids = body.decode("utf-8", "surrogatepass").split("\n")[:-1]
@@ -91,8 +78,7 @@ def _cached_ids(cache_dir: Path, checksum: str) -> list[str] | None:
 
 
 def corpus_texts(path: Path, checksum: str) -> list[str]:
-    """The texts of the corpus file ``path``, loaded earlier as the content ``checksum``, once the
-    file is seen to hold that content still."""
+    """The texts of a corpus loaded earlier, once the file is seen to hold that content still."""
     try:
         rows, digest = read_jsonl(path)
     except UserError:
@@ -134,8 +120,7 @@ def load_hub(path: str, revision: str) -> TaskData:
 
 @contextmanager
 def _quiet_hub():
-    """No hub client warnings (a line per connection retry) while loading: a failure ends in one
-    error line that says what to do."""
+    """No hub warning per connection retry: a failure ends in one error line that says what to do."""
     import logging
 
     loggers = [logging.getLogger(name) for name in ("huggingface_hub", "datasets")]

@@ -1,8 +1,5 @@
-"""R2MED's eight datasets as MTEB-style retrieval tasks, plus the offline ``sample`` task.
-
-Names, hub paths and revisions are mteb's (``mteb/tasks/retrieval/eng/r2_med_retrieval.py``), so
-results written here merge with published MTEB results. Everything in this module is cheap to
-import: mteb is only touched when a run needs task metadata.
+"""R2MED's eight datasets as MTEB-style retrieval tasks, plus the offline ``sample`` task. Names,
+hub paths and revisions are mteb's, so results written here merge with published MTEB results.
 """
 
 from __future__ import annotations
@@ -29,11 +26,8 @@ GROUPS = {
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """A retrieval task: where its data lives and how it is named.
-
-    ``short_name`` is the dataset's folder name under ``--data-dir`` (R2MED's own naming);
-    ``key`` is the upstream code's internal dataset key, which instruction tables use.
-    """
+    """A retrieval task: where its data lives and how it is named. ``key`` is the upstream code's
+    dataset key, which instruction tables use."""
 
     name: str
     short_name: str
@@ -53,11 +47,8 @@ class TaskSpec:
         return bool(self.hub_path and self.hub_path.startswith("R2MED/"))
 
     def find_folder(self, data_dir: Path, *, only_task: bool) -> Path:
-        """The folder holding this task's files under ``data_dir``.
-
-        ``DIR/<short name>/`` (any case) is R2MED's layout; a flat ``DIR`` also works when it is the
-        only task asked for.
-        """
+        """The folder holding this task's files: ``DIR/<short name>/`` (any case), or a flat ``DIR``
+        when it is the only task asked for."""
         if not data_dir.is_dir():
             raise UserError(f"--data-dir {data_dir}: not a folder")
         candidates = [data_dir / n for n in (self.short_name, self.name)]
@@ -80,8 +71,7 @@ class TaskSpec:
 
     def load(self, data_dir: Path | None = None, *, only_task: bool = False,
              cache_dir: Path | None = None) -> TaskData:
-        """This task's data. ``cache_dir``: the run's cache folder, where a local corpus's validated
-        ids are kept so that a later load parses its texts only when a component reads them."""
+        """This task's data."""
         folder = self.local_folder(data_dir, only_task=only_task)
         if folder is not None:
             return load_local(folder, cache_dir=cache_dir)
@@ -91,9 +81,8 @@ class TaskSpec:
 
     def data_identity(self, data_dir: Path | None = None, *, only_task: bool = False,
                       revision: str | None = None) -> dict[str, Any]:
-        """Which data a run of this task reads, without loading it: the hub path at its revision,
-        or the checksum of local files (``revision``: already known from loading). ``official``:
-        R2MED's own data at mteb's pinned revision, the only data published numbers speak of."""
+        """Which data a run of this task reads, without loading it. ``official``: R2MED's own data at
+        mteb's pinned revision, the only data published numbers speak of."""
         folder = self.local_folder(data_dir, only_task=only_task)
         if folder is not None:
             return {"source": "local" if data_dir is not None else "package",
@@ -173,9 +162,7 @@ R2MED_TASKS: tuple[TaskSpec, ...] = (
            "974abbc9bc281c3169180a6aa5d7586cfd2f5877", ("2002-07-01", "2025-05-31"), 10449, 129),
 )
 
-# mteb name -> the hub revision mteb pins; results on another revision are not on the official data.
 PINNED_REVISIONS = {t.name: t.revision for t in R2MED_TASKS}
-# mteb name -> the short name tables, commands and charts show ("R2MEDBiologyRetrieval" -> "Biology").
 SHORT_NAMES = {t.name: t.short_name for t in R2MED_TASKS}
 
 SAMPLE_TASK = TaskSpec(

@@ -1,6 +1,4 @@
-"""What a task's data is: the corpus (``Corpus``), the queries a component may see (``Query``), and
-the relevance judgments, with where they came from (``TaskData``). Loading it is
-``r2med_tasks.tasks.loading``'s."""
+"""What a task's data is: the corpus, the queries a component may see, the judgments."""
 
 from __future__ import annotations
 
@@ -11,13 +9,9 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class Query:
-    """What a component sees of a query: its id, its text and what a rewriter generated for it.
-
-    ``generated`` holds the rewriter's documents with reasoning traces already stripped;
-    ``method`` says how they were made ("hyde", "query2doc", "lamer", ...), and ``reasoning``
-    that they are a reasoning model's extracted answer, which the published runs combined with
-    the query differently (:meth:`combined`).
-    """
+    """What a component sees of a query: its id, its text and what a rewriter generated for it,
+    reasoning traces stripped. ``reasoning`` marks a reasoning model's extracted answer, which the
+    published runs combined with the query differently."""
 
     id: str
     text: str
@@ -26,12 +20,8 @@ class Query:
     reasoning: bool = False
 
     def combined(self, family: str) -> str | tuple[str, ...]:
-        """What a retriever of ``family`` searches with, by R2MED's published rules
-        (``r2med_tasks.tasks.combine``): "bm25", one text (HyDE: the generated documents alone;
-        Query2Doc: the query twice, no separator, and the documents; LameR and any other method:
-        the query and the documents; a reasoning model's answer alone); "dense", a tuple of texts
-        whose embeddings are averaged (the query and each document; Query2Doc not from a reasoning
-        model: one text, query ``[SEP]`` documents). Without generated documents, the text."""
+        """What a retriever of ``family`` ("bm25" or "dense") searches with, by R2MED's published
+        rules; a tuple's embeddings are averaged."""
         from .combine import RETRIEVER_FAMILIES, bm25_query, dense_query
 
         if family not in RETRIEVER_FAMILIES:
@@ -40,24 +30,21 @@ class Query:
 
 
 class Corpus:
-    """Documents in source order. ``checksum`` identifies the content (the corpus file's hash, or
-    the hub path at its pinned revision); caches of indexes and embeddings key on it.
-
-    ``texts`` may stay in the corpus file until first read (``Corpus.lazy``): a component that
-    needs only ids (a cached index) never pays for parsing hundreds of MB.
-    """
+    """Documents in source order; caches of indexes and embeddings key on ``checksum``. ``texts``
+    may stay in the file until first read: a component that needs only ids (a cached index) never
+    pays for parsing hundreds of MB."""
 
     def __init__(self, ids: list[str], texts: list[str], checksum: str, *, folder: Path | None = None) -> None:
         self.ids, self.checksum = ids, checksum
-        self.folder = folder  # the task's local folder it was read from (published generations lie beside it)
+        self.folder = folder  # published generations lie beside it
         self._texts: list[str] | None = texts
         self._read_texts: Callable[[], list[str]] | None = None
 
     @classmethod
     def lazy(cls, ids: list[str], checksum: str, read_texts: Callable[[], list[str]], *,
              folder: Path | None = None) -> Corpus:
-        """The validated corpus with ``ids`` whose content hashes to ``checksum``; its texts are
-        ``read_texts()``, called on first access (a picklable callable: corpora go to workers)."""
+        """A validated corpus whose texts are ``read_texts()``, called on first access (picklable:
+        corpora go to workers)."""
         corpus = cls(ids, [], checksum, folder=folder)
         corpus._texts, corpus._read_texts = None, read_texts
         return corpus

@@ -1,7 +1,6 @@
-"""Rows into task data, checked (``build_task_data``), so a bad row of a local folder or of the hub
-gets the same one-line error naming where it is; and a judgments file (``--qrels``) checked the
-same way (``read_qrels``). The answer-bearing query fields (``doc_id``, ``answer``) are dropped
-here: no component can ever see them."""
+"""Rows into task data, checked, so a bad row of a local folder or of the hub gets the same
+one-line error naming where it is. The answer-bearing query fields (``doc_id``, ``answer``) are
+dropped here: no component can ever see them."""
 
 from __future__ import annotations
 
@@ -66,9 +65,7 @@ def _integer(value: Any) -> int | None:
 
 
 def _trec_ids(rows: Rows, ids: list[str], what: str) -> None:
-    """Ids go into TREC run files, whose columns are whitespace-separated, and into pytrec_eval,
-    which ends an id at NUL and crashes on a lone surrogate: refuse any a run could not be
-    written, read back, fused or scored with (``runs.id_problem``)."""
+    """Refuse any id a run could not be written, read back, fused or scored with."""
     i = unwritable(ids)
     if i is None:
         return
@@ -141,10 +138,9 @@ def task_data(corpus: Corpus, query_rows: Rows, qrels_rows: Rows, *, revision: s
     if not queries:
         raise UserError(f"{source}: {query_rows.name} is empty; a task needs at least one query")
 
-    # Scored as the published evaluation scored (BEIR's EvaluateRetrieval over pytrec_eval with the
-    # full qrels): judgments naming documents the corpus lacks are kept (they count in recall and in
-    # nDCG's ideal ranking, never retrieved), queries whose judgments are all 0 are kept (scored 0),
-    # and only queries without any judgment, or judgments of unknown queries, are left out.
+    # As the published evaluation scored (BEIR's, full qrels): judgments of documents the corpus
+    # lacks are kept (they count in recall and nDCG's ideal ranking), all-0 queries are kept
+    # (scored 0); only unjudged queries and judgments of unknown queries are left out.
     doc_set, query_set = set(ids), set(query_ids)
     qrels: dict[str, dict[str, int]] = {}
     unknown_q = absent = absent_relevant = 0
@@ -211,12 +207,8 @@ def _conflict(where: str, qid: str, pid: str, grade: int, first: str, first_grad
 
 
 def read_qrels(path: Path) -> dict[str, dict[str, int]]:
-    """Judgments from R2MED's qrels.jsonl or a TREC qrels file (``qid 0 docid relevance``), all of
-    them: as everywhere else, a query whose judgments are all 0 is scored (0), as published.
-
-    Checked as the task data's judgments are: ids as ``runs.id_problem`` says, grades integers from 0
-    to ``MAX_GRADE``, one grade per query and document (the same judgment twice is kept once); a
-    problem is a one-line ``UserError`` naming ``file:line``."""
+    """Judgments from R2MED's qrels.jsonl or a TREC qrels file (``qid 0 docid relevance``), checked
+    as the task data's judgments are."""
     try:
         text = path.read_bytes().decode("utf-8")
     except OSError as e:
