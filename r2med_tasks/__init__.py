@@ -1,10 +1,7 @@
 """r2med: an evaluation harness for R2MED, the reasoning-driven medical retrieval benchmark.
 
-The public API: ``evaluate``, ``pipeline``, ``as_mteb_model``, ``rank_systems`` (the leaderboard),
-``compare_runs``, ``fuse_runs``, ``show_query`` and ``compare_queries`` for users (docs/python-api.md);
-and, for plugin authors, one namespace: :mod:`r2med_tasks.plugin` (docs/writing-plugins.md; the
-specs, protocols and ``Context`` are also named here, as before). docs/architecture.md shows the
-sub-packages and which way imports go. Importing it is cheap: no torch, no mteb.
+The Python API for users; plugin authors import from :mod:`r2med_tasks.plugin`. Importing it is
+cheap: no torch, no mteb.
 """
 
 from importlib.metadata import PackageNotFoundError, version

@@ -43,9 +43,7 @@ FILE_PROBLEMS = frozenset({*_ADVICE, errno.ENOTDIR, errno.EEXIST})
 
 def os_problem(e: OSError, option: str | None = None) -> str:
     """An OSError as "path: what happened; what to do", naming the path the user knows (not the
-    hidden temp file beside it) and, for a path under a file, that file; ``option``: the option that
-    chose where it was writing (``--cache-dir``), suggested when another place would do. An error
-    that names no file was met writing the command's own output."""
+    hidden temp file beside it); ``option`` (``--cache-dir``) is suggested when another place would do."""
     raw = e.filename2 if e.filename2 is not None and e.errno in (errno.EISDIR, errno.ENOTDIR) else e.filename
     path = shown_path(raw) if raw is not None else None
     what = _ADVICE.get(e.errno, f"{e.strerror or type(e).__name__}")

@@ -1,23 +1,9 @@
 """Every use of mteb, in one place, against a declared range of mteb versions.
 
-r2med writes results mteb reads (``TaskResult`` files, ``model_meta.json``, mteb's folder layout)
-and offers its tasks to ``mteb.evaluate``. The mteb names that takes are used here only. Several
-of mteb's formats are reproduced here rather than called, because importing mteb (sklearn, pandas,
-datasets) costs seconds on every run: the score dict of mteb's retrieval evaluator (computed in
-:mod:`r2med_tasks.scoring.evaluation`), the bytes of a ``TaskResult`` file (:func:`task_result_text`), of
-``model_meta.json`` for r2med's own names (:func:`model_meta_text`) and of the
-``run_settings.jsonl`` that ``ResultCache.save_to_cache`` keeps beside the TaskResults (one row per
-task, settings and subsets: package versions, ``encode_kwargs``; :func:`run_settings_text`, read
-back with :func:`run_settings_entries` and :func:`run_settings_scopes`).
-``tests/test_mteb_adapter.py`` and ``tests/test_run_settings.py`` check that the installed mteb is
-in :data:`SUPPORTED`, that pyproject's requirement is the same range, that each entry point below
-still exists and behaves as expected, and that the reproductions still equal what the installed
-mteb computes and writes.
-Moving to a new mteb means running those tests, fixing this module (and the evaluation) and widening
-:data:`SUPPORTED` (and pyproject's ``mteb``).
-
-mteb (and with it torch and numpy) is imported inside the functions only, so importing this module
-stays cheap.
+Several of mteb's formats are reproduced here rather than called, byte for byte, because importing
+mteb costs seconds on every run. ``tests/test_mteb_adapter.py`` and ``tests/test_run_settings.py``
+check the reproductions against the installed mteb: moving to a new mteb means running them, fixing
+this module and widening :data:`SUPPORTED` (and pyproject's ``mteb``).
 """
 
 from __future__ import annotations
@@ -41,14 +27,13 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 SUPPORTED = SpecifierSet(">=2.20,<3")  # pyproject's ``mteb`` requirement is the same range (a test checks)
-# The evaluation languages of every task r2med writes results for (R2MED's tasks in mteb's metadata,
-# and local tasks, whose metadata r2med builds): its one subset, "default", is English.
+# of every task r2med writes results for: its one subset, "default", is English
 LANGUAGES = ("eng-Latn",)
 
 
 def installed_version() -> str | None:
-    """The installed mteb's version (``None``: not installed), found as mteb finds its own
-    (``mteb-core``, the same code without its heavy dependencies, first), without importing it."""
+    """The installed mteb's version, found as mteb finds its own (``mteb-core`` first), without
+    importing it."""
     from importlib.metadata import PackageNotFoundError, version
 
     for name in ("mteb-core", "mteb"):
@@ -75,8 +60,7 @@ def task_metadata(name: str, revision: str, fields: Callable[[], dict[str, Any]]
 
 
 def retrieval_task(name: str, meta: TaskMetadata, load: Callable[[], tuple[dict, dict, dict]]):
-    """An mteb ``AbsTaskRetrieval`` for ``mteb.evaluate`` whose test split comes from ``load()``:
-    (corpus id -> text, query id -> text, qrels)."""
+    """An mteb ``AbsTaskRetrieval`` for ``mteb.evaluate`` whose test split comes from ``load()``."""
     from mteb.abstasks.retrieval import AbsTaskRetrieval
 
     class Task(AbsTaskRetrieval):
@@ -97,11 +81,8 @@ def retrieval_task(name: str, meta: TaskMetadata, load: Callable[[], tuple[dict,
 
 def task_result_text(task_name: str, dataset_revision: str, scores: dict[str, Any],
                      evaluation_time: float | None, phases: list[dict[str, Any]]) -> str:
-    """The text mteb writes for a test split's ``scores`` of a task in :data:`LANGUAGES`
-    (``TaskResult.from_task_results(task, {"test": {"default": scores}}, evaluation_time,
-    evaluation_phases=phases).to_disk(path)``), built without importing mteb: its field order, its
-    per-subset ``hf_subset``/``languages``/``mteb_version``, floats in the scores rounded to 6
-    decimals its way, ``json.dump`` with ``indent=2``. Write it atomically."""
+    """The text mteb's ``TaskResult...to_disk(path)`` writes for a test split's ``scores``, built
+    without importing mteb: its field order, its per-subset fields, its rounding."""
     from packaging.version import Version
 
     mteb_version = installed_version()
@@ -122,14 +103,12 @@ def task_result_text(task_name: str, dataset_revision: str, scores: dict[str, An
 
 
 def stored_score(value: Any) -> Any:
-    """A score as a TaskResult file holds it: a float rounded to 6 decimals with its own type's
-    ``round`` (``TaskResult._round_scores(scores, 6)``), anything else as it is."""
+    """A score as a TaskResult file holds it (``TaskResult._round_scores(scores, 6)``)."""
     return round(value, 6) if isinstance(value, float) else value
 
 
 def _rounded(scores: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``scores`` rounded as ``TaskResult._round_scores(scores, 6)`` rounds: floats in
-    nested dicts and in lists (one level deep)."""
+    """A copy of ``scores`` rounded as ``TaskResult._round_scores(scores, 6)`` rounds."""
     out: dict[str, Any] = {}
     for key, value in scores.items():
         if isinstance(value, dict):
@@ -152,9 +131,8 @@ def registered_model_meta(name: str) -> ModelMeta | None:
 
 
 def model_meta(info: dict[str, Any], update: dict[str, Any], *, registered: bool) -> ModelMeta:
-    """A ``ModelMeta`` for results: mteb's registered entry for ``info["name"]`` (when
-    ``registered`` and mteb has one) with ``info["revision"]`` and ``update``; else one built from
-    the ``ModelMeta`` fields in ``info``, the rest left empty."""
+    """A ``ModelMeta`` for results: mteb's registered entry, at ``info["revision"]``, where wanted
+    and known; else one built from ``info``."""
     from mteb.models import ModelMeta
 
     found = registered_model_meta(info["name"]) if registered else None
@@ -166,19 +144,14 @@ def model_meta(info: dict[str, Any], update: dict[str, Any], *, registered: bool
 
 
 def model_meta_text(info: dict[str, Any], update: dict[str, Any], *, registered: bool) -> str:
-    """``model_meta.json``'s text for :func:`model_meta`'s ``ModelMeta``.
-
-    A name in r2med's own namespaces (``r2med/...``, ``local/...`` for a local folder's model, which
-    mteb never registers), or any name not looked up in mteb's registry (``registered`` false: a
-    pipeline's, filed under its first third-party package), whose fields are
-    plain ones, of the values ``ModelMeta`` accepts unchanged, is written from ``ModelMeta``'s empty
-    fields without importing mteb: its import costs seconds and ~300 MB resident for the rest of
-    a run (tests/test_mteb_adapter.py checks both texts are the same, field order included)."""
+    """``model_meta.json``'s text for :func:`model_meta`'s ``ModelMeta``. A name mteb never registers
+    with plain fields is written without importing mteb, whose import costs seconds and ~300 MB
+    resident for the rest of a run (a test checks both texts are the same)."""
     fields = {k: v for k, v in {**info, **update}.items() if k in EMPTY_MODEL_META}
     if (not registered or info["name"].startswith(OWN_NAMESPACES)) and fields.keys() <= _PLAIN.keys() \
             and all(_PLAIN[k](v) for k, v in fields.items()):
         meta = {**EMPTY_MODEL_META, **fields}
-        meta["is_cross_encoder"] = "cross-encoder" in meta["model_type"]  # ModelMeta derives it so
+        meta["is_cross_encoder"] = "cross-encoder" in meta["model_type"]  # as ModelMeta derives it
         return json.dumps(meta, indent=4)
     return json.dumps(model_meta(info, update, registered=registered).to_dict(), default=str, indent=4)
 
@@ -201,7 +174,7 @@ FRAMEWORKS = frozenset({"Sentence Transformers", "PyTorch", "GritLM", "LLM2Vec",
                         "OpenVINO", "Transformers"})
 # mteb's ``ModelMeta.model_type`` literals (``mteb.models.model_meta.MODEL_TYPES``; a test compares).
 MODEL_TYPES = frozenset({"dense", "cross-encoder", "late-interaction", "sparse", "router", "hybrid"})
-# The plain fields: each with the values ModelMeta keeps as they are.
+# the fields whose values ModelMeta keeps as they are
 _PLAIN = {
     "name": lambda v: isinstance(v, str) and "/" in v,
     "revision": lambda v: isinstance(v, str),
@@ -210,7 +183,7 @@ _PLAIN = {
     "framework": lambda v: isinstance(v, list) and all(isinstance(f, str) and f in FRAMEWORKS for f in v),
     "reference": lambda v: v is None or (isinstance(v, str) and v.startswith("https://") and v.isascii()
                                          and not any(c.isspace() for c in v)),
-    "similarity_fn_name": lambda v: v is None or v in ("cosine", "dot", "MaxSim"),  # ModelMeta's names for them
+    "similarity_fn_name": lambda v: v is None or v in ("cosine", "dot", "MaxSim"),
     "adapted_from": lambda v: v is None or isinstance(v, str),
     "experiment_kwargs": lambda v: v is None or (isinstance(v, dict) and all(isinstance(k, str) for k in v)),
     "model_type": lambda v: isinstance(v, list) and bool(v) and all(isinstance(t, str) and t in MODEL_TYPES
@@ -261,9 +234,8 @@ _VERSIONED = ("mteb", "torch", "sentence-transformers", "flash-attn", "transform
 
 @functools.cache
 def package_versions() -> dict[str, str | None]:
-    """What ``mteb.cache.result_cache._get_package_versions()`` returns (each of its distributions'
-    ``importlib.metadata.version``, ``None`` when not installed), without importing any of them.
-    Cached per process: the one dict is shared, do not change it."""
+    """What ``mteb.cache.result_cache._get_package_versions()`` returns, without importing any of
+    them. Shared: do not change it."""
     from importlib.metadata import version
 
     versions: dict[str, str | None] = {}
@@ -277,8 +249,7 @@ def package_versions() -> dict[str, str | None]:
 
 def run_settings_entries(text: str) -> list[dict[str, Any]]:
     """The entries of a ``run_settings.jsonl`` text, read as mteb's ``_read_run_settings_from_file``
-    reads the file: universal newlines, each line stripped, blank lines skipped, lines that are not
-    JSON skipped (with a warning), JSON that is not an object ignored."""
+    reads the file."""
     entries: list[dict[str, Any]] = []
     for line in re.split(r"\r\n|\r|\n", text):  # the lines of a file opened in text mode
         stripped = line.strip()
@@ -296,8 +267,7 @@ def run_settings_entries(text: str) -> list[dict[str, Any]]:
 
 def _expand_run_settings_entry(entry: dict[str, Any]) -> Iterator[tuple[tuple[Any, Any, Any], str, dict[str, Any]]]:
     """mteb's ``_expand_run_settings_entry``: ((task, split, subset), settings key, settings) for each
-    split and subset an entry covers (``splits``/``subsets`` lists, or the legacy single ``split``/
-    ``subset``); the settings are the entry less those keys, the key their sorted JSON."""
+    split and subset an entry covers."""
     settings = dict(entry)
     task = settings.pop("task", None)
     splits = settings.pop("splits", None)
@@ -325,17 +295,10 @@ def run_settings_scopes(text: str) -> dict[tuple[str, str, str], dict[str, Any]]
 
 def run_settings_text(existing: str | None, task_name: str, scores: dict[str, list[dict[str, Any]]],
                       encode_kwargs: Mapping[str, Any] | None) -> str | None:
-    """The text of ``run_settings.jsonl`` after ``ResultCache.save_to_cache`` saves a TaskResult of
-    task ``task_name`` with ``scores`` (split -> score dicts, each with its ``hf_subset``) and
-    ``encode_kwargs`` into a folder whose ``run_settings.jsonl`` holds ``existing`` (``None``: no
-    file; read it with ``encoding="utf-8"``), built without importing mteb.
-
-    mteb adds one entry per split (task, ``[split]``, :func:`package_versions`, ``encode_kwargs``
-    made plain JSON, the split's sorted subsets) to the file's entries, keeps for each (task, split,
-    subset) the settings of the last entry covering it, and writes one row per task, settings and
-    set of subsets, the splits sharing them listed together (``_write_and_merge_keyed_json``).
-    ``None`` (or ``existing`` unchanged) when ``scores`` has no split: mteb then leaves the file as
-    it is. Write the text with ``encoding="utf-8"``, atomically."""
+    """The text of ``run_settings.jsonl`` after ``ResultCache.save_to_cache`` saves a TaskResult into
+    a folder whose file holds ``existing``, built without importing mteb: mteb keeps for each (task,
+    split, subset) the last entry's settings and writes one row per task, settings and subsets.
+    ``None`` when ``scores`` has no split: mteb then leaves the file as it is."""
     entries = [{
         "task": task_name,
         "splits": [split],

@@ -1,12 +1,6 @@
-"""Everything a plugin author needs, in one namespace: ``from r2med_tasks.plugin import ...``.
-
-The hook marker and specs a plugin registers, the protocols its components implement, what every
-call receives (the context, typed options, task data), errors, model references, what an LLM
-answers, fusion and scoring, files for a component's caches, and R2MED's tasks.
-docs/writing-plugins.md ("The plugin API") documents each name, and a test fails when a name is
-missing from either. Two other places complete it: :mod:`r2med_tasks.llm` for the authors of LLM
-and embedding-API backends, and :mod:`r2med_tasks.testing` for a plugin's own tests. Importing it
-is cheap: no torch, no numpy.
+"""Everything a plugin author needs, in one namespace, so the core behind it can move freely.
+:mod:`r2med_tasks.llm` completes it for LLM and embedding-API backends, :mod:`r2med_tasks.testing`
+for a plugin's own tests. Importing it is cheap: no torch, no numpy.
 """
 
 from .components.context import Context

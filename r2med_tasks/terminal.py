@@ -1,8 +1,5 @@
-"""Text from files (names in results folders, run files, qrels) made safe to show on a terminal.
-
-A model name such as ``"\x1b]0;pwned\x07"`` read from a results folder would otherwise retitle, clear
-or recolour the user's terminal. Control characters are shown escaped instead, as Python's ``repr``
-writes them, so the name stays recognisable and nothing acts on the terminal.
+"""Text from files made safe to show on a terminal: a model name such as ``"\x1b]0;pwned\x07"`` read
+from a results folder would otherwise retitle, clear or recolour it.
 """
 
 from __future__ import annotations
@@ -25,7 +22,6 @@ def _escaped(c: str) -> str:
 
 
 def number(value: float, digits: int = 2, *, signed: bool = False) -> str:
-    """A number as the tables show it, with ``digits`` decimals (``signed``: always a sign), never
-    "-0.00": a value that rounds to zero has no sign."""
+    """A number as the tables show it, never "-0.00"."""
     rounded = round(value, digits) + 0.0  # -0.0 + 0.0 is 0.0
     return f"{rounded:+.{digits}f}" if signed else f"{rounded:.{digits}f}"

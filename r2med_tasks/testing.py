@@ -8,9 +8,7 @@ loads it and see what it registered, then run it on the sample task shipped with
         sample = run_on_sample("tfidf", folder=tmp_path)
         assert sample.n_queries == 10 and 0 < sample.ndcg_at_10 <= 1
 
-They work the same whether the package is installed (its entry point has loaded it: loading it
-again changes nothing) or only importable (``pythonpath = ["."]`` in its pytest configuration:
-it is then loaded as ``R2MED_PLUGINS`` loads a module, known by a hash of its source).
+They work the same whether the package is installed or only importable (``pythonpath = ["."]``).
 """
 
 from __future__ import annotations
@@ -29,10 +27,7 @@ __all__ = ["LoadedPlugin", "load_plugin", "run_on_sample"]
 
 @dataclass(frozen=True)
 class LoadedPlugin:
-    """A plugin as r2med sees it: ``name`` and ``version`` as ``r2med plugins`` lists them (the
-    package's, or the module's name where no installed package provides it), ``components`` as
-    ``r2med plugins --json`` lists them (``{"retrievers": ["tfidf"]}``), and ``specs``, each
-    component's spec by ``kind:name`` (``"retriever:tfidf"``)."""
+    """A plugin as ``r2med plugins`` lists it; ``specs`` by ``kind:name`` (``"retriever:tfidf"``)."""
 
     name: str
     version: str | None
@@ -41,11 +36,8 @@ class LoadedPlugin:
 
 
 def load_plugin(plugin: str | ModuleType) -> LoadedPlugin:
-    """Load ``plugin`` (a module, or its importable name) on r2med's plugin set, as its entry point
-    or ``R2MED_PLUGINS`` would, and return what it registered. A plugin whose hooks fail (an
-    exception, a misspelled hook, a spec of the wrong kind) raises :class:`PluginError` with
-    r2med's reason, as ``r2med plugins`` would show it; one that fails to import raises its own
-    error."""
+    """Load ``plugin`` as its entry point would, and return what it registered; a plugin whose hooks
+    fail raises :class:`PluginError` with the reason ``r2med plugins`` would show."""
     from .running.discovery import get_plugins
     from .running.registry import build_registry
 
@@ -85,8 +77,7 @@ def _loaded_info(plugins, module: ModuleType):
 
 
 def _info_of(module: ModuleType):
-    """What an entry point would say of ``module``: its installed package's name and version, else
-    (importable but not installed) the module as ``R2MED_PLUGINS`` names it."""
+    """What an entry point would say of ``module``, else the module as ``R2MED_PLUGINS`` names it."""
     from importlib.metadata import PackageNotFoundError, distribution, packages_distributions
 
     from .running.discovery import PluginInfo
@@ -102,11 +93,8 @@ def _info_of(module: ModuleType):
 
 
 def run_on_sample(*components: str, folder: str | Path, overwrite: bool = False, **options: Any) -> TaskOutcome:
-    """Evaluate the pipeline of ``components`` (named as ``--plugin`` names them; ``options`` as
-    :func:`r2med_tasks.pipeline` takes them, ``llm=...``, ``top_k=...``) on the sample task shipped
-    with r2med (48 passages, 10 queries, no download), results under ``folder/results`` and caches
-    under ``folder/cache``; returns the task's outcome (``n_queries``, ``ndcg_at_10``, ``status``:
-    ``"cached"`` when an earlier call's result was reused, unless ``overwrite``)."""
+    """Evaluate the pipeline of ``components`` on the sample task shipped with r2med (no download),
+    results and caches under ``folder``; an earlier call's result is reused unless ``overwrite``."""
     from .api import evaluate, pipeline
     from .results.layout import DEFAULT_OUTPUT
 

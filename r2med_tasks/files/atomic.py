@@ -1,10 +1,6 @@
-"""Atomic file writes: a temp file in the target folder, then ``os.replace``.
-
-A run killed at any moment therefore leaves either the old file or the new one, never half of one;
-the temp file it leaves is removed by the next write of that file on the same host.
-A new file gets the mode a plain ``open()`` gives (``0666`` less the umask: ``0644`` under umask
-022), so results can be shared; a replaced file keeps its mode. (``tempfile.mkstemp`` would make
-every file ``0600``, whatever the umask.)
+"""Atomic file writes: a temp file in the target folder, then ``os.replace``, so a run killed at any
+moment leaves the old file or the new one, never half of one. A new file gets the mode a plain
+``open()`` gives, so results can be shared (``tempfile.mkstemp`` would make every file ``0600``).
 """
 
 from __future__ import annotations
@@ -22,10 +18,8 @@ from typing import IO, Any
 
 
 def _temp_file(path: Path) -> tuple[int, Path]:
-    """A new empty ``.<name>.<host>-<pid>-<random>.tmp`` beside ``path``, open for writing, with
-    the mode a plain ``open(path, "w")`` would leave ``path`` with. Temp files of ``path`` that a
-    killed process of this host left behind go first (caches are written this way too, and a kill
-    at any moment must not leave them to pile up)."""
+    """A new temp file beside ``path``, open for writing. Temp files a killed process of this host
+    left behind go first, so they never pile up."""
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_orphans(path)
     try:
@@ -74,9 +68,8 @@ def _running(pid: int) -> bool:
 
 @contextmanager
 def naming(path: Path) -> Iterator[None]:
-    """An OSError that names no file (ENOSPC from ``write``/``fsync``) names ``path``: the file the
-    user's run was writing, so the one-line error can say where (for writers that write a file
-    themselves, as a memory-mapped index does)."""
+    """An OSError that names no file (ENOSPC from ``write``/``fsync``) names ``path``, so the one-line
+    error can say where."""
     try:
         yield
     except OSError as e:
@@ -115,10 +108,8 @@ def replacing(path: Path) -> Iterator[IO[bytes]]:
 
 
 def replace_all(files: Iterable[tuple[Path, bytes]]) -> None:
-    """Several files replaced together: each is written to a temp file beside its target first, and
-    only when every one is written are they put in place, in the given order. A write that fails
-    (a full disk) replaces nothing; a kill while they are put in place leaves each file whole,
-    old or new (a caller that must tell them apart records their hashes last)."""
+    """Several files replaced together: all are written first, so a failed write (a full disk)
+    replaces nothing; a kill while they are put in place leaves each file whole, old or new."""
     staged: list[tuple[Path, Path]] = []
     try:
         for path, data in files:

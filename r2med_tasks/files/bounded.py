@@ -1,10 +1,6 @@
-"""Reading files that may hold anything: only regular files, at most so many bytes, JSON at most so
-deep, scores only as finite numbers in [0, 1].
-
-Results folders, run files and records are read from anywhere (a colleague's folder, a clone of a
-results repository): a named pipe there must not hang a reader, a link to ``/dev/zero`` must not
-fill memory, deeply nested JSON must not overflow the stack, and a ``true`` must not rank as a
-score. Each refusal is an :class:`UnreadableFile` saying why, for the caller to name the file.
+"""Reading files that may hold anything: results folders and run files come from anywhere, so a
+named pipe must not hang a reader, a link to ``/dev/zero`` must not fill memory, deep JSON must not
+overflow the stack, and a ``true`` must not rank as a score.
 """
 
 from __future__ import annotations
@@ -41,9 +37,8 @@ def _kind(mode: int) -> str:
 
 
 def read_bytes(path: Path, limit: int) -> bytes:
-    """The bytes of the regular file at ``path`` (a link to one is followed; to anything else, not),
-    at most ``limit`` of them: a FIFO, a device (``/dev/zero``), a folder or a larger file is refused
-    with :class:`UnreadableFile` before anything is read, so no reader blocks or fills memory."""
+    """The bytes of the regular file at ``path``, at most ``limit`` of them; anything else is refused
+    before anything is read."""
     try:
         before = os.stat(path)
         if not stat.S_ISREG(before.st_mode):
@@ -87,13 +82,12 @@ def read_text(path: Path, limit: int) -> str:
 
 
 def read_json(path: Path, limit: int) -> Any:
-    """The JSON value in ``path`` (:func:`read_bytes`), nested at most :data:`MAX_JSON_DEPTH` deep."""
+    """The JSON value in ``path``, nested at most :data:`MAX_JSON_DEPTH` deep."""
     return parse_json(read_text(path, limit))
 
 
 def parse_json(text: str | bytes) -> Any:
-    """The JSON value ``text`` holds (bytes: UTF-8), nested at most :data:`MAX_JSON_DEPTH` deep;
-    :class:`MalformedJSON` says why not."""
+    """The JSON value ``text`` holds, nested at most :data:`MAX_JSON_DEPTH` deep."""
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -134,8 +128,7 @@ def _depth(value: Any) -> int:
 
 
 def unit_score(value: Any) -> float | None:
-    """``value`` as a score (a finite real number in [0, 1], as JSON gives one: not a boolean, not a
-    string), else None."""
+    """``value`` as a score (a finite number in [0, 1], not a boolean), else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     try:

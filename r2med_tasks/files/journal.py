@@ -1,18 +1,10 @@
-"""An append-only JSONL journal of finished work (LLM answers, reranker scores), written as the work
-finishes, so a killed run loses at most the records being written and a rerun redoes nothing else.
+"""An append-only JSONL journal of finished work, so a killed run loses at most the records being
+written and a rerun redoes nothing else.
 
-Each ``append`` returns once its lines are written (one ``os.write`` on an ``O_APPEND`` descriptor,
-so appends from several threads or processes never mix) and fsynced: a killed run, or a machine
-that goes down, keeps every record an ``append`` returned for. Appends from several threads of a
-process are group-committed: those that arrive while a write and fsync is under way wait for it,
-then go out together in the next one (one ``os.write`` and one fsync for all of them, each
-returning once that fsync is done), so concurrent writers never queue for an fsync each.
-
-A line that does not parse as a JSON object (the last one, cut by a kill; or damage) is skipped on
-reading, with one warning, and dropped from the file (under an exclusive ``flock``, which appends
-wait for, so no append is lost), so the warning is not repeated on every later read and the work
-it held is simply done again. An append first ends a cut line (leaving a blank line at worst, when
-another writer was mid-line), so later lines stay readable.
+An ``append`` returns once its lines are written with one ``os.write`` on an ``O_APPEND``
+descriptor (so writers never mix) and fsynced. Threads are group-committed: appends arriving during
+a write go out together in the next one, so writers never queue for an fsync each. A line cut by a
+kill is dropped from the file on reading, with one warning, and its work is done again.
 """
 
 from __future__ import annotations
@@ -35,14 +27,14 @@ def _record(line: bytes) -> dict[str, Any] | None:
     """The JSON object a line holds; None for anything else (garbage, a cut line, a bare value)."""
     try:
         record = json.loads(line)
-    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: "[[[[..." garbage
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     return record if isinstance(record, dict) else None
 
 
 def _line(record: dict[str, Any]) -> bytes:
-    """``record`` as one JSON line: UTF-8, or ASCII-escaped when it holds what UTF-8 cannot encode
-    (a lone surrogate, which a server may send as ``"\\ud800"``), read back the same either way."""
+    """``record`` as one JSON line, ASCII-escaped when it holds a lone surrogate (which a server may
+    send), read back the same either way."""
     text = json.dumps(record, ensure_ascii=False)
     try:
         return (text + "\n").encode("utf-8")
@@ -51,8 +43,8 @@ def _line(record: dict[str, Any]) -> bytes:
 
 
 class _Batch:
-    """Appends that go out in one write and fsync (``Journal.append``); its appenders wait on
-    ``ready`` (for the write, or for their turn to lead it), so only they are woken."""
+    """Appends that go out in one write and fsync; they wait on their own ``ready``, so only they
+    are woken."""
 
     __slots__ = ("parts", "done", "error", "ready")
 
@@ -68,8 +60,8 @@ class Journal:
         """``what`` names the journal in messages ("the generation cache")."""
         self.path, self.what = Path(path), what
         self._lock = threading.Lock()
-        self._open: _Batch | None = None  # the appends waiting for the next write (group commit)
-        self._writing = False  # a thread is writing and fsyncing a batch
+        self._open: _Batch | None = None  # the appends waiting for the next write
+        self._writing = False
 
     def read(self) -> tuple[list[dict[str, Any]], int, bool]:
         """The records, in file order; how many lines did not parse; whether the last one was cut.
@@ -82,7 +74,7 @@ class Journal:
             raise UserError(f"cannot read {self.what} {self.path}: {e.strerror or e}") from None
         records, skipped, cut = [], 0, False
         lines = raw.split(b"\n")
-        last = lines.pop()  # b"" when the file ends with a newline; else a line cut by a kill (or complete)
+        last = lines.pop()  # b"" when the file ends with a newline
         for line, is_last in [(line, False) for line in lines] + [(last, True)]:
             if not line.strip():
                 continue
@@ -100,8 +92,7 @@ class Journal:
         return records, skipped, cut
 
     def append(self, records: list[dict[str, Any]]) -> None:
-        """Append ``records`` as JSON lines and fsync them before returning (group-committed with
-        the appends of other threads that arrive meanwhile: see the module)."""
+        """Append ``records`` as JSON lines and fsync them before returning."""
         if not records:
             return
         data = b"".join(_line(r) for r in records)
@@ -110,21 +101,21 @@ class Journal:
             if batch is None:
                 batch = self._open = _Batch(self._lock)
             batch.parts.append(data)
-            while self._writing and not batch.done:  # another write is under way: ours goes in the next
+            while self._writing and not batch.done:  # ours goes in the next write
                 batch.ready.wait()
-            if not batch.done:  # none is: this thread writes the batch (its lines and those that joined)
+            if not batch.done:  # this thread writes the batch
                 self._open, self._writing = None, True
                 self._lock.release()
                 try:
                     self._write(b"".join(batch.parts))
-                except BaseException as e:  # every append of the batch raises it, not only the writer's
+                except BaseException as e:  # every append of the batch raises it
                     batch.error = e
                 finally:
                     self._lock.acquire()
                     self._writing = False
                     batch.done = True
                     batch.ready.notify_all()
-                    if self._open is not None:  # the appends that came meanwhile: one of them writes them
+                    if self._open is not None:  # one of the appends that came meanwhile leads the next
                         self._open.ready.notify()
         if batch.error is not None:
             raise batch.error
@@ -148,14 +139,14 @@ class Journal:
             raise UserError(f"cannot append to {self.what} {self.path}: {e.strerror or e}") from None
 
     def _open_for_append(self) -> tuple[int, bool]:
-        """An ``O_APPEND`` descriptor on the journal as it is now, holding a shared lock (so it is
-        not the file a concurrent ``_drop_unreadable`` is replacing), and whether it was created."""
+        """An ``O_APPEND`` descriptor holding a shared lock, so it is not the file a concurrent
+        ``_drop_unreadable`` is replacing; and whether it was created."""
         flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
         while True:
             created = not self.path.exists()
             if created:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, flags, 0o666)  # the umask decides, as for any file
+            fd = os.open(self.path, flags, 0o666)
             fcntl.flock(fd, fcntl.LOCK_SH)
             if self._is_current(fd):
                 return fd, created
@@ -170,8 +161,8 @@ class Journal:
         return (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)
 
     def _drop_unreadable(self) -> int:
-        """How many unreadable lines the journal holds once no append is under way (the exclusive
-        lock), rewritten without them; best effort: a read-only journal keeps them."""
+        """Rewrite the journal without its unreadable lines once no append is under way, so the
+        warning is not repeated on every read; how many there were."""
         try:
             fd = os.open(self.path, os.O_RDONLY)
         except OSError:

@@ -1,7 +1,5 @@
-"""One process at a time per results folder: an advisory lock (``flock``) on its ``r2med/lock``.
-
-The kernel drops the lock when its process ends, however it ends, so a killed run never leaves a
-stale lock behind. The file says who holds it, so a waiting run can name the holder.
+"""One process at a time per results folder: a ``flock``, which the kernel drops however its process
+ends, so a killed run never leaves a stale lock. The file names its holder for a waiting run.
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ from .atomic import naming
 def folder_lock(path: Path, on_wait: Callable[[str], None]) -> Iterator[None]:
     """Hold ``path``'s lock for the block; when another process holds it, call ``on_wait`` with a
     description of the holder once, then wait for it."""
-    made = [p for p in (path.parent, *path.parent.parents) if not p.exists()]  # the folders this call makes
+    made = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
     try:
         with naming(path):
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -46,7 +44,7 @@ def folder_lock(path: Path, on_wait: Callable[[str], None]) -> Iterator[None]:
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(me).encode(), 0)
-        except OSError:  # who holds it is only shown to a waiting run ("another process"): a full disk is no reason to stop
+        except OSError:  # only shown to a waiting run: a full disk is no reason to stop
             pass
         yield
     finally:
