@@ -1,6 +1,4 @@
-"""What became of a sweep's jobs: each job's ``Outcome``, the live view's state (``Board``: queued,
-running since when, done or failed) and, at the end, what the sweep ran as one leaderboard
-(``merged_board``)."""
+"""What became of a sweep's jobs: the live view, and at the end one leaderboard."""
 
 from __future__ import annotations
 
@@ -35,7 +33,7 @@ class Board:
 
     def __init__(self, jobs: list[Job], clock: Callable[[], float] = time.time) -> None:
         self.jobs = jobs
-        self.clock = clock  # the running jobs' times are counted on it (a test's fake clock)
+        self.clock = clock
         self.state = {j.index: "queued" for j in jobs}
         self.started: dict[int, float] = {}
         self.attempts = {j.index: 0 for j in jobs}
@@ -58,11 +56,8 @@ class Board:
         return {s: sum(1 for v in self.state.values() if v == s) for s in ("queued", "running", "done", "failed")}
 
     def render(self, width: int = 100):
-        """The live view as a rich table fitting ``width`` columns: the running and failed jobs (at most
-        30), each with its pipeline (shortened at word boundaries, a model's path to its last part),
-        its tasks, its state and, while it runs, the time since it started, on :attr:`clock` now.
-        Called at every refresh of the view (``rich.live.Live(get_renderable=...)``), so the times
-        tick between changes of state."""
+        """The live view as a rich table of the running and failed jobs, fitting ``width`` columns.
+        Called at every refresh, so the times tick between changes of state."""
         from rich.markup import escape
         from rich.table import Table
 
@@ -79,7 +74,7 @@ class Board:
             since = elapsed(now - self.started[j.index]) if state == "running" and j.index in self.started else ""
             rows.append([j.pipeline, ",".join(j.tasks), state + retry, since])
         others = [max([len(col), *(len(r[i]) for r in rows)]) for i, col in enumerate(("Task", "State", "Time"), 1)]
-        room = max(20, width - sum(others) - 3 * 4 - 1)  # the heavy box: an edge and a space either side of a column
+        room = max(20, width - sum(others) - 3 * 4 - 1)  # an edge and a space either side of a column
         table.add_column("Pipeline", no_wrap=True, max_width=room)
         for col in ("Task", "State", "Time"):
             table.add_column(col, no_wrap=True, justify="right" if col == "Time" else "left")
@@ -114,8 +109,7 @@ class BoardRow:
 
 
 def merged_board(outcomes: list[Outcome]) -> tuple[list[BoardRow], list[str]]:
-    """What the sweep ran as one leaderboard: a row per results folder, ranked by the average of
-    the tasks run (as the leaderboard computes it), rows missing a task last."""
+    """What the sweep ran as one leaderboard: a row per results folder, rows missing a task last."""
     rows: dict[str, BoardRow] = {}
     tasks: list[str] = []
     for o in outcomes:

@@ -1,7 +1,5 @@
-"""Running a sweep's jobs, each through the runner as ``r2med-run`` would (``run_job``): one after
-another in this process (``run_local``), the chains side by side in a pool of processes
-(``run_in_pool``), or as Ray tasks across a cluster (``run_on_ray``); ``choose_executor`` for
-``--executor auto``. Ray is imported only by the Ray executor."""
+"""Running a sweep's jobs, each as ``r2med-run`` would: here, in a pool of processes, or as Ray
+tasks. Ray is imported only by the Ray executor."""
 
 from __future__ import annotations
 
@@ -18,10 +16,8 @@ from .plan import GPU_MEMORY_GB, Job, ray_resources
 
 
 def run_job(args: Sequence[str], cwd: str | None = None) -> dict[str, Any]:
-    """Run one job as ``r2med-run ARGS`` would (:func:`r2med_tasks.running.request.execute`), quietly;
-    returns ``{"run": RunOutcome.to_json(), "log": what the run printed}`` (warnings,
-    "recomputing" lines). A mistake or a plugin's crash comes back as ``{"error": line, "log": ...}``;
-    only a lost process is left to the executor."""
+    """Run one job as ``r2med-run ARGS`` would, quietly, as plain data a worker can return. A mistake
+    or a plugin's crash comes back as ``{"error": line}``: only a lost process is the executor's."""
     from rich.console import Console
 
     from ..running.request import execute, parse_run_args
@@ -65,9 +61,8 @@ def run_local(jobs: list[Job], board: Board, refresh: Callable[[], None] = lambd
 
 
 def end_with_parent(parent: int) -> None:
-    """A pool worker's first step: on Linux, ask the kernel for SIGTERM when the sweep's process
-    ends (killed included), so no worker outlives it and runs jobs nobody waits for; elsewhere,
-    nothing. A parent already gone by then ends the worker at once."""
+    """On Linux, ask the kernel for SIGTERM when the sweep's process ends, however it ends, so no
+    worker runs on with jobs nobody waits for."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes
@@ -83,14 +78,10 @@ def end_with_parent(parent: int) -> None:
 
 def run_in_pool(jobs: list[Job], board: Board, *, workers: int | None = None, retries: int = 3,
                 refresh: Callable[[], None] = lambda: None) -> list[Outcome]:
-    """The chains side by side in a pool of processes (one per CPU core, at most one per chain),
-    started once for the sweep; each chain's next job goes to a worker when its previous one ends. A
-    job whose worker died is run again in a new pool, up to ``retries`` times. ``refresh`` is called
-    at least four times a second (the live view needs no thread of its own).
-
-    On Linux, from a process with no other thread, the workers are forked: they start at once with
-    everything this process imported (the plugins included), where a spawned worker imports it all
-    again; elsewhere, or with threads about (which a fork would copy mid-step), they are spawned."""
+    """The chains side by side in a pool of processes; a job whose worker died is run again in a new
+    pool, up to ``retries`` times. ``refresh`` is called at least four times a second, so the live
+    view needs no thread. Workers are forked where safe (Linux, no other thread): they start with
+    everything imported, plugins included."""
     import threading
     from collections import deque
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -103,12 +94,12 @@ def run_in_pool(jobs: list[Job], board: Board, *, workers: int | None = None, re
     waiting = deque(chains.values())
     size = max(1, min(workers or os.cpu_count() or 1, len(waiting)))
     cwd = os.getcwd()
-    lost: deque[tuple[Job, list[Job]]] = deque()  # jobs of a pool that broke, to run again
+    lost: deque[tuple[Job, list[Job]]] = deque()
     while waiting or lost:
         forks = sys.platform.startswith("linux") and threading.active_count() == 1
         with ProcessPoolExecutor(max_workers=size, mp_context=get_context("fork" if forks else "spawn"),
                                  initializer=end_with_parent, initargs=(os.getpid(),)) as pool:
-            running: dict[Any, tuple[Job, list[Job]]] = {}  # future -> its job and the rest of its chain
+            running: dict[Any, tuple[Job, list[Job]]] = {}  # future -> job, rest of its chain
 
             def submit(job: Job, rest: list[Job], pool=pool, running=running) -> None:
                 board.start(job.index)
@@ -127,7 +118,7 @@ def run_in_pool(jobs: list[Job], board: Board, *, workers: int | None = None, re
                     job, rest = running.pop(future)
                     try:
                         result = future.result()
-                    except BrokenProcessPool:  # a worker died (killed, out of memory): this pool is done
+                    except BrokenProcessPool:  # a worker died: this pool is done
                         broken = True
                         if board.attempts[job.index] <= retries:
                             lost.append((job, rest))
@@ -150,8 +141,7 @@ def run_in_pool(jobs: list[Job], board: Board, *, workers: int | None = None, re
 
 
 def cuda_here() -> bool:
-    """Whether torch can use a CUDA device here, asked of torch only where an NVIDIA device could be
-    (none visible: no device file, no driver, ``CUDA_VISIBLE_DEVICES`` empty or -1)."""
+    """Whether torch can use a CUDA device here; torch is imported only where one could be."""
     import glob
 
     hidden = os.environ.get("CUDA_VISIBLE_DEVICES", "0").strip() in ("", "-1")
@@ -163,11 +153,9 @@ def cuda_here() -> bool:
 
 
 def choose_executor(jobs: list[Job], *, address: str | None) -> tuple[str, str | None]:
-    """``--executor auto``: Ray when a cluster is named (``--address``, ``RAY_ADDRESS``) or jobs run local
-    models on this machine's GPUs (Ray shares them out); one job after another in this process when
-    jobs run local models without a GPU (torch already keeps every core busy, and each process would
-    hold its own copy of the model); else a pool of processes. With it, a note when the choice needs
-    saying (GPU jobs without Ray installed)."""
+    """``--executor auto``: Ray for a cluster or local GPUs (it shares them out); here, one job after
+    another, for local models on CPU (torch keeps every core busy, and each process would hold its
+    own copy of the model); else a pool. With a note when the choice needs saying."""
     if address or os.environ.get("RAY_ADDRESS"):
         return "ray", None
     if any(j.gpu for j in jobs):
@@ -185,17 +173,15 @@ def choose_executor(jobs: list[Job], *, address: str | None) -> tuple[str, str |
 def run_on_ray(jobs: list[Job], board: Board, *, address: str | None = None, retries: int = 3,
                gpu_memory_gb: float = GPU_MEMORY_GB, refresh: Callable[[], None] = lambda: None,
                note: Callable[[str], None] = lambda line: None) -> list[Outcome]:
-    """One Ray task per job on the cluster at ``address`` (``auto``, ``ray://host:10001``; default:
-    ``RAY_ADDRESS``'s, else a local Ray using this machine's CPUs and GPUs). Each chain's next job is
-    submitted when its previous one ends; a job whose worker died is run again, up to ``retries``
-    times. Workers get this process's ``R2MED_*`` variables (which plugins to load, their test hooks)."""
+    """One Ray task per job; a job whose worker died is run again, up to ``retries`` times. Workers
+    get this process's ``R2MED_*`` variables (which plugins to load)."""
     try:
         import ray
     except ImportError:
         raise UserError("--executor ray needs Ray: pip install 'r2med[ray]'") from None
     started_here = not ray.is_initialized()
     if started_here:
-        starts = not (address or os.environ.get("RAY_ADDRESS"))  # a new local Ray: no dashboard to start
+        starts = not (address or os.environ.get("RAY_ADDRESS"))  # a new local Ray: no dashboard
         ray.init(address=address, log_to_driver=False, **({"include_dashboard": False} if starts else {}))
     try:
         cluster = ray.cluster_resources()
@@ -242,8 +228,8 @@ def run_on_ray(jobs: list[Job], board: Board, *, address: str | None = None, ret
 
 
 def _remote_job(args: Sequence[str], cwd: str, index: int, tracker) -> dict[str, Any]:
-    """A job inside a Ray worker; it tells the tracker it started, once per attempt, and waits for the
-    tracker to have counted it (a worker that dies at once would otherwise lose the message)."""
+    """A job inside a Ray worker; it waits for the tracker to count its start, which a worker that
+    dies at once would otherwise lose."""
     import ray
 
     ray.get(tracker.start.remote(index))

@@ -1,6 +1,5 @@
-"""A sweep's jobs: each line's pipeline on each of its tasks, checked by ``r2med-run``'s own parser
-before anything runs (``plan_sweep``), chained where they share a results folder; what each needs
-(``needs``: a GPU and how much of its memory) and asks of Ray (``ray_resources``)."""
+"""A sweep's jobs, checked by ``r2med-run``'s own parser before anything runs, chained where they
+share a results folder, and what each needs of a GPU."""
 
 from __future__ import annotations
 
@@ -22,24 +21,20 @@ class Job:
     """One pipeline on one task: ``args`` are the ``r2med-run`` arguments that run it."""
 
     index: int
-    line: str  # where the sweep gives it ("sweep.txt:3")
-    pipeline: str  # the line's arguments, as the live view names the pipeline
+    line: str  # "sweep.txt:3"
+    pipeline: str
     args: tuple[str, ...]
-    tasks: tuple[str, ...]  # short names; one, unless the pipeline tunes across its tasks
-    output: str  # its --output
+    tasks: tuple[str, ...]  # one, unless the pipeline tunes across its tasks
+    output: str
     chain: int  # jobs of one chain share a results folder and run in turn
-    gpu: bool = False  # a component runs a local model
-    gpu_memory_gb: float | None = None  # its estimate (None: not known, so a whole GPU)
+    gpu: bool = False
+    gpu_memory_gb: float | None = None  # None: not known, so a whole GPU
 
 
 def plan_sweep(lines: list[tuple[str, list[str]]], *, output: Path, data_dir: Path | None = None,
                tasks: Sequence[str] = (), cache_dir: Path | None = None) -> list[Job]:
-    """The jobs of a sweep: each line's pipeline on each of its tasks (the line's ``--tasks``, else
-    ``tasks``, else what ``r2med-run`` would run), with the sweep's ``output``, ``data_dir`` and
-    ``cache_dir`` where the line sets none (``data_dir`` also where the line's is the placeholder a
-    printed command of ``r2med leaderboard --commands`` has for a folder it cannot name). Every
-    line is parsed by ``r2med-run``'s parser and checked here (:func:`r2med_tasks.running.request.prepare`),
-    so a typo stops the sweep before anything runs."""
+    """The jobs of a sweep: each line's pipeline on each of its tasks, with the sweep's folders where
+    the line sets none. Every line is checked here, so a typo stops the sweep before anything runs."""
     from ..api import registry
     from ..board.sources import DATA_DIR_PLACEHOLDER
     from ..running.request import parse_run_args, prepare
@@ -57,7 +52,7 @@ def plan_sweep(lines: list[tuple[str, list[str]]], *, output: Path, data_dir: Pa
             line = parsed.request
             cache = line.cache_dir if "cache_dir" in parsed.given else cache_dir or line.cache_dir
             data = line.data_dir or data_dir
-            if line.data_dir == Path(DATA_DIR_PLACEHOLDER) and data_dir is not None:  # a printed command's blank
+            if line.data_dir == Path(DATA_DIR_PLACEHOLDER) and data_dir is not None:  # as --commands prints it
                 data = data_dir
             request = replace(
                 line, output=Path(line.output if "output" in parsed.given else output).expanduser().absolute(),
@@ -113,16 +108,15 @@ class _Chains:
 
 
 def _tunes_across_tasks(pipeline) -> bool:
-    """A component tuned on a group's tasks (``hybrid -o tune=``, ``ComponentSpec.tuning_option``)
-    sees all of its line's tasks, as in one ``r2med-run``: such a line is one job."""
+    """A component tuned on a group's tasks sees all of its line's tasks, as in one ``r2med-run``:
+    such a line is one job."""
     return any(s.spec.tunes(s.spec.options_of(s.options)) for s in pipeline.ordered())
 
 
 def needs(pipeline) -> tuple[bool, float | None]:
-    """Whether a pipeline runs a local model on a GPU, and the largest GPU memory estimate its
-    components and their members declare (``ComponentSpec.resources``; stages run one after another,
-    so the largest is what it needs). A component with a ``device`` option that declares nothing gets
-    a whole GPU; one set to ``device=cpu`` needs none."""
+    """Whether a pipeline runs a local model on a GPU, and the largest memory estimate of its stages
+    (they run one after another). A component with a ``device`` option that declares nothing gets a
+    whole GPU."""
     estimates = []
     for stage in (s for top in pipeline.ordered() for s in (top, *top.members)):
         if str(stage.options.get("device", "")).strip().lower() == "cpu":
@@ -139,9 +133,8 @@ def needs(pipeline) -> tuple[bool, float | None]:
 
 
 def ray_resources(job: Job, *, cluster_gpus: float, gpu_memory_gb: float, node_memory: float) -> dict[str, Any]:
-    """What a job's Ray task requests: a CPU; for a local model on a cluster with GPUs, the share of
-    one GPU its estimate needs (all of it when unknown) and as much host memory as the model's
-    weights (capped at the largest node's); API and LLM jobs need the CPU only."""
+    """What a job's Ray task requests: a CPU, and for a local model the share of one GPU its
+    estimate needs and as much host memory as its weights."""
     if not (job.gpu and cluster_gpus):
         return {"num_cpus": 1}
     if job.gpu_memory_gb is None:

@@ -1,6 +1,5 @@
-"""A sweep's lines: ``r2med-run`` argument lines (what ``r2med leaderboard --commands`` prints, in
-any of its formats, works as is) or a TOML file of pipelines × an options grid × tasks
-(``sweep_lines``)."""
+"""A sweep's lines: ``r2med-run`` argument lines (what ``r2med leaderboard --commands`` prints, in any
+of its formats, works as is) or a TOML file of pipelines × an options grid × tasks."""
 
 from __future__ import annotations
 
@@ -19,7 +18,7 @@ from ..board.render import LIVE_PREFIX
 COMMENT = re.compile(r"(^|\s+)#\s.*$")  # a comment, not the '#' of llm=URL#model
 
 
-MAX_SWEEP_BYTES = 16 * 1024 * 1024  # a sweep file lists commands: far more than any sweep, and bounded
+MAX_SWEEP_BYTES = 16 * 1024 * 1024  # far more than any sweep, and bounded
 
 
 def sweep_lines(text: str, source: str) -> list[tuple[str, list[str]]]:
