@@ -1,6 +1,5 @@
-"""The leaderboard's dense retrievers, one per published model, each configured as its published
-run was (``models.py``): ``r2med-run --plugin nvembed`` reproduces the NV-Embed-v2 row; and ``st``
-(``st.py``), any sentence-transformers model through the same retriever."""
+"""The leaderboard's dense retrievers, one per published model, each configured as its published run
+was; and ``st``, any sentence-transformers model through the same retriever."""
 
 from __future__ import annotations
 
@@ -21,9 +20,8 @@ from .st import RAY_ACTORS_OPTION, register_st
 # What the API models cut texts with unless ``-o tokenizer=`` says otherwise (as published).
 PUBLISHED_TOKENIZERS = {"openai": "tiktoken's cl100k_base", "voyage": "the hub's voyageai/voyage-3 (AutoTokenizer)"}
 
-# GPU memory of one run at the published dtype, batch size and length limit, in GB: the estimates of
-# docs/reproducing.md (from parameter count and activations; no GPU was there to measure). A
-# scheduler reserves this much per job (``r2med sweep --executor ray``).
+# GPU memory of one run at the published settings, in GB: estimates from parameter count and
+# activations (docs/reproducing.md), which a scheduler reserves per job.
 GPU_MEMORY_GB = {"contriever": 2, "medcpt": 2, "inst-l": 3, "inst-xl": 8, "bmr-410m": 4, "bmr-2b": 14, "bmr-7b": 36,
                  "bge": 8, "e5": 40, "grit": 24, "sfr": 40, "nvembed": 30, "reason-embed": 24,
                  "qwen3-embedding-8b": 24}
@@ -31,8 +29,8 @@ GPU_MEMORY_GB = {"contriever": 2, "medcpt": 2, "inst-l": 3, "inst-xl": 8, "bmr-4
 
 @lru_cache(maxsize=None)
 def _options(name: str) -> tuple[type, tuple[str, ...]]:
-    """The options model of one published model's retriever (which options depends on its backend);
-    built once per process (the registry is rebuilt for every command and test)."""
+    """The options model of one published model's retriever, which depends on its backend; built
+    once per process (the registry is rebuilt for every command)."""
     config = DENSE_MODELS[name]
     kept = "" if config.drop_identical_ids else "; the published evaluator (FlagEmbedding's) kept it"
     fields = {
@@ -50,8 +48,7 @@ def _options(name: str) -> tuple[type, tuple[str, ...]]:
             "base_url": (str, Field("", description="API endpoint (default: the provider's)")),
             "concurrency": (int, Field(4, ge=1, le=256, description="requests in flight")),
             "batch_size": (int | None, Field(None, ge=1, description="texts per request (default: the client's)")),
-            # a file or folder by its content, an encoding name by its name (file_content leaves a
-            # path where nothing is as its text); in a run's identity only when set (APIRetrieverSpec)
+            # a file or folder by its content, an encoding name by its name
             "tokenizer": (Annotated[str, Identified(file_content)],
                           Field("", description="what texts are cut to their token limit with: a tiktoken encoding "
                                                 "name (cl100k_base; offline, tiktoken reads it from "
@@ -88,10 +85,8 @@ def _options(name: str) -> tuple[type, tuple[str, ...]]:
 
 @dataclass(frozen=True)
 class APIRetrieverSpec(RetrieverSpec):
-    """An API model's spec (``openai``, ``voyage``): its ``tokenizer`` option is in a run's
-    configuration and experiment name only when set, so a run that leaves it out has the identity
-    these retrievers had before the option existed (the published configuration's results folders,
-    stored results and leaderboard rows stay theirs). An empty ``-o tokenizer=`` is refused rather
+    """An API model's spec: its ``tokenizer`` option is in a run's identity only when set, so the
+    published configuration keeps its results folders. An empty ``-o tokenizer=`` is refused rather
     than taken for another configuration of the same run."""
 
     @property
@@ -121,17 +116,17 @@ def register_retrievers(register):
                          f"({config.hf_model})"),
             options=options,
             runtime_options=runtime,
-            model_options=("model", "doc_model"),  # identified by the model's name and revision
+            model_options=("model", "doc_model"),
             reference=config.reference or None,
             combines_generated=True,  # the published rule for dense retrievers
             resources=partial(published_resources, config.name),
         ))
-    register_st(register)  # any sentence-transformers model, through the same dense retriever
+    register_st(register)
 
 
 class PublishedFactory:
-    """``published_retriever`` for one configuration; ``describe_inputs`` shows, for ``r2med plugins
-    NAME``, the text each task's inputs become."""
+    """``published_retriever`` for one configuration; ``describe_inputs`` shows the text each task's
+    inputs become."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -149,8 +144,7 @@ class PublishedFactory:
 
 
 def published_retriever(name: str, options):
-    """The retriever of published model ``name`` with its ``options`` (``_options(name)``: an API
-    model's have no weights, device or dtype; only MedCPT's have ``doc_model`` and ``article_queries``)."""
+    """The retriever of published model ``name`` with its ``options``."""
     from dataclasses import replace
 
     from r2med_tasks.plugin import ModelRef
@@ -181,9 +175,7 @@ def published_retriever(name: str, options):
 
 
 def published_resources(name: str, options) -> dict:
-    """What one run of published model ``name`` needs, for a scheduler (``r2med sweep --executor
-    ray``): a GPU and its memory estimate in GB (``GPU_MEMORY_GB``; None: not known) for a local
-    model, nothing for an API."""
+    """What one run of published model ``name`` needs of a GPU, for a scheduler."""
     config = DENSE_MODELS[name]
     if config.backend in ("openai", "voyage"):
         return {}
@@ -194,9 +186,8 @@ def published_resources(name: str, options) -> dict:
 
 
 def _tokenizer_option(name: str, value: str) -> str:
-    """``-o tokenizer=`` as the encoder gets it: an encoding name as given, a file or folder as an
-    absolute path (loaded on first use, wherever the run is then); nothing there is a one-line error
-    now, before any request."""
+    """``-o tokenizer=`` as the encoder gets it: a path made absolute (it loads on first use, wherever
+    the run is then); a missing one is an error now, before any request."""
     from pathlib import Path
 
     from .api_tokenizers import missing_tokenizer, tokenizer_kind

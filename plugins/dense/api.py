@@ -1,17 +1,6 @@
-"""Embedding clients for the two API models on the R2MED leaderboard: OpenAI and Voyage AI.
-
-Both go through the official ``openai`` SDK (``client.embeddings.create``; Voyage's API is
-OpenAI-shaped, so it is the same client with base_url https://api.voyageai.com/v1 and Voyage's
-``input_type``/``truncation`` in ``extra_body``), built and retried by the code the chat client
-uses (each encoder is an ``r2med_tasks.llm.Endpoint``: ``openai_client`` and ``APICaller``):
-``POST {base_url}/embeddings``, a Bearer key read from an environment variable, a JSON
-``{"data": [{"index", "embedding"}, ...]}`` answer (read here, so malformed ones are retried). On
-top of that they reproduce how the published R2MED runs prepared each text (token cut, newline
-replacement, ``json.dumps`` quoting; see ``published_input``; the tokenizers: ``api_tokenizers``),
-batch by count and by tokens, send batches from a small thread pool, and retry what is worth
-retrying.
-
-The dense retriever calls ``encode(texts, kind="query"|"document")`` and ``model_meta()``.
+"""Embedding clients for the two API models on the R2MED leaderboard: OpenAI and Voyage AI (whose
+API is OpenAI-shaped), through the ``openai`` SDK and the chat client's retries. They reproduce how
+the published R2MED runs prepared each text, and batch by count and by tokens.
 """
 
 from __future__ import annotations
@@ -47,54 +36,32 @@ log = logging.getLogger(__name__)
 
 KINDS = ("query", "document")
 
-# What the published run did after a failed request (``threshold -= 500`` from 6000, at most four
-# times, for both APIs): re-cut every already-quoted text of the batch to this many tokens.
+# The published run's re-cut of a failed batch's already-quoted texts (``threshold -= 500`` from
+# 6000, for both APIs).
 PUBLISHED_SHRINK_STEPS = (5500, 5000, 4500, 4000)
-# The published OpenAI run's tokenizer (``tiktoken.get_encoding("cl100k_base")``).
 PUBLISHED_TIKTOKEN = "cl100k_base"
 
 
 # --------------------------------------------------------------------------------------------
-# Published preprocessing.
-#
-# Source: R2MED/R2MED, src/utils.py, class RetrievalOPENAI, as read at commit 45cbac5 (the one version
-# I could read; the spec cites HEAD 62b7074) and spec section 2.2 rows openai/voyage, section 6 item 14:
-#
-#     self.tokenizer = tiktoken.get_encoding("cl100k_base")                     # OpenAI
-#     self.tokenizer = AutoTokenizer.from_pretrained(f'./voyageai/{model_name_or_path}')  # Voyage
-#
-#     def cut_text(self, text, threshold):                       # Voyage (HF tokenizer)
-#         text_ids = self.tokenizer(text)['input_ids']
-#         if len(text_ids) > threshold:
-#             text = self.tokenizer.decode(text_ids[:threshold])
-#         return text
-#     def cut_text_openai(self, text, threshold=6000):           # OpenAI (tiktoken)
-#         token_ids = self.tokenizer.encode(text)
-#         if len(token_ids) > threshold:
-#             text = self.tokenizer.decode(token_ids[:threshold])
-#         return text
+# Published preprocessing: R2MED/R2MED, src/utils.py, class RetrievalOPENAI (commit 45cbac5):
 #
 #     def encode(self, sentences, mode):
 #         if self.model_name == "text-embedding-3-large":
-#             sentences = [self.cut_text_openai(s) for s in sentences]
+#             sentences = [self.cut_text_openai(s) for s in sentences]    # 6000 tiktoken tokens
 #         else:
-#             sentences = [self.cut_text(s, 16000) for s in sentences]
-#         for start_index in range(0, len(sentences), self.batch_size):
-#             # batch_size=64: RetrievalOPENAI(model_name_or_path=..., batch_size=64) in src/eval_bench.py
-#             # (45cbac5) and in init_model of the later src/eval_retrieval.py (class default: 128)
+#             sentences = [self.cut_text(s, 16000) for s in sentences]    # HF tokenizer
+#         for start_index in range(0, len(sentences), self.batch_size):  # 64 in src/eval_bench.py
 #             sentences_batch = sentences[start_index:start_index + self.batch_size]
 #             texts = [json.dumps(text.replace("\n", " ")) for text in sentences_batch]
 #             ... on any exception: threshold -= 500 (from 6000);
 #                 texts = [self.cut_text_openai(text=t, threshold=threshold) for t in texts]
 #
-# So the order is: cut the raw text (newlines included) to the token limit, THEN replace "\n" by
-# " ", THEN json.dumps with its defaults (ensure_ascii=True: "é" is sent as the six characters
-# \u00e9; quotes, backslashes, "\r" and "\t" are escaped; the surrounding quotes are sent too).
-# For an HF tokenizer ``tok(text)['input_ids']`` is ``tok.encode(text)`` (special tokens added,
-# and kept by ``decode``), so one encode/decode protocol covers both tokenizers.
+# So: cut the raw text to the token limit, THEN "\n" -> " ", THEN json.dumps with its defaults
+# (ensure_ascii=True; the surrounding quotes are sent too). An HF tokenizer's
+# ``tok(text)['input_ids']`` is ``tok.encode(text)``, so one encode/decode protocol covers both.
 # --------------------------------------------------------------------------------------------
 def truncate_tokens(text: str, tokenizer: Tokenizer, max_tokens: int) -> str:
-    """``cut_text``/``cut_text_openai``: the text unchanged when it fits, else its first tokens decoded."""
+    """The published ``cut_text``/``cut_text_openai``."""
     ids = tokenizer.encode(text)
     if len(ids) > max_tokens:
         return tokenizer.decode(list(ids[:max_tokens]))
@@ -159,19 +126,9 @@ def _parse_embeddings(payload: bytes, n: int) -> np.ndarray:
 # The clients.
 # --------------------------------------------------------------------------------------------
 class _APIEncoder(Endpoint):
-    """What both clients share: an ``Endpoint`` (base URL, key variable, timeout, retries), and
-    options beyond the dense retriever's interface:
-
-    - ``batch_tokens``: most tokens (of the strings as sent, counted with ``tokenizer``) in one
-      request; ``None`` batches by ``batch_size`` only, as the published run did.
-    - ``backoff``/``backoff_max``: retry ``n`` waits ``min(backoff_max, backoff * 2**(n-1))`` seconds
-      times a random 0.5..1 (jitter); a ``Retry-After``/``retry-after-ms`` header wins, capped at
-      ``retry_after_max`` (unset ones, and ``max_retries``, from ``retry=`` or else
-      ``r2med_tasks.llm.endpoint.DEFAULT_RETRY``: 6 retries, 1 s doubling to 30 s, ``Retry-After``
-      up to 60 s).
-    - ``shrink_on_context_error``: the published re-cut on an input-too-long HTTP 400.
-    - ``sleep``: called with each wait instead of sleeping (tests); by default the wait ends early
-      when another batch has failed.
+    """What both clients share. ``batch_tokens``: most tokens (as sent) in one request; ``None``
+    batches by ``batch_size`` only, as the published run did. ``shrink_on_context_error``: the
+    published re-cut on an input-too-long HTTP 400.
     """
 
     default_base_url = ""
@@ -186,7 +143,6 @@ class _APIEncoder(Endpoint):
     reference = ""
 
     def default_endpoint(self) -> str:
-        """The server used when none is given."""
         return self.default_base_url
 
     def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key_env: str | None = None,
@@ -196,8 +152,7 @@ class _APIEncoder(Endpoint):
                  backoff_max: float | None = None, retry_after_max: float | None = None,
                  shrink_on_context_error: bool = True,
                  sleep: Callable[[float], None] | None = None, retry: RetryPolicy | None = None) -> None:
-        """Unset ``model``, ``api_key_env``, ``max_tokens`` and ``batch_tokens`` take the provider's
-        published defaults (the class's ``default_*``)."""
+        """Unset options take the provider's published defaults (``default_*``)."""
         self.model = model or self.default_model
         super().__init__((base_url or self.default_endpoint()).rstrip("/"),
                          api_key_env=api_key_env or self.default_key_env, timeout=timeout, retry=retry,
@@ -230,7 +185,7 @@ class _APIEncoder(Endpoint):
             raise UserError(f"{name}: base_url must start with http:// or https://, "
                             f"got {show_url(self.base_url)!r}")
 
-    def __repr__(self) -> str:  # never the key: it is read from the environment per call, never kept
+    def __repr__(self) -> str:  # never the key: it is never kept
         return (f"{type(self).__name__}(model={self.model!r}, base_url={show_url(self.base_url)!r}, "
                 f"api_key_env={self.api_key_env!r}, max_tokens={self.max_tokens!r})")
 
@@ -287,23 +242,21 @@ class _APIEncoder(Endpoint):
         raise NotImplementedError
 
     def _create(self, client, texts: list[str], kind: str, key: str):
-        """One ``client.embeddings`` request (raw: the body is read by ``_parse_embeddings``)."""
+        """One raw ``client.embeddings`` request: the body is read here, so malformed ones are retried."""
         raise NotImplementedError
 
     def _api_key(self) -> str:
         return self.key(required=True, who=type(self).__name__)
 
     def _caller(self) -> APICaller:
-        """The shared retry loop (``r2med_tasks.llm.APICaller``), from the options as they are now."""
+        """The retry loop, from the options as they are now."""
         return self.caller(self.url, model=self.model,
                            malformed_advice="check that base_url serves an OpenAI-compatible embeddings API",
                            client_error=self._client_error, logger=log)
 
     def _plan(self, sent: list[str], tokenizer: Tokenizer | None) -> list[list[int]]:
-        """Consecutive batches of at most ``batch_size`` inputs and ``batch_tokens`` tokens (as sent).
-
-        An input larger than ``batch_tokens`` on its own goes alone.
-        """
+        """Consecutive batches of at most ``batch_size`` inputs and ``batch_tokens`` tokens; an input
+        larger than ``batch_tokens`` goes alone."""
         counts = ([len(tokenizer.encode(s)) for s in sent]
                   if self.batch_tokens is not None and tokenizer is not None else [0] * len(sent))
         batches: list[list[int]] = []
@@ -341,41 +294,21 @@ class _APIEncoder(Endpoint):
                 texts = [truncate_tokens(t, tokenizer, threshold) for t in texts]
 
     def _client_error(self, status: int, message: str) -> str | None:
-        """A refused request (4xx other than 408/429; ``message`` is scrubbed): not retried."""
+        """Advice for a refused request; an input too long raises for the published re-cut."""
         if status == 400 and _CONTEXT_ERROR.search(message) and not _BATCH_LIMIT.search(message):
             raise _ContextLength(message)
         if status in (400, 413, 422) and _BATCH_LIMIT.search(message):
             return "lower batch_size or batch_tokens"
-        return None  # r2med_tasks.llm.default_fix: 401 "check <env>", 403, 404, ...
+        return None
 
 
 class OpenAIEncoder(_APIEncoder):
-    """OpenAI embeddings (``client.embeddings.create``), or any OpenAI-compatible server.
-
-    Reproduces R2MED's published ``openai`` run (``src/utils.py``, ``RetrievalOPENAI``):
-
-    - each text is cut to its first 6000 tiktoken ``cl100k_base`` tokens (decoded back to text),
-      then ``"\\n"`` becomes ``" "``, then the text is ``json.dumps``-quoted (default
-      ``ensure_ascii=True``), and that quoted string is what is embedded (``published_input``);
-    - no instruction, for queries and documents alike; the full 3072 dimensions;
-    - when the API rejects an input as too long (HTTP 400 "maximum context length"), the batch's
-      quoted texts are re-cut to 5500, 5000, 4500, then 4000 tokens, as the published retry loop did
-      (``shrink_on_context_error``; the published loop did that on *any* error, which is not
-      reproducible, so transient errors are retried unchanged here).
-
-    Batches are 64 inputs as published, and also at most ``batch_tokens`` tokens (OpenAI caps a
-    request at 300k tokens). Embeddings do not depend on batching, but which neighbours a re-cut
-    touches does: ``batch_tokens=None`` with texts in the published order (BEIR's longest-first
-    corpus order) gives the published batches.
-
-    Not reproduced: the published run went through a third-party proxy with the ``openai`` SDK
-    (recent SDKs ask for base64, which decodes to the same float32 values; this asks for
-    ``encoding_format="float"``).
-
-    ``tokenizer``: an object with ``encode(str) -> list[int]`` and ``decode(list[int]) -> str``, or a
-    string (``load_tokenizer``): a tiktoken encoding name, a local tokenizer.json, or a local Hugging
-    Face tokenizer folder; default tiktoken's cl100k_base, loaded on first use. ``max_tokens=None``
-    sends texts uncut. The key is read from ``api_key_env`` on every ``encode`` and never stored.
+    """OpenAI embeddings, or any OpenAI-compatible server, as R2MED's published ``openai`` run made
+    them: no instruction, the full 3072 dimensions. The published loop re-cut a batch on *any*
+    error, which is not reproducible: here only an input-too-long error re-cuts it, and transient
+    errors are retried unchanged. Embeddings do not depend on batching, but which neighbours a
+    re-cut touches does: ``batch_tokens=None`` with BEIR's longest-first order gives the published
+    batches. (OpenAI caps a request at 300k tokens.)
     """
 
     default_base_url = OPENAI_BASE_URL
@@ -388,7 +321,7 @@ class OpenAIEncoder(_APIEncoder):
     reference = "https://openai.com/index/new-embedding-models-and-api-updates/"
 
     def default_endpoint(self) -> str:
-        """``$OPENAI_BASE_URL`` as the openai SDK reads it, else the OpenAI API."""
+        """``$OPENAI_BASE_URL``, as the openai SDK reads it, else the OpenAI API."""
         return openai_base_url()
 
     def _load_tokenizer(self, name: str | None) -> Tokenizer:
@@ -400,32 +333,17 @@ class OpenAIEncoder(_APIEncoder):
 
 
 class VoyageEncoder(_APIEncoder):
-    """Voyage AI embeddings (``POST https://api.voyageai.com/v1/embeddings``, through the OpenAI SDK).
-
-    Reproduces R2MED's published ``voyage`` run (``src/utils.py``, ``RetrievalOPENAI`` with a
-    ``voyageai.Client``):
-
-    - each text is cut to its first 16000 tokens of the Hugging Face tokenizer ``voyageai/voyage-3``
-      (``AutoTokenizer``; ``tok(text)["input_ids"]`` then ``tok.decode``, special tokens as that
-      tokenizer adds them), then ``"\\n"`` becomes ``" "``, then ``json.dumps`` (``published_input``);
-    - ``input_type`` is ``"query"`` or ``"document"``; ``truncation: true`` as the SDK sends it;
-      ``encoding_format: "base64"`` (little-endian float32), which the voyageai client asked for
-      too when given no format, and the OpenAI SDK sends when given none; no instruction;
-    - on HTTP 400 "maximum ... length" the batch is re-cut to 5500..4000 tokens, as published (the
-      published loop started that countdown at 6000 for Voyage too).
-
-    Batches are 64 inputs as published (the API allows 1000), and at most ``batch_tokens`` tokens
-    (voyage-3 allows 120k per request). ``tokenizer``: an object with ``encode``/``decode``, or a
-    string (``load_tokenizer``): a local tokenizer.json or Hugging Face tokenizer folder, a tiktoken
-    encoding name, or else a hub id for ``AutoTokenizer``; default ``voyageai/voyage-3``, loaded on
-    first use.
+    """Voyage AI embeddings through the OpenAI SDK, as R2MED's published ``voyage`` run made them:
+    16000 tokens of the ``voyageai/voyage-3`` tokenizer, ``input_type`` query or document,
+    ``truncation: true``, base64 as the voyageai client asked. (voyage-3 allows 120k tokens per
+    request.)
     """
 
     default_base_url = "https://api.voyageai.com/v1"
     default_model, default_key_env = "voyage-3", "VOYAGE_API_KEY"
     default_max_tokens, default_batch_tokens = 16000, 100_000
     max_batch_size = 1000
-    org = "mongodb"  # mteb's current name for Voyage models; "voyageai/..." is a deprecated alias there
+    org = "mongodb"  # mteb's name for Voyage models; "voyageai/..." is a deprecated alias there
     revisions = {"voyage-3": "1"}
     embed_dims = {"voyage-3": 1024}
     reference = "https://blog.voyageai.com/2024/09/18/voyage-3/"

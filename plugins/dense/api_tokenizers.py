@@ -1,15 +1,9 @@
-"""The tokenizers the API encoders cut texts with (as the published runs did), loaded lazily, on
-first use, with a one-line ``UserError`` when they cannot be; apart from the clients, as they are
-the one part that reads local files and imports ``tiktoken``, ``tokenizers`` or ``transformers``.
+"""The tokenizers the API encoders cut texts with, as the published runs did; apart from the
+clients, as the one part that reads local files and imports tokenizer libraries.
 
-``tokenizer=`` (``-o tokenizer=`` on the ``openai`` and ``voyage`` retrievers) names one of:
-
-- a local file: a ``tokenizers`` tokenizer.json;
-- a local folder: a Hugging Face tokenizer (``AutoTokenizer``, local files only);
-- a tiktoken encoding name (``cl100k_base``): tiktoken downloads its BPE file on first use and keeps
-  it in TIKTOKEN_CACHE_DIR, so offline it works only when that cache holds it.
-
-An existing path wins over a name (as ``r2med_tasks.components.options.file_content`` identifies it).
+``tokenizer=`` names a tokenizer.json file, a Hugging Face tokenizer folder, or a tiktoken encoding
+name (tiktoken downloads it on first use, so offline it works only from TIKTOKEN_CACHE_DIR). An
+existing path wins over a name.
 """
 
 from __future__ import annotations
@@ -30,8 +24,7 @@ def _reason(e: BaseException, limit: int = 200) -> str:
 
 
 class Tokenizer(Protocol):
-    """What cuts a text: ``encode`` to token ids, ``decode`` back (tiktoken, a tokenizer.json, a
-    Hugging Face tokenizer, or one a caller injects)."""
+    """What cuts a text: ``encode`` to token ids, ``decode`` back."""
 
     def encode(self, text: str) -> list[int]: ...
 
@@ -43,8 +36,7 @@ LOCAL_TOKENIZER = "a local tokenizer.json or a folder holding a Hugging Face tok
 
 
 def tokenizer_kind(value: str) -> str:
-    """How ``tokenizer=value`` is read: ``"file"`` (a tokenizer.json), ``"folder"`` (a Hugging Face
-    tokenizer), ``"tiktoken"`` (an encoding name), or ``"missing"`` (a path where nothing is)."""
+    """How ``tokenizer=value`` is read: ``"file"``, ``"folder"``, ``"tiktoken"`` or ``"missing"``."""
     path = Path(value).expanduser()
     if path.is_file():
         return "file"
@@ -61,8 +53,8 @@ def missing_tokenizer(value: str, where: str = "tokenizer") -> str:
 
 
 def load_tokenizer(value: str, *, hub_ok: bool = False) -> Tokenizer:
-    """The tokenizer ``tokenizer=value`` names (see ``tokenizer_kind``); ``hub_ok``: a value that is
-    neither a path nor an encoding name is a Hugging Face hub id (the Python API of ``VoyageEncoder``)."""
+    """The tokenizer ``tokenizer=value`` names; ``hub_ok``: a value that is neither a path nor an
+    encoding name is a hub id."""
     kind = tokenizer_kind(value)
     if kind == "file":
         return load_tokenizer_file(value)
@@ -76,9 +68,8 @@ def load_tokenizer(value: str, *, hub_ok: bool = False) -> Tokenizer:
 
 
 class _TokenizerFile:
-    """A ``tokenizers`` tokenizer, used as ``transformers`` uses the same file (``tok(text)["input_ids"]``
-    and ``tok.decode``): special tokens added by ``encode`` and kept by ``decode``; no truncation or
-    padding (a tokenizer.json saved with them would otherwise cut every text to its own limit)."""
+    """A ``tokenizers`` tokenizer, used as ``transformers`` uses the same file; truncation and padding
+    off, else a tokenizer.json saved with them would cut every text to its own limit."""
 
     def __init__(self, tokenizer, name: str) -> None:
         tokenizer.no_truncation()
@@ -123,11 +114,8 @@ def load_tokenizer_folder(path: str) -> Tokenizer:
 
 
 class _Tiktoken:
-    """tiktoken with every special-token string treated as plain text.
-
-    ``Encoding.encode`` raises on text containing e.g. ``<|endoftext|>`` (the published run would
-    have crashed there); counting it as ordinary text is the only way to go on.
-    """
+    """tiktoken with every special-token string treated as plain text: ``Encoding.encode`` raises on
+    ``<|endoftext|>`` (the published run would have crashed there), and this is the only way on."""
 
     def __init__(self, encoding) -> None:
         self._encoding = encoding
@@ -141,8 +129,7 @@ class _Tiktoken:
 
 
 def tiktoken_cache_dir() -> str:
-    """The folder tiktoken reads its encodings from, as ``tiktoken.load.read_file_cached`` chooses it
-    (``""``: caching off)."""
+    """The folder tiktoken reads its encodings from, as it chooses it (``""``: caching off)."""
     for variable in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
         if variable in os.environ:
             return os.environ[variable]
@@ -156,8 +143,7 @@ def _tiktoken_fix(name: str) -> str:
 
 
 def load_tiktoken(name: str = "cl100k_base", *, given: bool = False) -> Tokenizer:
-    """tiktoken's encoding ``name``; ``given``: the user named it (``tokenizer=name``), else it is the
-    published default."""
+    """tiktoken's encoding ``name``; ``given``: the user named it, else it is the published default."""
     what = f"tokenizer={name}" if given else f"the OpenAI encoder truncates with tiktoken's {name} (as published), and"
     try:
         import tiktoken

@@ -1,11 +1,6 @@
 """Corpus embeddings on disk, in chunks, so a killed run resumes mid-corpus and reruns encode nothing.
-
-A cache folder is keyed by everything that determines a document's embedding: model and revision,
-document instruction, pooling, length limit, dtype, chunk size and the corpus checksum (``folder_key``:
-sha256 of their canonical JSON, the cache's own fields apart from the documents'). Each chunk
-(``chunk-00000.npy``, float32, documents in corpus order) is written atomically, so concurrent runs
-sharing a folder at worst compute the same chunk twice and one identical copy wins. Chunks are read
-back memory-mapped; no pickle anywhere.
+A folder is keyed by everything that determines a document's embedding. Each chunk is written
+atomically, so concurrent runs at worst compute one twice; no pickle anywhere.
 """
 
 from __future__ import annotations
@@ -30,17 +25,15 @@ def _tagged(value: Any) -> dict[str, list[str]]:
 
 
 def folder_key(identity: dict[str, Any]) -> str:
-    """sha256 (32 hex digits) of the canonical JSON of ``identity``: one unambiguous encoding
-    (keys sorted; ASCII-escaped, so a lone surrogate is itself; a value of another type tagged with
-    its type, never taken for the string it prints as)."""
+    """sha256 of the canonical JSON of ``identity``, a value JSON has no type for tagged with its
+    type, never taken for the string it prints as."""
     blob = json.dumps(identity, sort_keys=True, ensure_ascii=True, separators=(",", ":"), default=_tagged)
     return hashlib.sha256(blob.encode("ascii")).hexdigest()[:32]
 
 
 class EmbeddingCache:
-    """``identity``: what determines a document's embedding (the model adapter's
-    ``document_identity`` and the corpus checksum); it is kept apart from the cache's own fields
-    (format, chunk size, number of documents), so no identity field can stand in for one of them."""
+    """``identity`` (what determines a document's embedding) is kept apart from the cache's own
+    fields, so no identity field can stand in for one of them."""
 
     def __init__(self, identity: dict[str, Any], n_docs: int, chunk_size: int, root: Path) -> None:
         self.identity = {"format": FORMAT, "chunk_size": chunk_size, "n_docs": n_docs, "documents": identity}
@@ -62,14 +55,12 @@ class EmbeddingCache:
         return i * self.chunk_size, min(self.n_docs, (i + 1) * self.chunk_size)
 
     def open(self) -> list[int]:
-        """Record what the folder holds (so it can be told apart on disk) and return the chunks still to
-        encode."""
+        """Record what the folder holds and return the chunks still to encode."""
         atomic.write_json(self.folder / "identity.json", self.identity)
         return self.missing()
 
     def put(self, i: int, embeddings: np.ndarray) -> None:
-        """Store chunk ``i`` atomically, as soon as it is encoded: a killed run (or a lost Ray node)
-        costs at most the chunks in flight."""
+        """Store chunk ``i`` as soon as it is encoded: a killed run costs at most the chunks in flight."""
         start, stop = self.bounds(i)
         embeddings = np.ascontiguousarray(embeddings, dtype=np.float32)
         if embeddings.shape[0] != stop - start:
@@ -95,14 +86,9 @@ QUERY_FORMAT = "r2med-query-embeddings/1"
 
 
 class QueryEmbeddingCache:
-    """The embeddings of one encoding call's texts (a task's queries, the generated documents) under
-    one ``identity`` (what determines a query's embedding: model, revision, prompt or instruction,
-    length, pooling): a warm run reads them back and loads no model at all.
-
-    Keyed by the whole ordered list of texts, not text by text: a model batches the texts it is given
-    together, and a text's embedding can differ in its last bits with its batch mates, so only the
-    same call is sure to give the same numbers. One ``.npy`` per call, written atomically; one that
-    cannot be read or does not fit (its shape, a value that is not finite) is encoded again."""
+    """The embeddings of one encoding call's texts (a task's queries): a warm run reads them back and
+    loads no model at all. Keyed by the whole ordered list, not text by text: a text's embedding can
+    differ in its last bits with its batch mates, so only the same call gives the same numbers."""
 
     def __init__(self, identity: dict[str, Any], root: Path) -> None:
         self.identity = {"format": QUERY_FORMAT, "texts": identity}
@@ -113,7 +99,7 @@ class QueryEmbeddingCache:
         return self.folder / f"{hashlib.sha256(blob.encode('ascii')).hexdigest()[:32]}.npy"
 
     def encode(self, texts: list[str], encode: Callable[[list[str]], np.ndarray]) -> np.ndarray:
-        """``texts``' embeddings, as ``encode(texts)`` gives them: read back when this call was made before."""
+        """``texts``' embeddings, read back when this call was made before."""
         path = self.path(texts)
         try:
             stored = np.load(path, allow_pickle=False)

@@ -1,8 +1,5 @@
-"""How each published dense retriever was run: model, pooling, normalisation, lengths, instructions.
-
-This is data of the method: the published numbers depend on every field. ``models.py`` holds one
-``DenseConfig`` per leaderboard model.
-"""
+"""How each published dense retriever was run: data of the method, on every field of which the
+published numbers depend."""
 
 from __future__ import annotations
 
@@ -15,12 +12,8 @@ PLACEHOLDER = "{text}"  # stands for a query's or document's own text where a co
 
 @dataclass(frozen=True)
 class DenseConfig:
-    """One published dense retriever.
-
-    Instructions are keyed by the upstream code's internal dataset keys (``TaskSpec.key``:
-    "Stack-Biology", "PMC-Treat", "PMCPatients", ...) or ``ALL_TASKS``; the text is prepended to
-    the query (document) exactly as given, including spaces and newlines.
-    """
+    """One published dense retriever. Instructions are keyed by the upstream code's dataset keys
+    (``TaskSpec.key``) and prepended exactly as given, spaces and newlines included."""
 
     name: str                                  # retriever id as the original code names it
     hf_model: str                              # the query encoder's hub id (the only encoder for most)
@@ -69,9 +62,7 @@ class DenseConfig:
 
     def inputs(self, key: str | None) -> dict[str, str]:
         """The text a task's query, document and generated document become before tokenization,
-        ``{text}`` standing for their own text: the instruction prepended (every local backend
-        prepends it: to the text, as a sentence-transformers prompt, or as the model's
-        ``instruction=`` argument), or the API models' published preprocessing."""
+        ``{text}`` standing for their own text."""
         parts = {"query": self.query_instruction(key), "document": self.doc_instruction(key),
                  "generated": self.generated_instruction(key)}
         if self.backend in ("openai", "voyage"):
@@ -81,8 +72,7 @@ class DenseConfig:
         return {kind: instruction + PLACEHOLDER for kind, instruction in parts.items()}
 
     def input_notes(self) -> list[str]:
-        """How the inputs shown by :meth:`inputs` reach the model: where the instruction goes, the
-        length limits, special tokens."""
+        """How the inputs shown by :meth:`inputs` reach the model."""
         how = {
             "transformers": "the instruction is prepended to the text",
             "instructor": "the instruction is the sentence-transformers prompt: prepended, left out of the mean pooling",

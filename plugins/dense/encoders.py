@@ -1,7 +1,4 @@
-"""Local encoders of the published dense models: a model on one or more devices, turning texts
-into embeddings, batched by ``r2med_plugins.local_models.run_batches`` (length-sorted batches, one
-replica and thread per device; fp16/bf16 on GPU only). ``SentenceTransformerEncoder`` (``st``,
-Instructor) lives in ``r2med_plugins.local_models``, shared with the rerankers."""
+"""Local encoders of the published dense models, each reproducing its published recipe."""
 
 from __future__ import annotations
 
@@ -17,14 +14,7 @@ from .config import DenseConfig
 
 
 class TransformerEncoder:
-    """A hub model through ``transformers``, pooled as its published run pooled it.
-
-    Poolings: ``mean`` (masked average), ``cls`` (first token), ``last`` / ``last-bmr`` (the last
-    non-padding token, left or right padding). BMRetriever's recipe (``append_eos``): truncate to
-    max-1 tokens, append EOS, pad left. MedCPT documents are tokenized as the pair ("", text).
-    FlagEmbedding's recipe (``special_tokens="tokenizer.json"``, ``cast_module``): the special
-    tokens of the checkpoint's tokenizer.json, the whole module in the dtype.
-    """
+    """A hub model through ``transformers``, pooled and tokenized as its published run did."""
 
     def __init__(self, config: DenseConfig, *, devices: list[str], batch_size: int, dtype: str,
                  query_model: str | None = None) -> None:
@@ -34,7 +24,7 @@ class TransformerEncoder:
         self._loaded: dict[str, tuple[Any, list[Any]]] = {}
 
     def load(self) -> None:
-        """The weights loaded now (the documents' model and the queries', when they differ)."""
+        """The weights loaded now."""
         for model_id in dict.fromkeys((self.doc_model, self.query_model)):
             self._load(model_id)
 
@@ -96,11 +86,9 @@ class TransformerEncoder:
 
 
 def prepare_tokenizer(tokenizer, config: DenseConfig) -> None:
-    """Padding as the published wrappers set it (``FlagDRESModel`` / ``HighScaleModel``): the
-    tokenizer keeps its own padding side, except that BMRetriever's recipe (``append_eos``) on a
-    tokenizer without a pad token pads with EOS on the left. A tokenizer without a pad token
-    outside that recipe pads with EOS too (the published code would have failed to pad), on its
-    default side. ``config.padding_side`` ("left"/"right"), when set, forces a side."""
+    """Padding as the published wrappers set it: the tokenizer's own side, except BMRetriever's recipe
+    without a pad token, which pads with EOS on the left. Elsewhere a missing pad token is EOS too,
+    where the published code would have failed to pad."""
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
         if config.append_eos:
@@ -110,11 +98,9 @@ def prepare_tokenizer(tokenizer, config: DenseConfig) -> None:
 
 
 def use_file_special_tokens(tokenizer, model_id: str, revision: str | None) -> None:
-    """Special tokens exactly as the checkpoint's ``tokenizer.json`` post-processor adds them, as
-    transformers 4.x applied it to a fast tokenizer without its own BOS/EOS logic (Qwen2's): a
-    ``tokenizer_config.json`` saying ``add_eos_token`` (FlagEmbedding's fine-tuning saves one) then
-    changed nothing. Whatever the installed transformers makes of such flags, the inputs stay those
-    of the published run."""
+    """Special tokens exactly as the checkpoint's ``tokenizer.json`` adds them, as transformers 4.x
+    did for Qwen2's fast tokenizer whatever ``add_eos_token`` said: whatever the installed
+    transformers makes of such flags, the inputs stay the published run's."""
     from tokenizers import Tokenizer, processors
     from transformers.utils import cached_file
 
@@ -129,9 +115,8 @@ def use_file_special_tokens(tokenizer, model_id: str, revision: str | None) -> N
 
 
 def cast_module(model, dtype):
-    """The model with every floating-point tensor in ``dtype``, buffers included, as
-    ``nn.Module.half()`` leaves it (FlagEmbedding's fp16): loading with ``dtype=`` casts the weights
-    only, and keeps buffers such as RoPE's ``inv_freq`` in fp32."""
+    """The model with every floating-point tensor in ``dtype``, as FlagEmbedding's ``half()`` left it:
+    loading with ``dtype=`` keeps buffers such as RoPE's ``inv_freq`` in fp32."""
     return model.to(dtype)
 
 

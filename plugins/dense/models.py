@@ -8,24 +8,16 @@ Sources (R2MED/R2MED on GitHub):
   ``HighScaleModel``, ``GritModel``, ``NVEmbedModel``, ``RetrievalOPENAI`` (pooling, normalisation,
   padding, EOS, dtype, API truncation).
 * ``src/eval_bench.py`` @45cbac5: ``model_path_dict`` and the per-model constructor calls, looping
-  over the internal dataset keys (the repo's ``results/`` at that commit are named by them); the
-  released ``src/eval_retrieval.py::init_model`` makes the same calls (R2MED/R2MED @62b7074; the only
-  copy in the search index is a fork, JianxinLin28/COMPSCI-646-group, with local edits such as e5
-  batch 4 and nv 8/512, which were not followed). Both override the query (and, for Instructor,
-  document) instruction from the tables before each task.
+  over the internal dataset keys (``src/eval_retrieval.py::init_model`` @62b7074 makes the same
+  calls). Both override the query (and, for Instructor, document) instruction before each task.
 
-The instruction tables are keyed by the upstream internal dataset keys (``TaskSpec.key``). The
-released ``eval_retrieval.py`` indexes them with the hub names ("Biology", "PMC-Treatment", ...),
-which raises KeyError (``src/eval_retrieval.py`` @62b7074); ``eval_bench.py`` loops over the internal keys. These
-tables reproduce that intended mapping.
+The instruction tables are keyed by the internal dataset keys (``TaskSpec.key``): the released
+``eval_retrieval.py`` indexes them with the hub names, which raises KeyError, so these tables
+reproduce the intended mapping.
 
-Two more configurations follow another team's published evaluation, the ReasonEmbed authors'
-(arXiv 2510.08252; VectorSpaceLab/agentic-search @ b2f2e40, ``ReasonEmbed/evaluation_r2med/``, run
-through FlagOpen/FlagEmbedding @ f7cee83): ``reason-embed`` (BGE-Reasoner-Embed-0928, the
-leaderboard's first row) and ``qwen3-embedding-8b`` (their Qwen3-Embedding-8B cross-check). Their
-instructions are ``REASON_EMBED_Q``.
-
-Everything here is plain data: importing this module loads no model library.
+Two more configurations follow the ReasonEmbed authors' evaluation (arXiv 2510.08252, run through
+FlagEmbedding): ``reason-embed`` and ``qwen3-embedding-8b``. Plain data: importing this module loads
+no model library.
 """
 
 from __future__ import annotations

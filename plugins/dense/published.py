@@ -1,8 +1,5 @@
-"""The published dense retrievers: a ``DenseConfig`` turned into a ``Model`` for ``DenseRetriever``.
-
-Instructions are looked up by the task's internal key (``TaskSpec.key``) and applied the way the
-published wrapper applied them: prepended to the text (transformers backends), as a prompt
-excluded from pooling (Instructor), or as the model's ``instruction=`` argument (NV-Embed, GritLM).
+"""The published dense retrievers: a ``DenseConfig`` turned into a ``Model`` for ``DenseRetriever``,
+instructions applied the way each published wrapper applied them.
 """
 
 from __future__ import annotations
@@ -17,7 +14,7 @@ from .config import DenseConfig
 from .encoders import GritLMEncoder, NVEmbedEncoder, TransformerEncoder
 
 
-LOCAL_WEIGHTS = "local weights"  # a cache key's model for -o model=PATH (its content: the key's 'weights')
+LOCAL_WEIGHTS = "local weights"  # a cache key's model for -o model=PATH, identified by content
 
 
 class PublishedModel:
@@ -39,8 +36,8 @@ class PublishedModel:
                 "framework": ["API"] if c.backend in ("openai", "voyage") else ["PyTorch"]}
 
     def show_retries(self, line) -> None:
-        """An API model's retries on the run's status line (``ShowsRetries``); local models send no
-        requests, and keep nothing (their copies go to Ray actors)."""
+        """An API model's retries on the run's status line; a local model keeps nothing (its copies
+        go to Ray actors)."""
         if self.config.backend in ("openai", "voyage"):
             self.encoder().show_retries(line)
 
@@ -53,7 +50,7 @@ class PublishedModel:
         return self.dtype if self.devices()[0].startswith("cuda") else "fp32"
 
     def load(self) -> None:
-        """The weights loaded now (a run times it as loading, apart from encoding); an API loads nothing."""
+        """The weights loaded now, so a run times loading apart from encoding."""
         load = getattr(self.encoder(), "load", None)
         if callable(load):
             load()
@@ -105,8 +102,7 @@ class PublishedModel:
         return self._encode(texts, c.generated_instruction(task.key), c.query_max_length, "query")
 
     def query_identity(self, task, kind: str) -> dict[str, Any]:
-        """As ``document_identity``, for what ``encode_queries`` (kind "query") or ``encode_generated``
-        ("generated") gives."""
+        """As ``document_identity``, for queries or generated documents."""
         c = self.config
         model = (c.hf_doc_model or c.hf_model) if self.article_queries else c.hf_model
         instruction = c.query_instruction(task.key) if kind == "query" else c.generated_instruction(task.key)
@@ -117,15 +113,12 @@ class PublishedModel:
                 "padding_side": c.padding_side or "tokenizer default", **self._recipe_identity()}
 
     def _weights_name(self, model: str) -> str:
-        """How a cache key names the model: a local folder (``-o model=PATH``) not by its path but as
-        local weights, which ``weights`` identifies by content (the same files elsewhere reuse the
-        embeddings); a hub id as itself."""
+        """How a cache key names the model: a local folder not by its path but by content, so the same
+        files elsewhere reuse the embeddings."""
         return LOCAL_WEIGHTS if self.weights_revision and Path(model).is_dir() else model
 
     def _recipe_identity(self) -> dict[str, Any]:
-        """Fields named only where used, so the other configurations' cache keys stay as they were:
-        FlagEmbedding's recipe, the content of weights other than the published ones, and an API
-        model's tokenizer other than the published one."""
+        """Fields named only where used, so the other configurations' cache keys stay as they were."""
         c = self.config
         return {**({"special_tokens": c.special_tokens} if c.special_tokens else {}),
                 **({"cast_module": True} if c.cast_module else {}),
@@ -133,9 +126,8 @@ class PublishedModel:
                 **self._tokenizer_identity()}
 
     def _tokenizer_identity(self) -> dict[str, Any]:
-        """``-o tokenizer=``: a file or folder by its content, an encoding name by its name; none for
-        the published one (OpenAI's cl100k_base named explicitly cuts as the default does, so it
-        reuses the default's embeddings)."""
+        """``-o tokenizer=`` by content or name; none for the published one, so naming it explicitly
+        reuses the default's embeddings."""
         tokenizer = self.api_options.get("tokenizer")
         if not isinstance(tokenizer, str) or not tokenizer:
             return {}

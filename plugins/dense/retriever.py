@@ -1,15 +1,7 @@
-"""Dense retrieval: cached corpus embeddings, query embeddings, exact cosine top-k.
-
-``DenseRetriever`` works with any ``Model`` adapter (the ``st`` retriever's sentence-transformers
-model, or a published configuration in ``published.py``); the adapter turns texts into embeddings,
-the retriever caches documents, searches and applies the published evaluator's rule of dropping a
-document whose id equals the query id.
-
-The corpus is encoded chunk by chunk into the embedding cache, in this process or, with
-``ray_actors=N``, by N Ray actors (one per GPU) that each hold the model: chunks go to whichever
-actor is free and each is stored as soon as it arrives, so a lost node costs only its chunk (sent
-at once to another actor, while Ray restarts the lost one). Both
-ways batch a chunk exactly alike, so they store the same embeddings.
+"""Dense retrieval: cached corpus embeddings, query embeddings, exact cosine top-k, with any
+``Model`` adapter. The corpus is encoded chunk by chunk, here or on Ray actors (one per GPU); both
+ways batch a chunk exactly alike, so they store the same embeddings, and a lost node costs only
+its chunk.
 """
 
 from __future__ import annotations
@@ -43,16 +35,14 @@ class Model(Protocol):
         """Everything that determines a document's embedding (keys the cache)."""
 
     def query_identity(self, task, kind: str) -> dict[str, Any]:
-        """Optional: everything that determines the embedding of a query (``kind`` "query") or of a
-        generated document ("generated"); with it, query embeddings are cached too and a warm run
-        loads no model."""
+        """Optional: everything that determines a query's embedding; with it, query embeddings are
+        cached too and a warm run loads no model."""
 
     def model_meta(self) -> dict[str, Any]: ...
 
 
 class DenseRetriever:
-    """Its spec says ``combines_generated``: it applies the published rule for dense retrievers
-    (``Query.combined("dense")``)."""
+    """Applies the published rule for dense retrievers itself (``combines_generated``)."""
 
     def __init__(self, model: Model, *, cache: bool, chunk_size: int, drop_identical_ids: bool,
                  ray_actors: int = 0) -> None:
@@ -60,8 +50,8 @@ class DenseRetriever:
         self.drop_identical_ids, self.ray_actors = drop_identical_ids, ray_actors
         self._ids: list[str] = []
         self._chunks: list[tuple[int, np.ndarray]] = []
-        self._query_cache: Path | None = None  # with the corpus cache on: where query embeddings are kept
-        self._weights_loaded = False  # the model's load() timed once (later calls load nothing)
+        self._query_cache: Path | None = None
+        self._weights_loaded = False
 
     def model_meta(self) -> dict[str, Any]:
         return self.model.model_meta()
@@ -84,7 +74,7 @@ class DenseRetriever:
         if todo:
             what = f"{todo:,} of {len(corpus):,}" if todo < len(corpus) else f"{len(corpus):,}"
             advance = context.progress(f"encoding {what} documents", todo)
-            texts = corpus.texts  # read only when some chunk is to be encoded
+            texts = corpus.texts  # read only when a chunk is to be encoded
             if self.ray_actors:
                 fill_on_ray(cache, texts, self.model, task, self.ray_actors, advance)
             else:
@@ -94,8 +84,7 @@ class DenseRetriever:
         self._query_cache = context.cache("query-embeddings")
 
     def _loaded(self, context) -> None:
-        """The model's weights loaded before its first encoding, timed as loading (a run's time split
-        shows it apart from indexing and searching); nothing for a model that loads nothing."""
+        """The model's weights loaded before its first encoding, timed apart from indexing."""
         load = getattr(self.model, "load", None)
         if callable(load) and not self._weights_loaded:
             with context.loading():
@@ -103,8 +92,7 @@ class DenseRetriever:
             self._weights_loaded = True
 
     def _encoded(self, texts: list[str], task, kind: str, context=None) -> np.ndarray:
-        """The model's embeddings of ``texts`` (queries or generated documents), read back from the
-        query-embedding cache when this very call was made before (then the model is not loaded)."""
+        """The model's embeddings of ``texts``, read back when this very call was made before."""
         encoder = self.model.encode_queries if kind == "query" else self.model.encode_generated
 
         def encode(batch: list[str]) -> np.ndarray:
@@ -119,7 +107,7 @@ class DenseRetriever:
 
     def query_embeddings(self, queries, task, context=None) -> np.ndarray:
         """One vector per query; with generated documents, the published rule: the mean of the
-        query's embedding and each document's (not re-normalised: cosine scoring normalises)."""
+        query's embedding and each document's."""
         parts = [q.combined("dense") for q in queries]
         heads = [p if isinstance(p, str) else p[0] for p in parts]
         embeddings = self._encoded(heads, task, "query", context)
@@ -147,10 +135,8 @@ class DenseRetriever:
 
 
 def encode_chunk(model: Model, texts: list[str], task, advance: Callable[[int], None] = lambda n: None) -> np.ndarray:
-    """A chunk's embeddings, reporting documents as they are encoded: the chunk goes to the model in
-    groups of one length-sorted batch per device, which is how one call over the whole chunk would
-    batch it (``run_batches`` deals length-sorted batches to the devices in turn), so the embeddings
-    are the same to the bit. A model whose batching is not known here (an API) gets the chunk whole."""
+    """A chunk's embeddings, reporting progress: encoded in groups of one length-sorted batch per
+    device, as one call over the whole chunk would batch it, so the embeddings are the same to the bit."""
     group = _group_size(model)
     if group is None or group >= len(texts):
         out = model.encode_documents(texts, task)
@@ -176,10 +162,8 @@ def _group_size(model: Model) -> int | None:
 def fill_on_ray(cache: EmbeddingCache, texts: list[str], model: Model, task, actors: int,
                 advance: Callable[[int], None], in_flight: int = 2) -> None:
     """Encode the cache's missing chunks on ``actors`` Ray actors, each holding the model on a GPU of
-    its own (on CPUs when the cluster has none), at most ``in_flight`` chunks queued per actor.
-    Connects to the cluster of ``RAY_ADDRESS`` (or the one this process joined), else starts a
-    local one. An actor that dies has its chunks sent to the next actor free, and rejoins once Ray
-    has restarted it."""
+    its own. A dying actor's chunks go at once to the next actor free (no chunk waits for a restart),
+    and it rejoins once Ray has restarted it."""
     try:
         import ray
     except ImportError:
@@ -192,8 +176,7 @@ def fill_on_ray(cache: EmbeddingCache, texts: list[str], model: Model, task, act
     if not ray.is_initialized():
         ray.init()
     gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
-    # A dying actor's chunks are sent to the others at once (no task retries: no chunk waits for a
-    # restart); Ray restarts the actor, which takes chunks again once it is ready.
+
     remote = ray.remote(num_gpus=gpus, num_cpus=1, max_restarts=3, max_task_retries=0)(ChunkEncoder)
     expected = model.document_identity(task)
     pool = [remote.remote(_portable(model), task, expected) for _ in range(min(actors, len(todo)))]
@@ -243,7 +226,7 @@ def fill_on_ray(cache: EmbeddingCache, texts: list[str], model: Model, task, act
 
 def _portable(model: Model) -> Model:
     """A copy of the model adapter with nothing loaded, choosing its device where it lands: an actor
-    sees only its own GPU, so a device list set for this process (``cuda:0,cuda:1``) means nothing there."""
+    sees only its own GPU."""
     clone = copy.copy(model)
     if str(getattr(clone, "device", "")).startswith("cuda"):
         clone.device = ""

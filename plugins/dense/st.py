@@ -1,7 +1,5 @@
-"""``st``: any sentence-transformers model, cosine similarity, exact top-k, cached corpus embeddings,
-through the dense retriever (registered by this package's ``register_retrievers``).
-
-Torch and the model load on the first ``index`` call, never at registration.
+"""``st``: any sentence-transformers model through the dense retriever. Torch and the model load
+on the first ``index`` call, never at registration.
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ from r2med_tasks.plugin import RetrieverSpec
 from r2med_tasks.plugin import UserError
 from r2med_tasks.plugin import ModelRef, Options
 
-# Shared with the published models' retrievers (``__init__.py``).
+
 RAY_ACTORS_OPTION = (int, Field(0, ge=0, le=1024, description="encode the corpus on N Ray actors, one per GPU (pip install "
                                                      "'r2med[ray]'; the cluster of RAY_ADDRESS, else a local one); "
                                                      "0: in this process"))
@@ -65,8 +63,8 @@ def register_st(register):
 
 
 class STFactory:
-    """``sentence_transformer_retriever``; ``describe_inputs`` shows, for ``r2med plugins st``, the
-    text each task's inputs become with the default options."""
+    """``sentence_transformer_retriever``; ``describe_inputs`` shows the text each task's inputs
+    become with the default options."""
 
     def __call__(self, options):
         return sentence_transformer_retriever(options)
@@ -112,9 +110,8 @@ class SentenceTransformerModel:
         self._encoder = None
 
     def _resolve(self) -> tuple[Path | None, str, str]:
-        """Local folder, name and revision of the model; downloads a hub model if needed. A model
-        object (from ``r2med_tasks.evaluate``) has no folder; a fingerprint of its weights is its
-        revision, so a changed model never reuses another's results."""
+        """Local folder, name and revision of the model. A model object's revision is a fingerprint
+        of its weights, so a changed model never reuses another's results."""
         if not isinstance(self.model_ref, str):
             card = getattr(self.model_ref, "model_card_data", None)
             name = self.name or getattr(card, "base_model", None) or f"python/{type(self.model_ref).__name__}"
@@ -141,7 +138,7 @@ class SentenceTransformerModel:
         return self._meta
 
     def load(self) -> None:
-        """The weights loaded now (a run times it as loading, apart from encoding); an API loads nothing."""
+        """The weights loaded now, so a run times loading apart from encoding."""
         load = getattr(self.encoder(), "load", None)
         if callable(load):
             load()
@@ -159,10 +156,8 @@ class SentenceTransformerModel:
         return self._encoder
 
     def weights(self) -> str:
-        """The weights by their content, never by the name results are filed under (``-o name=``,
-        ``-o revision=`` only label them): a model folder's files, a hub model's resolved snapshot
-        alike (``ModelRef.weights``), a model object's parameters
-        (:func:`weights_fingerprint`); the name and revision where the files cannot be hashed."""
+        """The weights by their content, never by the name results are filed under (``-o name=`` only
+        labels them); the name and revision where the files cannot be hashed."""
         if self._weights is None:
             meta = self.model_meta()
             if meta["path"] is None:
@@ -175,10 +170,8 @@ class SentenceTransformerModel:
         return self._weights
 
     def _encoding(self) -> dict:
-        """What turns a text into its embedding besides the prompt: the weights (by content), the
-        library that runs them, the length limit, the normalisation and the dtype (sentence-
-        transformers computes in fp32 here). Batch size and device are left out: they do not
-        change which embedding a text gets."""
+        """What turns a text into its embedding besides the prompt; batch size and device are left
+        out, as they do not change which embedding a text gets."""
         return {"weights": self.weights(), "library": "sentence-transformers", "max_length": self.max_length,
                 "normalize": True, "dtype": "fp32"}
 
