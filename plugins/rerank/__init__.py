@@ -1,9 +1,5 @@
-"""Rerankers: cross-encoders and LLM listwise reranking (RankGPT/ReasonRank's, and InsertRank's with the
-first stage's scores in the prompt).
-
-Each re-scores the first stage's top ``rerank_k`` documents per query (the published runs reranked
-NV-Embed-v2's top 10); the run is that reranked list, as published (``-o keep_tail=true``, the
-harness's option of every reranker, keeps the first stage's other documents below it).
+"""Rerankers: cross-encoders and LLM listwise reranking. The run is the reranked top ``rerank_k``
+alone, as published (the published runs reranked NV-Embed-v2's top 10).
 """
 
 from __future__ import annotations
@@ -26,11 +22,8 @@ RERANK_K = "how many first-stage documents per query to rerank (published: 10)"
 
 
 def pair_options(name: str, *, batch_size: int, max_length: int = 512, dtype: str = "fp32", **models) -> type:
-    """The options of a pair-scoring reranker; ``models``: option -> (default, description).
-
-    ``max_length`` and ``dtype`` default to what the published run used (45cbac5's
-    ``src/eval_reranker.py`` and ``src/utils.py::RerankerModel``): 512 tokens and fp32 (no dtype
-    given) for bge-reranker and monoBERT, 1024 tokens and fp16 for RankLLaMA."""
+    """The options of a pair-scoring reranker, ``max_length`` and ``dtype`` defaulting to what the
+    published run used (45cbac5's ``src/eval_reranker.py``)."""
     return create_model(
         name, __base__=Options,
         **{key: (str, Field(default, description=text)) for key, (default, text) in models.items()},
@@ -45,7 +38,7 @@ def pair_options(name: str, *, batch_size: int, max_length: int = 512, dtype: st
     )
 
 
-# built once, at import: the registry is rebuilt by every command (and every test)
+# built once, at import: the registry is rebuilt by every command
 CROSS_ENCODER_OPTIONS = {name: pair_options(f"{name}Options", batch_size=32,
                                             model=(model, "hub id or local folder of the cross-encoder"))
                          for name, (model, *_) in CROSS_ENCODERS.items()}
@@ -68,8 +61,7 @@ class LLMRerankOptions(Options):
 
 
 class InsertRankOptions(LLMRerankOptions):
-    """InsertRank (arXiv 2506.14086): llm-rerank's options and defaults (where the paper's settings
-    could not be read: insertrank.py says which), and how the first stage's scores are written."""
+    """InsertRank: llm-rerank's options, and how the first stage's scores are written."""
 
     score_name: str = Field("BM25", min_length=1, description="what the scores are called in the prompt (\"BM25 "
                                                               "score: 12.35\"); the first stage's scores are shown "
@@ -87,7 +79,7 @@ def register_rerankers(register):
             else "any sentence-transformers CrossEncoder (-o model=...)",
             options=CROSS_ENCODER_OPTIONS[name],
             runtime_options=("batch_size", "device", "cache"),
-            model_options=("model",),  # identified by the model's name and revision
+            model_options=("model",),
             depth_option="rerank_k",
             reference=reference,
         ))
@@ -108,7 +100,7 @@ def register_rerankers(register):
                     "-o reasoning=true), over any LLM backend; answers cached",
         options=LLMRerankOptions,
         runtime_options=("concurrency", "price"),
-        model_options=("llm",),  # identified by its model (model_meta), not the server
+        model_options=("llm",),
         depth_option="rerank_k",
         reference="https://github.com/sunnweiwei/RankGPT",
     ))

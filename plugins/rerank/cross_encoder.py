@@ -12,8 +12,7 @@ class CrossEncoderReranker:
     were; ``logit`` picks the logit of a two-class model (monoBERT: the "relevant" class, 1)."""
 
     def __init__(self, options, *, model, logit: int, display_name: str = "") -> None:
-        """``options``: a pair reranker's (``pair_options``); ``model``: its ``ModelRef``;
-        ``display_name``: the leaderboard's name of the published model, empty for any other."""
+        """``display_name``: the leaderboard's name of the published model, empty for any other."""
         self.model, self.model_ref, self.max_length = model, model.ref, options.max_length
         self.batch_size, self.device, self.dtype = options.batch_size, options.device, options.dtype
         self.cache, self.logit = options.cache, logit
@@ -21,8 +20,7 @@ class CrossEncoderReranker:
         self._replicas = None
 
     def model_meta(self) -> dict:
-        """The model as results name it: its hub id (unpinned), or a local folder's content hash; the
-        published model's leaderboard name ("bge-reranker-v2-m3"; another model: the component's)."""
+        """The model as results name it, with the published model's leaderboard name."""
         name, revision = self.model.identity()
         return {"name": name if "/" in name else f"hub/{name}", "revision": revision, "model_type": ["cross-encoder"],
                 **({"display_name": self.display_name} if self.display_name else {})}
@@ -47,7 +45,7 @@ class CrossEncoderReranker:
         return self._replicas
 
     def score(self, pairs: list[tuple[str, str]]) -> np.ndarray:
-        """One score per (query, document) pair, in input order (batched longest first)."""
+        """One score per (query, document) pair, in input order."""
         def batch(model, items: list[tuple[str, str]]) -> np.ndarray:
             logits = np.asarray(model.predict(items, batch_size=len(items), convert_to_numpy=True,
                                               show_progress_bar=False), dtype=np.float32)
@@ -64,7 +62,7 @@ class CrossEncoderReranker:
         keys = [pair_key(query_of[qid], text_of[doc]) for qid, doc in pairs]
         cache = PairScores(self.identity(), context.cache("rerank-scores")) if self.cache else None
         scores = dict(cache.scores) if cache else {}
-        first = {}  # each distinct pair once, longest first: the order batches are cut in
+        first = {}  # each distinct pair once, longest first
         for i, key in enumerate(keys):
             first.setdefault(key, i)
         order = sorted(first.values(), key=lambda i: -(len(query_of[pairs[i][0]]) + len(text_of[pairs[i][1]])))
@@ -77,7 +75,7 @@ class CrossEncoderReranker:
             values = self.score([(query_of[pairs[i][0]], text_of[pairs[i][1]]) for i in chunk]).tolist()
             fresh = {keys[i]: v for i, v in zip(chunk, values)}
             if cache:
-                cache.add(fresh)  # one append per chunk: a chunk is journaled whole or not at all
+                cache.add(fresh)  # a chunk is journaled whole or not at all
             scores.update(fresh)
             advance(len(chunk))
         out: dict[str, dict[str, float]] = {qid: {} for qid in candidates}

@@ -1,12 +1,8 @@
-"""RankGPT-style sliding-window listwise reranking over any chat LLM client.
+"""RankGPT-style sliding-window listwise reranking over any chat LLM client: an LLM orders a window of
+passages at a time ("[3] > [1] > [2]"), the window sliding from the end of the first-stage list to
+its front, so strong passages bubble up to the top.
 
-``ListwiseReranker(client, cache)`` asks an LLM to order a window of passages at a time ("[3] > [1] >
-[2]"), sliding the window from the end of the first-stage list to its front, so strong passages
-bubble up to the top. Every window is one chat request sent through the stage's client
-(``context.llm``), which answers from the generation cache: answers are stored durably as they
-arrive, and a rerun sends only what was never answered.
-
-Sources reproduced (public code, indexed commits):
+Sources reproduced:
 
 * RankGPT, ``sunnweiwei/RankGPT`` ``rank_gpt.py`` (commit ``2dfde966f304df2fb26ba17be76d3b246fcfcbb8``):
   ``get_prefix_prompt``, ``get_post_prompt``, ``create_permutation_instruction`` (the messages, the
@@ -18,30 +14,21 @@ Sources reproduced (public code, indexed commits):
   ``add_post_prompt`` / ``replace_number``, ``rerank/rank_listwise_os_llm.py::create_prompt`` (one
   user message holding every passage), ``rerank/rankllm.py::_clean_response``.
 
-Where this module departs from them (deliberately, and documented where it happens):
+Where this module departs from them, deliberately:
 
-1. The sliding window. RankGPT's ``sliding_windows`` stops once a window would start before
-   ``rank_start``, so when ``(n - window) % step != 0`` the top of the list is never reranked (25
-   passages, window 20, step 10: only ``[5, 25)``; fewer than ``window`` passages: nothing at all).
-   Here the last window is clamped to the front, keeping its full size: ``[0, min(window, n))``
-   (25 passages: ``[5, 25)`` then ``[0, 20)``). Whenever RankGPT's windows do reach 0 (e.g. 100
-   passages, window 20, step 10, as in ReasonRank's R2MED runs) the windows are identical.
-2. RankGPT shortens every passage one word at a time until the prompt fits ``max_tokens(model) -
-   200`` tokens of its tiktoken count; here the cut is a fixed ``passage_words`` (RankGPT's starting
-   value, 300, by default): the harness does not know the model's tokenizer or context. ReasonRank
-   cuts to ``max_passage_length`` tokenizer tokens (512 for its R2MED runs) and runs ``ftfy.fix_text``
-   over each passage; neither is done here (word cut only, no text repair).
-3. The answer is cut to its final part before the digits are read, in both modes: the text after
-   the last ``</think>`` (a reasoning model's trace would otherwise contribute its digits), and
-   within it the ``<answer>...</answer>`` span if there is one (``answer_text``). A plain
-   "[2] > [1] > [3]" answer is read exactly as RankGPT reads it.
-4. A digit string that ``int`` rejects (e.g. a superscript "²", which ``str.isdigit`` accepts)
-   makes RankGPT raise; here, as in ReasonRank's ``receive_permutation``, that window keeps its order.
+1. RankGPT's windows stop before the front when ``(n - window) % step != 0``, so the top is never
+   reranked; here the last window is clamped to the front (see ``sliding_windows``). For 100
+   passages, window 20, step 10 (ReasonRank's R2MED runs) the windows are identical.
+2. Passages are cut to a fixed ``passage_words`` (RankGPT's starting value, 300): the harness does
+   not know the model's tokenizer or context. ReasonRank's token cut and ``ftfy.fix_text`` are not
+   done.
+3. The digits are read only from the answer after the last ``</think>`` (``answer_text``), else a
+   reasoning trace would contribute its digits.
+4. A digit string ``int`` rejects ("²") makes RankGPT raise; here, as in ReasonRank, that window
+   keeps its order.
 
-A hook for rerankers that show more than the text (InsertRank's first-stage scores, ``insertrank.py``):
-a passage may be ``(doc_id, text, annotation)``; the annotation is written right after the passage's
-cut text and travels with it from window to window, and ``note`` adds one sentence to the prompt's
-opening. Without either the prompts are exactly RankGPT's and ReasonRank's.
+A passage may be ``(doc_id, text, annotation)`` (InsertRank's scores): the annotation follows the
+passage's cut text from window to window. Without it the prompts are exactly RankGPT's and ReasonRank's.
 """
 
 from __future__ import annotations
@@ -106,8 +93,7 @@ _BRACKETED_NUMBER = re.compile(r"\[(\d+)\]")
 
 
 def truncate_words(text: str, max_words: int | None) -> str:
-    """RankGPT's passage cut: ``' '.join(text.strip().split()[:max_words])`` (so runs of whitespace,
-    newlines included, become one space); ``None`` keeps every word (whitespace still collapsed)."""
+    """RankGPT's passage cut: ``' '.join(text.strip().split()[:max_words])``; ``None`` keeps every word."""
     words = text.strip().split()
     return " ".join(words if max_words is None else words[:max_words])
 
@@ -128,14 +114,8 @@ def _annotations(texts: Sequence[str], annotations: Sequence[str] | None) -> Seq
 
 def rankgpt_messages(query: str, texts: Sequence[str], passage_words: int | None = 300, *,
                      annotations: Sequence[str] | None = None, note: str = "") -> list[dict]:
-    """The chat messages RankGPT's ``create_permutation_instruction`` builds for one window.
-
-    System prompt, the prefix turn and its acknowledgement, then for passage ``i`` (1-based) a user
-    turn ``"[i] <text>"`` and an assistant turn ``"Received passage [i]."``, then the post prompt.
-    The query is used as given; passages are cut to ``passage_words`` words. ``annotations[i]``
-    (the hook, not RankGPT's) is appended to passage ``i``'s cut text; ``note`` to the prefix turn,
-    after one space.
-    """
+    """The chat messages RankGPT's ``create_permutation_instruction`` builds for one window: a user
+    turn ``"[i] <text>"`` and an assistant turn ``"Received passage [i]."`` per passage."""
     num = len(texts)
     prefix = RANKGPT_PREFIX.format(num=num, query=query) + (f" {note}" if note else "")
     messages = [{"role": "system", "content": RANKGPT_SYSTEM},
@@ -151,15 +131,8 @@ def rankgpt_messages(query: str, texts: Sequence[str], passage_words: int | None
 
 def reasonrank_messages(query: str, texts: Sequence[str], passage_words: int | None = 300, *,
                         annotations: Sequence[str] | None = None, note: str = "") -> list[dict]:
-    """The chat messages of ReasonRank's ``rank_GPT_reasoning`` mode for one window.
-
-    A system prompt asking for ``<think> ... </think> <answer> ... </answer>``, then ONE user message:
-    the prefix, a blank line, ``"[i] <text>\\n"`` per passage, and the post prompt. As ReasonRank does,
-    "[N]" in the query and in passages becomes "(N)" and the query is stripped; passages are cut to
-    ``passage_words`` words (ReasonRank cuts by tokenizer tokens and applies ``ftfy.fix_text``).
-    ``annotations[i]`` (the hook, not ReasonRank's) is appended to passage ``i``'s text as given (no
-    "[N]" replacement); ``note`` is a line of its own after the prefix.
-    """
+    """The chat messages of ReasonRank's ``rank_GPT_reasoning`` mode for one window: ONE user message
+    holding every passage, "[N]" in the query and passages as "(N)"."""
     query = replace_number(query).strip()
     num = len(texts)
     context = REASONRANK_PREFIX.format(num=num, query=query) + (f"{note}\n" if note else "") + "\n"
@@ -179,16 +152,9 @@ _ANSWER_CLOSE = re.compile(r"</answer\s*>", re.I)
 
 
 def answer_text(text: str) -> str:
-    """The part of an LLM answer that holds the ranking.
-
-    1. If there is a ``</think>``, only the text after the last one (tags matched case-insensitively).
-    2. In that, if there is an ``<answer>``, only the text from the first one to the next
-       ``</answer>`` (or to the end). ReasonRank reads ``<think>.*?</think>\\s*<answer>(.*?)</answer>``
-       on the lower-cased answer, else the text after the last ``<answer>``.
-    3. A ``<think>`` that is never closed and no ``<answer>``: the model ran out of tokens while
-       reasoning, so there is no ranking: ``""`` (the window keeps its order). ReasonRank would read
-       the digits of the unfinished reasoning instead.
-    4. Otherwise the text as it is (RankGPT's plain "[2] > [1]" answers).
+    """The part of an LLM answer that holds the ranking: after the last ``</think>``, within the first
+    ``<answer>`` span if any. A ``<think>`` never closed means the model ran out of tokens while
+    reasoning: no ranking (ReasonRank would read the unfinished reasoning's digits).
     """
     closes = list(_THINK_CLOSE.finditer(text))
     unfinished = False
@@ -219,15 +185,8 @@ def remove_duplicate(response: Sequence[Any]) -> list:
 
 
 def receive_permutation(text: str, num: int) -> list[int]:
-    """The 0-based order of a window of ``num`` passages that answer ``text`` implies; never raises.
-
-    RankGPT's ``receive_permutation``: keep the digits only (``clean_response``), read each number
-    as a 1-based identifier (minus 1), drop repeats (the first occurrence wins), drop identifiers
-    outside ``0..num-1``, then append the identifiers not named, in their original order. So
-    "[2] > [2] > [9]" on 3 passages gives ``[1, 0, 2]`` and "no ranking" gives ``[0, 1, 2]``.
-    The text is first cut to ``answer_text(text)``. A number ``int`` cannot read (e.g. "²") leaves
-    the window in its original order, as ReasonRank does (RankGPT raises).
-    """
+    """The 0-based order of a window of ``num`` passages that answer ``text`` implies, by RankGPT's
+    repair rules: "[2] > [2] > [9]" on 3 passages gives ``[1, 0, 2]``. Never raises."""
     try:
         response = [int(x) - 1 for x in clean_response(answer_text(text)).split()]
     except ValueError:
@@ -247,15 +206,9 @@ def apply_permutation(items: list, start: int, end: int, permutation: Sequence[i
 
 
 def sliding_windows(n: int, window: int = 20, step: int = 10) -> list[tuple[int, int]]:
-    """The ``[start, end)`` windows for ``n`` passages, in the order they are ranked.
-
-    From the end to the front, as RankGPT's ``sliding_windows(rank_start=0, rank_end=n)``:
-    ``[n-window, n)``, then each ``step`` further up. The first window that would start at or
-    before 0 is clamped to ``[0, min(window, n))`` and is the last one; RankGPT instead stops once a
-    window would start before 0, never ranking the top when ``(n - window) % step != 0``. For 100
-    passages, window 20, step 10 both give ``[80, 100), [70, 90), ..., [0, 20)``; for 25 this gives
-    ``[5, 25), [0, 20)``. Fewer than 2 passages: no windows.
-    """
+    """The ``[start, end)`` windows for ``n`` passages, from the end to the front, as RankGPT's; the
+    first window that would start at or before 0 is clamped to ``[0, min(window, n))`` and is the
+    last (25 passages: ``[5, 25), [0, 20)``, where RankGPT would stop after the first)."""
     if n < 2:
         return []
     out = []
@@ -274,9 +227,7 @@ def sliding_windows(n: int, window: int = 20, step: int = 10) -> list[tuple[int,
 # --------------------------------------------------------------------------------------------
 @dataclass
 class ListwiseStats:
-    """Per-window tallies: ``windows`` answered; ``incomplete``: answers that did not name every
-    passage of their window exactly once (repaired as RankGPT does); ``unranked``: answers from which
-    no identifier in range could be read (the window kept its order)."""
+    """Per-window tallies: ``incomplete`` answers were repaired, ``unranked`` ones kept their order."""
 
     windows: int = 0
     incomplete: int = 0
@@ -290,17 +241,9 @@ def _int_option(name: str, value: Any, low: int) -> int:
 
 
 class ListwiseReranker:
-    """Sliding-window listwise reranking (RankGPT; ReasonRank's reasoning prompt with ``reasoning=True``).
-
-    ``client``: anything with ``.model``, ``.params`` and ``.generate(requests)`` (the stage's
-    client, ``context.llm``: answers from the generation cache, tallied in the stage's usage).
-    ``window``/``step``: the sliding window (``sliding_windows``). ``passage_words``: each passage
-    is cut to that many whitespace words (``None``: no cut). ``reasoning``: False for RankGPT's
-    prompt (``rankgpt_messages``), True for ReasonRank's ``rank_GPT_reasoning`` prompt
-    (``reasonrank_messages``); either way the ranking is read from ``answer_text`` of the answer.
-    ``stats``: a ``ListwiseStats`` over every window answered so far. ``note``: a sentence
-    added to the prompt's opening (the module's hook; "" keeps the prompts as published), for
-    passages given as ``(doc_id, text, annotation)``.
+    """Sliding-window listwise reranking (RankGPT; ReasonRank's reasoning prompt with ``reasoning=True``)
+    through the stage's client, which answers from the generation cache. ``note``: a sentence added
+    to the prompt's opening ("" keeps the prompts as published).
     """
 
     def __init__(self, client: Any, *, window: int = 20, step: int = 10, passage_words: int | None = 300,
@@ -330,7 +273,7 @@ class ListwiseReranker:
         return build(query, texts, self.passage_words, annotations=annotations, note=self.note)
 
     def permutation(self, answer: str, num: int) -> list[int]:
-        """The window order ``answer`` implies (``receive_permutation``), tallied in ``stats``."""
+        """The window order ``answer`` implies, tallied in ``stats``."""
         perm = receive_permutation(answer, num)
         try:
             named = [int(x) - 1 for x in clean_response(answer_text(answer)).split()]
@@ -352,14 +295,9 @@ class ListwiseReranker:
                     passages: dict[Hashable, Sequence[tuple[str, str]]], *,
                     on_done: Callable[[Hashable, list[Generation], list[str]], None] | None = None
                     ) -> dict[Hashable, list[str]]:
-        """``{qid: doc ids in the new order}`` for every ``(qid, query)``; a qid without passages gets ``[]``.
-        A passage is ``(doc_id, text)`` or ``(doc_id, text, annotation)`` (shown after its text).
-
-        Round ``r`` sends the ``r``-th window of every query that has one, all in one
-        ``generate`` call (so concurrently, and answered from the cache when possible); the
-        next round is built from the order those answers gave. ``on_done(qid, answers, order)``
-        (if given) as each query's last window is answered: its windows' answers, in the order
-        asked, and its new order (a component writes the query's generation record).
+        """``{qid: doc ids in the new order}``. Round ``r`` sends the ``r``-th window of every query in
+        one ``generate`` call, so queries go concurrently; ``on_done`` as each query's last window is
+        answered, so a component can write its record as it finishes.
         """
         lists: dict[Hashable, list[tuple[str, str]]] = {}
         notes: dict[Hashable, list[str]] = {}  # each passage's annotation, permuted with it
@@ -382,8 +320,7 @@ class ListwiseReranker:
             log.info("%s: listwise round %d/%d, %d window(s)", self.client.model, r + 1, rounds, len(requests))
             answers = self.client.generate(requests)
             for (qid, (start, end)), answer in zip(todo, answers):
-                # read from the text the model wrote (a server's reasoning apart put back in place), as a
-                # plain server gives it: answer_text takes the answer after the thinking
+                # the thinking put back in place, as a plain server gives it: answer_text takes what follows
                 permutation = self.permutation(answer.whole_text(), end - start)
                 apply_permutation(lists[qid], start, end, permutation)
                 apply_permutation(notes[qid], start, end, permutation)

@@ -8,10 +8,9 @@ LEADERBOARD_NAMES = {"liuwenhan/reasonrank-32B": "ReasonRank(32B)", "liuwenhan/r
 
 
 class LLMReranker:
-    """``llm-rerank``; a subclass shows more of each passage (``insertrank.py``) through ``note`` (a
-    sentence added to the prompt's opening) and ``passage`` (what a candidate becomes in the prompt)."""
+    """``llm-rerank``; a subclass shows more of each passage through ``note`` and ``passage``."""
 
-    component = "llm-rerank"  # as registered (its errors name it)
+    component = "llm-rerank"  # its errors name it
 
     def __init__(self, options) -> None:  # LLMRerankOptions
         from r2med_tasks.plugin import UserError
@@ -24,17 +23,15 @@ class LLMReranker:
         # max_tokens None: the server's default
         self.sampling = {"temperature": options.temperature, "max_tokens": options.max_tokens or None,
                          "concurrency": options.concurrency}
-        self.price = tuple(options.price) if options.price else None  # -o price=IN,OUT: what the usage is priced at
+        self.price = tuple(options.price) if options.price else None
         self.note = ""  # RankGPT's and ReasonRank's prompts as published
 
     def passage(self, doc_id: str, text: str, score: float) -> tuple:
-        """A candidate as ``ListwiseReranker`` takes it: ``(doc_id, text)``; ``score``, the first
-        stage's, is not shown."""
+        """A candidate as ``ListwiseReranker`` takes it; the first stage's score is not shown."""
         return doc_id, text
 
     def model_meta(self) -> dict:
-        """The LLM that ranks: its model, never the server's address; named as the leaderboard names
-        it ("ReasonRank(32B)"), else by the served model's name."""
+        """The LLM that ranks, never the server's address, named as the leaderboard names it."""
         from r2med_tasks.plugin import LLMRef
 
         llm = LLMRef(self.llm)

@@ -1,13 +1,7 @@
-"""RankLLaMA: a LoRA over Llama-2-7B scoring "query: q" / "document: d" pairs, as published.
-
-The published run merged castorini/rankllama-v1-7b-lora-passage into meta-llama/Llama-2-7b-hf,
-fp16, max 1024 tokens (the default of ``-o max_length``), score = logits[0][0]. The published
-numbers come from the first commit's ``src/eval_reranker.py`` (45cbac5), whose reranker name
-"llama" selects 1024 tokens for RankLLaMA (512 for the other rerankers); only the later script
-(62b7074) names it "rankllama", so there the 1024 branch never matches, but that script did not
-produce the published numbers. The pair is cut to the limit longest segment first (transformers'
-default when only ``max_length`` is given, as there). Needs ``pip install 'r2med[rankllama]'``
-(peft) and access to Llama-2.
+"""RankLLaMA: a LoRA over Llama-2-7B scoring "query: q" / "document: d" pairs, as published: fp16,
+1024 tokens, score = logits[0][0]. 1024 because the published numbers come from 45cbac5's
+``src/eval_reranker.py``, whose name "llama" selects that branch (the later script's "rankllama"
+never matches it). Needs ``pip install 'r2med[rankllama]'`` and access to Llama-2.
 """
 
 from __future__ import annotations
@@ -28,8 +22,7 @@ def pair_texts(query: str, document: str) -> tuple[str, str]:
 
 class RankLlamaReranker(CrossEncoderReranker):
     def __init__(self, options, *, model, base, display_name: str = "") -> None:
-        """``options``: ``RANKLLAMA_OPTIONS``; ``model``: the LoRA adapter's ``ModelRef``, ``base``: its
-        base model's."""
+        """``model``: the LoRA adapter, ``base``: its base model."""
         super().__init__(options, model=model, logit=0, display_name=display_name)
         self.base_model, self.base = base, base.ref
 

@@ -1,9 +1,5 @@
-"""Cross-encoder scores of (query, document) pairs, journaled as each chunk of pairs is scored, so
-a killed reranking resumes with the pairs it had not scored and a rerun scores none.
-
-One journal per model identity (weights, effective dtype, length, logit) and format; a line is
-``{"key": pair_key(query, document), "score": float}``, the float written exactly (JSON keeps every
-bit of a double). Texts are not stored.
+"""Cross-encoder scores of (query, document) pairs, journaled as each chunk is scored, so a killed
+reranking resumes where it stopped. One journal per model identity; texts are not stored.
 """
 
 from __future__ import annotations
@@ -21,14 +17,13 @@ FORMAT = "r2med-pair-scores/2"  # 2: ASCII-escaped JSON keys (1 could not key a 
 
 
 def _digest(value: Any) -> str:
-    """sha256 hex of ``value``'s canonical JSON: one unambiguous encoding (keys sorted, no separator a
-    text could hold; ASCII-escaped, so a lone surrogate is itself)."""
+    """sha256 of ``value``'s canonical JSON, ASCII-escaped so a lone surrogate is itself."""
     blob = json.dumps(value, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode("ascii")).hexdigest()
 
 
 def pair_key(query: str, document: str) -> str:
-    """The key of a (query, document) pair: sha256 (32 hex digits) of the JSON list of both."""
+    """The key of a (query, document) pair."""
     return _digest([query, document])[:32]
 
 
