@@ -1,9 +1,8 @@
 """``bm25``: the BM25 behind R2MED's published numbers, and ``bm25-okapi`` (rank-bm25) to compare.
 
-``bm25`` is pyserini's default Lucene English analyzer feeding gensim's ``LuceneBM25Model``
-(k1=0.9, b=0.4) with the query itself BM25-weighted, every document scored, top-100 kept
-(the authors' ``src/eval_BM25.py::retrieval_bm25``), rebuilt in numpy/scipy (``analyzer.py``, ``index.py``) with no Java and no
-gensim. The index is cached on disk, keyed by corpus checksum, analyzer and parameters.
+``bm25`` is pyserini's default Lucene English analyzer feeding gensim's ``LuceneBM25Model`` (k1=0.9,
+b=0.4) with the query itself BM25-weighted (the authors' ``src/eval_BM25.py::retrieval_bm25``),
+rebuilt in numpy/scipy with no Java and no gensim.
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ def register_retrievers(register):
                     "gensim's Lucene BM25 weights on documents and query (k1=0.9, b=0.4).",
         options=BM25Options,
         runtime_options=("cache",),
-        combines_generated=True,  # the published rule for BM25 (Query.combined)
+        combines_generated=True,  # the published rule for BM25
         reference="https://github.com/R2MED/R2MED/blob/main/src/eval_BM25.py",
     ))
     register(RetrieverSpec(

@@ -12,13 +12,10 @@ very same tokens without a JVM. pyserini 0.21.0 bundles Anserini 0.21.0 on Lucen
 
 and Anserini's ``AnalyzerUtils.analyze`` drops empty terms.
 
-The tokenizer runs Lucene's own JFlex automaton: ``_LUCENE_TABLES`` packs the character-class map
-and transition table read from ``StandardTokenizerImpl`` in the Anserini 0.21.0 fat jar (Apache
-Lucene, Apache License 2.0; see NOTICE), so word breaking matches Lucene by construction rather
-than by a hand-written regex. Text is first cut into maximal runs of characters that can belong to
-a token (the automaton never crosses the others), and each distinct run is analysed once and
-memoised: natural text repeats runs so heavily that the automaton and the stemmer only see a small
-fraction of the input.
+The tokenizer runs Lucene's own JFlex automaton, its tables read from ``StandardTokenizerImpl`` in the
+Anserini 0.21.0 jar (Apache License 2.0; see NOTICE), so word breaking matches Lucene by
+construction rather than by a hand-written regex. Each distinct run of token characters is analysed
+once: natural text repeats runs so heavily that the automaton only sees a small fraction of it.
 
 Java semantics kept on purpose: lengths are counted in UTF-16 code units (the 255-unit token
 window, the stemmer's length checks), and lower-casing is Java 17's simple per-code-point mapping
@@ -168,11 +165,8 @@ def _char_class(ch: str) -> int:
 
 
 def _scan_run(run: str) -> list[str]:
-    """StandardTokenizer over one run: longest match from each start, as JFlex does.
-
-    Lucene's scanner buffer is 255 UTF-16 units and never grows, so a match is cut where the buffer
-    ends (a longer word comes out in 255-unit pieces) and a surrogate pair is never split.
-    """
+    """StandardTokenizer over one run: longest match from each start, as JFlex does. Lucene's buffer
+    is 255 UTF-16 units and never grows, so a longer word comes out in 255-unit pieces."""
     classes = [_char_class(ch) for ch in run]
     n = len(run)
     units = None
@@ -254,13 +248,9 @@ def _java_lower(token: str) -> str:
 
 
 class _PorterStemmer:
-    """Line-by-line port of Lucene 9.4's ``org.apache.lucene.analysis.en.PorterStemmer``.
-
-    That class is Martin Porter's reference Java code (with its known departures from the 1980
-    paper, e.g. ``-bli`` -> ``-ble`` and ``-logi`` -> ``-log``), which Snowball's "porter"
-    (PyStemmer) does not reproduce, hence a port. ``b`` holds UTF-16 code units, ``k`` is the last
-    index of the current word and ``j`` the end of the stem left by the last successful ``ends``.
-    """
+    """Line-by-line port of Lucene 9.4's ``PorterStemmer``: Martin Porter's reference Java code, with
+    its departures from the 1980 paper (``-bli`` -> ``-ble``), which Snowball's "porter" does not
+    reproduce. ``b`` holds UTF-16 code units."""
 
     __slots__ = ("b", "j", "k")
 
@@ -445,11 +435,8 @@ _V = TypeVar("_V")
 
 
 def porter_stem(word: str) -> str:
-    """Lucene's Porter stem of an already lower-cased term.
-
-    Lucene stems UTF-16 code units, which only matters for characters beyond the BMP (each counts
-    as two consonants), so those words go through a surrogate-pair round trip.
-    """
+    """Lucene's Porter stem of a lower-cased term; Lucene stems UTF-16 code units, so a character
+    beyond the BMP counts as two consonants."""
     if word.isascii() or max(word) <= "\uffff":
         if len(word) <= 2:
             return word
@@ -485,12 +472,8 @@ class _Memo(dict[str, _V]):
 
 
 class LuceneEnglishAnalyzer:
-    """``Analyzer(get_lucene_analyzer())`` of pyserini 0.21, token for token.
-
-    Each instance memoises terms per distinct run of token characters and per distinct token;
-    ``max_cache_entries`` bounds each memo (it is emptied when full; an entry costs about 200
-    bytes), which keeps memory flat on large corpora.
-    """
+    """``Analyzer(get_lucene_analyzer())`` of pyserini 0.21, token for token. ``max_cache_entries``
+    bounds each memo, keeping memory flat on large corpora."""
 
     def __init__(self, max_cache_entries: int = 500_000) -> None:
         self._terms = _Memo(_term, max_cache_entries)

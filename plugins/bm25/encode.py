@@ -1,26 +1,10 @@
 """Corpus texts to term ids at compiled speed, with exactly the terms of ``analyzer.py``.
 
-The exact analyzer (``LuceneEnglishAnalyzer``) cuts text into maximal runs of characters that can
-belong to a token and analyses each distinct run once. Most of its time goes into finding the runs
-and looking each one up, a few hundred nanoseconds of interpreter work per word. This module does
-those two steps in numpy and leaves the analysis itself to the exact analyzer:
-
-1. Texts are UTF-8 encoded side by side in one buffer. ASCII characters that no token rule accepts
-   (spaces, most punctuation: StandardTokenizer's character class 0) cut it into *chunks*; the
-   automaton never crosses such a character, so a text's terms are its chunks' terms in order. A
-   multi-byte UTF-8 sequence never holds an ASCII byte, so no character is ever split; a chunk that
-   holds non-ASCII characters (which may themselves be class 0) simply goes to the exact analyzer
-   whole, which finds the runs inside it as it always does.
-2. Chunks are numbered by content without hashing: their bytes are read as little-endian 64-bit
-   words (zero-padded; a chunk never holds a zero byte), factorized word by word with pandas'
-   compiled hash table, and chunks longer than 32 bytes are numbered in a Python dict. Equal numbers
-   mean equal bytes, exactly.
-3. Each distinct chunk is analysed once (memoised across batches) by the exact analyzer, and its
-   terms are spread back over every occurrence with numpy.
-
-Terms are numbered in order of first occurrence, as ``BM25Index.from_term_ids`` expects.
-``tests/test_bm25_fast.py`` checks the output against ``analyze`` on the Lucene fixtures, the sample
-and synthetic corpora and every distinct token of them.
+The exact analyzer spends most of its time finding runs of token characters and looking each one
+up. Here numpy does those steps: ASCII characters no token rule accepts cut the UTF-8 buffer into
+chunks (the automaton never crosses them, and a multi-byte sequence never holds an ASCII byte), and
+chunks are numbered by content as 64-bit words; each distinct chunk then goes to the exact
+analyzer once. ``tests/test_bm25_fast.py`` checks the output against ``analyze``.
 """
 
 from __future__ import annotations
@@ -63,19 +47,14 @@ class _Terms(dict[str, int]):
 
 
 class TermEncoder:
-    """Texts -> (term ids, per-text term counts), the terms of ``LuceneEnglishAnalyzer.analyze``.
-
-    One encoder numbers terms across all the texts it is given, in order of first occurrence;
-    ``terms`` lists them by id. ``max_memo_entries`` bounds the memo of analysed chunks (emptied
-    between batches when full), so memory stays flat on corpora with huge vocabularies.
-    """
+    """Texts -> (term ids, per-text term counts), terms numbered in order of first occurrence.
+    ``max_memo_entries`` keeps memory flat on corpora with huge vocabularies."""
 
     def __init__(self, analyzer: LuceneEnglishAnalyzer | None = None, max_memo_entries: int = 1_000_000,
                  batch_bytes: int = _BATCH_BYTES) -> None:
         self.analyzer = analyzer or _ANALYZER
         self.term_ids = _Terms()
-        # chunk -> its terms, shared by the encoders of a process with the default analyzer (a
-        # pool worker keeps it from one corpus to the next)
+        # chunk -> its terms, shared by the process's encoders from one corpus to the next
         self._memo: dict[bytes, tuple[str, ...]] = _MEMO if analyzer is None else {}
         self._max_memo = max_memo_entries
         self._batch_bytes = batch_bytes
@@ -192,13 +171,9 @@ def _encode_part(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarra
 
 
 def encode_corpus(texts: Sequence[str], workers: int | None = None) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """(terms by id, int32 term ids of every document in order, int64 terms per document).
-
-    Terms are numbered in order of first occurrence in the corpus. With ``workers`` > 1 (default:
-    the cores this process may use) the documents are cut into that many contiguous parts, all but
-    the first analysed by helper processes (started once, kept for the life of this process)
-    while this one analyses the first, and the parts are merged in order; the result does not
-    depend on the number of workers. A helper that fails is replaced by analysing its part here.
+    """(terms by id, term ids of every document in order, terms per document). Contiguous parts go to
+    helper processes and are merged in order, so the result does not depend on the number of workers;
+    a helper that fails has its part analysed here.
     """
     workers = max(1, min(workers if workers is not None else default_workers(),
                          len(texts) // MIN_DOCS_PER_WORKER or 1))
@@ -261,9 +236,8 @@ def default_workers() -> int:
 
 
 class _Helper:
-    """A helper process (``python -c ...serve()``): pickled lists of texts in on stdin, pickled
-    ``_encode_part`` results out on stdout. A plain subprocess rather than multiprocessing, which
-    would re-run the user's ``__main__`` script (spawn) or copy a threaded process (fork)."""
+    """A helper process, texts in on stdin and results out on stdout: a plain subprocess, as
+    multiprocessing would re-run the user's ``__main__`` (spawn) or copy a threaded process (fork)."""
 
     def __init__(self) -> None:
         import subprocess
@@ -296,7 +270,7 @@ class _Helper:
 
     def head(self) -> tuple[_Helper, tuple[list[str], np.ndarray, int]] | None:
         """(self, (terms, per-text term counts, number of ids)) once the helper is done; its ids
-        follow on the pipe (``read_ids``). ``None`` if the helper died."""
+        follow on the pipe. ``None`` if the helper died."""
         self._writer.join()
         try:
             return self, pickle.load(self.proc.stdout)

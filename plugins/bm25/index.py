@@ -13,16 +13,12 @@ so a document term weighs ``idf * tf / (tf + k1 * (1 - b + b * dl / avgdl))`` wi
 goes through the same model ("BM25Q"): query counts saturate against the query's own length and
 idf counts twice. This module rebuilds that without gensim, bit for bit: term ids are assigned the
 way ``Dictionary`` assigns them (first document first, alphabetical within a document), weights are
-computed in float64 with gensim's operation order and stored as float32 like
-``SparseMatrixSimilarity``, and scores come from scipy's float32 sparse kernels adding each
-document's products in the same order as gensim does, so scores are the same floats and ties fall
-exactly where they fall in gensim. Results are
-ordered like the reference's stable ``sorted(..., reverse=True)``: score descending, ties by corpus
-position, zero-score documents included when fewer than ``top_k`` match.
+computed in float64 with gensim's operation order and stored as float32, and scores add each
+document's float32 products in gensim's order, so scores are the same floats and ties fall exactly
+where they fall in gensim (then by corpus position, as the reference's stable sort).
 
-Not reproduced: gensim's ``Dictionary`` silently prunes its vocabulary to the 2,000,000 most
-frequent terms once it grows past that (checked every 10,000 documents); a corpus that big gets a
-warning and exact, unpruned BM25.
+Not reproduced: gensim's ``Dictionary`` silently prunes its vocabulary past 2,000,000 terms; a
+corpus that big gets a warning and exact, unpruned BM25.
 """
 
 from __future__ import annotations
@@ -58,7 +54,7 @@ _FORMAT = "r2med-bm25-index/2"
 
 
 class EarlierFormat(ValueError):
-    """An index cache written by an earlier r2med in a format this one no longer reads."""
+    """An index cache in a format this version no longer reads."""
 _FILE_NAME = "bm25_index.npz"
 _POSTINGS_PREFIX = "postings-"
 _POSTINGS_ARRAYS = ("indptr", "indices", "data")
@@ -76,17 +72,9 @@ class _Vocabulary(dict[str, int]):
 
 
 class BM25Index:
-    """Lucene-variant BM25 over an analysed corpus (``BM25Index.build``), searchable in batches.
-
-    Two query weightings are offered:
-
-    - ``"bm25"`` (default, what R2MED published): a query term with count ``c`` in a query of
-      ``ql`` known tokens weighs ``idf * c / (c + k1 * (1 - b + b * ql / avgdl))``.
-    - ``"plain"``: textbook Lucene-style BM25, a query term weighs its count ``c`` (Lucene sums a
-      repeated term once per occurrence), so the score is ``sum_t c_t * w_d(t)`` with the same
-      document weights ``w_d`` (gensim's idf, float32) as above.
-
-    Query tokens missing from the corpus vocabulary are dropped and do not count in ``ql``.
+    """Lucene-variant BM25 over an analysed corpus, searchable in batches. Query weighting ``"bm25"``
+    (what R2MED published): a term of count ``c`` in a query of ``ql`` known tokens weighs
+    ``idf * c / (c + k1 * (1 - b + b * ql / avgdl))``; ``"plain"``: its count, as Lucene.
     """
 
     def __init__(
@@ -98,10 +86,8 @@ class BM25Index:
         k1: float,
         b: float,
     ) -> None:
-        """``term_docs``: float32 weights, one row per term in *descending* term id order (row
-        ``r`` holds term ``num_terms - 1 - r``), documents ascending within a row. The postings of
-        a query's ascending term ids then lie at descending offsets, which lets ``scores`` add
-        them in gensim's order with one kernel call per query."""
+        """``term_docs``: one row per term in *descending* term id order, so a query's postings lie
+        at descending offsets and ``scores`` adds them in gensim's order with one kernel call."""
         self.terms = terms
         self.term_ids = dict(zip(terms, range(len(terms))))
         self.term_docs = term_docs
@@ -144,16 +130,14 @@ class BM25Index:
         cls, terms: Sequence[str], term_ids: np.ndarray, doc_lengths: np.ndarray, *, k1: float = 0.9,
         b: float = 0.4
     ) -> BM25Index:
-        """Index a corpus given as term ids: ``term_ids`` holds every document's terms one document
-        after another (``doc_lengths[i]`` of them for document ``i``) as indices into ``terms``,
-        which must be numbered in order of first occurrence (what ``encode.encode_corpus`` and
-        ``build`` produce). Equal to ``build`` over the same tokens."""
+        """Index a corpus given as term ids, ``terms`` numbered in order of first occurrence. Equal to
+        ``build`` over the same tokens."""
         return cls.from_encoded([terms, term_ids, doc_lengths], k1=k1, b=b)
 
     @classmethod
     def from_encoded(cls, encoded: list, *, k1: float = 0.9, b: float = 0.4) -> BM25Index:
-        """``from_term_ids(*encoded)`` that empties the list ``encoded`` first, so the term ids are
-        freed as soon as they have been counted when the caller holds no other reference."""
+        """``from_term_ids(*encoded)`` that empties ``encoded`` first, so the term ids are freed as
+        soon as they have been counted."""
         terms, term_ids, doc_lengths = encoded
         encoded.clear()
         num_docs = len(doc_lengths)
@@ -330,14 +314,9 @@ class BM25Index:
         query_weighting: QueryWeighting = "bm25",
         batch_size: int = 16,
     ) -> list[list[tuple[int, float]]]:
-        """Top ``top_k`` (document index, score) per query, ordered like the reference.
-
-        Batches run on a thread per core as soon as they are read (the first once the second is;
-        a single batch runs in the calling thread, starting no thread): scipy's sparse kernels
-        release the GIL, so a lazy ``queries`` (analysed as it is read, in Python) is analysed
-        while the batches before it are scored. Each batch's result is independent of the others,
-        so threading changes nothing but time.
-        """
+        """Top ``top_k`` (document index, score) per query, ordered like the reference. Batches run on
+        threads (scipy's kernels release the GIL), so a lazy ``queries`` is analysed while the batches
+        before it are scored."""
         if top_k < 1:
             raise ValueError("top_k must be positive")
 
@@ -356,10 +335,8 @@ class BM25Index:
             return [hit for done in pending for hit in done.result()]
 
     def save(self, directory: str | os.PathLike[str]) -> Path:
-        """Write the index in ``directory``: the large arrays as ``.npy`` files in a folder of their
-        own (memory-mapped by ``load``, so loading reads nothing until a search touches it), then
-        the ``.npz`` of the rest naming that folder, atomically: the index changes only when the
-        ``.npz`` is replaced, and a folder no ``.npz`` names is never read."""
+        """Write the index: the large arrays as ``.npy`` files (memory-mapped by ``load``), then,
+        atomically, the ``.npz`` naming their folder, so the index changes only when it is replaced."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         postings = f"{_POSTINGS_PREFIX}{secrets.token_hex(6)}"
@@ -393,12 +370,7 @@ class BM25Index:
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str], num_docs: int | None = None) -> BM25Index:
-        """Read an index written by ``save``; ``num_docs``: the number of documents it must hold.
-
-        Anything but a complete, consistent index raises (``ValueError`` for a wrong format or
-        shape, ``FileNotFoundError`` for a postings folder a later save removed; a truncated or
-        garbage file may raise whatever numpy's and zipfile's readers raise).
-        """
+        """Read an index written by ``save``; anything but a complete, consistent index raises."""
         directory = Path(directory)
         with np.load(directory / _FILE_NAME, allow_pickle=False) as stored:
             meta = json.loads(stored["meta"].tobytes())
@@ -425,8 +397,7 @@ class BM25Index:
 
 
 def release_memory() -> None:
-    """Hand freed heap back to the system (glibc keeps it after large numpy temporaries, which
-    would count in the process's peak memory for the rest of the run); a no-op elsewhere."""
+    """Hand freed heap back to the system: glibc keeps it after large numpy temporaries."""
     global _malloc_trim
     if _malloc_trim is None:
         _malloc_trim = lambda: None  # noqa: E731

@@ -33,7 +33,7 @@ class BM25Retriever:
 
     def index(self, corpus, *, task, context) -> None:
         folder = context.cache("bm25", f"{corpus.checksum[:20]}-{ANALYZER_VERSION}-k1_{self.k1}-b_{self.b}")
-        self._index, self._ids = None, corpus.ids  # the previous corpus's index goes before this one comes
+        self._index, self._ids = None, corpus.ids  # the previous index goes before this one comes
         if self.cache and folder.exists():
             try:
                 self._index = BM25Index.load(folder, num_docs=len(corpus.ids))
@@ -67,11 +67,8 @@ class BM25Retriever:
 
 
 def stored_terms(texts: list[str], context) -> Iterator[list[str]]:
-    """Each query text's terms, kept in the cache keyed by the texts and the analyzer's version: a
-    rerun on the same queries (another k1, b, top-k or reranker) reads them instead of analysing
-    every query again in Python (``search`` analyses a lone query without storing it). Analysed
-    lazily, one by one, and stored once all are; a stored file that is unreadable or of another
-    shape is analysed anew. The key is ``query_terms_key``."""
+    """Each query text's terms, cached: a rerun on the same queries (another k1, b or reranker) reads
+    them instead of analysing every query again in Python. Analysed lazily, stored once all are."""
     path = context.cache("bm25", "queries", f"{query_terms_key(texts)}.json")
     stored = _read_terms(path, len(texts))
     if stored is not None:
@@ -89,10 +86,8 @@ QUERY_TERMS_FORMAT = "r2med-bm25-query-terms/2"  # 2: texts as a JSON list (1 jo
 
 
 def query_terms_key(texts: list[str]) -> str:
-    """The stored terms' file name for ``texts``: sha256 (32 hex digits) of the JSON list of the
-    format, the analyzer's version and the texts, an unambiguous encoding (a NUL or any other
-    character inside a text cannot make two lists of texts one); ASCII-escaped, so a lone
-    surrogate is encoded as itself."""
+    """The stored terms' file name for ``texts``: sha256 of a JSON list, so no character inside a
+    text can make two lists of texts one."""
     blob = json.dumps([QUERY_TERMS_FORMAT, ANALYZER_VERSION, list(texts)], ensure_ascii=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode("ascii")).hexdigest()[:32]
 
