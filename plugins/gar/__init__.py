@@ -1,7 +1,5 @@
-"""Generation-augmented retrieval: query rewriters (HyDE, Query2Doc, LameR) and their prompts.
-
-Each rewriter either asks a live LLM (``-o llm=openai:gpt-4o``, any OpenAI-compatible server) or
-reads the documents the R2MED dataset repos publish (``-o source=o3-mini``).
+"""Generation-augmented retrieval: query rewriters and search agents, which either ask a live LLM
+(``-o llm=``) or read the documents the R2MED dataset repos publish (``-o source=``).
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ from pydantic import Field, create_model, model_validator
 
 from r2med_tasks.plugin import Identified, Options, Price, RewriterSpec, file_content, hookimpl
 
-from .prompts import METHODS as LIVE  # the methods prompted live (the agents have their own options)
+from .prompts import METHODS as LIVE  # the agents have their own options
 
 METHODS = {
     "hyde": "HyDE: the LLM writes a passage (or similar case) that answers the query",
@@ -95,7 +93,7 @@ class GenerationOptions(Options):
         return self
 
 
-# built once, at import: the registry is rebuilt by every command (and every test)
+# built once, at import: the registry is rebuilt by every command
 METHOD_OPTIONS = {method: create_model(f"{method.title().replace('-', '')}Options", __base__=GenerationOptions,
                                        **PUBLISHED_OPTIONS, **(LIVE_OPTIONS if method in LIVE else AGENT_OPTIONS))
                   for method in METHODS}
@@ -107,8 +105,8 @@ REFERENCES = {"search-o1": "https://github.com/sunnynexus/Search-o1",
 
 @dataclass(frozen=True)
 class AgentSpec(RewriterSpec):
-    """A search agent's spec: a composite of its searcher (``-o searcher=``) when it runs live; a
-    replay of the published generations (``-o source=``) searches nothing, so it gets no member."""
+    """A search agent's spec: a composite of its searcher when it runs live; a replay searches
+    nothing, so it gets no member."""
 
     def members(self, values: dict[str, Any]) -> list[str]:
         return [] if values.get("source") else super().members(values)
@@ -121,8 +119,8 @@ def register_rewriters(register):
         register((AgentSpec if agent else RewriterSpec)(
             name=method, factory=partial(make_agent if agent else make_rewriter, method), description=description,
             options=METHOD_OPTIONS[method], runtime_options=("published_data", "concurrency", "price"),
-            model_options=("llm",),  # identified by its model (model_meta), not the server
-            members_option="searcher" if agent else None,  # -o SEARCHER.key=value: the searcher's options
+            model_options=("llm",),  # identified by its model, not the server
+            members_option="searcher" if agent else None,
             reference=REFERENCES.get(method, "https://github.com/R2MED/R2MED/blob/main/src/generate_hypothetical_doc.py")))
 
 

@@ -1,13 +1,7 @@
-"""Search agents as rewriters: an LLM reasons in one assistant turn, asks for searches of the
-task's corpus through any registered retriever (``-o searcher=NAME``, default ``bm25``), reads the
-results, and answers; R2MED's rule then turns the trajectory into the query's generated document.
-
-The loops themselves (prompts, special tokens, limits, extraction) are each method's own module,
-faithful to its reference code: ``search_o1.py`` (sunnynexus/Search-o1) and ``search_r1.py``
-(PeterGriffinJin/Search-R1). This module runs them: many queries in flight (``-o concurrency``),
-their searches batched by the ``Searcher``, every LLM answer in the generation cache (so a killed
-run resends no finished turn and a rerun sends nothing), every query's trajectory kept beside the
-results (``<Task>.trajectories.jsonl``). ``-o source=LLM`` replays the published generations instead.
+"""Search agents as rewriters: an LLM reasons in one assistant turn, searches the task's corpus
+through any registered retriever, and answers; R2MED's rule turns the trajectory into the query's
+generated document. Each method's loop is its own module, faithful to its reference code; this one
+runs them, many queries in flight, every answer cached and every trajectory kept.
 """
 
 from __future__ import annotations
@@ -26,14 +20,13 @@ class Settings:
 
     max_turns: int | None = None
     search_limit: int | None = None
-    docs: int | None = None  # documents per search
+    docs: int | None = None  # per search
     max_tokens: int | None = None  # per generation
 
 
 @dataclass
 class AgentResult:
-    """One query's run: the whole assistant text, R2MED's query text taken from it, and the
-    trajectory (turns, searches and the documents they found, tokens), kept as data."""
+    """One query's run: the whole assistant text, R2MED's query text taken from it, the trajectory."""
 
     output: str
     answer: str
@@ -45,22 +38,19 @@ class Loop(Protocol):
 
     NAME: str
     PROMPTS: str  # the method's prompt templates, verbatim: their hash is part of the run's identity
-    OPENS_THINKING: bool  # its model writes "<think>" itself (not the chat template): put back when split off
+    OPENS_THINKING: bool  # its model writes "<think>" itself: put back when a server split it off
 
     def defaults(self, model: str) -> dict[str, Any]:
-        """Sampling parameters (temperature, top_p, top_k, repetition_penalty, max_tokens, seed) and
-        limits (max_turns, search_limit, docs) as the method's reference runs ``model``."""
+        """Sampling parameters and limits as the method's reference runs ``model``."""
 
     def leaderboard_name(self, model: str) -> str | None:
         """The leaderboard's name of a served model ("Qwen2.5-7b-it-em-ppo"); None: its own name."""
 
     def run(self, question: str, *, task_key: str, model: str, settings: dict[str, Any],
             turn: Callable[..., Any], search: Callable[[str, int], list], tokenizer: Any = None) -> AgentResult:
-        """One query's loop: ``turn(Turn, sampling=None)`` extends an assistant turn (an empty
-        ``partial`` starts one: an ordinary chat request), with the run's sampling or, for a step
-        the method samples its own way, ``sampling`` in its place; ``search(text, k)`` the
-        searcher's top ``k`` hits; ``tokenizer``: the model's, when the run has it (``-o template``),
-        for a method that cuts text by tokens."""
+        """One query's loop: ``turn(Turn, sampling=None)`` extends an assistant turn (``sampling`` for
+        a step the method samples its own way); ``search(text, k)`` the searcher's top ``k`` hits;
+        ``tokenizer`` (when the run has one) for a method that cuts text by tokens."""
 
 
 def loop_of(method: str) -> Loop:
@@ -74,14 +64,12 @@ def loop_of(method: str) -> Loop:
 
 
 class SearchAgent(GARRewriter):
-    """Search-o1 or Search-R1, live (``-o llm=``) over any OpenAI-compatible server, searching the
-    task's corpus with the ``searcher`` retriever (its options: ``-o SEARCHER.key=value``); or the
-    published generations (``-o source=``)."""
+    """Search-o1 or Search-R1, live over any OpenAI-compatible server, or replayed from the published
+    generations."""
 
     def __init__(self, method: str, options, members: list) -> None:
-        """``members``: the searcher, created by the harness with its ``-o SEARCHER.key=value`` (cheap: it
-        indexes on its first search), so its model identifies a live run; a replay gets none
-        (``AgentSpec.members``)."""
+        """``members``: the searcher (cheap: it indexes on its first search), so its model identifies
+        a live run; a replay gets none."""
         super().__init__(method, options)
         self.searcher_name, self.template = options.searcher, options.template
         self.sampling |= {"top_k": options.top_k, "repetition_penalty": options.repetition_penalty}
@@ -145,11 +133,11 @@ class SearchAgent(GARRewriter):
         searcher = context.searcher(task, self.searcher)
 
         def one(i: int, abort) -> AgentResult:
-            asked = []  # this query's answers, as the server gave them
+            asked = []
 
             def turn(request, sampling: dict | None = None):
-                """The loop's turn: the answer with its thinking in place when the server returned it
-                apart (vLLM's reasoning parsers put an unclosed thought, search tags and all, there)."""
+                """The answer with its thinking in place: vLLM's reasoning parsers put an unclosed
+                thought, search tags and all, apart."""
                 generation = client_for(sampling).continue_turns([request])[0]
                 asked.append(generation)
                 if generation.reasoning is None:

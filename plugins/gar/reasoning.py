@@ -1,17 +1,8 @@
-"""Reasoning-trace stripping and query construction for R2MED's published GAR runs.
+"""Reasoning-trace stripping and query construction for R2MED's published GAR runs, reproducing
+R2MED/R2MED @45cbac5: ``src/base.py`` (``r1_model_list``, ``split_response_for_r1``) and the
+``load_retrieval_data`` of ``src/eval_bench_BM25.py`` and ``src/eval_bench.py``.
 
-Everything here reproduces the released code of R2MED/R2MED (indexed commit
-``45cbac534475a0f66fec190cba752b5dc452839d``):
-
-* ``src/base.py`` -- ``r1_model_list`` and ``split_response_for_r1`` (:data:`R1_MODEL_LIST`,
-  :func:`strip_reasoning`);
-* ``src/eval_bench_BM25.py::load_retrieval_data`` (``src/eval_BM25.py`` at later commits, same
-  rule) -- how ``hy_doc`` is combined with the query for BM25;
-* ``src/eval_bench.py::load_retrieval_data`` (``src/eval_retrieval.py`` at later commits, same
-  rule) -- the same for dense retrievers, whose wrappers in ``src/utils.py`` average the two
-  embeddings when a query is a ``[text, hy_doc]`` pair.
-
-Quirks reproduced on purpose (see the function docstrings for details):
+Quirks reproduced on purpose:
 
 1. BM25 + HyDE drops the original query: the BM25 query is ``hy_doc`` alone.
 2. BM25 + Query2Doc uses ``text*2 + " " + hy_doc``: two copies of the query glued together with
@@ -74,25 +65,16 @@ SKY_LLMS: tuple[str, ...] = ("sky-32b",)
 # Branch 4: Search-R1 (Qwen2.5-{3,7}B-it-em-ppo) "<answer> ... </answer>" format.
 SEARCH_R1_LLMS: tuple[str, ...] = ("qwen-7b-ins", "qwen-3b-ins")
 
-# Regexes copied verbatim from src/base.py (same flags).  The upstream "thinking" regexes
-# (r"Thinking\s*(.*?)\s* Final Response" and the <|begin_of_thought|> one) only fill an unused
-# variable and are therefore not reproduced.
+# Regexes copied verbatim from src/base.py (same flags); its "thinking" regexes only fill an unused
+# variable.
 _HUATUO_RESPONSE = re.compile(r"Final Response\s*(.*)", re.DOTALL)
 _SKY_SOLUTION = re.compile(r"<\|begin_of_solution\|>\s*([\s\S]*?)\s*<\|end_of_solution\|>")
 _SEARCH_R1_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 
-# The rules outside r1 mode are the harness's (``Query.combined``), for run.py's ``gar_method`` choices
-# (``METHODS``).  search-o1/search-r1 outputs were produced by external agent frameworks; they have no
-# generation prompt here.
-
 
 def is_reasoning_llm(llm: str) -> bool:
-    """True when ``llm`` (a repo short name such as ``"qwq-32b"``) puts evaluation in "r1 mode".
-
-    Exactly ``gar_llm in r1_model_list`` (``src/eval_bench_BM25.py``, ``src/eval_bench.py``).
-    Note that API reasoning models (``o3-mini``, ``o1-mini``, ``deepseek-r1``) are *not* in the
-    list: the API returns only the final answer, so their ``hy_doc`` is used as-is.
-    """
+    """``gar_llm in r1_model_list``: API reasoning models (``o3-mini``, ``deepseek-r1``) are *not* in
+    it, as their API returns only the final answer."""
     return llm in R1_MODEL_LIST
 
 
@@ -138,9 +120,6 @@ def query_text(
 ) -> str | list[str]:
     """The retrieval-time query for one GAR query, exactly as the published runs built it.
 
-    ``query`` is the query's ``text`` field, ``generated`` its raw ``hy_doc``, ``llm`` the repo
-    short name of the LLM that wrote it (``gar_llm``).
-
     BM25 (``src/eval_bench_BM25.py``), a single string:
 
     ========================  ==========================================
@@ -164,6 +143,6 @@ def query_text(
     if method not in METHODS:
         raise ValueError(f"unknown GAR method {method!r}; expected one of {tuple(METHODS)}")
     r1_mode = is_reasoning_llm(llm)
-    answer = strip_reasoning(generated, llm) if r1_mode else generated  # r1 mode: the extracted answer
+    answer = strip_reasoning(generated, llm) if r1_mode else generated
     combined = Query("", query, (answer,), method, reasoning=r1_mode).combined(retriever_family)
     return list(combined) if isinstance(combined, tuple) else combined

@@ -25,10 +25,8 @@ DEFAULT_KEY = "Stack-Medical"  # prompt wording for tasks outside R2MED (a medic
 
 
 def generated_document(generation) -> tuple[str, bool]:
-    """The document a live rewriter takes from an answer, and whether it is in "r1 mode" (a
-    reasoning model's answer: R2MED combines it with the query as it does its r1 models'): the text
-    after the thinking, stripped, as published for r1 models; else the whole text. A server that
-    returned the thinking apart is read as the text the model wrote (``Generation.whole_text``), so it gives
+    """The document a live rewriter takes from an answer, and whether it is in "r1 mode": after the
+    thinking, stripped, as published for r1 models. A server that returned the thinking apart gives
     what a plain server gives."""
     text = generation.whole_text()
     _, sep, answer = text.partition("</think>")
@@ -37,14 +35,13 @@ def generated_document(generation) -> tuple[str, bool]:
 
 class GARRewriter:
     def __init__(self, method: str, options) -> None:
-        """``options``: the method's (``METHOD_OPTIONS``), validated whole: exactly one of ``source``
-        and ``llm`` is set."""
+        """Exactly one of ``options.source`` and ``options.llm`` is set."""
         self.method, self.options = method, options
         self.source, self.published_data, self.llm = options.source, options.published_data, options.llm
         self.hub_split = options.hub_split or self.source.replace("-", "_")  # the hub's: o3_mini, qwen_72b, ...
         self.sampling = {key: getattr(options, key) for key in ("temperature", "top_p", "max_tokens", "seed")}
         self.concurrency = options.concurrency
-        self.price = tuple(options.price) if options.price else None  # -o price=IN,OUT: what usage is priced at
+        self.price = tuple(options.price) if options.price else None
 
     def display_name(self) -> str:
         """The rewriter as the leaderboard names it: "o3-mini", "Search-O1 (QwQ-32B)", "Query2Doc (GPT4o)"."""
@@ -59,8 +56,7 @@ class GARRewriter:
         return f"{METHOD_NAMES[self.method]} ({llm})" if self.method in METHOD_NAMES else llm
 
     def model_meta(self) -> dict:
-        """What writes the documents: the LLM's model (never the server's address), or the published
-        generations of ``-o source``; named as the leaderboard names the rewriter."""
+        """What writes the documents, never the server's address, named as the leaderboard names it."""
         if self.llm:
             from r2med_tasks.plugin import LLMRef
 
@@ -76,9 +72,8 @@ class GARRewriter:
 
     # -- the published generations ---------------------------------------------------------------
     def _published(self, queries, task, corpus_folder: Path | None) -> list[tuple[str, bool]]:
-        """Each query's generated document and whether it is in "r1 mode": R2MED's rule for the
-        source LLM (``strip_reasoning``), or, in a file ``r2med export-generations`` wrote, what the
-        live run took (its ``answer`` and ``r1_mode``), so that the replay is the run."""
+        """Each query's generated document and whether it is in "r1 mode": R2MED's rule, or, in a
+        file ``r2med export-generations`` wrote, what the live run took, so the replay is the run."""
         folder = Path(self.published_data) if self.published_data else corpus_folder
         if folder is not None:
             path = folder / self.method / self.source / GENERATED_FILE
@@ -133,7 +128,7 @@ class GARRewriter:
         passages = self._lamer_passages(queries, task, context) if self.method == "lamer" else {}
         requests = [build_messages(self.method, key, q.text, passages.get(q.id), examples=examples) for q in queries]
 
-        def keep(i: int, generation) -> None:  # each query's record as its answer comes
+        def keep(i: int, generation) -> None:
             answer, r1_mode = generated_document(generation)
             context.generated(queries[i].id, [generation], answer=answer, query=queries[i].text,
                               sampling=client.params, method=self.method, r1_mode=r1_mode)
@@ -160,7 +155,6 @@ class GARRewriter:
                             "to a copy of that file (or a JSON {dataset key: examples}), or use -o source=LLM") from None
 
     def _lamer_passages(self, queries, task, context) -> dict[str, list[str]]:
-        """BM25's top-10 documents per query (the published BM25: the registered retriever with its
-        defaults, searching the task's corpus), the passages LameR corrects."""
+        """The published BM25's top-10 documents per query, the passages LameR corrects."""
         found = context.searcher(task, "bm25").search([q.text for q in queries], LAMER_DEPTH)
         return {q.id: [hit.text for hit in hits] for q, hits in zip(queries, found)}

@@ -1,51 +1,19 @@
 """Search-R1's loop (PeterGriffinJin/Search-R1 @ a14dc3a4ffc6fe88c1e95038d9738e21ba3f7a06), run by
 ``agent.SearchAgent`` as the ``search-r1`` rewriter.
 
-What the reference does, and where (line numbers at that commit):
+The reference (``search_r1/llm_agent/generation.py``, ``run_llm_loop``; the comments below cite its
+lines): 4 greedy generations of at most 500 tokens, each followed by the environment's step, then
+one final generation whose search is not run. A generation is cut after its first ``</search>``,
+else after its first ``</answer>``; here ``</search>`` is the request's stop string (greedy
+decoding writes the same text up to it) but ``</answer>`` is not, since one before a ``</search>``
+does not end the generation. A search appends the top 3 documents in ``<information>``, cut to 500
+tokens when the run has the model's tokenizer.
 
-- the prompt: ``infer.py`` L20-24, the same text as the training prompt of
-  ``scripts/data_process/nq_search.py`` L32-36, after the question is stripped and given a final
-  "?" when it has none (``nq_search.py`` L61-63, ``infer.py`` L13-15); one user message, which the
-  model's (Qwen2.5) chat template renders with the generation prompt
-  (``verl/utils/dataset/rl_dataset.py`` L128-129, ``infer.py`` L89): in chat mode the server
-  applies it, in completions mode the client renders it from ``-o template=``;
-- the loop (``search_r1/llm_agent/generation.py``, ``run_llm_loop`` L220-319): ``max_turns``
-  (4: ``scripts/nq_hotpotqa/evaluate.sh``) generations, each followed by the environment's step
-  (``execute_predictions`` L353-405), then, when the model has not answered, one final generation
-  whose search is not run and whose observation is not appended (L278-310, ``do_search=False``);
-- a generation: up to ``max_response_length`` = 500 tokens (``evaluate.sh``
-  ``data.max_response_length=500``), greedy in evaluation (``ray_trainer.py`` L508
-  ``do_sample: False``, which ``verl/workers/rollout/vllm_rollout/vllm_rollout.py`` L162-171
-  turns into temperature 0, top_p 1, top_k -1), no stop string (L105-119: ``max_tokens`` only);
-  the text is then cut after the first ``</search>``, else after the first ``</answer>``
-  (``_postprocess_responses`` L61-66). Here ``</search>`` is the request's stop
-  string (the text up to it is what greedy decoding writes either way; ``Generation.text``
-  leaves it out, so it is appended back) and the ``</answer>`` cut is applied to the text, in
-  the reference's order: a ``</answer>`` before a ``</search>`` in one generation does not end
-  it (the reference keeps the text up to the ``</search>``), so ``</answer>`` is no stop string;
-- the action: the first ``<(search|answer)>(.*?)</\\1>`` match (DOTALL) of the generation, its
-  content stripped (``postprocess_predictions`` L420-428); none is an invalid action;
-- the observations (L385-401): an answer ends the loop; a search appends
-  ``\\n\\n<information>{results}</information>\\n\\n`` with the top ``topk`` = 3 documents
-  (``GenerationConfig`` L23, ``evaluate.sh`` ``retriever.topk=3``) formatted by
-  ``_passages2string`` (L460-469: ``Doc {i}(Title: {first line}) {other lines}\\n`` each) and
-  stripped; an invalid action appends the message of L396-398;
-- observations longer than ``max_obs_length`` = 500 tokens are cut to their first 500
-  (``_process_next_obs`` L80-89): done when ``run`` is given the model's tokenizer, else not.
+A document's first line is its title, as in the reference's corpus. R2MED's query text is the
+first ``<answer>…</answer>`` of the whole text; the invalid-action message itself holds
+``<answer> and </answer>``, so after an invalid action that rule gives "and" (as published).
 
-R2MED's documents have an id and a text only: as the reference does with its corpus's
-``contents`` (a ``"Title"`` first line, then the text), the first line of a document's text is
-its title and the other lines its text (a one-line document is all title, with an empty text).
-
-R2MED's query text (``src/base.py`` ``split_response_for_r1`` for ``qwen-7b-ins`` and
-``qwen-3b-ins``): the first ``<answer>…</answer>`` of the whole assistant text, stripped; all of
-that text, as it is, when there is none. The invalid-action message itself holds
-``<answer> and </answer>``: after an invalid action that rule gives "and", whatever the model
-answers later (the trajectory keeps each turn's action content).
-
-Not reproduced: the reference's token-level cuts of the whole context (the rolling prompt kept to
-its last ``max_prompt_length`` = 4096 tokens, L107-115) and its batch-level effects (padding to
-the batch's longest observation).
+Not reproduced: the rolling prompt's cut to its last 4096 tokens, and batch-level padding.
 """
 
 from __future__ import annotations
@@ -93,8 +61,8 @@ TOPK = 3
 SEARCH_END = "</search>"
 ANSWER_END = "</answer>"
 ACTION = re.compile(r"<(search|answer)>(.*?)</\1>", re.DOTALL)  # generation.py L422-423
-# a generation that ends inside an open <search>: the stop string ended it (servers that do not
-# say which stop string did: finish_reason "stop" only)
+# a generation that ends inside an open <search>: the stop string ended it (for servers that do
+# not say which did)
 _OPEN_SEARCH = re.compile(r"<search>(?:(?!</?search>|</?answer>).)*\Z", re.DOTALL)
 
 # The checkpoints the leaderboard's Search-R1 rows link, as it names their LLMs.
@@ -102,13 +70,12 @@ CHECKPOINTS = {
     "PeterJinGo/SearchR1-nq_hotpotqa_train-qwen2.5-7b-it-em-ppo": "Qwen2.5-7b-it-em-ppo",
     "PeterJinGo/SearchR1-nq_hotpotqa_train-qwen2.5-3b-it-em-ppo": "Qwen2.5-3b-it-em-ppo",
 }
-R2MED_LLM = "qwen-7b-ins"  # the name under which R2MED's base.py extracts Search-R1's answers (3b: the same rule)
+R2MED_LLM = "qwen-7b-ins"  # the name under which R2MED's base.py extracts Search-R1's answers
 
 
 def leaderboard_name(model: str) -> str | None:
     """The leaderboard's name for a served checkpoint ("Qwen2.5-7b-it-em-ppo"), by its hub id or
-    its last path part (a local folder, a ``--served-model-name`` without the owner); None for
-    other models."""
+    last path part; None for other models."""
     for hub_id, name in CHECKPOINTS.items():
         if model == hub_id or model.rstrip("/").rpartition("/")[2] == hub_id.rpartition("/")[2]:
             return name
@@ -116,9 +83,8 @@ def leaderboard_name(model: str) -> str | None:
 
 
 def defaults(model: str) -> dict[str, Any]:
-    """As the reference evaluates every checkpoint: greedy (temperature 0; top_p 1 and top_k -1,
-    vLLM's defaults, are not sent), 500 tokens a generation, 4 turns then a final one, the top 3
-    documents, no search limit."""
+    """As the reference evaluates every checkpoint (``evaluate.sh``): greedy, 500 tokens a generation,
+    4 turns then a final one, the top 3 documents, no search limit."""
     return {"temperature": 0.0, "top_p": None, "top_k": None, "repetition_penalty": None,
             "max_tokens": MAX_RESPONSE_LENGTH, "seed": None,
             "max_turns": MAX_TURNS, "search_limit": None, "docs": TOPK}
@@ -146,9 +112,8 @@ def information(hits) -> str:
 
 
 def response_text(generation) -> tuple[str, bool]:
-    """The generation as the reference keeps it (``_postprocess_responses``): up to and with its
-    first ``</search>``, else its first ``</answer>``, else whole; and whether the ``</search>``
-    stop was inferred (the server did not name the stop string)."""
+    """The generation as the reference keeps it (``_postprocess_responses`` L61-66), and whether the
+    ``</search>`` stop was inferred."""
     text = generation.text
     inferred = (generation.stop is None and generation.finish_reason == "stop"
                 and _OPEN_SEARCH.search(text) is not None)
@@ -160,8 +125,7 @@ def response_text(generation) -> tuple[str, bool]:
 
 
 def action_of(response: str) -> tuple[str | None, str]:
-    """``postprocess_predictions``: the first ``<search>…</search>`` or ``<answer>…</answer>``,
-    its content stripped; (None, "") when there is none."""
+    """``postprocess_predictions``: the first action, its content stripped; (None, "") for none."""
     match = ACTION.search(response)
     return (match.group(1), match.group(2).strip()) if match else (None, "")
 
@@ -172,8 +136,7 @@ def answer_of(output: str) -> str:
 
 
 def cut_observation(text: str, tokenizer, limit: int = MAX_OBS_LENGTH) -> tuple[str, bool]:
-    """``_process_next_obs``: the observation's first ``limit`` tokens (tokenized without special
-    tokens); unchanged without a tokenizer."""
+    """``_process_next_obs``: the observation's first ``limit`` tokens; unchanged without a tokenizer."""
     if tokenizer is None:
         return text, False
     ids = list(tokenizer.encode(text, add_special_tokens=False))
@@ -184,11 +147,8 @@ def cut_observation(text: str, tokenizer, limit: int = MAX_OBS_LENGTH) -> tuple[
 
 def run(question: str, *, task_key: str, model: str, settings: dict, turn: Callable, search: Callable,
         tokenizer: Any = None) -> AgentResult:
-    """One query's loop (``run_llm_loop`` for one question). ``settings``: ``max_turns`` (turns
-    whose searches are run; one final turn follows), ``search_limit`` (None: none, as the
-    reference; a search over it is answered as the final turn's would be, an empty
-    ``<information>``), ``docs`` (documents a search returns), ``max_tokens`` (a generation's).
-    ``tokenizer`` (optional, the model's): observations are cut to ``MAX_OBS_LENGTH`` tokens."""
+    """One query's loop (``run_llm_loop`` for one question). A search over ``search_limit`` is
+    answered as the final turn's would be, with an empty ``<information>``."""
     from r2med_tasks.plugin import Turn
 
     def setting(name: str, default):
