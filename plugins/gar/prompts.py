@@ -1,25 +1,12 @@
-"""Prompts, chat messages and sampling settings of R2MED's published generation (GAR) runs.
+"""Prompts, chat messages and sampling settings of R2MED's published generation (GAR) runs, copied
+from R2MED/R2MED @45cbac5 (``src/instrcution.py`` (sic), ``src/generate_hypothetical_doc.py``).
 
-Data copied from R2MED/R2MED at the indexed commit ``45cbac534475a0f66fec190cba752b5dc452839d``:
+**Query2Doc's few-shot examples are not part of this package** (they are the authors' prose): the
+exact outer template is kept here and the examples come from the authors' ``src/example.py`` at run
+time (:mod:`.query2doc_examples`).
 
-* ``src/instrcution.py`` (sic) -- the ``hyde``, ``query2doc`` and ``lamer`` template dicts and
-  ``SkyAI_system_prompt``;
-* ``src/generate_hypothetical_doc.py`` -- how a prompt is filled and sent: the system prompt,
-  the chat template, LameR's passage block, ``model_dict`` and the sampling parameters;
-* ``src/base.py`` -- ``r1_model_list`` (see :mod:`.reasoning`).
-
-**Query2Doc's few-shot examples are not part of this package** (they are the authors' prose).
-``src/instrcution.py`` builds every Query2Doc template as
-``"...{EXAMPLE}...".format(EXAMPLE=Example[key], TEXT="{TEXT}")`` with ``Example`` imported from
-``src/example.py``. This module keeps the exact outer template and takes the examples from that
-file at run time (:mod:`.query2doc_examples`: fetched from the authors' repository at the pinned
-commit and kept in a cache folder, or read from a local copy, parsed as data, never executed).
-Pass them as ``examples=`` to :func:`build_messages`.
-
-The prompt builders take the query *text* only: the ``doc_id`` (positive ids) and ``answer``
-(gold answer) fields of ``query.jsonl`` never reach a prompt.  The upstream code also only
-formats ``entry['text']`` (it reads qrels and positive documents into each row, but never uses
-them in a prompt).
+The prompt builders take the query *text* only, as upstream: the ``doc_id`` and ``answer`` fields
+of ``query.jsonl`` never reach a prompt.
 """
 
 from __future__ import annotations
@@ -77,8 +64,7 @@ DATASET_KEYS: tuple[str, ...] = (
     "IIYiPatients-EN",
 )
 
-# Hub / mteb dataset names (run.py --task choices) -> the internal keys above.  The released
-# code indexes the dicts with the internal keys only; this map is the spec's (§1.1) name map.
+# Hub / mteb dataset names -> the internal keys above, which the released code indexes by.
 HUB_NAME_TO_KEY: dict[str, str] = {
     "Biology": "Stack-Biology",
     "Bioinformatics": "Stack-Bioinformatics",
@@ -100,9 +86,8 @@ METHODS: tuple[str, ...] = ("hyde", "query2doc", "lamer")
 # generate_func.process (vLLM) send {"role": "system", "content": "You are a helpful assistant."}
 SYSTEM_PROMPT = "You are a helpful assistant."
 
-# src/instrcution.py: SkyAI_system_prompt -- used instead of SYSTEM_PROMPT when
-# model == "sky-32b" (generate_func.process).  Copied with the same backslash-newline line
-# continuations, so the value is identical; "'\n\n'" holds two real newline characters.
+# src/instrcution.py: SkyAI_system_prompt, for model == "sky-32b". Copied with the same
+# backslash-newline continuations, so the value is identical.
 SKY_SYSTEM_PROMPT = "Your role as an assistant involves thoroughly exploring questions through a systematic long \
 thinking process before providing the final precise and accurate solutions. This requires \
 engaging in a comprehensive cycle of analysis, summarizing, exploration, reassessment, reflection, \
@@ -167,9 +152,7 @@ LAMER_TEMPLATES: dict[str, str] = {
     "IIYiPatients-EN": "Give a Clinical Case and its possible similar cases (most of these cases are non-similar). Please write a correct similar case that help diagnose the case.\nJust output the correct case, don't explanation.\n\nCase: {TEXT}\n\nPossible Similar Cases: {PASSAGE}",
 }
 
-# src/example.py: Example -- not shipped (the authors' prose; see the module docstring).  Left
-# empty on purpose; fill it only with the upstream text, e.g. QUERY2DOC_EXAMPLES.update(
-# query2doc_examples.load_query2doc_examples("<R2MED checkout>/src/example.py")).
+# src/example.py: Example -- not shipped (the authors' prose). Left empty on purpose.
 QUERY2DOC_EXAMPLES: dict[str, str] = {}
 
 # src/generate_hypothetical_doc.py: read_data -- e["topk_pid"][:10] from
@@ -193,10 +176,9 @@ SAMPLING: dict[str, dict[str, Any]] = {
 }
 
 # src/generate_hypothetical_doc.py: `if model in ["gpt4", "deepseek-r1", "o1-mini"]` selects the
-# OpenAI client.  "o3-mini" is not in that list or in model_dict at the indexed commit, although
-# hyde/o3-mini results exist there; it is added here as an API model by inference (it can only
-# be an API model).  NB: the official OpenAI API rejects non-default temperature/top_p for
-# o-series models, so the effective o3-mini sampling is unknown (the runs went through a proxy).
+# OpenAI client. "o3-mini" is not in it, although hyde/o3-mini results exist: it can only be an API
+# model. OpenAI rejects non-default temperature/top_p for o-series models, so its effective
+# sampling is unknown (the runs went through a proxy).
 API_LLMS: tuple[str, ...] = ("gpt4", "deepseek-r1", "o1-mini", "o3-mini")
 
 # src/generate_hypothetical_doc.py: LLM(model=path, tensor_parallel_size=4,
@@ -292,8 +274,7 @@ PUBLISHED_LLMS: dict[str, PublishedLLM] = {
 
 
 class Query2DocExamplesUnavailable(LookupError):
-    """Raised when a Query2Doc prompt is requested without the upstream few-shot examples, or when
-    :func:`.query2doc_examples.fetch_query2doc_examples` cannot get them (``reason``: why, one line)."""
+    """A Query2Doc prompt without the upstream few-shot examples; ``reason``: why, one line."""
 
     def __init__(self, message: str, reason: str = "") -> None:
         super().__init__(message)
@@ -317,12 +298,8 @@ def resolve_key(name: str) -> str:
 
 
 def cut_text(text: str, threshold: int = LAMER_MAX_WORDS) -> str:
-    """``generate_func.cut_text``: ``" ".join(text.split()[:threshold])``.
-
-    Note that it *always* re-joins with single spaces, so every run of whitespace (tabs, ``\\r``,
-    non-breaking spaces, ...) becomes one space and leading/trailing whitespace disappears, even
-    for texts shorter than the threshold.
-    """
+    """``generate_func.cut_text``: ``" ".join(text.split()[:threshold])``, so whitespace collapses
+    even in texts shorter than the threshold."""
     words = text.split()
     if len(words) > threshold:
         words = words[:threshold]
@@ -330,12 +307,8 @@ def cut_text(text: str, threshold: int = LAMER_MAX_WORDS) -> str:
 
 
 def format_lamer_passages(passages: Sequence[str]) -> str:
-    """LameR's ``{PASSAGE}`` block, as ``generate_func.read_data`` builds it.
-
-    Only the first :data:`LAMER_TOP_K` (10) texts are used; each is newline-flattened
-    (``.replace("\\n", " ")``), cut to 512 whitespace tokens by :func:`cut_text`, and appended
-    as ``f"\\n[{num+1}]. {text}"`` -- numbering starts at 1 and the block starts with a newline.
-    """
+    """LameR's ``{PASSAGE}`` block, as ``generate_func.read_data`` builds it: the first 10 texts, each
+    flattened, cut to 512 words and appended as ``f"\\n[{num+1}]. {text}"``."""
     if isinstance(passages, str):
         raise TypeError("passages must be a sequence of document texts, not a single str")
     block = ""
@@ -358,12 +331,8 @@ def _default_examples(key: str) -> str:
 
 
 def query2doc_template(key: str, examples: Mapping[str, str] | None = None) -> str:
-    """``instrcution.query2doc[key]``: the outer template with the examples substituted.
-
-    Built exactly like upstream, ``outer.format(EXAMPLE=examples[key], TEXT="{TEXT}")``, so the
-    result still contains ``{TEXT}`` and is later filled with a second ``.format(TEXT=...)``
-    (which is why literal braces in the examples must be doubled, as upstream).
-    """
+    """``instrcution.query2doc[key]``, built like upstream with ``outer.format(EXAMPLE=...,
+    TEXT="{TEXT}")``, so literal braces in the examples must be doubled, as there."""
     key = resolve_key(key)
     example = examples[key] if examples is not None else _default_examples(key)
     return QUERY2DOC_OUTER_TEMPLATES[key].format(EXAMPLE=example, TEXT="{TEXT}")
@@ -380,12 +349,7 @@ def build_prompt(
     *,
     examples: Mapping[str, str] | None = None,
 ) -> str:
-    """The user-message text the original sent (``base_prompt.format(TEXT=entry['text'], ...)``).
-
-    ``query`` is the query's ``text`` field only.  ``passages`` (LameR only, required there) are
-    BM25's ranked document texts; see :func:`format_lamer_passages`.  ``examples`` overrides the
-    Query2Doc few-shot examples (see :func:`query2doc_template`).
-    """
+    """The user-message text the original sent; ``passages`` (LameR's) are BM25's ranked texts."""
     if not isinstance(query, str):
         raise TypeError(
             f"query must be the query text (str), not {type(query).__name__}; "
@@ -419,13 +383,7 @@ def build_messages(
     llm: str | None = None,
     examples: Mapping[str, str] | None = None,
 ) -> list[dict]:
-    """OpenAI-style chat messages exactly as the original sent them: ``[system, user]``.
-
-    ``key`` is an internal dataset key or a hub name.  ``llm`` (a repo short name) only matters
-    for ``sky-32b``, whose system prompt differs.  For vLLM models the original then rendered
-    these messages with ``tokenizer.apply_chat_template(messages, tokenize=False,
-    **chat_template_kwargs(llm))``.
-    """
+    """OpenAI-style chat messages exactly as the original sent them: ``[system, user]``."""
     return [
         {"role": "system", "content": system_prompt(llm)},
         {"role": "user", "content": build_prompt(method, key, query, passages, examples=examples)},
@@ -443,11 +401,7 @@ def sampling_params(llm: str) -> dict[str, Any]:
 
 
 def chat_template_kwargs(llm: str) -> dict[str, Any] | None:
-    """Extra ``apply_chat_template`` arguments of the vLLM path; ``None`` for API models.
-
-    Always ``add_generation_prompt=True``; Qwen3 adds ``enable_thinking=True`` (``qwen3-8b``,
-    ``qwen3-32b``) or ``False`` (the ``-no-thinking`` variants).
-    """
+    """Extra ``apply_chat_template`` arguments of the vLLM path; ``None`` for API models."""
     if backend(llm) == "api":
         return None
     kwargs: dict[str, Any] = {"add_generation_prompt": True}

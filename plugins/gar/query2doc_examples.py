@@ -1,9 +1,5 @@
-"""Query2Doc's few-shot examples, from the authors' ``src/example.py`` (not part of this package:
-they are the authors' prose): :func:`fetch_query2doc_examples` downloads the file from their
-repository at the pinned commit (:data:`QUERY2DOC_EXAMPLES_URL`) and keeps it in a cache folder,
-:func:`load_query2doc_examples` reads a local copy (or a JSON object ``{key: examples_text}``);
-either way the file is parsed as data (``ast``), never executed. Pass the result as ``examples=``
-to :func:`.prompts.build_messages`.
+"""Query2Doc's few-shot examples, from the authors' ``src/example.py`` (their prose, not part of this
+package): downloaded at the pinned commit or read from a local copy, parsed as data, never executed.
 """
 
 from __future__ import annotations
@@ -25,9 +21,7 @@ __all__ = [
     "parse_query2doc_examples",
 ]
 
-# Where the examples are fetched from: src/example.py of R2MED/R2MED at the first commit, to which
-# the published runs trace (the file is the same at the later head, 62b7074).  A commit's raw URL
-# never changes.  Tests point QUERY2DOC_EXAMPLES_URL at a local server.
+# The first commit, to which the published runs trace; a commit's raw URL never changes.
 QUERY2DOC_EXAMPLES_COMMIT = "45cbac534475a0f66fec190cba752b5dc452839d"
 QUERY2DOC_EXAMPLES_URL = (
     f"https://raw.githubusercontent.com/R2MED/R2MED/{QUERY2DOC_EXAMPLES_COMMIT}/src/example.py"
@@ -98,8 +92,7 @@ def _examples_from_python(source: str, filename: str) -> Any:
 
 
 def parse_query2doc_examples(text: str, name: str, *, as_json: bool = False) -> dict[str, str]:
-    """The examples in the text of upstream ``src/example.py`` (or of a JSON object); ``name``
-    labels errors.  See :func:`load_query2doc_examples`."""
+    """The examples in the text of upstream ``src/example.py`` (or of a JSON object)."""
     data = json.loads(text) if as_json else _examples_from_python(text, name)
     if not isinstance(data, Mapping):
         raise ValueError(f"{name}: Example must be a dict keyed by dataset, got {type(data).__name__}")
@@ -110,13 +103,9 @@ def parse_query2doc_examples(text: str, name: str, *, as_json: bool = False) -> 
 
 
 def load_query2doc_examples(path: str | os.PathLike[str]) -> dict[str, str]:
-    """Read the Query2Doc few-shot examples from upstream ``src/example.py`` or a JSON file.
-
-    A ``.json`` file must hold an object ``{internal key: examples text}``.  Any other file is
-    parsed (never executed) as Python; the value of its top-level ``Example`` assignment is
-    evaluated from literals, ``+`` of strings, names assigned earlier in the file and
-    ``str.join/strip/format`` calls.  Every key in :data:`DATASET_KEYS` must be present; extra
-    keys are kept.  Values are converted with ``str()``, as ``"{EXAMPLE}".format(...)`` does.
+    """Read the Query2Doc few-shot examples from upstream ``src/example.py`` or a JSON object
+    ``{internal key: examples text}``. Python is parsed, never executed: its ``Example`` assignment
+    is evaluated from literals, ``+`` of strings, earlier names and ``str.join/strip/format``.
     """
     path = Path(path)
     return parse_query2doc_examples(path.read_text(encoding="utf-8"), str(path),
@@ -125,14 +114,8 @@ def load_query2doc_examples(path: str | os.PathLike[str]) -> dict[str, str]:
 
 def fetch_query2doc_examples(cache_dir: str | os.PathLike[str], *, url: str | None = None,
                              timeout: float | None = None) -> dict[str, str]:
-    """The examples of upstream ``src/example.py`` at the pinned commit, downloaded once.
-
-    The file is fetched from ``url`` (default :data:`QUERY2DOC_EXAMPLES_URL`) with urllib and a
-    timeout, parsed as data (never executed), and only then kept under ``cache_dir`` (one file per
-    URL); later calls read that copy and make no request.  Raises
-    :class:`Query2DocExamplesUnavailable` (with a one-line ``reason``) when the file cannot be
-    downloaded or does not hold the examples.
-    """
+    """The examples of upstream ``src/example.py`` at the pinned commit, downloaded once and kept
+    under ``cache_dir`` only once they parse."""
     import hashlib
     import http.client
     import urllib.request

@@ -3,64 +3,24 @@ commit 6ced48f, ``scripts/run_search_o1.py`` (the loop), ``scripts/prompts.py`` 
 ``scripts/evaluate.py`` (``extract_answer``) and ``scripts/bing_search.py`` (how a web page is
 cut). ``L<n>`` below are line numbers of ``run_search_o1.py`` unless another file is named.
 
-One query runs as the reference runs one sequence of its batch:
-
-- the prompt: one user message, ``get_singleqa_search_o1_instruction(MAX_SEARCH_LIMIT) +
-  get_task_instruction_openqa(question, model_name='qwq' if QwQ)`` (L332-340, L368; prompts.py
-  L110-129, L357-370), the chat template applied with the generation prompt (L369);
-- each generation continues the one assistant turn (L398, the prompt grown by every text) until
-  ``<|end_search_query|>``, which the reference keeps in the output (``include_stop_str_in_output``,
-  L405-406; our ``Generation.text`` leaves it out, so it is put back), or until the model ends its
-  turn (the tokenizer's eos, L405: the server ends the turn there), or ``max_tokens``;
-- the search query is the last ``<|begin_search_query|>...<|end_search_query|>`` of that
-  generation, stripped (``extract_between``, L412-417), searched only when the output so far ends
-  with ``<|end_search_query|>`` (L532); otherwise the query is finished (L610-613);
-- a new query under the limit (L533): its top ``docs`` documents (L549), formatted as the web pages
-  (L634-650), read by the Reason-in-Documents step, ``get_webpage_to_reasonchain_instruction(
-  truncated previous reasoning, query, documents)`` (prompts.py L69-107; the truncation L565-583)
-  as one user message of its own (L301-302), whose text after ``**Final Information**`` (evaluate.py
-  L20-29, ``extract_answer(mode='infogen')``) is appended as ``\\n\\n<|begin_search_result|>{info}
-  <|end_search_result|>\\n\\n`` (L666-671); over the limit, or a query already searched, the
-  reference's messages instead, verbatim (L596-608; the limit is checked first);
-- at most ``max_turns`` generations (L683-685): the last generation's search, if it asked for one,
-  still runs and its result is still appended (the reference checks the turn count after it).
+One query runs as the reference runs one sequence of its batch (the ``L<n>`` comments below cite
+the reference): generations continue one assistant turn until ``<|end_search_query|>``; a new
+query under the limit is searched, its documents read by the Reason-in-Documents step, and what
+that step extracts is appended; at most ``max_turns`` generations, the last one's search still run.
 
 Judgment calls:
 
-- **The instruction.** The reference has one per dataset family. R2MED's queries are single
-  questions or single cases (a forum post, an exam question, a patient's case), answered from what
-  the search finds, with no chain of entities to resolve one after another: the open-domain QA
-  family, single-hop (``nq``/``triviaqa``: ``get_singleqa_search_o1_instruction``, L333-334) rather
-  than multi-hop (``get_multiqa_search_o1_instruction``, whose example is a two-hop bridge question)
-  or the math/GPQA/code families (whose task prompts ask for a boxed choice, a formula or code).
-  The QA task prompt (``get_task_instruction_openqa``) goes with it, QwQ's wording for a model whose
-  name holds "qwq" (L337-340).
-- **The search limit: 5.** Those very datasets set ``MAX_SEARCH_LIMIT = 5`` (L199-200; 10 is the
-  argument's default, L76, which the multi-hop datasets restore, L201-202) and the instruction tells
-  the model the limit, so the single-hop instruction goes with 5. ``-o search_limit=`` changes both.
-- **Defaults** as the reference runs its QA datasets: temperature 0.7, top_p 0.8, top_k 20 (L124-143),
-  repetition_penalty 1.05 for QwQ else 1.0 (L211-212), max_tokens 20480 for QwQ else 8192 per
-  generation (L387-394; 32768 is only for aime/amc/livecode), 15 turns (L80-84), 10 documents
-  (L204), no seed (none is set).
-- **Documents.** R2MED's documents have an id and a text, no title, URL, site name, date or snippet:
-  those fields are left out of each page's JSON (``extract_relevant_info``, bing_search.py
-  L256-282), which keeps ``id`` (the page's rank, 1-based, as there) and ``context``. ``max_doc_len``
-  is 3000 *characters* (L94-99, L205); with no snippet to find in the page,
-  ``extract_snippet_with_context`` (bing_search.py L49-94) finds no sentence and the reference keeps
-  the page's first ``max_doc_len * 2`` = 6000 characters (L640-644): so does this module.
-- **The Reason-in-Documents request** goes through ``turn`` as a turn not yet started (in chat
-  mode an ordinary chat request; in completions mode the chat template rendered here, as the
-  reference renders it, L302), so that it carries ``max_tokens`` (the reference passes the loop's,
-  L662, L293, L307), and with the sampling the reference fixes for it whatever the model and the
-  loop's sampling: temperature 0.7, top_p 0.8, top_k 20, repetition_penalty 1.05 (L306-312,
-  ``STEP_SAMPLING``).
-- **A server that does not say which stop string ended a generation** (``Generation.stop`` None,
-  ``finish_reason`` "stop"): the generation is taken to have stopped at ``<|end_search_query|>``
-  when it holds a ``<|begin_search_query|>`` not closed after it (vLLM reports the stop string, so
-  this only matters elsewhere).
-
-R2MED's query text (``src/base.py::split_response_for_r1`` for ``qwq-32b``/``qwen3-32b``, the
-Search-o1 rows): the output after its first ``</think>``, stripped; all of it when there is none.
+- **The instruction**: the single-hop open-domain QA family's (``nq``/``triviaqa``). R2MED's queries
+  are single questions or cases answered from what the search finds, with no chain of entities to
+  resolve: not multi-hop, nor math/GPQA/code (whose prompts ask for a boxed choice or code).
+- **The search limit: 5**, as those datasets set it (L199-200), since the instruction tells the
+  model the limit. ``-o search_limit=`` changes both.
+- **Documents** have no title, URL or snippet: each page's JSON keeps ``id`` and ``context``, and
+  with no snippet to find the reference keeps the page's first ``max_doc_len * 2`` characters.
+- **Reason-in-Documents** goes through ``turn`` as a turn not yet started, so it carries
+  ``max_tokens`` (as the reference passes the loop's) and its own fixed sampling.
+- **A server that does not say which stop string ended a generation**: an unclosed
+  ``<|begin_search_query|>`` means it stopped at ``<|end_search_query|>``.
 """
 
 from __future__ import annotations
@@ -75,7 +35,7 @@ from .agent import AgentResult
 from .reasoning import strip_reasoning
 
 NAME = "Search-o1"
-# QwQ-32B and DeepSeek-R1 (distills) open the thought in the chat template: "<think>" is not in their output
+# QwQ-32B and DeepSeek-R1 open the thought in the chat template: "<think>" is not in their output
 OPENS_THINKING = False
 REFERENCE = "https://github.com/sunnynexus/Search-o1/tree/6ced48f"
 
@@ -193,8 +153,7 @@ def web_page_header(i: int) -> str:
     return f"**Web Page {i + 1}:**\n"
 
 
-# The templates, concatenated (their hash identifies a run): each function above given its
-# parameters' names.
+# The templates, concatenated: their hash identifies a run.
 PROMPTS = "\n".join([
     get_singleqa_search_o1_instruction("{MAX_SEARCH_LIMIT}"),
     get_task_instruction_openqa("{question}", model_name="qwq"),
@@ -210,8 +169,7 @@ STEP_SAMPLING = {"temperature": 0.7, "top_p": 0.8, "top_k": 20, "repetition_pena
 
 
 def leaderboard_name(model: str) -> str | None:
-    """The leaderboard's names of its Search-O1 LLMs ("QwQ-32b", "Qwen3-32b"), by the served model's
-    last path part; None for another model."""
+    """The leaderboard's names of its Search-O1 LLMs ("QwQ-32b"); None for another model."""
     return {"qwq-32b": "QwQ-32b", "qwen3-32b": "Qwen3-32b"}.get(model.rstrip("/").rpartition("/")[2].lower())
 
 
@@ -282,13 +240,12 @@ def truncate_reasoning(output: str) -> str:
 
 
 def format_documents(texts: list[str], max_doc_len: int = MAX_DOC_LEN) -> str:
-    """L634-650 for documents that are a text only: each one's JSON holds its rank (``id``,
-    bing_search.py L271) and its first ``max_doc_len * 2`` characters (``context``; L644, what
-    ``extract_snippet_with_context`` leaves when there is no snippet to find)."""
+    """L634-650 for documents that are a text only: each one's rank (``id``) and its first
+    ``max_doc_len * 2`` characters (L644, what is left with no snippet to find)."""
     formatted_documents = ""
     for i, raw_context in enumerate(texts):
-        # json.dumps({"id": i + 1, "context": ...}, ensure_ascii=False, indent=2) + "\n", written out:
-        # the same text (tested), without json's pure-Python indenting encoder
+        # json.dumps({"id": i + 1, "context": ...}, ensure_ascii=False, indent=2) + "\n", written out
+        # (tested): json's indenting encoder is pure Python
         formatted_documents += web_page_header(i)
         formatted_documents += ('{\n  "id": ' + str(i + 1) + ',\n  "context": '
                                 + json.dumps(raw_context[:max_doc_len * 2], ensure_ascii=False) + "\n}\n")
@@ -329,8 +286,8 @@ def _tokens(generation) -> dict[str, int]:
 
 def run(question: str, *, task_key: str, model: str, settings: dict[str, Any], turn, search,
         tokenizer: Any = None) -> AgentResult:
-    """One query's Search-o1 loop (see the module's docstring); ``task_key`` is unused (the
-    reference's prompts do not depend on the dataset within its QA family)."""
+    """One query's Search-o1 loop; ``task_key`` is unused (the reference's prompts do not depend on
+    the dataset within its QA family)."""
     max_turns, search_limit = settings["max_turns"], settings["search_limit"]
     docs, max_tokens = settings["docs"], settings.get("max_tokens")
     messages = ({"role": "user", "content": task_prompt(question, model, search_limit)},)
