@@ -1,11 +1,8 @@
 """``hybrid``: fuse several retrievers' rankings (RRF by default, Cormack et al. 2009).
 
-A composite retriever, as mteb's HybridSearch is a search model: the harness creates its members,
-and each runs as its own pipeline (with the selected rewriter) through ``context.saved_run``, its
-results saved beside the fused ones and reused when their identity matches, so fusing never
-recomputes a member. With
-``-o tune=FILE`` the weights are chosen per task group on the listed queries, which are then left
-out of scoring (``context.hold_out``).
+Each member runs as its own pipeline, its results saved beside the fused ones, so fusing never
+recomputes a member. With ``-o tune=FILE`` the weights are chosen per task group on the listed
+queries, which are then left out of scoring.
 """
 
 from __future__ import annotations
@@ -18,8 +15,7 @@ from r2med_tasks.plugin import DEFAULT_TOP_K, FusionOptions, Identified, Retriev
 
 
 class HybridOptions(FusionOptions):
-    """The members, and how their runs are fused (``FusionOptions``); the rules between options are
-    ``fusable``'s."""
+    """The members, and how their runs are fused."""
 
     members: tuple[str, ...] = Field(("bm25", "nvembed"), description="comma-separated retrievers (member options: "
                                                                       "-o MEMBER.key=value)")
@@ -48,7 +44,7 @@ def register_retrievers(register):
         factory=HybridRetriever,
         description="fuse member retrievers' top-k runs: RRF (k=60) or z-score / min-max / linear score fusion",
         options=HybridOptions,
-        model_options=("members",),  # the members' own configurations identify them
+        model_options=("members",),  # the members' own identities identify them
         members_option="members",
         tuning_option="tune",  # tuned weights: a task group's tasks run as one job
         combines_generated=True,  # each member combines the rewriter's documents by its own rule
@@ -58,8 +54,7 @@ def register_retrievers(register):
 
 class HybridRetriever:
     def __init__(self, options: HybridOptions, members: list) -> None:
-        """``members``: the retrievers ``options.members`` names, created by the harness (cheap: models
-        load later)."""
+        """``members``: the retrievers ``options.members`` names (cheap: models load later)."""
         self.weights = [float(w) for w in options.weights] or None
         self.member_names, self.members = list(options.members), list(members)
         self.fusion, self.rrf_k, self.depth = options.fusion, options.rrf_k, options.depth
@@ -100,9 +95,8 @@ class HybridRetriever:
                     top_k=top_k)
 
     def tuned_weights(self, task, context) -> list[float]:
-        """The weighting of ``task``'s group (a task outside R2MED's groups is its own group): the
-        one maximising the mean over the group's tasks of mean nDCG@10 on each task's tuning
-        queries, over :meth:`weight_grid`; ties keep the grid's order."""
+        """The weighting of ``task``'s group maximising the mean over its tasks of nDCG@10 on the
+        tuning queries; ties keep the grid's order."""
         from r2med_tasks.plugin import score
 
         group = task.group or task.name

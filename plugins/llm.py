@@ -1,9 +1,5 @@
-"""The built-in LLM backends for ``-o llm=``: ``openai``, ``vllm``, ``ollama`` and ``http(s)``.
-
-Each is the core chat client (``r2med_tasks.llm.ChatClient``, on the ``openai`` SDK) pointed at
-that backend's endpoint: ``parse_llm_spec`` turns the spec into ``model``, ``base_url`` and the
-environment variable the key is read from. The client and what an API backend builds on live in
-``r2med_tasks.llm``.
+"""The built-in LLM backends for ``-o llm=``: ``openai``, ``vllm``, ``ollama`` and ``http(s)``, each
+the core chat client pointed at that backend's endpoint.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Local models on one or more devices, shared by the built-in plugins: device choice, dtypes, batching.
-
-``run_batches`` sorts items by length (longest first) and encodes them in batches, so padding stays
-small, then restores the input order. With several devices (``cuda:0,cuda:1``) each gets a replica
-and a thread; torch releases the GIL while the devices compute. fp16/bf16 apply on GPU only: on
-CPU everything runs in fp32. torch, transformers and sentence-transformers are imported inside the
-functions that need them, never when this module is imported.
+"""Local models on one or more devices, shared by the built-in plugins. Batches are length-sorted so
+padding stays small; several devices each get a replica and a thread (torch releases the GIL);
+fp16/bf16 apply on GPU only. torch is imported only by the functions that need it.
 """
 
 from __future__ import annotations
@@ -22,9 +18,8 @@ if TYPE_CHECKING:
 
 
 def parse_devices(device: str) -> list[str]:
-    """``""`` (best available), ``cpu``, ``cuda``, ``cuda:N`` or a comma list of CUDA devices.
-    Imports torch only on a machine with an NVIDIA device, so a warm run (every embedding cached)
-    on a CPU machine never pays for it."""
+    """``""`` (best available), ``cpu``, ``cuda``, ``cuda:N`` or a comma list of CUDA devices. Imports
+    torch only where an NVIDIA device could be, so a warm run on a CPU machine never pays for it."""
     devices = [d.strip() for d in device.split(",") if d.strip()]
     if not devices:
         return ["cuda" if cuda_available() else "cpu"]
@@ -37,8 +32,7 @@ def parse_devices(device: str) -> list[str]:
 
 
 def cuda_available() -> bool:
-    """torch's answer, asked only where an NVIDIA device could be: none is visible (no device file,
-    no driver, ``CUDA_VISIBLE_DEVICES`` empty or -1) means no CUDA, without importing torch."""
+    """torch's answer, asked only where an NVIDIA device could be."""
     import glob
 
     if os.environ.get("CUDA_VISIBLE_DEVICES", "0").strip() in ("", "-1"):
@@ -91,7 +85,7 @@ def run_batches(texts: Sequence[Any], batch_size: int, replicas: Sequence[Any],
             done.append((b, encode_batch(replicas[slot], [texts[i] for i in b])))
         return done
 
-    if len(replicas) == 1:  # in this thread: a worker thread's own malloc arena would only add memory
+    if len(replicas) == 1:  # in this thread: a worker's own malloc arena would only add memory
         parts = work(0)
     else:
         with ThreadPoolExecutor(max_workers=len(replicas)) as pool:

@@ -1,8 +1,5 @@
-"""Top-k selection shared by the built-in retrievers and rerankers: descending score, ties by
-ascending position.
-
-That is the order of a stable ``sorted(..., reverse=True)`` over the whole corpus, which the
-published runs used, found without sorting every document.
+"""Top-k selection shared by the built-in retrievers and rerankers: the order of the published
+runs' stable ``sorted(..., reverse=True)`` (ties by position), found without sorting every document.
 """
 
 from __future__ import annotations
@@ -14,8 +11,8 @@ if TYPE_CHECKING:
 
 
 def top_k_indices(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` best entries of a 1-d score array, best first. numpy loads here, not
-    when a plugin registers (listing plugins stays light)."""
+    """Indices of the ``k`` best entries of a 1-d score array, best first. numpy loads here, so
+    listing plugins stays light."""
     import numpy as np
 
     n = len(scores)

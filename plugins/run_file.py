@@ -1,10 +1,6 @@
-"""``run-file``: rankings computed elsewhere, read from TREC run files (one per task) and evaluated
-as if a retriever had produced them. Any system's runs get R2MED's scoring and a place on the
-leaderboard, and any reranker can start from them.
-
-Scoring follows trec_eval (and pytrec_eval): a query's documents are ordered by the score column,
-ties by document id; the rank column only has to be consistent. Each query keeps its ``--top-k``
-best-scored documents.
+"""``run-file``: rankings computed elsewhere, read from TREC run files, so any system's runs get
+R2MED's scoring and a place on the leaderboard, and any reranker can start from them. As in
+trec_eval, documents are ordered by the score column, ties by document id.
 """
 
 from __future__ import annotations
@@ -45,8 +41,7 @@ class RunFileRetriever:
         self._doc_ids: set[str] = set()
 
     def model_meta(self) -> dict:
-        """Named by the runs, identified by their content; the kind of model is what the results
-        folder they come from says, if any (mteb's ``model_type``)."""
+        """Named by the runs, identified by their content."""
         return self.runs.model_meta(self.name)
 
     def index(self, corpus, *, task, context) -> None:
