@@ -303,12 +303,10 @@ class _APIEncoder(Endpoint):
 
 
 class OpenAIEncoder(_APIEncoder):
-    """OpenAI embeddings, or any OpenAI-compatible server, as R2MED's published ``openai`` run made
-    them: no instruction, the full 3072 dimensions. The published loop re-cut a batch on *any*
-    error, which is not reproducible: here only an input-too-long error re-cuts it, and transient
-    errors are retried unchanged. Embeddings do not depend on batching, but which neighbours a
-    re-cut touches does: ``batch_tokens=None`` with BEIR's longest-first order gives the published
-    batches. (OpenAI caps a request at 300k tokens.)
+    """OpenAI embeddings as R2MED's published ``openai`` run made them: no instruction, 3072
+    dimensions. The published loop re-cut a batch on *any* error, which is not reproducible: here
+    only an input-too-long error does. Which neighbours a re-cut touches depends on batching:
+    ``batch_tokens=None`` with BEIR's longest-first order gives the published batches.
     """
 
     default_base_url = OPENAI_BASE_URL

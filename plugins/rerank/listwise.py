@@ -2,17 +2,9 @@
 passages at a time ("[3] > [1] > [2]"), the window sliding from the end of the first-stage list to
 its front, so strong passages bubble up to the top.
 
-Sources reproduced:
-
-* RankGPT, ``sunnweiwei/RankGPT`` ``rank_gpt.py`` (commit ``2dfde966f304df2fb26ba17be76d3b246fcfcbb8``):
-  ``get_prefix_prompt``, ``get_post_prompt``, ``create_permutation_instruction`` (the messages, the
-  passage cut to ``max_length = 300`` whitespace words), ``clean_response``, ``remove_duplicate``,
-  ``receive_permutation`` (the repair rules) and ``sliding_windows``.
-* ReasonRank, ``8421BCD/ReasonRank`` (commit ``e6d3ab4c1d76a4430977214ad475c9b4d0cb317a``), prompt mode
-  ``rank_GPT_reasoning`` (the one its R2MED runs use): the system prompt ``system_prompt_reasoning``
-  and the answer pattern of ``listwise_prompt_r1.toml``, ``utils.py::add_prefix_prompt`` /
-  ``add_post_prompt`` / ``replace_number``, ``rerank/rank_listwise_os_llm.py::create_prompt`` (one
-  user message holding every passage), ``rerank/rankllm.py::_clean_response``.
+Reproduced: RankGPT (``sunnweiwei/RankGPT`` @2dfde96, ``rank_gpt.py``) and ReasonRank's
+``rank_GPT_reasoning`` prompt mode, the one its R2MED runs use (``8421BCD/ReasonRank`` @e6d3ab4);
+each function names what it reproduces.
 
 Where this module departs from them, deliberately:
 

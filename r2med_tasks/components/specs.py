@@ -211,12 +211,9 @@ SPEC_TYPES: dict[str, type[ComponentSpec]] = {
 @runtime_checkable
 class Retriever(Protocol):
     """First stage: index a task's corpus, then return scored documents for each query (the harness
-    keeps the ``top_k`` best of what ``search`` returns).
-
-    Optional, as for every component: ``model_meta()``, the model behind the results (at least
-    ``name`` with a "/" and ``revision``). Without it a retriever is named
-    ``<its plugin's package>/<component>``, revision the package's version.
-    """
+    keeps the ``top_k`` best). Optional, as for every component: ``model_meta()``, the model behind
+    the results; without it a retriever is named ``<its package>/<component>``, revision the
+    package's version."""
 
     def index(self, corpus: Corpus, *, task: TaskSpec, context: Context) -> None: ...
 

@@ -132,8 +132,7 @@ def generate_cached(client: LLMClient, cache: GenerationCache, requests: list[li
     """``client.generate(requests)`` for what ``cache`` lacks, each answer stored as it arrives.
     The served model is asked first, before anything is reused (a client without ``served_model``
     is keyed by its model name alone); identical requests are sent once; ``on_answer`` sees cached
-    answers first, so a component can write a query's record as it finishes.
-    """
+    answers first, so a component can write a query's record as it finishes."""
     requests = check_messages(requests, "generate_cached")
     if not requests:
         return []

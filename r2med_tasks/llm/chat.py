@@ -82,14 +82,12 @@ class _OneAtATime:
 
 
 class ChatClient(Endpoint):
-    """Chat completions from an OpenAI-compatible API, through the ``openai`` SDK. Sampling
-    parameters left None are not sent; ``top_k`` and ``repetition_penalty`` are vLLM's (OpenAI
-    refuses them). No key variable set means no ``Authorization`` header, except on api.openai.com.
+    """Chat completions from an OpenAI-compatible API, through the ``openai`` SDK. ``top_k`` and
+    ``repetition_penalty`` are vLLM's (OpenAI refuses them). No key set: no ``Authorization`` header.
 
-    Continued turns go one of two ways: chat mode sends the partial as a final assistant message
-    with vLLM's ``continue_final_message`` (OpenAI refuses it, Ollama ignores it, and the server's
-    templating strips its trailing whitespace); completions mode (``template``: a downloaded
-    tokenizer) renders the chat template here plus the partial, exactly, and needs ``max_tokens``.
+    Continued turns: chat mode sends the partial as a final assistant message with vLLM's
+    ``continue_final_message`` (OpenAI refuses it, Ollama ignores it, and its trailing whitespace is
+    stripped); completions mode (``template``) renders the chat template here, partial exact.
     """
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",

@@ -60,9 +60,8 @@ def endpoint_url(base_url: str, path: str) -> str:
 def openai_client(base_url: str, *, key: str | None, timeout: float):
     """An ``openai.OpenAI`` that leaves retrying to ``APICaller`` (the SDK's retries cannot be
     aborted, shown or shortened by tests) and follows no redirect (httpx would follow one to another
-    origin, with the key). The HTTP client, and a keyless client, are shared: building one costs
-    about as much as a request. Do not ``close()`` what this returns.
-    """
+    origin, with the key). Shared where it can be, building one costs as much as a request: never
+    ``close()`` it."""
     if key is None:
         with _http_lock:
             shared = _keyless_clients.get((base_url, timeout))

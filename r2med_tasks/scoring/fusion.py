@@ -2,17 +2,15 @@
 its top ``depth`` documents per query. Four methods:
 
 ``rrf``
-    Reciprocal rank fusion, ``score(d) = sum_m w_m / (rrf_k + rank_m(d))`` with ranks from 1
-    (Cormack, Clarke & Büttcher, "Reciprocal Rank Fusion outperforms Condorcet and individual Rank
-    Learning Methods", SIGIR 2009). It uses ranks only, so members whose scores live on unrelated
-    scales (BM25 vs. cosine) need no calibration; a document a member did not return adds 0.
+    ``score(d) = sum_m w_m / (rrf_k + rank_m(d))``, ranks from 1 (Cormack, Clarke & Büttcher, SIGIR
+    2009): ranks only, so scores on unrelated scales (BM25 vs. cosine) need no calibration.
 ``zscore``
-    Scores standardized per member and query (mean 0, population std 1) and then summed with the
-    weights: keeps how far apart a member's scores are, not only their order.
+    Scores standardized per member and query (population std), then summed with the weights: keeps
+    how far apart a member's scores are, not only their order.
 ``minmax``
-    Scores mapped per member and query onto [0, 1] by ``(s - min) / (max - min)``, then summed.
+    ``(s - min) / (max - min)`` per member and query, then summed.
 ``linear``
-    The raw scores summed with the weights: for members whose scores already share a scale.
+    The raw scores summed with the weights, for members whose scores already share a scale.
 
 Conventions:
 

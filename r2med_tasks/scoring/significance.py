@@ -4,13 +4,9 @@ Each system is scored per query (e.g. nDCG@10), and the two systems are compared
 they share. Two paired tests are available:
 
 ``randomization`` (the default)
-    The paired sign-flip randomization (permutation) test on the mean difference. Under the null
-    hypothesis the two systems are exchangeable on every query, so each per-query difference is
-    equally likely to have either sign. It makes no normality assumption, which matters for IR
-    metrics (bounded, often skewed, with many zeros), and Smucker, Allan & Carterette ("A Comparison
-    of Statistical Significance Tests for Information Retrieval Evaluation", CIKM 2007) recommend it
-    for IR evaluation. The observed assignment counts as one of the trials, so p is never 0:
-    ``p = (1 + #{|mean(flipped d)| >= |mean(d)|}) / (1 + trials)``.
+    The paired sign-flip randomization test on the mean difference: no normality assumption, which
+    IR metrics (bounded, skewed, many zeros) break; recommended by Smucker, Allan & Carterette (CIKM
+    2007). ``p = (1 + #{|mean(flipped d)| >= |mean(d)|}) / (1 + trials)``, never 0.
 ``t``
     The paired Student t-test (``scipy.stats.ttest_rel``), for comparison with published numbers.
 
@@ -134,10 +130,9 @@ def ties_with_best(
     trials: int = 10000,
     seed: int = 0,
 ) -> dict[Any, dict[str, Any]]:
-    """Which systems the test cannot tell from ``best`` on the average of per-task means: each is
-    compared with ``best`` on the queries both scored, Holm-adjusted over those comparisons, and
-    ``tied`` when the adjusted p-value is at least ``alpha``. ``tied`` is None for a system sharing
-    no query with ``best`` in some task. Every comparison starts ``default_rng(seed)`` afresh.
+    """Which systems the test cannot tell from ``best`` on the average of per-task means: compared on
+    the queries both scored, Holm-adjusted, ``tied`` when the adjusted p-value is at least ``alpha``
+    (None without a common query in some task). Every comparison starts ``default_rng(seed)`` afresh.
     """
     reference = per_query[best]
     raw: dict[Any, float] = {}
@@ -171,12 +166,9 @@ def compare(
     average_over: Collection[str] | None = None,
     resamples: int = 10000,
 ) -> dict[str, Any]:
-    """Compare system B against system A on the queries they share, per task (Holm-adjusted across
-    tasks) and on the average over ``average_over`` (R2MED's eight, so a ``sample`` task never
-    dilutes it), with paired bootstrap intervals; JSON-serialisable.
-
-    The average deliberately carries **no p-value**: a test over a handful of task means has little
-    power, and pooling queries across tasks would weight tasks by their size, unlike the average.
+    """Compare system B against A on their common queries, per task (Holm-adjusted) and on the
+    average over ``average_over``. The average deliberately carries **no p-value**: a test over a
+    handful of task means has little power, and pooling queries would weight tasks by their size.
     """
     if test not in TESTS:
         raise ValueError(f"unknown test {test!r}; choose one of: {', '.join(TESTS)}")
