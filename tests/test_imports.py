@@ -388,6 +388,20 @@ def test_imports_flow_one_way_between_layers():
     assert not bad, "\n".join(bad)
 
 
+def test_type_only_imports_flow_one_way_too():
+    """A name imported for annotations only still names a layer above: ``results.perquery`` once took
+    ``running.registry.Registry`` for a parameter's type; it takes the registry's lookup instead."""
+    bad = []
+    for imp in ALL_IMPORTS:
+        if not imp.type_only or imp.importer in OUTSIDE_LAYERS or not imp.importer.startswith(CORE + "."):
+            continue
+        for target in runs_on_import(imp.importer, imp.target):
+            if target.startswith(CORE + ".") and target not in OUTSIDE_LAYERS and \
+                    layer_of(unit_of(target)) > layer_of(unit_of(imp.importer)):
+                bad.append(f"{imp.where()} imports {target} for its types, a layer above")
+    assert not bad, "\n".join(bad)
+
+
 def test_the_top_level_stays_small():
     """Sixteen modules at most beside the sub-packages (mteb has 14, pyserini 14): a new module
     belongs in the sub-package of its concern."""
