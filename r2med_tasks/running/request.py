@@ -189,10 +189,10 @@ def choose_tasks(reg: Registry, names: Sequence[str] | None, data_dir: Path | No
 
 @dataclass
 class Prepared:
-    """A request made ready to run: the registry, the created pipeline, the tasks and the context."""
+    """What a request becomes once checked, once per invocation: its pipeline (components created),
+    its tasks and the context every component call gets; the runner computes the pipeline's spec
+    from it, once."""
 
-    request: RunRequest
-    registry: Registry
     pipeline: Pipeline
     tasks: list[TaskSpec]
     context: Context
@@ -221,7 +221,7 @@ def prepare(request: RunRequest, *, pipeline: Pipeline | None = None, registry: 
         check_output_folder(request.output, create=False)
         check_output_folder(cache_dir, create=False, option="--cache-dir")
         instantiate(pipeline, registry)
-    return Prepared(request, registry, pipeline, tasks, base_context(registry, cache_dir=cache_dir, log=log))
+    return Prepared(pipeline, tasks, base_context(registry, cache_dir=cache_dir, log=log))
 
 
 def _run_cache_dir(request: RunRequest) -> Path:

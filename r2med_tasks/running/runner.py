@@ -177,7 +177,6 @@ class _Current:
     """The task being evaluated, as saved runs and held-out scoring see it."""
 
     task: TaskSpec
-    source: TaskSource
     data: TaskData
     data_id: dict
     held_out: set[str] | None = None
@@ -266,7 +265,7 @@ class _Run:
         data_id = source.identity(data.revision)
         journal = Journal(folder.generations_journal(task.name), "the generation records")
         journal.path.unlink(missing_ok=True)  # a killed run's: this run's come again (its answers from the cache)
-        current = _Current(task, source, data, data_id, journal=journal)
+        current = _Current(task, data, data_id, journal=journal)
         context = self.task_context(context, current, phase, step)
         for warning in data.warnings:
             self.display.data_warning(warning)
@@ -339,8 +338,7 @@ class _Run:
         composite) on ``task``: from its own results folder when its identity matches, else computed
         (with ``queries`` when given: already rewritten) and saved there."""
         sub, spec = self.subpipeline(member)
-        here = task.name == current.task.name
-        source = current.source if here else self.source(task)
+        here, source = task.name == current.task.name, self.source(task)
         folder = ResultsFolder.for_pipeline(self.output, spec, local=source.local)
         data_id = current.data_id if here else source.identity()
         with writing([folder], self.display.waiting):
