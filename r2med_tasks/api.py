@@ -319,7 +319,7 @@ def compare_runs(a: str | Path, b: str | Path, *, tasks: str | Sequence[str] | N
     were scored on different data (their stored data identities differ) unless
     ``allow_different_data``; the result's ``data_differences`` says what differs. Bad input raises
     :class:`UserError`."""
-    from .results.layout import ResultsFolder
+    from .results.folder import ResultsFolder
     from .running.request import choose_tasks
     from .scoring.significance import Comparison, compare
     from .tasks.specs import R2MED_TASKS
@@ -366,7 +366,7 @@ def read_generations(run_dir: str | Path, task: str) -> list[dict[str, Any]]:
     its generation records, one per query and LLM stage, in the queries' order
     (:mod:`r2med_tasks.llm.records` says what each holds); those written so far while the task is
     being computed; [] when the run asked no LLM."""
-    from .results.layout import ResultsFolder
+    from .results.folder import ResultsFolder
 
     folder = ResultsFolder(Path(run_dir))
     records = folder.generations(registry().tasks([task])[0].name)
@@ -385,7 +385,7 @@ def export_generations(run_dir: str | Path, data_dir: str | Path, *, tasks: str 
     from .components.context import default_cache_dir
     from .tasks.datafiles import FILES
     from .results.generations import export_records, task_folder
-    from .results.layout import ResultsFolder
+    from .results.folder import ResultsFolder
     from .running.fusing import task_qrels
 
     folder, data_dir = ResultsFolder(Path(run_dir)), Path(data_dir)
@@ -423,7 +423,7 @@ def show_query(run: str | Path, query: str, *, task: str | None = None, data_dir
     from .results.perquery import choose_task, query_view, results_folder
 
     folder = results_folder(Path(run).expanduser())
-    spec = choose_task([folder], task, registry())
+    spec = choose_task([folder], task, registry().tasks)
     return query_view(folder, spec, str(query), data_dir=_path(data_dir), cache_dir=_path(cache_dir))
 
 
@@ -440,7 +440,7 @@ def compare_queries(a: str | Path, b: str | Path, *, task: str | None = None, qu
     from .results.perquery import choose_task, query_differences, results_folder
 
     folders = [results_folder(Path(p).expanduser()) for p in (a, b)]
-    spec = choose_task(folders, task, registry())
+    spec = choose_task(folders, task, registry().tasks)
     warnings = [f"{spec.name}: the runs may have been scored on different data ({'; '.join(lines)}); their "
                 "scores may not be comparable" for lines in different_data(folders, [spec.name]).values()]
     return query_differences(*folders, spec, None if query is None else str(query), data_dir=_path(data_dir),

@@ -231,7 +231,8 @@ def test_keep_tail_identities_are_those_recorded_before_the_move(plugins, rerank
     from r2med_tasks.api import registry
     from r2med_tasks.components.model_refs import hub_offline
     from r2med_tasks.running.pipelines import build_pipeline, instantiate
-    from r2med_tasks.results.identity import PipelineFolder, canonical
+    from r2med_tasks.results.folder import ResultsFolder
+    from r2med_tasks.results.identity import canonical
 
     config, experiment, variant = BEFORE[(reranker, options)]
     reg = registry()
@@ -240,7 +241,7 @@ def test_keep_tail_identities_are_those_recorded_before_the_move(plugins, rerank
         instantiate(pipeline, reg)
         plain = build_pipeline(reg, ["bm25", reranker], [])
         instantiate(plain, reg)
-        folder, base = (PipelineFolder(Path("out"), p.spec(), local=True).path for p in (pipeline, plain))
+        folder, base = (ResultsFolder.for_pipeline(Path("out"), p.spec(), local=True).path for p in (pipeline, plain))
     assert canonical(pipeline.config()) == config and pipeline.variant() == variant
     assert folder == (base / experiment if experiment else base)
     assert "keep_tail" not in pipeline.stages["reranker"].spec.options.model_fields  # never the reranker's own

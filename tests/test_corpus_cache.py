@@ -176,7 +176,7 @@ def test_a_run_hashes_each_file_once(folder, tmp_path, monkeypatch, cached, ahea
     monkeypatch.setattr(datafiles, "hashlib", counting)
     if ahead:
         datafiles.hash_ahead([folder])
-    identity = task.data_identity(folder.parent)
+    identity = task.source(folder.parent).identity()
     data = task.load(folder.parent, cache_dir=cache)
     assert data.revision == identity["revision"]
     assert [counting.digests.count(d) for d in file_digests(folder)] == [1, 1, 1]
@@ -184,12 +184,12 @@ def test_a_run_hashes_each_file_once(folder, tmp_path, monkeypatch, cached, ahea
 
 def test_a_file_changed_between_identity_and_load_is_hashed_again(folder):
     task = TaskSpec(name="R2MEDBiologyRetrieval", short_name="Biology", description="")
-    identity = task.data_identity(folder.parent)
+    identity = task.source(folder.parent).identity()
     queries = read_jsonl(folder / "query.jsonl")
     write_jsonl(folder / "query.jsonl", queries[:-1])
     data = task.load(folder.parent)
     assert data.revision != identity["revision"]
-    assert data.revision == task.data_identity(folder.parent)["revision"] == loading._revision(file_digests(folder))
+    assert data.revision == task.source(folder.parent).identity()["revision"] == loading._revision(file_digests(folder))
 
 
 def test_a_failed_hash_ahead_is_redone_or_named_when_its_task_comes(folder, monkeypatch):
@@ -207,10 +207,10 @@ def test_a_failed_hash_ahead_is_redone_or_named_when_its_task_comes(folder, monk
     monkeypatch.setattr(datafiles, "_DIGESTS", {})
     monkeypatch.setattr(datafiles, "_sha256_of", flaky)
     datafiles.hash_ahead([folder])
-    assert task.data_identity(folder.parent)["revision"] == loading._revision(file_digests(folder))
+    assert task.source(folder.parent).identity()["revision"] == loading._revision(file_digests(folder))
 
     monkeypatch.setattr(datafiles, "_DIGESTS", {})
     failures["left"] = 99
     datafiles.hash_ahead([folder])
     with pytest.raises(UserError, match=r"^\S*corpus.jsonl: cannot read it \(Permission denied\)"):
-        task.data_identity(folder.parent)
+        task.source(folder.parent).identity()

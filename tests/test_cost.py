@@ -224,7 +224,7 @@ def test_the_cost_file(evaluate, chat_server, two_tasks):
     """Beside the identity, listed in the task's manifest (written with its files as one), not a
     TaskResult to anyone who reads ``<Task>.json`` files, and read back only when it is the one
     written with them."""
-    from r2med_tasks.results.layout import ResultsFolder
+    from r2med_tasks.results.folder import ResultsFolder
 
     folder = ResultsFolder(folder_of(run(evaluate, chat_server, two_tasks, price=(1, 2), tasks=["Biology"])))
     task = "R2MEDBiologyRetrieval"

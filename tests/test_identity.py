@@ -15,7 +15,7 @@ import pytrec_eval
 
 import r2med_tasks as r2med
 from conftest import SAMPLE, TESTS, board_rows, qrels_of, read_jsonl, write_jsonl
-from r2med_tasks.results.layout import ResultsFolder
+from r2med_tasks.results.folder import ResultsFolder
 from r2med_tasks.tasks.specs import R2MED_TASKS
 
 

@@ -66,9 +66,10 @@ WARM_WRITE = """
 import sys
 from pathlib import Path
 from r2med_tasks.scoring.evaluation import score
-from r2med_tasks.results.identity import PipelineFolder, PipelineSpec
+from r2med_tasks.results.folder import ResultsFolder
+from r2med_tasks.results.identity import PipelineSpec
 spec = PipelineSpec("BM25", {"name": "bm25s", "revision": "0"}, {}, {}, {}, {}, composite=False)
-folder = PipelineFolder(Path(sys.argv[1]), spec)
+folder = ResultsFolder.for_pipeline(Path(sys.argv[1]), spec)
 (folder.path / "model_meta.json").parent.mkdir(parents=True)
 (folder.path / "model_meta.json").write_text("{}")  # written by the first task of a run, mteb imported then
 run, qrels = {"q1": {"a": 2.0, "b": 1.0}, "q2": {"c": 1.0}}, {"q1": {"b": 1}, "q2": {"c": 0}}

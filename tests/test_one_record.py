@@ -71,8 +71,8 @@ def test_sweep_lines_are_parsed_by_the_run_parser():
 
     parsed = parse_run_args(["--plugin", "bm25", "-o", "k1=1.2", "--top-k", "50", "--tasks", "sample",
                              "--device", "cpu", "--overwrite"])
-    assert parsed.request == RunRequest(("bm25",), ("k1=1.2",), ("sample",), top_k=50, device="cpu", overwrite=True)
-    assert parse_run_args(parsed.request.arguments()).request == parsed.request
+    assert parsed == RunRequest(("bm25",), ("k1=1.2",), ("sample",), top_k=50, device="cpu", overwrite=True)
+    assert parse_run_args(parsed.arguments()) == parsed
     assert {"plugin_names", "options", "top_k"} <= parsed.given and "output" not in parsed.given
     with pytest.raises(UserError, match="No such option '--frobnicate'"):
         parse_run_args(["--plugin", "bm25", "--frobnicate"])
@@ -138,7 +138,7 @@ def test_a_run_no_command_expresses_says_so(plugins, tmp_path, data_dir):
 
 
 def test_a_stored_command_that_builds_another_configuration_is_not_printed(evaluate, tmp_path, data_dir):
-    from r2med_tasks.results.layout import runs_under
+    from r2med_tasks.results.folder import runs_under
 
     out = tmp_path / "out"
     evaluate("bm25", k1=1.2, data_dir=data_dir, tasks="Biology", output=out)

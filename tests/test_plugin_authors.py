@@ -322,9 +322,9 @@ def test_a_third_party_pipelines_model_meta_is_what_mteb_writes(third_party, tmp
     """Written without importing mteb (a name mteb is never asked about), the same as mteb's."""
     import r2med_tasks as r2med
     from r2med_tasks.mteb_adapter import model_meta
-    from r2med_tasks.results.identity import PipelineFolder
+    from r2med_tasks.results.folder import ResultsFolder
 
-    folder = PipelineFolder(tmp_path, r2med.pipeline("shout", "bm25").spec(), local=True)
+    folder = ResultsFolder.for_pipeline(tmp_path, r2med.pipeline("shout", "bm25").spec(), local=True)
     written = json.loads(folder.model_meta_text())
     assert written["name"] == "shout-pkg/shout_BM25"
     info, update = folder._model_meta_args()

@@ -216,7 +216,7 @@ def test_a_distribution_installed_from_a_local_folder_is_identified_by_its_sourc
 
 def test_an_edited_plugin_recomputes_what_its_earlier_source_computed(source_plugin, tmp_path):
     import r2med_tasks as r2med
-    from r2med_tasks.results.layout import ResultsFolder
+    from r2med_tasks.results.folder import ResultsFolder
 
     def run(bonus):
         source_plugin(bonus)

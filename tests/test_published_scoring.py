@@ -19,7 +19,7 @@ import pytest
 from pydantic import Field
 
 from conftest import write_jsonl
-from r2med_tasks.results.layout import ResultsFolder
+from r2med_tasks.results.folder import ResultsFolder
 from r2med_tasks.components.options import Options
 
 K = (1, 3, 5, 10, 100)

@@ -13,7 +13,7 @@ import pytest
 import pytrec_eval
 
 from conftest import TESTS, qrels_of, read_jsonl
-from r2med_tasks.results.layout import ResultsFolder
+from r2med_tasks.results.folder import ResultsFolder
 from r2med_tasks.scoring.runs import read_trec
 
 

@@ -47,7 +47,7 @@ def test_a_reranker_on_a_reused_first_stage_counts_its_recorded_cost_in_memory(e
 
 def test_a_computed_task_reads_no_per_query_file(evaluate, two_tasks, monkeypatch):
     """The reading path stays for reused tasks only."""
-    from r2med_tasks.results.layout import ResultsFolder
+    from r2med_tasks.results.folder import ResultsFolder
 
     def refuse(*args, **kwargs):
         raise AssertionError("a computed task's outcome read back from its folder")

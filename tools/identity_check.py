@@ -76,7 +76,8 @@ def _identity(args: list[str], work: Path) -> object:
         from r2med_tasks.models import fingerprints_in, hub_offline
         from r2med_tasks.request import parse_run_args, prepare
 
-    request = parse_run_args([*args, "--output", str(work / "out"), "--cache-dir", str(work / "cache")]).request
+    parsed = parse_run_args([*args, "--output", str(work / "out"), "--cache-dir", str(work / "cache")])
+    request = getattr(parsed, "request", parsed)  # (a ParsedRun before the request carried what its words set)
     with hub_offline(), fingerprints_in(work / "cache"), contextlib.redirect_stderr(io.StringIO()):
         spec = prepare(request).pipeline.spec()
     return json.loads(json.dumps(dataclasses.asdict(spec), default=str))

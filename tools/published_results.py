@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 from r2med_tasks.files import atomic
-from r2med_tasks.results.layout import ResultsFolder, folder_path, slug
+from r2med_tasks.results.folder import ResultsFolder
+from r2med_tasks.results.layout import folder_path, slug
 from r2med_tasks.board.sources import published_rows
 from r2med_tasks.mteb_adapter import model_meta_text, task_result_text
 from r2med_tasks.board.published import MANIFEST, published_runs

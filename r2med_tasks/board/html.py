@@ -222,7 +222,7 @@ def per_query_views(listed, systems: dict[str, dict], tasks: list[str], *, data_
     """Your runs' per-query views, by system id: for the first :data:`QUERY_RUNS` runs in rank order
     that hold per-query files, per dataset their queries' nDCG@10, top 10 documents with grades and
     the beginning of what their LLM generated (:func:`r2med_tasks.results.perquery.page_queries`)."""
-    from ..results.layout import ResultsFolder
+    from ..results.folder import ResultsFolder
 
     specs = [t for t in R2MED_TASKS if t.name in tasks]
     judgments = PageJudgments(data_dir, cache_dir)
@@ -362,7 +362,7 @@ def model_facts(row) -> dict:
     if not isinstance(meta, dict):
         meta = {}
         if row.kind == "run" and row.provenance:
-            from ..results.layout import ResultsFolder
+            from ..results.folder import ResultsFolder
 
             meta = ResultsFolder(Path(row.provenance[0])).model_meta()
     params = _number(meta.get("n_parameters"))

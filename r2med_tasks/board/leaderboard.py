@@ -25,7 +25,8 @@ def published_row(system: str) -> Row | None:
 
 def published_row_for(system: str, config: dict) -> Row | None:
     """The published row a run of ``config`` reproduces: the row of that name whose command builds
-    exactly that configuration. (Whether the run used official data is the caller's to check.)"""
+    exactly that configuration (the command built once: :func:`command_config`). Whether the run
+    used official data is the caller's to check."""
     row = published_row(system)
     if row is None or not row.command:
         return None
@@ -38,7 +39,6 @@ def merge(rows: list[Row]) -> list[Row]:
     the run's name, else a row named by it and a parenthesis ("NV-Embed-v2 + monoBERT
     (rerank_k=100)", a repository run of another setting)."""
     merged: dict[tuple, Row] = {}
-    commands: dict[str, dict | None] = {}
     for row in rows:
         key = row.key
         if row.config is not None and not row.local:
@@ -47,11 +47,7 @@ def merge(rows: list[Row]) -> list[Row]:
             candidates = [merged[k] for k in published_keys if k[1] == name]
             candidates += [merged[k] for k in published_keys if k[1].startswith(name + " (")]
             for published in candidates:
-                if not published.command:
-                    continue
-                if published.command not in commands:
-                    commands[published.command] = command_config(published.command)
-                if commands[published.command] == canonical(row.config):
+                if published.command and command_config(published.command) == canonical(row.config):
                     key = published.key
                     break
         if key not in merged:

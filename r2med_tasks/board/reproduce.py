@@ -95,7 +95,7 @@ def tolerance_for(command: str) -> Tolerance:
     """The tolerance of a row's kind, from the components its command runs."""
     from ..running.request import parse_command
 
-    components = parse_command(command).request.components
+    components = parse_command(command).components
     names = {c.split(":")[-1] for c in components}
     if names & set(API):
         return TOLERANCES["api"]
@@ -123,11 +123,12 @@ def reproduce(reference: str, *, console, output: Path | None = None, data_dir: 
     kept in the run's results folder."""
     from dataclasses import replace
 
-    from ..results.layout import DEFAULT_OUTPUT, ResultsFolder
+    from ..results.folder import ResultsFolder
+    from ..results.layout import DEFAULT_OUTPUT
     from ..running.request import execute, parse_command
 
     planned = reproduction_plan(reference)
-    request = parse_command(planned.command).request
+    request = parse_command(planned.command)
     request = replace(request, output=output or request.output or DEFAULT_OUTPUT,
                       data_dir=data_dir if data_dir is not None else request.data_dir,
                       cache_dir=cache_dir if cache_dir is not None else request.cache_dir)

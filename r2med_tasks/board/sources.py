@@ -18,7 +18,8 @@ from pathlib import Path
 
 from ..scoring.evaluation import SCORE_FAMILIES, leaderboard_average, leaderboard_value
 from ..files.bounded import MalformedJSON, UnreadableFile, read_bytes, unit_score
-from ..results.layout import MAX_TASK_RESULT_BYTES, ResultsFolder, runs_under
+from ..results.folder import ResultsFolder, runs_under
+from ..results.layout import MAX_TASK_RESULT_BYTES
 from .published import PUBLISHED_CSV, PUBLISHED_KINDS, mteb_record, paper_runs, published_runs, shipped_files
 from .published import provenance as run_provenance
 from ..results.identity import canonical, differences
@@ -227,20 +228,21 @@ def _run_metrics(run: dict) -> dict[str, dict[str, float]]:
     return {t.name: dict(run["metrics"][t.short_name]) for t in R2MED_TASKS if t.short_name in run["metrics"]}
 
 
-def command_config(command: str | list[str]) -> dict | None:
-    """The configuration an ``r2med-run`` command builds, parsed as ``r2med-run`` parses it (None
-    when it cannot be built here)."""
+@functools.cache  # a published row's command is built once per process, however often runs are compared with it
+def command_config(command: str) -> dict | None:
+    """The configuration a published row's ``r2med-run`` command builds, parsed as ``r2med-run``
+    parses it (None when it cannot be built here)."""
     return _command_check(command)[0]
 
 
 def _command_check(command: str | list[str]) -> tuple[dict | None, str | None]:
-    """(configuration, None) of a command, or (None, why it cannot be built here)."""
+    """(configuration, None) of a stored command, or (None, why it cannot be built here)."""
     from ..errors import UserError
     from ..running.pipelines import build_pipeline
     from ..running.request import parse_command
 
     try:
-        request = parse_command(command).request
+        request = parse_command(command)
         built = build_pipeline(_installed_registry(), list(request.components), list(request.options), top_k=request.top_k,
                                device=request.device)
         return canonical(built.config()), None

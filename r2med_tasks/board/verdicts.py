@@ -45,7 +45,7 @@ def reproductions(folders: list[Path]) -> list[dict[str, Any]]:
     """The reproductions kept under results ``folders`` (their ``r2med/reproduction.json``), the
     latest of each row, in the board's rank order: the reproduction matrix."""
     from ..files.bounded import UnreadableFile
-    from ..results.layout import read_record, runs_under
+    from ..results.folder import read_record, runs_under
 
     latest: dict[str, dict[str, Any]] = {}
     for root in folders:

@@ -10,7 +10,8 @@ from rich.markup import escape
 from ..errors import UserError
 from ..scoring.fusion import DEFAULT_DEPTH, DEFAULT_METHOD, DEFAULT_RRF_K, FUSION_METHODS
 from ..terminal import printable
-from ..results.layout import DEFAULT_OUTPUT, check_output_folder
+from ..results.folder import check_output_folder
+from ..results.layout import DEFAULT_OUTPUT
 from ..running.request import PathOption
 from ..scoring.runs import DEFAULT_TOP_K
 from .common import err, user_errors

@@ -86,15 +86,14 @@ def print_plan(plan: dict, as_json: bool) -> None:
 
 def print_summary(outcome, as_json: bool) -> None:
     """Per-task and average nDCG@10 as the leaderboard computes them, beside the published numbers
-    when the run is a published row's configuration on R2MED's official data (the configuration
-    read from the run's stored record)."""
-    from ..results.layout import ResultsFolder
+    when the run is a published row's configuration on R2MED's official data (the configuration the
+    run carried on its outcome, compared with the one the row's command builds)."""
     from ..board.leaderboard import published_row_for
     from ..tasks.specs import R2MED_TASKS
 
     tasks = outcome.tasks
     average = outcome.average_x100()
-    config = ResultsFolder(Path(outcome.results_dirs[0])).record().get("config")
+    config = outcome.spec.config if outcome.spec is not None else None
     row = published_row_for(outcome.display_name, config) if outcome.official_data and config else None
     published = [row.scores.get(o.task) if row else None for o in tasks]
     published_average = row.average if row and len(tasks) == 8 and None not in published else None
@@ -141,7 +140,7 @@ def print_summary(outcome, as_json: bool) -> None:
 def cost_line(totals: dict, *, reused: bool = False) -> str | None:
     """The run's totals under the table: LLM requests and tokens, dollars, and wall seconds per stage
     (a reused task's as its cost file recorded them); None when no task recorded any."""
-    from ..results.layout import COST_STAGES
+    from ..results.folder import COST_STAGES
     from ..llm.usage import usd_text
 
     seconds = {k: v for k, v in (totals.get("seconds") or {}).items() if v is not None}

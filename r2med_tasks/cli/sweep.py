@@ -11,7 +11,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UserError
-from ..results.layout import DEFAULT_OUTPUT, check_output_folder
+from ..results.folder import check_output_folder
+from ..results.layout import DEFAULT_OUTPUT
 from ..running.request import PathOption
 from ..sweep.plan import GPU_MEMORY_GB
 from .common import err, out, user_errors

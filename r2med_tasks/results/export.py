@@ -26,13 +26,13 @@ from ..files import atomic
 from .contribution import MAX_READ_BYTES, before_export, check_exported
 from ..errors import UserError
 from ..files.bounded import MalformedJSON, MissingFile, UnreadableFile, parse_json, read_bytes
+from .folder import ResultsFolder
 from .layout import (
     MAX_RECORD_BYTES,
     MAX_TASK_RESULT_BYTES,
     MODEL_META,
     MTEB_RESULTS,
     RUN_SETTINGS,
-    ResultsFolder,
     experiment_name,
     repository_path,
 )

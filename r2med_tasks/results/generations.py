@@ -27,7 +27,8 @@ from ..tasks.combine import GAR_METHODS
 from ..tasks.datafiles import FILES, GENERATED_FILE
 from ..tasks.loading import local_revision
 from ..errors import UserError
-from .layout import ResultsFolder, safe_component
+from .folder import ResultsFolder
+from .layout import safe_component
 
 
 @dataclass(frozen=True)

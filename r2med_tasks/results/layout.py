@@ -1,9 +1,7 @@
-"""The results layout, in one place: where a run's files lie, and how they are read back.
-
-Writers (the runner, ``r2med fuse``, the published record) and readers (the leaderboard,
-``compare``, ``export-mteb``, ``fuse``, ``run-file``) all go through this module, so a path is
-derived once and a file is read one way. The layout is mteb 2.x's ``ResultCache`` layout, so
-``mteb`` loads every result on official data as its own::
+"""The naming rules of the results layout: what every folder and file of a results folder is
+called, and where a model's folder lies; :mod:`r2med_tasks.results.folder` builds one folder's
+paths from them, and reads and writes its files. The layout is mteb 2.x's ``ResultCache``
+layout, so ``mteb`` loads every result on official data as its own::
 
     <output>/<org__model>/<revision>/                      results on R2MED's data from the hub
         <Task>.json (TaskResult), model_meta.json, run_settings.jsonl,
@@ -24,13 +22,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import re
 from pathlib import Path
 from typing import Any
 
-from ..files.bounded import MissingFile, UnreadableFile, parse_json, read_bytes, read_json_object, read_text
+from .identity import PipelineSpec, digest
 
 DEFAULT_OUTPUT = Path("results")  # where results are written unless told (--output)
 MTEB_RESULTS = "results"  # the folder of results in a clone of the MTEB results repository
@@ -132,367 +129,33 @@ def folder_path(output: Path, name: str, revision: str, experiment: str | None, 
     return path / EXPERIMENTS / experiment if experiment else path
 
 
-class ResultsFolder:
-    """One results folder: its files' paths, and what they hold, read defensively (a missing or
-    unreadable file reads as nothing; the caller says what that means)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({str(self.path)!r})"
-
-    # -- paths -------------------------------------------------------------------------------------
-
-    def task_json(self, task_name: str) -> Path:
-        return self.path / f"{task_name}{TASK_RESULT_SUFFIX}"
-
-    def trec(self, task_name: str) -> Path:
-        return self.path / f"{task_name}{TREC_SUFFIX}"
-
-    def per_query(self, task_name: str) -> Path:
-        return self.path / f"{task_name}{PER_QUERY_SUFFIX}"
-
-    def kept_file(self, task_name: str, name: str) -> Path:
-        """Rows a component kept beside the task's results (``context.keep``): an agent's trajectories."""
-        return self.path / f"{task_name}.{name}{KEPT_SUFFIX}"
-
-    def generations_file(self, task_name: str) -> Path:
-        """What the run's LLMs wrote, a record per query and stage (``r2med_tasks.llm.records``)."""
-        return self.kept_file(task_name, GENERATIONS)
-
-    def generations_journal(self, task_name: str) -> Path:
-        """The records of a task being computed, appended as they arrive (gone once it is written)."""
-        return self.own_folder / f"{task_name}.{GENERATIONS}{JOURNAL_SUFFIX}"
-
-    def identity_file(self, task_name: str) -> Path:
-        return self.own_folder / f"{task_name}{IDENTITY_SUFFIX}"
-
-    def cost_file(self, task_name: str) -> Path:
-        """What computing the task cost (:meth:`cost`), written with its files and never part of its
-        identity; under ``r2med/``, so no reader of ``<Task>.json`` TaskResults (mteb's) takes it for one."""
-        return self.own_folder / f"{task_name}{COST_SUFFIX}"
-
-    @property
-    def own_folder(self) -> Path:
-        """``r2med/``: the files of r2med's own beside mteb's."""
-        return self.path / OWN_FOLDER
-
-    @property
-    def record_file(self) -> Path:
-        return self.own_folder / RECORD
-
-    def manifest_file(self, task_name: str) -> Path:
-        """The hashes of a task's files, written after them: the task is finished when they agree."""
-        return self.own_folder / f"{task_name}{MANIFEST_SUFFIX}"
-
-    @property
-    def reproduction_file(self) -> Path:
-        """What ``r2med reproduce`` found when this folder's run reproduced a published row."""
-        return self.own_folder / REPRODUCTION
-
-    @property
-    def lock_file(self) -> Path:
-        return self.own_folder / LOCK
-
-    @property
-    def model_meta_file(self) -> Path:
-        return self.path / MODEL_META
-
-    @property
-    def run_settings_file(self) -> Path:
-        return self.path / RUN_SETTINGS
-
-    @property
-    def local(self) -> bool:
-        """Whether the folder lies in a ``local-data`` tree (results on data read from local files):
-        ``<output>/local-data/<model>/<revision>``."""
-        return self.revision_folder.parent.parent.name == LOCAL_DATA
-
-    @property
-    def in_experiment(self) -> bool:
-        return self.path.parent.name == EXPERIMENTS
-
-    # -- reading -----------------------------------------------------------------------------------
-
-    def task_files(self) -> list[Path]:
-        """The TaskResult files, by task name."""
-        return sorted(p for p in self.path.glob(f"*{TASK_RESULT_SUFFIX}") if p.name != MODEL_META)
-
-    def task_names(self) -> list[str]:
-        return [p.stem for p in self.task_files()]
-
-    def trec_files(self) -> list[Path]:
-        """The runs (``<Task>.trec``) the folder holds, by name: a results folder's, or a folder of runs."""
-        return sorted(self.path.glob(f"*{TREC_SUFFIX}"))
-
-    def run_task_names(self) -> list[str]:
-        """The tasks whose run the folder holds (:meth:`trec_files`)."""
-        return [p.stem for p in self.trec_files()]
-
-    def per_query_files(self) -> dict[str, Path]:
-        """task -> its per-query file, for each one the folder holds, by task name."""
-        return {p.name.removesuffix(PER_QUERY_SUFFIX): p for p in sorted(self.path.glob(f"*{PER_QUERY_SUFFIX}"))}
-
-    def temp_files(self) -> list[Path]:
-        """The files a writer puts aside before putting them in place (half-written, when a run was killed)."""
-        return [*self.path.glob(TEMP_FILES), *self.own_folder.glob(TEMP_FILES)]
-
-    def problems(self) -> dict[Path, str]:
-        """The files the readers below refused so far, each with why (one line), for the caller to
-        report: a missing file is none (results r2med did not write have no record), a file that is
-        no regular file, too large, not JSON or nested too deep is one."""
-        return vars(self).setdefault("_problems", {})
-
-    def _object(self, path: Path) -> dict[str, Any] | None:
-        try:
-            return read_record(path)
-        except MissingFile:
-            return None
-        except UnreadableFile as e:
-            self.problems()[path] = str(e)
-            return None
-
-    def record(self) -> dict[str, Any]:
-        """What ``r2med/pipeline.json`` records (empty when there is none: results r2med did not write,
-        or when it cannot be read: :meth:`problems` says why)."""
-        return self._object(self.record_file) or {}
-
-    def identity(self, task_name: str) -> dict[str, Any] | None:
-        """A task's stored identity (None: none, or not one r2med wrote)."""
-        stored = self._object(self.identity_file(task_name))
-        return stored if stored and isinstance(stored.get("data"), dict) else None
-
-    def model_meta(self) -> dict[str, Any]:
-        return self._object(self.model_meta_file) or {}
-
-    def manifest(self, task_name: str) -> dict[str, Any] | None:
-        """The hashes of a task's files, by path relative to the folder (None: none to read)."""
-        return self._object(self.manifest_file(task_name))
-
-    def run_settings(self) -> str | None:
-        """``run_settings.jsonl``'s text: None when there is none, "" when it cannot be read as text."""
-        try:
-            return read_text(self.run_settings_file, MAX_TASK_RESULT_BYTES)
-        except MissingFile:
-            return None
-        except UnreadableFile:
-            return ""
-
-    def generations(self, task_name: str) -> list[dict[str, Any]]:
-        """A task's generation records (``<Task>.generations.jsonl``), or, while it is being computed
-        (or after a run was killed), those its journal holds so far; [] when there are none. A line
-        that is not a JSON object is left out and the file named in :meth:`problems`."""
-        for path in (self.generations_file(task_name), self.generations_journal(task_name)):
-            try:
-                text = read_text(path, MAX_TABLE_BYTES)
-            except MissingFile:
-                continue
-            except UnreadableFile as e:
-                self.problems()[path] = str(e)
-                return []
-            records = []
-            for number, line in enumerate(text.splitlines(), 1):
-                if not line.strip():
-                    continue
-                try:
-                    value = parse_json(line)
-                except UnreadableFile as e:
-                    value = e
-                if isinstance(value, dict) and isinstance(value.get("query_id"), str):
-                    records.append(value)
-                else:
-                    self.problems()[path] = f"line {number} is not a generation record"
-            return records
-        return []
-
-    def cost(self, task_name: str) -> dict[str, Any] | None:
-        """What computing a task cost, as recorded when it was computed: ``{"seconds": {stage:
-        seconds}, "usage": {"requests", "cached", "prompt_tokens", "completion_tokens",
-        "reasoning_tokens", "usd"} or None}`` (stages: :data:`COST_STAGES`, those that ran; usage None
-        when no component called an LLM; usd None when a price was unknown). None when there is no
-        such record (results written before r2med recorded costs, a fused run), when it is not the
-        one written with the task's files (its manifest lists no file of that content), or when it
-        is malformed (:meth:`problems` says why)."""
-        path = self.cost_file(task_name)
-        try:
-            data = read_bytes(path, MAX_RECORD_BYTES)
-        except MissingFile:
-            return None
-        except UnreadableFile as e:
-            self.problems()[path] = str(e)
-            return None
-        manifest = self.manifest(task_name) or {}
-        if manifest.get(path.relative_to(self.path).as_posix()) != hashlib.sha256(data).hexdigest():
-            return None  # left by an earlier computation of the task (or edited): not this result's
-        try:
-            cost = parse_json(data)
-        except UnreadableFile as e:
-            self.problems()[path] = str(e)
-            return None
-        if not _cost_shaped(cost):
-            self.problems()[path] = "not a cost record ({\"seconds\": {...}, \"usage\": {...} or null})"
-            return None
-        return cost
-
-    def task_result(self, path: Path) -> dict[str, Any]:
-        """A TaskResult file's JSON object (one of :meth:`task_files`), read within
-        :data:`MAX_TASK_RESULT_BYTES`; raises :class:`UnreadableFile` saying why not."""
-        return read_json_object(path, MAX_TASK_RESULT_BYTES)
-
-    def name(self) -> str:
-        """The run's display name: its record's, else the model name its folder says."""
-        recorded = self.record().get("name")
-        if isinstance(recorded, str) and recorded:
-            return recorded
-        return self.model_meta().get("name") or folder_model_name(self.revision_folder.parent.name)
-
-    @property
-    def revision_folder(self) -> Path:
-        return self.path.parent.parent if self.in_experiment else self.path
-
-    def key(self) -> tuple[str, str, str | None, bool]:
-        """Model name, revision and experiment as mteb reads them (model_meta.json, else the path),
-        and whether the data was local: one results folder's identity among others."""
-        meta = self.model_meta()
-        name = meta.get("name") or folder_model_name(self.revision_folder.parent.name)
-        revision = meta.get("revision") or self.revision_folder.name
-        kwargs = meta.get("experiment_kwargs")
-        experiment = experiment_name(kwargs) if isinstance(kwargs, dict) else (
-            self.path.name if self.in_experiment else None)
-        return str(name), str(revision), experiment, self.local
-
-    def read_run(self, task_name: str):
-        """The saved top-k run of a task, in rank order."""
-        from ..scoring.runs import read_trec
-
-        return read_trec(self.trec(task_name))
-
-    def per_query_ndcg(self) -> dict[str, dict[str, float]]:
-        """task -> query -> nDCG@10, from the per-query files."""
-        from ..errors import UserError
-
-        files = self.per_query_files()
-        if not files:
-            raise UserError(f"{self.path}: no <Task>.per_query.tsv files; pass a results folder written by r2med-run")
-        return {task: {q: row["ndcg_at_10"] for q, row in _per_query_rows(path, ("ndcg_at_10",)).items()}
-                for task, path in files.items()}
-
-    def per_query_scores(self, task_name: str,
-                         columns: tuple[str, ...] = ("ndcg_at_10",)) -> dict[str, dict[str, float]]:
-        """query -> {column: value} of a task's per-query file, for those of ``columns`` the file has
-        (``ndcg_at_10`` it must have; a file written before a column existed lacks it)."""
-        return _per_query_rows(self.per_query(task_name), columns)
-
-
-def read_record(path: Path) -> dict[str, Any]:
-    """A JSON record of a results folder (``r2med/pipeline.json``, an identity, a manifest,
-    ``model_meta.json``, a reproduction), read within :data:`MAX_RECORD_BYTES`; raises
-    :class:`UnreadableFile` (:class:`MissingFile`: none there) saying why not."""
-    return read_json_object(path, MAX_RECORD_BYTES)
-
-
-def _per_query_rows(path: Path, columns: tuple[str, ...]) -> dict[str, dict[str, float]]:
-    """A per-query file's rows, query -> {column: value} for the ``columns`` its header has; a
-    one-line UserError naming the file (and line) for a file that is no such table."""
-    from ..errors import UserError
-
-    try:
-        text = read_text(path, MAX_TABLE_BYTES)
-    except UnreadableFile as e:
-        raise UserError(f"{path}: {e}; pass a results folder written by r2med-run") from None
-    lines = [line.removesuffix("\r") for line in text.split("\n")]  # (str.splitlines also splits at \x1c...)
-    if lines and not lines[-1]:
-        lines.pop()
-    header = lines[0].split("\t") if lines else []
-    if "ndcg_at_10" not in header:
-        raise UserError(f"{path}:1: no ndcg_at_10 column")
-    wanted = [(c, header.index(c)) for c in columns if c in header]
-    rows: dict[str, dict[str, float]] = {}
-    first: dict[str, int] = {}
-    for n, line in enumerate(lines[1:], 2):
-        fields = line.split("\t")
-        try:
-            query, row = fields[0], {c: float(fields[i]) for c, i in wanted}
-        except (IndexError, ValueError):
-            what = "an nDCG@10 value" if wanted == [("ndcg_at_10", header.index("ndcg_at_10"))] else \
-                f"numbers in its columns ({', '.join(c for c, _ in wanted)})"
-            raise UserError(f"{path}:{n}: expected a query id and {what}") from None
-        if query in first:
-            raise UserError(f"{path}:{n}: query {query!r} appears twice (first on line {first[query]}); "
-                            "a query has one value: pass a results folder written by r2med-run")
-        first[query], rows[query] = n, row
-    return rows
-
-
-COST_STAGES = ("load", "rewrite", "index", "search", "rerank", "score")
-"""The stages a cost record times: loading models (``context.loading()``, counted apart from the
-stage it happens in), rewriting queries, indexing (encoding) the corpus, searching (encoding queries
-and searching), reranking, scoring."""
-USAGE_COUNTS = ("requests", "cached", "prompt_tokens", "completion_tokens", "reasoning_tokens")
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
-
-
-def _cost_shaped(cost: Any) -> bool:
-    """Whether a cost file holds what r2med writes there (see :meth:`ResultsFolder.cost`)."""
-    if not isinstance(cost, dict) or not isinstance(cost.get("seconds"), dict):
-        return False
-    if not all(k in COST_STAGES and _number(v) for k, v in cost["seconds"].items()):
-        return False
-    usage = cost.get("usage")
-    if usage is None:
-        return "usage" in cost
-    return (isinstance(usage, dict) and all(isinstance(usage.get(k), int) and _number(usage[k]) for k in USAGE_COUNTS)
-            and (usage.get("usd") is None or _number(usage["usd"])) and "usd" in usage)
-
-
-def runs_under(root: Path) -> list[ResultsFolder]:
-    """Every results folder under an output folder, official and local-data trees alike: revision
-    folders and their experiments that hold a TaskResult."""
-    found: dict[Path, ResultsFolder] = {}
-    for tree in (root, root / LOCAL_DATA):
-        for pattern in ("*/*/*.json", f"*/*/{EXPERIMENTS}/*/*.json"):
-            for path in sorted(tree.glob(pattern)):
-                folder = path.parent
-                if tree == root and folder.relative_to(root).parts[0] == LOCAL_DATA:
-                    continue  # the local-data tree is read as a tree of its own
-                if path.name != MODEL_META and folder not in found:
-                    found[folder] = ResultsFolder(folder)
-    return list(found.values())
-
-
-def results_folder_of(path: Path) -> ResultsFolder:
-    """The results folder a result file lies in (the folder itself when given one)."""
-    return ResultsFolder(path if path.is_dir() else path.parent)
-
-
-def run_name(path: Path) -> str:
-    """A run's display name: its pipeline's name for a results folder (or a run file in one), else
-    the file name."""
-    recorded = results_folder_of(path).record().get("name")
-    return recorded if isinstance(recorded, str) and recorded else path.stem
-
-
-def check_output_folder(path: Path, *, create: bool, option: str = "--output") -> None:
-    """Refuse, before any work, a results (or cache) folder that cannot be created or written;
-    ``create`` makes it (a dry run only checks)."""
-    from ..errors import UserError
-
-    existing = next(p for p in (path, *path.absolute().parents) if p.exists())
-    if not existing.is_dir():
-        raise UserError(f"{option} {path}: {existing} is a file, not a folder; choose another {option}")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise UserError(f"{option} {path}: {existing} is not writable; choose a folder you can write, or fix its "
-                        "permissions")
-    if create:
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise UserError(f"{option} {path}: cannot create it ({e.strerror or e}); choose a folder you can "
-                            "write") from None
+def filed_under(spec: PipelineSpec) -> tuple[str, str]:
+    """The model name and revision a pipeline's results are filed under: a bare retriever's own
+    model (a model name of r2med's own, ``r2med/hybrid``, under a third-party member's package),
+    so they merge with MTEB's; a composite's ``<namespace>/<its name>``, at a hash of its
+    components and the models they use (its options name the experiment)."""
+    if spec.composite:
+        return f"{spec.namespace}/{slug(spec.display_name) or 'pipeline'}", \
+            digest({"config": _without_options(spec.config), "models": spec.models})
+    return _in_namespace(spec.model["name"], spec.namespace), safe_component(str(spec.model["revision"]))
+
+
+def _in_namespace(name: str, namespace: str) -> str:
+    """A model name in r2med's own namespace (``r2med/hybrid``) as ``namespace``'s (the package of
+    the pipeline's first third-party component); any other name as it is."""
+    org, slash, rest = name.partition("/")
+    return f"{namespace}/{rest}" if slash and org == "r2med" and namespace != "r2med" else name
+
+
+def _without_options(config: dict[str, Any]) -> dict[str, Any]:
+    """The components of a configuration, without option values (those name the experiment)."""
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, dict) and "component" in value:
+            out[key] = {k: v for k, v in value.items() if k != "options"}
+        elif key == "members":
+            out[key] = [_without_options(m) for m in value]
+    return out
 
 
 def inside(path: Path, root: Path) -> bool:

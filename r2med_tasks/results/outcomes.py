@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .identity import PipelineSpec
+
 
 @dataclass(frozen=True)
 class TaskOutcome:
@@ -52,7 +54,7 @@ class TaskOutcome:
         file and its cost file. How a reused task's outcome is built; a task computed now is built
         from what was written (:meth:`written`), equal to what this reads back."""
         from ..scoring.evaluation import COVERAGE, MAIN_SCORE
-        from .layout import ResultsFolder
+        from .folder import ResultsFolder
 
         run = folder if isinstance(folder, ResultsFolder) else ResultsFolder(Path(folder))
         result = run.task_result(run.task_json(task.name))
@@ -63,7 +65,7 @@ class TaskOutcome:
     @classmethod
     def written(cls, task, folder, scores: Mapping[str, Any], rows: dict[str, dict[str, float]],
                 cost: dict[str, Any] | None, *, official_data: bool) -> TaskOutcome:
-        """The outcome of ``task`` computed now, from what ``PipelineFolder.write`` wrote to ``folder``:
+        """The outcome of ``task`` computed now, from what ``ResultsFolder.write`` wrote to ``folder``:
         its ``scores``, its per-query ``rows`` (:func:`stored_rows`) and its ``cost``; equal to what
         :meth:`read` reads back, without reading."""
         from ..mteb_adapter import stored_score
@@ -125,7 +127,7 @@ def average_ci(tasks: list[TaskOutcome], computed: Mapping[str, dict[str, dict[s
     files, so a reused task counts as it did when computed, but for the tasks in ``computed``
     (task name -> the rows just written, :func:`stored_rows`). None for no task."""
     from ..scoring.evaluation import MAIN_SCORE
-    from .layout import ResultsFolder
+    from .folder import ResultsFolder
     from ..scoring.uncertainty import average_interval_of, x100
 
     if not tasks:
@@ -152,6 +154,9 @@ class RunOutcome(Mapping[str, TaskOutcome]):
     command: str | None = None  # the r2med-run line that reproduces the run (None: no command can)
     summaries: list[str] = field(default_factory=list)  # the components' closing lines (LLM usage)
     average_ci: list[float] | None = None  # [lo, hi] of the average's 95% interval, ×100 (:func:`average_ci`)
+    # What the run ran, carried from it (its configuration, command, ...: what its record holds), which
+    # the summary compares with a published row's; not in the JSON (None in an outcome read back from it).
+    spec: PipelineSpec | None = field(default=None, repr=False, compare=False)
 
     def __getitem__(self, task: str) -> TaskOutcome:
         from ..tasks.specs import normalize
@@ -177,7 +182,7 @@ class RunOutcome(Mapping[str, TaskOutcome]):
 
     def task_results(self) -> dict[str, Any]:
         """mteb's TaskResult of each task, as mteb reads it from disk."""
-        from .layout import ResultsFolder
+        from .folder import ResultsFolder
         from ..mteb_adapter import read_task_result
 
         return {o.task: read_task_result(ResultsFolder(o.results_dir).task_json(o.task)) for o in self.tasks}

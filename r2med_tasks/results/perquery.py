@@ -15,18 +15,17 @@ docs/inspecting-runs.md; keys are only ever added.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
-from .layout import ResultsFolder, runs_under
+from .folder import ResultsFolder, runs_under
 from ..llm.answers import THINK_CLOSE, THINK_OPEN
 from ..terminal import printable
 
 if TYPE_CHECKING:
-    from ..running.registry import Registry
     from ..tasks.taskdata import TaskData
     from ..tasks.specs import TaskSpec
 
@@ -119,9 +118,11 @@ def run_tasks(folder: ResultsFolder) -> list[str]:
     return sorted(set(folder.run_task_names()) & set(folder.per_query_files()))
 
 
-def choose_task(folders: Sequence[ResultsFolder], task: str | None, reg: Registry) -> TaskSpec:
+def choose_task(folders: Sequence[ResultsFolder], task: str | None,
+                find_tasks: Callable[[list[str]], list[TaskSpec]]) -> TaskSpec:
     """The task ``task`` names (an mteb name, a short name or alias, as ``--tasks`` takes one) among
-    those every folder holds; without a name, the one task they hold."""
+    those every folder holds; without a name, the one task they hold. ``find_tasks``: the installed
+    tasks' lookup (``Registry.tasks``); a task none registers is known by its name only."""
     from ..tasks.specs import SHORT_NAMES, TaskSpec
 
     held = [set(run_tasks(f)) for f in folders]
@@ -145,7 +146,7 @@ def choose_task(folders: Sequence[ResultsFolder], task: str | None, reg: Registr
         name = task
     else:
         try:
-            chosen = reg.tasks([task])
+            chosen = find_tasks([task])
         except UserError as e:  # the registry speaks of r2med-run's --tasks
             raise UserError(str(e).replace("--tasks ", "--task ", 1)) from None
         if len(chosen) != 1:
@@ -157,10 +158,11 @@ def choose_task(folders: Sequence[ResultsFolder], task: str | None, reg: Registr
                 if name not in tasks:
                     raise UserError(f"{printable(folder.path)}: no results of {name} (it holds {listed(tasks)}); "
                                     "pass --task one of those, or another results folder")
-    for entry in reg.entries["task"]:
-        if entry.spec.name == name:
-            return entry.spec
-    return TaskSpec(name=name, short_name=name, description="")
+    try:
+        found = find_tasks([name])
+    except UserError:  # a task no installed plugin registers
+        found = []
+    return found[0] if found and found[0].name == name else TaskSpec(name=name, short_name=name, description="")
 
 
 def scores_of(folder: ResultsFolder, task: str) -> dict[str, float]:
@@ -298,7 +300,7 @@ def generation(record: dict[str, Any]) -> dict[str, Any]:
 def label_of(folder: ResultsFolder) -> str:
     """The run's label as its record has it (its name and option variant: "BM25 (k1=1.2)"), else its name."""
     label = folder.record().get("label")
-    return label if isinstance(label, str) and label else folder.name()
+    return label if isinstance(label, str) and label else folder.display_name()
 
 
 def llm_stages(folder: ResultsFolder) -> bool:

@@ -15,7 +15,8 @@ from typing import Any
 from ..errors import UserError
 from ..scoring.runs import Run, read_trec
 from ..tasks.specs import normalize
-from .layout import results_folder_of, run_name, slug
+from .folder import results_folder_of, run_name
+from .layout import slug
 
 
 class SavedRuns:

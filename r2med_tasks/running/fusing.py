@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 
 from ..components.context import default_cache_dir
 from ..errors import UserError
-from ..results.identity import PipelineFolder, PipelineSpec, code_versions, different_data, differences, digest, slug
-from ..results.layout import DEFAULT_OUTPUT, ResultsFolder, run_name
+from ..results.folder import ResultsFolder, run_name
+from ..results.identity import PipelineSpec, code_versions, different_data, differences, digest
+from ..results.layout import DEFAULT_OUTPUT, slug
 from ..results.outcomes import RunOutcome, TaskOutcome, average_ci
 from ..scoring.fusion import DEFAULT_DEPTH, DEFAULT_RRF_K, fuse
 from ..scoring.runs import DEFAULT_TOP_K, read_trec
@@ -118,7 +119,7 @@ def fuse_saved_runs(inputs: Sequence[str | Path], *, registry: Registry, qrels: 
             raise UserError(f"r2med fuse: {where} judge none of the {len(fused)} queries the runs rank; are the "
                             "runs and the judgments of the same task?")
         fused_runs.append((task, judged, judgments, data_id))
-    by_kind = {local: PipelineFolder(Path(output), spec, local=local)
+    by_kind = {local: ResultsFolder.for_pipeline(Path(output), spec, local=local)
                for local in dict.fromkeys(d["source"] != "hub" for *_, d in fused_runs)}
     for folder in by_kind.values():
         folder.check_claim()
@@ -136,15 +137,16 @@ def fuse_saved_runs(inputs: Sequence[str | Path], *, registry: Registry, qrels: 
     main = next(iter(by_kind.values()))
     notes = [f"warning: {task}: fused runs scored on different data ({'; '.join(lines)}), as "
              "--allow-different-data allows" for task, lines in differing.items()]
-    return RunOutcome(main.display_name, main.label, main.name, main.revision, main.experiment,
+    return RunOutcome(spec.display_name, spec.label, main.model_name, main.revision, main.experiment,
                       [str(f.path) for f in by_kind.values()], outcomes, command=shlex.join(words),
-                      summaries=notes, average_ci=average_ci(outcomes, computed=computed))
+                      summaries=notes, average_ci=average_ci(outcomes, computed=computed), spec=spec)
 
 
 def task_qrels(task, data_dir: Path | None, cache_dir: Path | None) -> tuple[dict, dict]:
     """A task's judgments; the corpus ids kept in the cache folder spare parsing the corpus again."""
-    data = task.load(data_dir, cache_dir=cache_dir or default_cache_dir())
-    return data.qrels, task.data_identity(data_dir, revision=data.revision)
+    source = task.source(data_dir)
+    data = source.load(cache_dir=cache_dir or default_cache_dir())
+    return data.qrels, source.identity(data.revision)
 
 
 def _content_digest(paths) -> str:

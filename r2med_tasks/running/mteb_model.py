@@ -1,7 +1,7 @@
 """An r2med retriever or pipeline as an mteb search model (``r2med_tasks.as_mteb_model``).
 
 mteb calls ``index``/``search`` on it; nothing here imports mteb (its ``ModelMeta`` comes from
-``PipelineFolder.model_meta``, through ``mteb_adapter``). Kept apart from ``mteb_adapter`` so the
+``ResultsFolder.model_meta_object``, through ``mteb_adapter``). Kept apart from ``mteb_adapter`` so the
 adapter imports no other r2med module and the core has no import cycle (``tests/test_imports.py``).
 """
 
@@ -31,10 +31,10 @@ class SearchModel:
 
     @property
     def mteb_model_meta(self) -> ModelMeta:
+        from ..results.folder import ResultsFolder
         from ..results.layout import DEFAULT_OUTPUT
-        from ..results.identity import PipelineFolder
 
-        return PipelineFolder(DEFAULT_OUTPUT, self.pipeline.spec()).model_meta_object()
+        return ResultsFolder.for_pipeline(DEFAULT_OUTPUT, self.pipeline.spec()).model_meta_object()
 
     def index(self, corpus: Any, *, task_metadata: TaskMetadata, hf_split: str = "test", hf_subset: str = "default",
               encode_kwargs: Any = None, num_proc: int | None = None, **kwargs: Any) -> None:

@@ -1,18 +1,20 @@
 """A run request, and the one function that executes it.
 
-``r2med-run``, ``r2med_tasks.evaluate`` and ``r2med sweep`` each describe a run as a
-:class:`RunRequest` (components, options, tasks, data, output, cache, overwrite, top-k, device) and
-hand it to :func:`execute`; ``--dry-run`` hands it to :func:`plan_request`. ``r2med-run``'s
-arguments are parsed by one parser, :func:`parse_run_args`, which the command line, sweep files and
-the commands stored with every run go through alike, so a command means the same thing wherever
-it is read.
+``r2med-run``, ``r2med_tasks.evaluate``, ``r2med sweep`` and ``r2med reproduce`` each describe a run
+once, as a :class:`RunRequest` (components, options, tasks, data, output, cache, overwrite, top-k,
+device), and hand it to :func:`execute`; ``--dry-run`` hands it to :func:`plan_request`. From there
+the description is carried, never re-parsed: :func:`prepare` builds its pipeline and tasks once, the
+runner its identity (``PipelineSpec``) once, and the outcome carries that to the summary.
+``r2med-run``'s arguments are parsed by one parser, :func:`parse_run_args`, which the command line,
+sweep files and the commands stored with every run (:func:`parse_command`: published rows, ``r2med
+reproduce``) go through alike, so a command means the same thing wherever it is read.
 """
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,7 +81,9 @@ RUN_PARAMS: list[click.Parameter] = [
 @dataclass(frozen=True)
 class RunRequest:
     """One run, as plain data: ``components`` and ``options`` as ``--plugin`` and ``-o`` give them;
-    ``tasks`` as ``--tasks`` names them (None: the folders of ``data_dir``, else all eight)."""
+    ``tasks`` as ``--tasks`` names them (None: the folders of ``data_dir``, else all eight).
+    ``given``: for a request parsed from words (:func:`parse_run_args`), the parameters the words
+    set themselves (not defaults, not the environment), which a sweep's own options leave alone."""
 
     components: tuple[str, ...]
     options: tuple[str, ...] = ()
@@ -90,6 +94,7 @@ class RunRequest:
     overwrite: bool = False
     top_k: int = DEFAULT_TOP_K
     device: str | None = None
+    given: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
     def arguments(self) -> list[str]:
         """The ``r2med-run`` arguments of this request (:func:`parse_run_args` gives it back)."""
@@ -106,31 +111,21 @@ class RunRequest:
         return words + (["--overwrite"] if self.overwrite else [])
 
 
-@dataclass(frozen=True)
-class ParsedRun:
-    """``r2med-run`` arguments as the command parses them: the request, the parameters the
-    arguments themselves set (not defaults, not the environment), and the two display flags."""
-
-    request: RunRequest
-    given: frozenset[str]
-    dry_run: bool = False
-    as_json: bool = False
-
-
-def request_from_params(params: dict[str, Any]) -> RunRequest:
-    """The request of ``r2med-run``'s parsed parameters."""
+def request_from_params(params: dict[str, Any], given: frozenset[str] = frozenset()) -> RunRequest:
+    """The request of ``r2med-run``'s parsed parameters (``given``: those the words set)."""
     return RunRequest(components=tuple(params["plugin_names"]), options=tuple(params["options"]),
                       tasks=tuple(params["task_names"]) or None, data_dir=params["data_dir"],
                       output=params["output"], cache_dir=params["cache_dir"], overwrite=params["overwrite"],
-                      top_k=params["top_k"], device=params["device"])
+                      top_k=params["top_k"], device=params["device"], given=given)
 
 
 _PARSER = click.Command("r2med-run", params=RUN_PARAMS, add_help_option=True)
 
 
-def parse_run_args(words: Sequence[str]) -> ParsedRun:
+def parse_run_args(words: Sequence[str]) -> RunRequest:
     """``r2med-run`` arguments (without the program name) as ``r2med-run`` parses them; a mistake
-    is a one-line :class:`UserError`."""
+    is a one-line :class:`UserError`. The display flags (``--dry-run``, ``--json``) are the
+    command line's, not the run's: a caller that refuses them finds them in ``given``."""
     from click.core import ParameterSource
 
     try:
@@ -140,11 +135,12 @@ def parse_run_args(words: Sequence[str]) -> ParsedRun:
     except click.ClickException as e:
         raise UserError(e.format_message()) from None
     given = frozenset(n for n in ctx.params if ctx.get_parameter_source(n) is ParameterSource.COMMANDLINE)
-    return ParsedRun(request_from_params(ctx.params), given, ctx.params["dry_run"], ctx.params["as_json"])
+    return request_from_params(ctx.params, given)
 
 
-def parse_command(command: Sequence[str] | str) -> ParsedRun:
-    """A stored or printed ``r2med-run`` command (words, or one shell line), parsed."""
+def parse_command(command: Sequence[str] | str) -> RunRequest:
+    """A stored or printed ``r2med-run`` command (words, or one shell line), parsed: a published
+    row's, one ``r2med reproduce`` runs; never a run's own, which carries its request."""
     words = shlex.split(command) if isinstance(command, str) else list(command)
     if words and Path(words[0]).name in ("r2med-run", "r2med"):
         words = words[2:] if Path(words[0]).name == "r2med" and words[1:2] == ["run"] else words[1:]
@@ -193,10 +189,10 @@ def choose_tasks(reg: Registry, names: Sequence[str] | None, data_dir: Path | No
 
 @dataclass
 class Prepared:
-    """A request made ready to run: the registry, the created pipeline, the tasks and the context."""
+    """What a request becomes once checked, once per invocation: its pipeline (components created),
+    its tasks and the context every component call gets; the runner computes the pipeline's spec
+    from it, once."""
 
-    request: RunRequest
-    registry: Registry
     pipeline: Pipeline
     tasks: list[TaskSpec]
     context: Context
@@ -207,7 +203,7 @@ def prepare(request: RunRequest, *, pipeline: Pipeline | None = None, registry: 
     """Check a request whole and create its components (cheap: models load on first use): the
     pipeline (``pipeline``: one built by the caller from Python objects), the tasks, the output and
     cache folders. Local models' fingerprints go to the run's cache folder (:func:`_run_cache_dir`)."""
-    from ..results.layout import check_output_folder
+    from ..results.folder import check_output_folder
     from ..components.model_refs import fingerprints_in
     from .pipelines import base_context, build_pipeline, instantiate
 
@@ -225,7 +221,7 @@ def prepare(request: RunRequest, *, pipeline: Pipeline | None = None, registry: 
         check_output_folder(request.output, create=False)
         check_output_folder(cache_dir, create=False, option="--cache-dir")
         instantiate(pipeline, registry)
-    return Prepared(request, registry, pipeline, tasks, base_context(registry, cache_dir=cache_dir, log=log))
+    return Prepared(pipeline, tasks, base_context(registry, cache_dir=cache_dir, log=log))
 
 
 def _run_cache_dir(request: RunRequest) -> Path:
@@ -241,25 +237,20 @@ def execute(request: RunRequest, *, console: Console, log: Callable[[str], None]
     """Run a request: evaluate its pipeline on its tasks, reusing every task whose stored identity
     matches, and write the results; ``console`` shows progress and warnings, ``log`` gets the
     components' lines."""
-    from ..results.layout import check_output_folder
+    from ..results.folder import check_output_folder
     from ..components.model_refs import fingerprints_in
-    from ..results.identity import RUN_DATA_DIR
     from .runner import run_pipeline
 
     ready = prepare(request, pipeline=pipeline, registry=registry, log=log)
     check_output_folder(request.output, create=True)
-    recorded = RUN_DATA_DIR.set(request.data_dir)  # the records keep it, for the commands printed later
-    try:
-        with fingerprints_in(ready.context.cache_dir):
-            outcome = run_pipeline(ready.pipeline, ready.tasks, output=request.output, data_dir=request.data_dir,
-                                   overwrite=request.overwrite, context=ready.context, console=console)
-    finally:
-        RUN_DATA_DIR.reset(recorded)
+    with fingerprints_in(ready.context.cache_dir):
+        outcome = run_pipeline(ready.pipeline, ready.tasks, output=request.output, data_dir=request.data_dir,
+                               overwrite=request.overwrite, context=ready.context, console=console)
     usages = [stage.llm_calls.usage for stage in ready.pipeline.ordered()]
     outcome.summaries = [usage.describe(usage.model) for usage in usages if usage is not None]  # LLM calls' cost
-    words, _ = ready.pipeline.command()
-    if words is not None:
-        outcome.command = command_line(words, tasks=[t.short_name for t in ready.tasks] if request.tasks else None,
+    if outcome.spec.command is not None:  # the words the run's identity carries, not built again
+        outcome.command = command_line(outcome.spec.command,
+                                       tasks=[t.short_name for t in ready.tasks] if request.tasks else None,
                                        data_dir=request.data_dir, output=request.output)
     return outcome
 

@@ -1,7 +1,9 @@
 """Evaluate a pipeline over tasks: load data, rewrite, retrieve, rerank, score, write.
 
 A task whose stored results have the run's identity (``results.identity``) is reused, unless
-overwriting; any other is computed, with one line saying what changed. Results are written
+overwriting; any other is computed, with one line saying what changed. The pipeline's identity
+(``PipelineSpec``) is computed once per run and each task's data source resolved once
+(``TaskSpec.source``), then carried to every folder, task and the run's outcome. Results are written
 atomically after each task, so a killed run resumes where it stopped and nothing finished is lost.
 Each results folder is locked for the run, so two processes never interleave one folder.
 A computed task's outcome is what the run computed and wrote (a reused one's is read back).
@@ -30,14 +32,15 @@ from ..tasks.taskdata import Query, TaskData
 from ..errors import FILE_PROBLEMS, PluginError, UserError
 from ..scoring.evaluation import check_run, score
 from ..files.journal import Journal
+from ..results.folder import ResultsFolder, Status, locked
+from ..results.identity import PipelineSpec
 from ..results.layout import GENERATIONS
 from ..results.outcomes import RunOutcome, TaskOutcome, average_ci, stored_rows
 from .pipelines import STAGE_ORDER, Pipeline, Stage, without_secrets
-from ..results.identity import PipelineFolder, Status, locked
 from .costs import LOADING, Phases, with_recorded
 from .display import RunDisplay, SubProgress
 from ..scoring.runs import Run, rank
-from ..tasks.specs import TaskSpec
+from ..tasks.specs import TaskSource, TaskSpec
 
 
 @contextmanager
@@ -63,15 +66,23 @@ def calling(stage: Stage, task: TaskSpec, what: str, context: Context):
             context.progress.clear()
 
 
-Folders = dict[bool, tuple[PipelineFolder, "PipelineFolder | None"]]  # local data? -> (pipeline's, first stage's)
+Folders = dict[bool, tuple[ResultsFolder, "ResultsFolder | None"]]  # local data? -> (pipeline's, first stage's)
+Specs = tuple[PipelineSpec, "PipelineSpec | None"]  # a pipeline's, and its first stage's when it reranks
 
 
-def result_folders(pipeline: Pipeline, output: Path, *, local: bool) -> tuple[PipelineFolder, PipelineFolder | None]:
+def specs_of(pipeline: Pipeline) -> Specs:
+    """A pipeline's identity, record and command (``Pipeline.spec``), and its first stage's when it
+    reranks: computed once per run, and carried to its folders and its outcome."""
+    first = pipeline.first_stage().spec() if "reranker" in pipeline.stages else None
+    return pipeline.spec(), first
+
+
+def result_folders(specs: Specs, output: Path, *, local: bool) -> tuple[ResultsFolder, ResultsFolder | None]:
     """Where a run writes the tasks of one kind of data (local files or the hub): the pipeline's
-    folder, and its first stage's when it reranks."""
-    first = PipelineFolder(output, pipeline.first_stage().spec(), local=local) if "reranker" in pipeline.stages \
-        else None
-    return PipelineFolder(output, pipeline.spec(), local=local), first
+    folder, and its first stage's when it reranks (:func:`specs_of`)."""
+    spec, first_spec = specs
+    first = ResultsFolder.for_pipeline(output, first_spec, local=local) if first_spec is not None else None
+    return ResultsFolder.for_pipeline(output, spec, local=local), first
 
 
 def plan(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: Path | None,
@@ -79,18 +90,19 @@ def plan(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: P
     """What a run would do, without loading data or models: stages, folders, and per task whether
     its stored results have this run's identity (reused) or not (computed, and why)."""
     only_task = len(tasks) == 1
+    specs = specs_of(pipeline)
     folders: Folders = {}
     planned = []
     for t in tasks:
         try:
-            local = t.local_folder(data_dir, only_task=only_task) is not None
-            data = t.data_identity(data_dir, only_task=only_task)
+            source = t.source(data_dir, only_task=only_task)
+            local, data = source.local, source.identity()
         except UserError as e:  # the run itself will stop here; the plan says why and goes on
             local, data = data_dir is not None, {"official": False}
             status = Status(False, f"its data cannot be read: {e}")
-            folder = _claimed(folders, pipeline, output, local)[0]
+            folder = _claimed(folders, specs, output, local)[0]
         else:
-            folder = _claimed(folders, pipeline, output, local)[0]
+            folder = _claimed(folders, specs, output, local)[0]
             status = folder.status(t.name, folder.spec.task_identity(t.name, data))
         planned.append({"task": t.name, "alias": t.short_name, "group": t.group, "official_data": data["official"],
                         "results_dir": str(folder.path),
@@ -101,7 +113,7 @@ def plan(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: P
                "options": {k: without_secrets(s.options[k]) for k in sorted(s.options)},
                **({"member_options": s.member_options} if s.member_options else {})} for s in pipeline.ordered()]
     return {
-        "pipeline": folder.display_name, "label": folder.label, "model_name": folder.name,
+        "pipeline": folder.spec.display_name, "label": folder.spec.label, "model_name": folder.model_name,
         "revision": folder.revision, "experiment": folder.experiment, "experiment_kwargs": folder.spec.variant,
         "results_dirs": [str(f.path) for f, _ in folders.values()], "top_k": pipeline.top_k, "stages": stages,
         "first_stage_dirs": [str(f.path) for _, f in folders.values() if f is not None],
@@ -110,7 +122,7 @@ def plan(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: P
 
 
 @contextmanager
-def writing(folders: Sequence[PipelineFolder], on_wait) -> Iterator[None]:
+def writing(folders: Sequence[ResultsFolder], on_wait) -> Iterator[None]:
     """Hold every folder's lock and claim it (its configuration checked, a killed writer's temp
     files removed) for the tasks written inside; a folder no task was written to is not left
     behind. Every writer of results goes through here: a run, a composite member's saved run, a
@@ -125,17 +137,16 @@ def writing(folders: Sequence[PipelineFolder], on_wait) -> Iterator[None]:
                 folder.prune()
 
 
-def cached_outcome(folder: PipelineFolder, task: TaskSpec, data_id: dict) -> TaskOutcome:
+def cached_outcome(folder: ResultsFolder, task: TaskSpec, data_id: dict) -> TaskOutcome:
     """A reused task's outcome, as it was computed; what mteb reads beside it is put back if lost."""
     folder.repair_run_settings(task.name)
     return TaskOutcome.read(task, folder, status="cached", official_data=data_id["official"])
 
 
-def _claimed(folders: Folders, pipeline: Pipeline, output: Path,
-             local: bool) -> tuple[PipelineFolder, PipelineFolder | None]:
+def _claimed(folders: Folders, specs: Specs, output: Path, local: bool) -> tuple[ResultsFolder, ResultsFolder | None]:
     """The folders of one kind of data, made (and their claims checked) on first use."""
     if local not in folders:
-        folders[local] = result_folders(pipeline, output, local=local)
+        folders[local] = result_folders(specs, output, local=local)
         for claimed in folders[local]:
             if claimed is not None:
                 claimed.check_claim()
@@ -146,18 +157,19 @@ def run_pipeline(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, dat
                  overwrite: bool, context: Context, console: Console) -> RunOutcome:
     """Evaluate ``pipeline`` on ``tasks``; ``context`` is what every component call gets (the runner
     adds the task's corpus, progress bars and kept rows, and a composite's services: its members'
-    saved runs). Tasks on local data and tasks on the hub's data go to folders of their own."""
+    saved runs). Tasks on local data and tasks on the hub's data go to folders of their own. The
+    outcome carries the run's spec (its configuration and command) to whoever reports it."""
     run = _Run(pipeline, tasks, output=output, data_dir=data_dir, overwrite=overwrite, console=console)
-    local = run.local_folders()  # a task missing from --data-dir stops the run before any folder is made
     folders: Folders = {}
-    for task in tasks:
-        _claimed(folders, pipeline, output, run.is_local(task))
+    for source in run.sources.values():
+        _claimed(folders, run.specs, output, source.local)
     with writing([f for pair in folders.values() for f in pair if f is not None], run.display.waiting):
-        outcomes = run.tasks_in(folders, context, local)
+        outcomes = run.tasks_in(folders, context)
     main = next(iter(folders.values()))[0]
-    return RunOutcome(main.display_name, main.label, main.name, main.revision, main.experiment,
+    spec = run.specs[0]
+    return RunOutcome(spec.display_name, spec.label, main.model_name, main.revision, main.experiment,
                       [str(f.path) for f, _ in folders.values()], outcomes,
-                      average_ci=average_ci(outcomes, computed=run.computed))
+                      average_ci=average_ci(outcomes, computed=run.computed), spec=spec)
 
 
 @dataclass
@@ -196,25 +208,40 @@ class _Current:
 
 
 class _Run:
-    """One ``run_pipeline`` call: its tasks, and the saved runs its components ask for."""
+    """One ``run_pipeline`` call: its pipeline's specs (:func:`specs_of`) and its tasks' data sources,
+    each resolved once, and the saved runs its components ask for."""
 
     def __init__(self, pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: Path | None,
                  overwrite: bool, console: Console) -> None:
         self.pipeline, self.tasks, self.output, self.data_dir = pipeline, tasks, output, data_dir
         self.overwrite, self.display = overwrite, RunDisplay(console)
-        self.subpipelines: dict[int, Pipeline] = {}  # id of a composite's member -> its saved runs' pipeline
+        # task name -> where its data is read from; a task missing from --data-dir stops the run here,
+        # before any folder is made
+        self.sources: dict[str, TaskSource] = {}
+        for task in tasks:
+            self.source(task)
+        self.specs = specs_of(pipeline)
+        self.subpipelines: dict[int, tuple[Pipeline, PipelineSpec]] = {}  # id of a composite's member -> its saved runs'
         self.fresh: set[tuple[Path, str]] = set()  # saved runs computed in this run (reused under --overwrite)
         self.computed: dict[str, dict[str, dict[str, float]]] = {}  # task computed now -> its per-query rows
 
-    def tasks_in(self, folders: Folders, context: Context, local: list[Path]) -> list[TaskOutcome]:
+    def source(self, task: TaskSpec) -> TaskSource:
+        """Where ``task``'s data is read from, resolved on first use: a task of the run's at its
+        start, another (a composite's saved run of it) when first asked for."""
+        if task.name not in self.sources:
+            self.sources[task.name] = task.source(self.data_dir, only_task=len(self.tasks) == 1)
+        return self.sources[task.name]
+
+    def tasks_in(self, folders: Folders, context: Context) -> list[TaskOutcome]:
         """Each task's outcome: a reused one's read from its folder, a computed one's as computed."""
         outcomes = []
         with self.display.tasks(len(self.tasks)) as bars:
             context = context.with_(progress=bars.components, retries=bars.retries)
-            hash_ahead(local)
+            hash_ahead([s.folder for s in self.sources.values() if s.folder is not None])
             for task in self.tasks:
-                folder, first_folder = folders[self.is_local(task)]
-                data_id = task.data_identity(self.data_dir, only_task=self.only_task)
+                source = self.sources[task.name]
+                folder, first_folder = folders[source.local]
+                data_id = source.identity()
                 status = folder.status(task.name, folder.spec.task_identity(task.name, data_id))
                 if status.reuse and not self.overwrite:
                     outcomes.append(cached_outcome(folder, task, data_id))
@@ -225,31 +252,17 @@ class _Run:
                 bars.advance()
         return outcomes
 
-    def local_folders(self) -> list[Path]:
-        """The local data folders of the run's tasks (none for the hub's); a one-line UserError
-        for the first task that has none in ``--data-dir``."""
-        folders = [task.local_folder(self.data_dir, only_task=self.only_task) for task in self.tasks]
-        return [f for f in folders if f is not None]
-
-    def is_local(self, task: TaskSpec) -> bool:
-        """Whether the task's data is read from local files (its results then go to the local-data tree)."""
-        return task.local_folder(self.data_dir, only_task=self.only_task) is not None
-
-    @property
-    def only_task(self) -> bool:
-        return len(self.tasks) == 1
-
-    def evaluate(self, task: TaskSpec, folder: PipelineFolder, first_folder: PipelineFolder | None, *, step,
+    def evaluate(self, task: TaskSpec, folder: ResultsFolder, first_folder: ResultsFolder | None, *, step,
                  context: Context) -> TaskOutcome:
         """Compute and save one task; its outcome is built from what was computed and written, equal
         to what reading the folder back gives (``TaskOutcome.written``)."""
-        pipeline = self.pipeline
+        pipeline, source = self.pipeline, self.sources[task.name]
         started = time.time()
         phase = Phases()
         step("loading data")
         with phase("Data loading"):
-            data: TaskData = task.load(self.data_dir, only_task=self.only_task, cache_dir=context.cache_dir)
-        data_id = task.data_identity(self.data_dir, only_task=self.only_task, revision=data.revision)
+            data: TaskData = source.load(cache_dir=context.cache_dir)
+        data_id = source.identity(data.revision)
         journal = Journal(folder.generations_journal(task.name), "the generation records")
         journal.path.unlink(missing_ok=True)  # a killed run's: this run's come again (its answers from the cache)
         current = _Current(task, data, data_id, journal=journal)
@@ -272,12 +285,12 @@ class _Run:
             ranked = {q: d for q, d in ranked.items() if q in data.qrels}
         if first_folder is not None and not reused:
             save(first_folder, task, ranked, data.qrels, data.revision, data_id, started, phase,  # for the leaderboard and rerankers
-                  kept=current.kept_with_generations("rewriter", "retriever"))
+                 kept=current.kept_with_generations("rewriter", "retriever"), data_dir=self.data_dir)
 
         extra_scores = dict(current.extra_scores or {})
         if "reranker" in pipeline.stages:
             ranked = Stages(pipeline, task, data, context, phase=phase, step=step).rerank(ranked)
-            extra_scores["previous_results_model_meta"] = {"model_name": first_folder.name,  # as mteb records it
+            extra_scores["previous_results_model_meta"] = {"model_name": first_folder.model_name,  # as mteb records it
                                                            "revision": first_folder.revision}
         empty = [qid for qid, docs in ranked.items() if not docs]
         if empty:
@@ -285,7 +298,7 @@ class _Run:
         step("scoring")
         scores, rows, cost = save(folder, task, ranked, data.qrels, data.revision, data_id, started, phase,
                                   extra_scores, kept=current.kept_with_generations(*STAGE_ORDER),
-                                  first_cost=first_cost)
+                                  first_cost=first_cost, data_dir=self.data_dir)
         journal.path.unlink(missing_ok=True)  # the records are in <Task>.generations.jsonl now
         self.computed[task.name] = rows
         return TaskOutcome.written(task, folder, scores, rows, cost, official_data=data_id["official"])
@@ -299,7 +312,7 @@ class _Run:
 
         def tuning_judgments(task: TaskSpec, query_ids) -> dict[str, dict[str, int]]:
             qrels = current.data.qrels if task.name == current.task.name else \
-                task.load(self.data_dir, only_task=self.only_task, cache_dir=context.cache_dir).qrels
+                self.source(task).load(cache_dir=context.cache_dir).qrels
             return {q: dict(qrels[q]) for q in query_ids if q in qrels}
 
         def hold_out(query_ids, **scores) -> int:
@@ -324,29 +337,29 @@ class _Run:
         """The run of this run's rewriter + ``member`` (a retriever the harness created for a
         composite) on ``task``: from its own results folder when its identity matches, else computed
         (with ``queries`` when given: already rewritten) and saved there."""
-        sub = self.subpipeline(member)
-        folder = PipelineFolder(self.output, sub.spec(), local=self.is_local(task))
-        here = task.name == current.task.name
-        data_id = current.data_id if here else task.data_identity(self.data_dir, only_task=self.only_task)
+        sub, spec = self.subpipeline(member)
+        here, source = task.name == current.task.name, self.source(task)
+        folder = ResultsFolder.for_pipeline(self.output, spec, local=source.local)
+        data_id = current.data_id if here else source.identity()
         with writing([folder], self.display.waiting):
             key = (folder.path, task.name)
             if (key in self.fresh or not self.overwrite) and reusable(folder, task, data_id):
                 return folder.read_run(task.name)
             started, since = time.time(), len(phase.items)  # its cost: the phases from here on
-            data = current.data if here else task.load(self.data_dir, only_task=self.only_task,
-                                                       cache_dir=context.cache_dir)
+            data = current.data if here else source.load(cache_dir=context.cache_dir)
             if not here:
-                data_id = task.data_identity(self.data_dir, only_task=self.only_task, revision=data.revision)
+                data_id = source.identity(data.revision)
                 context = context.with_(corpus=data.corpus)
             stages = Stages(sub, task, data, context, phase=phase, step=step)
             ranked = stages.first() if queries is None else stages.searched(list(queries))
-            save(folder, task, ranked, data.qrels, data.revision, data_id, started, phase, since=since)
+            save(folder, task, ranked, data.qrels, data.revision, data_id, started, phase, since=since,
+                 data_dir=self.data_dir)
             self.fresh.add(key)
             return ranked
 
-    def subpipeline(self, member: Any) -> Pipeline:
+    def subpipeline(self, member: Any) -> tuple[Pipeline, PipelineSpec]:
         """This run's rewriter (the same instance) + a composite's member (its stage, as the harness
-        created it), once per run."""
+        created it), and its spec, once per run."""
         if id(member) not in self.subpipelines:
             found = [m for stage in self.pipeline.ordered() for m in stage.members if m.instance is member]
             if not found:
@@ -355,29 +368,32 @@ class _Run:
             stages = {"retriever": found[0]}
             if "rewriter" in self.pipeline.stages:
                 stages = {"rewriter": self.pipeline.stages["rewriter"], **stages}
-            self.subpipelines[id(member)] = Pipeline(stages, self.pipeline.top_k)
+            sub = Pipeline(stages, self.pipeline.top_k)
+            self.subpipelines[id(member)] = sub, sub.spec()
         return self.subpipelines[id(member)]
 
 
-def reusable(folder: PipelineFolder, task: TaskSpec, data_id: dict) -> bool:
+def reusable(folder: ResultsFolder, task: TaskSpec, data_id: dict) -> bool:
     return folder.status(task.name, folder.spec.task_identity(task.name, data_id)).reuse
 
 
-def save(folder: PipelineFolder, task: TaskSpec, ranked, qrels: dict, revision: str, data_id: dict, started: float,
+def save(folder: ResultsFolder, task: TaskSpec, ranked, qrels: dict, revision: str, data_id: dict, started: float,
          phase: Phases, extra_scores: dict | None = None, kept: dict[str, list[dict]] | None = None, *,
-         since: int = 0, first_cost: dict | None = None,
-         costs: bool = True) -> tuple[dict, dict[str, dict[str, float]], dict | None]:
+         since: int = 0, first_cost: dict | None = None, costs: bool = True,
+         data_dir: Path | None = None) -> tuple[dict, dict[str, dict[str, float]], dict | None]:
     """Score a run against the task's judgments (``qrels``, of the data at ``revision``) and write
     it, with its identity (and what its components kept, and its cost: the phases from item
     ``since`` on, plus a reused first stage's recorded ``first_cost``; none without ``costs``: a
-    fusion of saved runs, whose cost is theirs), as ``folder``'s result for the task; returns what
-    was written: the scores, the per-query rows (``outcomes.stored_rows``) and the cost."""
+    fusion of saved runs, whose cost is theirs), as ``folder``'s result for the task (``data_dir``:
+    the ``--data-dir`` it was read from, as given, for the record); returns what was written: the
+    scores, the per-query rows (``outcomes.stored_rows``) and the cost."""
     with phase("Scoring"):
         scores, per_query = score(ranked, qrels)
     scores.update(extra_scores or {})
     cost = with_recorded(phase.cost(since), first_cost) if costs else None
     folder.write(task.name, revision, folder.spec.task_identity(task.name, data_id), scores, ranked, per_query,
-                 evaluation_time=time.time() - started, phases=list(phase.items), kept=kept, cost=cost)
+                 evaluation_time=time.time() - started, phases=list(phase.items), kept=kept, cost=cost,
+                 data_dir=data_dir)
     return scores, stored_rows(per_query), cost
 
 

@@ -25,7 +25,7 @@ def run_job(args: Sequence[str], cwd: str | None = None) -> dict[str, Any]:
     console = Console(file=io.StringIO(), width=160, highlight=False, color_system=None)
     try:
         with _inside(cwd):
-            outcome = execute(parse_run_args(args).request, console=console,
+            outcome = execute(parse_run_args(args), console=console,
                               log=lambda line: console.print(line, markup=False))
     except (UserError, PluginError) as e:
         return {"error": str(e), "log": console.file.getvalue()}

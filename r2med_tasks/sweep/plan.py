@@ -38,7 +38,7 @@ def plan_sweep(lines: list[tuple[str, list[str]]], *, output: Path, data_dir: Pa
     from ..api import registry
     from ..board.sources import DATA_DIR_PLACEHOLDER
     from ..running.request import parse_run_args, prepare
-    from ..running.runner import result_folders
+    from ..running.runner import result_folders, specs_of
 
     reg = registry()
     chains = _Chains()
@@ -46,16 +46,15 @@ def plan_sweep(lines: list[tuple[str, list[str]]], *, output: Path, data_dir: Pa
     seen: set[tuple[str, ...]] = set()
     for where, words in lines:
         try:
-            parsed = parse_run_args(words)
-            if parsed.dry_run:
+            line = parse_run_args(words)
+            if "dry_run" in line.given:
                 raise UserError("--dry-run: plan the whole sweep with `r2med sweep --dry-run` instead")
-            line = parsed.request
-            cache = line.cache_dir if "cache_dir" in parsed.given else cache_dir or line.cache_dir
+            cache = line.cache_dir if "cache_dir" in line.given else cache_dir or line.cache_dir
             data = line.data_dir or data_dir
             if line.data_dir == Path(DATA_DIR_PLACEHOLDER) and data_dir is not None:  # as --commands prints it
                 data = data_dir
             request = replace(
-                line, output=Path(line.output if "output" in parsed.given else output).expanduser().absolute(),
+                line, output=Path(line.output if "output" in line.given else output).expanduser().absolute(),
                 data_dir=Path(data).expanduser().absolute() if data is not None else None,
                 cache_dir=Path(cache).expanduser().absolute() if cache is not None else None,
                 tasks=line.tasks or (tuple(tasks) or None))
@@ -64,6 +63,7 @@ def plan_sweep(lines: list[tuple[str, list[str]]], *, output: Path, data_dir: Pa
         except UserError as e:
             raise UserError(f"{where}: {e}") from None
         pipeline = ready.pipeline
+        specs = None  # the pipeline's, computed once for the line (as a run computes them)
         gpu, memory = needs(pipeline)
         groups = [ready.tasks] if _tunes_across_tasks(pipeline) else [[t] for t in ready.tasks]
         for group in groups:
@@ -71,10 +71,11 @@ def plan_sweep(lines: list[tuple[str, list[str]]], *, output: Path, data_dir: Pa
             if args in seen:
                 continue
             seen.add(args)
-            local = group[0].local_folder(request.data_dir, only_task=len(group) == 1) is not None
+            local = group[0].source(request.data_dir, only_task=len(group) == 1).local
             try:
                 with hub_offline():
-                    folders = [str(f.path) for f in result_folders(pipeline, request.output, local=local) if f]
+                    specs = specs or specs_of(pipeline)
+                    folders = [str(f.path) for f in result_folders(specs, request.output, local=local) if f]
             except UserError:  # a hub model not in this machine's cache: the line is its own chain
                 folders = [where]
             jobs.append(Job(len(jobs), where, shlex.join(words), args, tuple(t.short_name for t in group),

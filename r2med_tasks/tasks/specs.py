@@ -63,34 +63,18 @@ class TaskSpec:
             f"{data_dir / self.short_name / FILES[0]} (and {FILES[1]}, {FILES[2]} beside it)"
         )
 
-    def local_folder(self, data_dir: Path | None = None, *, only_task: bool = False) -> Path | None:
-        """The local folder this task's data is read from (``None``: the hub)."""
+    def source(self, data_dir: Path | None = None, *, only_task: bool = False) -> TaskSource:
+        """Where a run reads this task's data, resolved once: ``data_dir``'s folder for it (a flat
+        ``data_dir`` when it is the only task), else the package's folder, else the hub. A one-line
+        UserError when ``data_dir`` holds no data for it."""
         if data_dir is not None:
-            return self.find_folder(data_dir, only_task=only_task)
-        return self.local_path
+            return TaskSource(self, self.find_folder(data_dir, only_task=only_task), from_data_dir=True)
+        return TaskSource(self, self.local_path, from_data_dir=False)
 
     def load(self, data_dir: Path | None = None, *, only_task: bool = False,
              cache_dir: Path | None = None) -> TaskData:
-        """This task's data."""
-        folder = self.local_folder(data_dir, only_task=only_task)
-        if folder is not None:
-            return load_local(folder, cache_dir=cache_dir)
-        if self.hub_path and self.revision:
-            return load_hub(self.hub_path, self.revision)
-        raise UserError(f"task {self.name} has no data source; pass --data-dir DIR")
-
-    def data_identity(self, data_dir: Path | None = None, *, only_task: bool = False,
-                      revision: str | None = None) -> dict[str, Any]:
-        """Which data a run of this task reads, without loading it. ``official``: R2MED's own data at
-        mteb's pinned revision, the only data published numbers speak of."""
-        folder = self.local_folder(data_dir, only_task=only_task)
-        if folder is not None:
-            return {"source": "local" if data_dir is not None else "package",
-                    "revision": revision or local_revision(folder), "official": False}
-        if self.hub_path and self.revision:
-            return {"source": "hub", "path": self.hub_path, "revision": revision or self.revision,
-                    "official": self.is_r2med and (revision or self.revision) == self.revision}
-        raise UserError(f"task {self.name} has no data source; pass --data-dir DIR")
+        """This task's data, resolved and loaded in one call."""
+        return self.source(data_dir, only_task=only_task).load(cache_dir=cache_dir)
 
     def mteb_metadata(self, revision: str) -> TaskMetadata:
         """mteb's TaskMetadata for this task, carrying the revision of the data actually used."""
@@ -124,6 +108,44 @@ class TaskSpec:
         data = self.load(data_dir, only_task=True)
         return retrieval_task(self.name, self.mteb_metadata(data.revision), lambda: (
             dict(zip(data.corpus.ids, data.corpus.texts)), {q.id: q.text for q in data.queries}, data.qrels))
+
+
+@dataclass(frozen=True)
+class TaskSource:
+    """Where one task's data is read from in a run (:meth:`TaskSpec.source`), resolved once and
+    passed around: a local ``folder`` (``--data-dir``'s, or the package's own) or the hub (None);
+    what identifies that data (:meth:`identity`) and how it loads (:meth:`load`)."""
+
+    task: TaskSpec
+    folder: Path | None
+    from_data_dir: bool  # the folder is --data-dir's (source "local"), not the package's ("package")
+
+    @property
+    def local(self) -> bool:
+        """Whether the data is read from local files (results then go to the local-data tree)."""
+        return self.folder is not None
+
+    def identity(self, revision: str | None = None) -> dict[str, Any]:
+        """Which data the run reads, without loading it: the hub path at its revision, or the
+        checksum of local files (``revision``: already known from loading). ``official``: R2MED's
+        own data at mteb's pinned revision, the only data published numbers speak of."""
+        task = self.task
+        if self.folder is not None:
+            return {"source": "local" if self.from_data_dir else "package",
+                    "revision": revision or local_revision(self.folder), "official": False}
+        if task.hub_path and task.revision:
+            return {"source": "hub", "path": task.hub_path, "revision": revision or task.revision,
+                    "official": task.is_r2med and (revision or task.revision) == task.revision}
+        raise UserError(f"task {task.name} has no data source; pass --data-dir DIR")
+
+    def load(self, *, cache_dir: Path | None = None) -> TaskData:
+        """The task's data. ``cache_dir``: the run's cache folder, where a local corpus's validated
+        ids are kept so that a later load parses its texts only when a component reads them."""
+        if self.folder is not None:
+            return load_local(self.folder, cache_dir=cache_dir)
+        if self.task.hub_path and self.task.revision:
+            return load_hub(self.task.hub_path, self.task.revision)
+        raise UserError(f"task {self.task.name} has no data source; pass --data-dir DIR")
 
 
 def _r2med(name, short, group, key, revision, date, n_docs, n_queries) -> TaskSpec:
