@@ -76,10 +76,10 @@ def measure(method: str, queries: int, latency: float, concurrency: int) -> floa
         # the records as a run writes them: kept, and appended to a journal (the results folder's in a run)
         journal = Journal(Path(cache) / "records.jsonl", "the generation records")
         current = _Current(SAMPLE_TASK, data, {}, journal=journal)
-        context = base_context(registry(), cache_dir=Path(cache)).with_(corpus=data.corpus, generated=current.generated)
+        context = base_context(registry(), cache_dir=Path(cache)).with_(corpus=data.corpus, records=current.generated)
         context = stage_context(built.stages["rewriter"], context)
         agent = built.stages["rewriter"].instance
-        agent.members[0].index(data.corpus, task=SAMPLE_TASK, context=context)  # index outside the timing
+        agent.searcher.index(data.corpus, task=SAMPLE_TASK, context=context)  # index outside the timing
         import openai  # noqa: F401 - the SDK's import (once per process) outside the timing too
         started = time.perf_counter()
         rewritten = agent.rewrite(asked, task=SAMPLE_TASK, context=context)
