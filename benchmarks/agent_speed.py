@@ -9,8 +9,7 @@ agent's ``rewrite``, searching the sample's corpus with BM25, at each ``--concur
 queries in flight and T requests per query, the server-bound ideal is ``ceil(N / C) * T *
 latency``; the script prints the measured wall time and its ratio to the ideal (the target:
 within 1.2x). Each run starts from an empty generation cache, and every query's generation record
-goes where a run's goes: the runner's ``context.generated`` (``runner._Current``), appending it to
-a journal as the run does in its results folder. The peer, ``sdk``: the openai SDK's client alone
+is journalled as a run's is. The peer, ``sdk``: the openai SDK's client alone
 (``chat.completions.create``) sending the same number of requests from C threads, each thread T
 requests per query one after another, nothing else (the floor of a Python client on the machine).
 

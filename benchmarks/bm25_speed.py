@@ -4,14 +4,14 @@ On the same data (e.g. ``synthetic_corpus.py``'s full-scale corpora), one run ti
 
 - ``r2med``       the real command ``r2med-run --plugin bm25`` over all tasks, cold (empty index cache)
 - ``r2med-warm``  the same command again with the index cache warm (``--overwrite``)
-
-and prints the targets of issue #18 (cold at most half of bm25s-mteb's time, warm under 4 s, peak
-memory under 1 GB) as met or not met, with the ratios.
 - ``bm25s``       bm25s with its default tokenizer, top-100 per query
 - ``bm25s-mteb``  bm25s configured as mteb's baseline (English stop words + PyStemmer)
 - ``gensim``      the reference pipeline of R2MED's eval_BM25.py (our analyzer in place of pyserini's,
                   token for token the same; ``--pyserini`` uses pyserini's, which needs Java)
 - ``rank-bm25``   rank-bm25's BM25Okapi on a subset of each corpus, extrapolated to the full size
+
+and prints the targets of issue #18 (cold at most half of bm25s-mteb's time, warm under 4 s, peak
+memory under 1 GB) as met or not met, with the ratios.
 
 Each runs in its own process; wall time includes reading the JSONL files, and peak memory is the
 process's maximum resident set size. Needs ``pip install bm25s PyStemmer gensim``.

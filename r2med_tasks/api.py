@@ -6,12 +6,8 @@
     res = r2med.evaluate(r2med.pipeline("hyde", "bm25", llm="openai:gpt-4o"), tasks="r2med")
     res["R2MEDBiologyRetrieval"].ndcg_at_10
 
-``evaluate`` is what ``r2med-run`` runs: the same results folders, run identities, resume, caches
-and errors (a :class:`~r2med_tasks.errors.UserError` says what to fix), quiet unless asked for
-progress. ``as_mteb_model`` turns an r2med retriever or pipeline into an mteb search model.
-``fuse_runs``, ``rank_systems``, ``compare_runs``, ``show_query`` and ``compare_queries`` are
-what ``r2med fuse``, ``r2med leaderboard``, ``r2med compare`` and ``r2med show`` do; each command
-parses its options, calls one and shows what it returns.
+Each function is what a command does (``evaluate``: ``r2med-run``, with the same results folders,
+identities, resume and errors); each command parses its options, calls one and shows what it returns.
 """
 
 from __future__ import annotations
@@ -66,18 +62,11 @@ def evaluate(model: Any, tasks: str | Sequence[str] | None = None, *, data_dir: 
              output: str | Path = DEFAULT_OUTPUT, cache_dir: str | Path | None = None, overwrite: bool = False,
              top_k: int = DEFAULT_TOP_K, device: str | None = None, progress: bool = False,
              on_message: Callable[[str], None] | None = None) -> RunOutcome:
-    """Evaluate ``model`` on ``tasks`` and return the scores; results are written under ``output``.
-
-    ``model``: a component name (``"bm25"``), a :func:`pipeline`, a sentence-transformers model
-    object, or any object with the retriever protocol's ``index`` and ``search``. ``tasks``: names,
-    aliases, groups or ``"r2med"``, as ``--tasks`` takes them; by default the task folders found
-    in ``data_dir``, else all eight R2MED tasks. Runs what ``r2med-run`` runs
-    (:func:`r2med_tasks.running.request.execute`).
-
-    The lines ``r2med-run`` prints beside its progress (warnings, why a task is recomputed, what a
-    component logs) go to standard error with the progress bars when ``progress``, or to
-    ``on_message``, one call per line as plain text; otherwise nowhere.
-    """
+    """Evaluate ``model`` on ``tasks`` as ``r2med-run`` does and return the scores; results are
+    written under ``output``. ``model``: a component name, a :func:`pipeline`, a sentence-transformers
+    model, or any object with the retriever protocol. The lines ``r2med-run`` prints beside its
+    progress go to standard error when ``progress``, or to ``on_message``, one call per line;
+    otherwise nowhere."""
     from rich.console import Console
 
     from .running.request import RunRequest, execute
@@ -203,14 +192,10 @@ def fuse_runs(inputs: Sequence[str | Path], *, qrels: str | Path | None = None, 
               top_k: int = DEFAULT_TOP_K,
               cache_dir: str | Path | None = None, on_wait=lambda message: None,
               allow_different_data: bool = False) -> RunOutcome:
-    """Fuse runs made anywhere into a new results folder (what ``r2med fuse`` does): ``inputs`` are
+    """Fuse runs made anywhere into a new results folder, what ``r2med fuse`` does: ``inputs`` are
     TREC run files of one task (with ``qrels``) or results folders (every task they all have).
-    ``cache_dir`` (default: the user's cache folder) keeps a local corpus's checked document ids.
-    Results folders scored on other data than each other, or than the judgments the fusion is
-    scored on, are refused as ``compare_runs`` refuses them, unless ``allow_different_data`` (the
-    outcome's ``summaries`` then say so). The fused runs are written as a run writes its tasks
-    (``runner.writing``, ``runner.save``): the folder locked and claimed, a task whose stored
-    identity matches reused."""
+    Results folders scored on other data than each other, or than the fusion's judgments, are
+    refused unless ``allow_different_data``."""
     from .running.fusing import fuse_saved_runs
 
     return fuse_saved_runs(inputs, registry=registry(), qrels=qrels, task_name=task_name, data_dir=data_dir,
@@ -224,21 +209,10 @@ def rank_systems(folders: str | Path | Sequence[str | Path] | None = None, *, mt
                  reranker: str | None = None, top: int | None = None, statistics: bool = True,
                  on_warning: Callable[[str], None] | None = None) -> Leaderboard:
     """The leaderboard ``r2med leaderboard`` shows: the published rows, the runs of ``folders``
-    (results folders in mteb's layout; None: ``./results`` when it exists) and of ``mteb_results``
-    (a clone of the MTEB results repository) merged by identity, ranked, filtered, with ties and
-    intervals marked (:mod:`r2med_tasks.board.leaderboard`).
-
-    ``published``: ``"leaderboard"`` (its 69 rows), ``"all"`` (also the authors' repository's other
-    runs, other papers' runs and MTEB's R2MED results as the package's record of the MTEB results
-    repository holds them, :func:`r2med_tasks.board.sources.mteb_record_rows`: source ``mteb``, merged
-    by identity after your folders' rows) or ``"none"``. ``tasks``: R2MED datasets, groups or ``"r2med"``,
-    as ``--tasks`` takes them: only those columns, ranked by their average. ``rewriter``,
-    ``retriever``, ``reranker``: only rows whose component contains that text; ``top``: the first
-    rows of each section; ``include_local``: also runs on local data, a section of their own after the
-    board's rows, ranked among themselves (``Row.section``). ``statistics=False`` leaves out the ties and
-    intervals (quicker; ``--commands`` shows neither). Each warning (a file skipped, a folder
-    without R2MED results) goes to ``on_warning`` as it comes and is kept in the result's
-    ``warnings``. Bad input raises :class:`UserError`."""
+    (None: ``./results`` when it exists) and of ``mteb_results`` (a clone of the MTEB results
+    repository), merged by identity, ranked, filtered, with ties and intervals marked.
+    ``statistics=False`` leaves out the ties and intervals (quicker). Each warning goes to
+    ``on_warning`` as it comes and is kept in the result's ``warnings``."""
     from .board.leaderboard import Leaderboard, add_intervals, mark_ties, merge, ranked, select
     from .board.sources import PUBLISHED_CHOICES, mteb_record_rows, published_rows, result_rows
     from .tasks.specs import R2MED_TASKS
@@ -309,16 +283,10 @@ def _r2med_task_names(tasks: str | Sequence[str] | None) -> list[str] | None:
 def compare_runs(a: str | Path, b: str | Path, *, tasks: str | Sequence[str] | None = None,
                  test: str = "randomization", trials: int = 10000, seed: int = 0,
                  allow_different_data: bool = False) -> Comparison:
-    """Run B against run A (results folders of ``r2med-run``), what ``r2med compare`` shows: per
-    task and on the average over R2MED's tasks, nDCG@10 of each, the difference (B - A) with its 95%
-    paired bootstrap interval, and per task a paired test over queries (``test``:
-    ``"randomization"`` with ``trials`` and ``seed``, or ``"t"``) with Holm's correction
-    (:func:`r2med_tasks.scoring.significance.compare`). ``tasks``: only these (names, groups or ``r2med``).
-
-    A per-query value that is no score (outside 0..1, NaN) is refused, and so is a task whose runs
-    were scored on different data (their stored data identities differ) unless
-    ``allow_different_data``; the result's ``data_differences`` says what differs. Bad input raises
-    :class:`UserError`."""
+    """Run B against run A, what ``r2med compare`` shows: per task and on the average over R2MED's
+    tasks, the nDCG@10 difference (B - A) with its 95% paired bootstrap interval, and per task a
+    paired test over queries with Holm's correction. A task whose runs were scored on different data
+    is refused unless ``allow_different_data``; the result's ``data_differences`` says what differs."""
     from .results.folder import ResultsFolder
     from .running.request import choose_tasks
     from .scoring.significance import Comparison, compare
@@ -362,10 +330,9 @@ def compare_runs(a: str | Path, b: str | Path, *, tasks: str | Sequence[str] | N
 
 
 def read_generations(run_dir: str | Path, task: str) -> list[dict[str, Any]]:
-    """What the LLMs of a run wrote for ``task`` (a name: ``R2MEDBiologyRetrieval`` or ``Biology``):
-    its generation records, one per query and LLM stage, in the queries' order
-    (:mod:`r2med_tasks.llm.records` says what each holds); those written so far while the task is
-    being computed; [] when the run asked no LLM."""
+    """What the LLMs of a run wrote for ``task``: its generation records, one per query and LLM
+    stage, in the queries' order (those written so far while the task is being computed); [] when
+    the run asked no LLM."""
     from .results.folder import ResultsFolder
 
     folder = ResultsFolder(Path(run_dir))
@@ -377,11 +344,9 @@ def read_generations(run_dir: str | Path, task: str) -> list[dict[str, Any]]:
 
 def export_generations(run_dir: str | Path, data_dir: str | Path, *, tasks: str | Sequence[str] | None = None,
                        llm: str | None = None, cache_dir: str | Path | None = None) -> list:
-    """Write the generations of a run's rewriter in R2MED's published layout under ``data_dir``
-    (``<Task>/<method>/<llm>/query_with_hydoc.jsonl``), what ``r2med export-generations`` does, so
-    that ``-o source=<llm>`` replays the run exactly (:mod:`r2med_tasks.results.generations`). ``tasks``:
-    only these (default: every task with records); ``llm``: the ``<llm>`` folder (default: the served
-    model's name). Returns one ``Exported`` per task; never changes a file that is there."""
+    """Write the generations of a run's rewriter in R2MED's published layout under ``data_dir``, what
+    ``r2med export-generations`` does, so that ``-o source=<llm>`` replays the run exactly. Returns
+    one ``Exported`` per task; never changes a file that is there."""
     from .components.context import default_cache_dir
     from .tasks.datafiles import FILES
     from .results.generations import export_records, task_folder
@@ -409,17 +374,9 @@ def export_generations(run_dir: str | Path, data_dir: str | Path, *, tasks: str 
 
 def show_query(run: str | Path, query: str, *, task: str | None = None, data_dir: str | Path | None = None,
                cache_dir: str | Path | None = None) -> QueryView:
-    """One query of a run (a results folder of ``r2med-run``), what ``r2med show RUN --query Q``
-    shows: the query's text, what each LLM stage generated for it (with its reasoning), the run's
-    top 10 in its order with each document's grade (None: unjudged) and a snippet, the relevant
-    documents the top 10 missed (with their rank further down, or None: not retrieved) and the
-    query's nDCG@10 as the run's per-query file stores it (:mod:`r2med_tasks.results.perquery`).
-
-    ``task``: an mteb name or a short name (``"Biology"``, ``"sample"``); None when the folder holds
-    one task. Grades and texts come from the task's data as the run read it (its stored data
-    identity says where); a run on local files needs their folder again as ``data_dir``.
-    ``cache_dir`` (default: the user's cache folder) keeps a local corpus's checked document ids.
-    Bad input raises :class:`UserError`."""
+    """One query of a run, what ``r2med show RUN --query Q`` shows. ``task``: None when the folder
+    holds one task. Grades and texts come from the task's data as the run read it; a run on local
+    files needs their folder again as ``data_dir``."""
     from .results.perquery import choose_task, query_view, results_folder
 
     folder = results_folder(Path(run).expanduser())
@@ -429,13 +386,9 @@ def show_query(run: str | Path, query: str, *, task: str | None = None, data_dir
 
 def compare_queries(a: str | Path, b: str | Path, *, task: str | None = None, query: str | None = None,
                     data_dir: str | Path | None = None, cache_dir: str | Path | None = None) -> QueryDifferences:
-    """Run B against run A query by query, what ``r2med show A B`` shows: every query both runs
-    scored, with each run's nDCG@10 (their per-query files') and the difference B - A, the largest
-    gain first; with ``query``, only that query, its text and the documents that entered B's top 10
-    and left A's, with their grades and ranks (:mod:`r2med_tasks.results.perquery`). ``task``,
-    ``data_dir``, ``cache_dir``: as :func:`show_query` takes them (the data is read only for a
-    ``query``). Runs scored on different data are compared, with a warning in the result's
-    ``warnings``. Bad input raises :class:`UserError`."""
+    """Run B against run A query by query, what ``r2med show A B`` shows, the largest gain first; with
+    ``query``, that query and the documents that entered and left the top 10 (the data is read only
+    then). Runs scored on different data are compared, with a warning in the result's ``warnings``."""
     from .results.identity import different_data
     from .results.perquery import choose_task, query_differences, results_folder
 

@@ -1,19 +1,11 @@
 """MTEB's R2MED results, recorded: every R2MED TaskResult of the MTEB results repository
 (embeddings-benchmark/results) at one commit, into ``r2med_tasks/data/published/mteb_r2med.json``
-(read at run time by ``r2med_tasks.board.published.mteb_record``, shown by ``r2med leaderboard
---published all`` as MTEB results) and its sha256 beside it (``mteb_r2med.sha256``, a ``sha256sum``
-line, checked by the tests).
+(shown by ``r2med leaderboard --published all`` as MTEB results) and its sha256 beside it.
 
-The repository keeps one mteb TaskResult per model, revision and task in
-``results/<org__model>/<revision>/<Task>.json`` (an mteb experiment's in
-``<revision>/experiments/<name>/``), with the model's ``model_meta.json`` beside it. Only the R2MED
-tasks' files are read (by name: no other file is opened), and of each: ``main_score`` and
-``ndcg_at_10`` of its first test score block, as the file gives them (R2MED's main score is
-nDCG@10), its ``dataset_revision`` and ``mteb_version``, its path and its git blob id (so each
-figure can be checked against the repository at the commit). A model is keyed as the board keys
-results folders (``ResultsFolder.key``): ``model_meta.json``'s name and revision, else the folder's,
-and mteb's experiment; of its ``model_meta.json`` the record keeps the facts the board shows
-(:data:`META_FIELDS`: size, licence, open weights, reference, release date).
+Only the R2MED tasks' files are read (by name: no other file is opened), and of each: ``main_score``
+and ``ndcg_at_10`` of its first test score block, its ``dataset_revision`` and ``mteb_version``, its
+path and its git blob id, so each figure can be checked against the repository at the commit. A
+model is keyed as the board keys results folders, so its rows merge with the user's.
 
 ``python -m tools.mteb_record SRC [--commit REV] [--date DATE] [--output FILE]``. SRC is one of:
 

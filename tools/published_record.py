@@ -10,14 +10,8 @@ which renamed the files and added runs (HyDE with Qwen-72B, LameR and Query2Doc)
 the union of both: a run in both commits has the same figures in both (checked when building).
 
 ``python -m tools.published_record SRC_DIR`` reads ``SRC_DIR/<commit>/results/`` for both
-commits. Each run carries:
-
-- ``kind``: ``leaderboard`` when it is one of the leaderboard's rows (same command, same nDCG@10 on
-  every dataset), else ``repository`` (a run of the paper or repository only);
-- ``files``: the commit(s) and folder it was read from;
-- ``command``: the ``r2med-run`` command that reproduces it (the leaderboard CSV's for its rows);
-- ``metrics``: per task, each metric the authors report, under mteb's names (``ndcg_at_10``,
-  ``map_at_100``, ``recall_at_25``, ``precision_at_1``, ``mrr``), as the authors rounded them.
+commits. A run's ``kind`` is ``leaderboard`` when it is one of the leaderboard's rows (same command,
+same nDCG@10 on every dataset), else ``repository`` (a run of the paper or repository only).
 
 The authors' NFCorpus files (``BEIR_NFCorpus.json``, 45cbac5) are not an R2MED task and are left out.
 """

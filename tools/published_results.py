@@ -42,14 +42,10 @@ def published_revision(task_name: str, source: str = "") -> str:
 
 
 def write_published(dest: Path) -> list[Path]:
-    """Every published run as mteb results: the leaderboard's rows in
-    ``dest/r2med-leaderboard__<system>/published/``, the authors' repository's other runs in
-    ``dest/r2med-repository__<system>/published/`` (runs published in other papers, kind
-    ``paper``, are the package's data only: ``results/`` ships those two kinds of folder). Each
-    holds a TaskResult per dataset (every metric the authors report where their repository has the
-    run, else nDCG@10, the one metric the leaderboard shows), written by the mteb adapter as every result is, ``model_meta.json`` and, in
-    ``r2med/pipeline.json``, the system's name, kind and provenance. Generated from the shipped
-    data, so the files are computed, never hand-written."""
+    """Every published run of the leaderboard and the authors' repository as mteb results (runs
+    published in other papers are the package's data only). Each holds a TaskResult per dataset
+    (every metric the authors report where their repository has the run, else nDCG@10), written by
+    the mteb adapter as every result is, so the files are computed, never hand-written."""
     linked = {r["name"]: r for r in published_runs("leaderboard")}
     repository = {r["name"]: r for r in published_runs("repository")}
     written = []

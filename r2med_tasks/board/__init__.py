@@ -1,2 +1,2 @@
-"""The leaderboard: the authors' published record (``published``), where rows come from (``sources``),
-ranking (``leaderboard``), tables (``render``), the HTML page (``html``), and reproductions with verdicts (``reproduce``, ``verdicts``)."""
+"""The leaderboard: the authors' published record, your runs and MTEB's beside it, ranked, rendered,
+and reproduced with verdicts."""

@@ -1,16 +1,9 @@
-"""The leaderboard as one self-contained HTML page: the ranked table with the paper's three task
-groups, filters, search, sorting, per-dataset charts, quality against cost, and a detail view per
-system.
-
-The page is meant to be shared: the table's header and each row's rank and name stay in view while
-it scrolls (both ways, also on a 400 px phone), and the filters, the search, the sort and the open
-detail view live in the address (``#q=bm25&hide=local&sort=Biology``), so a copied address opens
-the same view; each row's rank is its permalink (``#row=<id>``: opens that row's detail view and
-highlights it).
-
-Everything in a results file is untrusted input: every name, path and note is HTML-escaped where
-the page is written, the data the detail view reads is JSON with ``<``, ``>`` and ``&`` escaped, and
-the script only ever sets ``textContent``. The page loads nothing from the network.
+"""The leaderboard as one self-contained HTML page, meant to be shared: the filters, the search, the
+sort and the open detail view live in the address (``#q=bm25&hide=local&sort=Biology``), so a copied
+address opens the same view, and each row's rank is its permalink (``#row=<id>``). Everything in a
+results file is untrusted input: every name, path and note is HTML-escaped where the page is
+written, the data the detail view reads is JSON with ``<``, ``>`` and ``&`` escaped, and the script
+only ever sets ``textContent``. The page loads nothing from the network.
 """
 
 from __future__ import annotations
@@ -54,8 +47,7 @@ NOT_HOLES = "not a hole measure here"  # the condensed nDCG@10 there
 
 @functools.cache
 def page_asset(name: str) -> str:
-    """The page's stylesheet (``leaderboard.css``) or script (``leaderboard.js``): package data
-    (``r2med_tasks/data/page/``), inlined into the page so that it loads nothing."""
+    """The page's stylesheet or script, package data inlined into the page so that it loads nothing."""
     from importlib.resources import files
 
     return files("r2med_tasks").joinpath("data", "page", name).read_text(encoding="utf-8")
@@ -63,10 +55,9 @@ def page_asset(name: str) -> str:
 
 def render_html(rows, tasks: list[str], *, top: int = 5, data_dir: Path | None = None,
                 cache_dir: Path | None = None, reproductions: list[dict] | None = None) -> str:
-    """The page for ``rows`` (leaderboard rows in rank order) over the datasets ``tasks``; each
-    dataset's chart shows its ``top`` systems by that dataset's score. Your runs' detail views
-    carry their per-query view (:func:`per_query_views`; ``data_dir``: the folder runs on local data
-    read, for their grades)."""
+    """The page for ``rows`` (in rank order) over the datasets ``tasks``; each dataset's chart shows
+    its ``top`` systems. ``data_dir``: the folder runs on local data read, for their per-query
+    views' grades."""
     groups = [(g, [t for t in tasks if GROUP_OF[t] == g]) for g in GROUPS]
     groups = [(g, ts) for g, ts in groups if ts]
     with_group_average = [g for g, ts in groups if len(ts) == sum(GROUP_OF[t] == g for t in GROUP_OF) > 1]
@@ -219,9 +210,8 @@ def _reproduction_section(matrix: list[dict]) -> str:
 
 def per_query_views(listed, systems: dict[str, dict], tasks: list[str], *, data_dir: Path | None = None,
                     cache_dir: Path | None = None) -> dict[str, dict]:
-    """Your runs' per-query views, by system id: for the first :data:`QUERY_RUNS` runs in rank order
-    that hold per-query files, per dataset their queries' nDCG@10, top 10 documents with grades and
-    the beginning of what their LLM generated (:func:`r2med_tasks.results.perquery.page_queries`)."""
+    """Your runs' per-query views, by system id, for the first :data:`QUERY_RUNS` runs in rank order
+    that hold per-query files (a page embeds a few hundred KB per run)."""
     from ..results.folder import ResultsFolder
 
     specs = [t for t in R2MED_TASKS if t.name in tasks]

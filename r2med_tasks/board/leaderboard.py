@@ -1,9 +1,6 @@
 """The board itself: rows of every source joined by identity (a run joins the published row whose
-configuration it ran), ranked with each section apart (the board's, then runs on local data,
-:attr:`Row.section`), filtered, with ties and intervals; :class:`Leaderboard`, what
-:func:`r2med_tasks.rank_systems` returns. The last of the leaderboard's modules: it reads its rows
-from :mod:`.sources` and writes them with :mod:`.render`, neither of which
-imports it.
+configuration it ran), ranked with each section apart (the board's, then runs on local data),
+filtered, with ties and intervals.
 """
 
 from __future__ import annotations
@@ -110,12 +107,10 @@ def select(rows: list[Row], *, tasks: list[str] | None = None, rewriter: str | N
 
 
 def add_intervals(rows: list[Row], tasks: list[str]) -> None:
-    """Each row's 95% percentile bootstrap intervals (10,000 resamples of its queries,
-    ``default_rng(0)``; :mod:`r2med_tasks.scoring.uncertainty`), ×100 and rounded to 2 decimals like its
-    scores, computed on the unrounded per-query nDCG@10: ``ci`` per shown task it has per-query
-    scores for, and ``average_ci``, of its average over ``tasks`` (each task's queries resampled
-    within the task), when it has per-query scores for all of them. Runs joined to a published row
-    get theirs too; rows without per-query scores (published ones) keep none."""
+    """Each row's 95% percentile bootstrap intervals, ×100 like its scores: ``ci`` per task it has
+    per-query scores for, and ``average_ci`` of its average over ``tasks`` (each task's queries
+    resampled within the task) when it has them all. Rows without per-query scores (published ones)
+    keep none."""
     from ..scoring.uncertainty import average_interval_of, mean_interval, x100
 
     for row in [r for top in rows for r in (top, *top.joined)]:
@@ -127,18 +122,12 @@ def add_intervals(rows: list[Row], tasks: list[str]) -> None:
 
 def mark_ties(rows: list[Row], tasks: list[str], *, alpha: float | None = None, trials: int = 10000,
               seed: int = 0) -> None:
-    """Which rows cannot be told apart from the best, on the average over ``tasks``.
-
-    Rows are comparable when they have per-query scores for every task in ``tasks`` scored on the same
-    data (the same stored data identities). In each group of two or more comparable rows, the best is
-    the one with the highest average (the first listed on equal averages, as ranked); every other row
-    is compared with it by a paired sign-flip randomization test on the difference of averages
-    (``significance.average_randomization``: 10,000 trials, ``seed`` 0, on the queries both scored), and
-    the p-values are adjusted with Holm's method over the family of those comparisons. A row is
-    ``tied`` when its adjusted p-value is at least 0.05, the best row is tied (the top of its group),
-    and ``tie_p`` / ``tie_best`` say against what. A row that is in no such group (a published row,
-    a lone run) has ``tied`` None.
-    """
+    """Which rows cannot be told apart from the best, on the average over ``tasks``. Among rows with
+    per-query scores for every task on the same data, each is compared with the best (the highest
+    average) by a paired sign-flip randomization test on the difference of averages, the p-values
+    adjusted with Holm's method; a row is ``tied`` when its adjusted p-value is at least ``alpha``
+    (the best is tied too), ``tie_p``/``tie_best`` saying against what. A row in no such group (a
+    published row, a lone run) has ``tied`` None."""
     from ..scoring.significance import ALPHA, ties_with_best
 
     groups: dict[str, list[Row]] = {}
@@ -158,11 +147,9 @@ def mark_ties(rows: list[Row], tasks: list[str], *, alpha: float | None = None, 
 
 @dataclass
 class Leaderboard:
-    """The leaderboard as ``r2med leaderboard`` shows it (:func:`r2med_tasks.rank_systems`): ``rows``
-    ranked and filtered, in rank order (the board's rows, then the local rows, each section ranked
-    on its own: :attr:`Row.section`), each with its ties and intervals marked; ``tasks``, the
-    datasets shown (mteb task names), whose average ranks; ``warnings``, what reading the folders
-    skipped or doubted, one line each."""
+    """The leaderboard as ``r2med leaderboard`` shows it: ``rows`` ranked, filtered and marked, in
+    rank order; ``tasks``, the datasets shown, whose average ranks; ``warnings``, what reading the
+    folders skipped or doubted, one line each."""
 
     rows: list[Row]
     tasks: list[str]

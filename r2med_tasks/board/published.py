@@ -1,16 +1,9 @@
-"""The authors' complete published record as the package ships it: every run in R2MED's GitHub
-``results/`` with every metric (``data/published/r2med_published.json``: ``published_runs``), the
-runs of R2MED published in other papers (``data/published/papers.json``, transcribed by hand:
-``paper_runs``, shown with kind ``paper``), the leaderboard snapshot (``PUBLISHED_CSV``), and the
-manifest of the published results' files (``shipped_files``); and MTEB's R2MED results, as the MTEB
-results repository held them at one commit (``data/published/mteb_r2med.json``: ``mteb_record``).
-
-These files are generated at build time, never at run time: ``tools/published_record.py`` builds the
-record from the authors' two commits, ``tools/published_results.py`` the results and their manifest,
-``tools/mteb_record.py`` the MTEB record from a clone of embeddings-benchmark/results.
-Each run of the record carries ``kind`` (``leaderboard`` or ``repository``), ``files`` (the
-commit(s) and folder it was read from), ``command`` (the ``r2med-run`` command that reproduces it)
-and ``metrics`` (per task, each metric the authors report, under mteb's names, as they rounded them).
+"""The authors' complete published record as the package ships it, with the runs of R2MED published
+in other papers (transcribed by hand) and MTEB's R2MED results as the MTEB results repository held
+them at one commit. These files are generated at build time by ``tools/``, never at run time. Each
+run of the record carries ``kind`` (``leaderboard`` or ``repository``), ``files`` (the commit(s)
+and folder it was read from), ``command`` (the ``r2med-run`` command that reproduces it) and
+``metrics`` (per task, each metric the authors report, under mteb's names, as they rounded them).
 """
 
 from __future__ import annotations
@@ -22,18 +15,14 @@ from pathlib import Path
 from ..tasks.specs import R2MED_TASKS
 
 DATA = Path(__file__).parents[1] / "data" / "published" / "r2med_published.json"
-# The sha256 of every file of the published runs as mteb results (``results/r2med-*__*/published/``),
-# written with them by ``python -m tools.published_results``: ``sha256sum`` lines, paths
-# relative to ``results/`` (``cd results && sha256sum -c ../r2med_tasks/data/published/files.sha256``).
-# A results folder claiming to be published is the shipped copy only when its files are these.
+# ``sha256sum`` lines of every file of the published runs as mteb results, paths relative to ``results/``:
+# a results folder claiming to be published is the shipped copy only when its files are these.
 MANIFEST = Path(__file__).parents[1] / "data" / "published" / "files.sha256"
 PUBLISHED_CSV = Path(__file__).parents[1] / "data" / "leaderboard" / "r2med_leaderboard.csv"
 PAPERS = Path(__file__).parents[1] / "data" / "published" / "papers.json"
 REPOSITORY = "R2MED/R2MED"
 PUBLISHED_KINDS = ("leaderboard", "repository", "paper")  # the kinds of published rows
-# MTEB's R2MED results as the MTEB results repository held them at one commit, written with their
-# sha256 (a ``sha256sum`` line: ``cd r2med_tasks/data/published && sha256sum -c mteb_r2med.sha256``) by
-# ``python -m tools.mteb_record`` from a clone of that repository: ``mteb_record``.
+# MTEB's R2MED results at one commit of the MTEB results repository, their sha256 beside them
 MTEB_RECORD = Path(__file__).parents[1] / "data" / "published" / "mteb_r2med.json"
 MTEB_RECORD_SHA256 = MTEB_RECORD.with_suffix(".sha256")
 MTEB_REPOSITORY = "embeddings-benchmark/results"

@@ -1,7 +1,5 @@
-"""The leaderboard as text: the terminal table, markdown, csv and json (the HTML page is
-``html.py``'s), each row ranked within its section. It reads rows, never ranks or merges them, so it
-sits between the two other leaderboard modules: it imports :mod:`.sources` (the rows), and
-:mod:`.leaderboard` imports it (a :class:`~.leaderboard.Leaderboard` renders itself).
+"""The leaderboard as text: the terminal table, markdown, csv and json, each row ranked within its
+section. It reads rows, never ranks or merges them.
 """
 
 from __future__ import annotations
@@ -58,10 +56,9 @@ MARKDOWN_SYNTAX = re.compile(r"([\\`*_\[\]()!~|])")
 
 
 def markdown_cell(text: str) -> str:
-    """A text cell for a markdown table, shown as the text it is: HTML escaped (no markup or
-    script), and each character markdown gives a meaning in a cell backslash-escaped (``|``: no
-    extra cell; ``[``, ``]``, ``(``, ``)``, ``!``: no link or image; ``*``, ``_``, ``~``, backticks:
-    no emphasis or code); control characters shown escaped."""
+    """A text cell for a markdown table, shown as the text it is: HTML escaped, and each character
+    markdown gives a meaning in a cell backslash-escaped (no extra cell, link, image, emphasis or
+    code)."""
     return MARKDOWN_SYNTAX.sub(r"\\\1", html.escape(printable(text), quote=False))
 
 
@@ -106,10 +103,9 @@ def placeholder_text(placeholders: dict[str, str]) -> str | None:
 
 def json_records(rows: list[Row], tasks: list[str], commands: bool = False) -> list[dict]:
     """One object per row, in rank order, as ``--format json`` writes them: the text formats'
-    columns under snake_case keys (the datasets' under their short names; ``rank``, the row's rank
-    within its ``section``, ``"board"`` or ``"local"``), whether the row is on local data and,
-    unless ``commands``, its statistics as numbers (with ``commands``: each placeholder of its
-    command, and what to put there)."""
+    columns under snake_case keys (``rank`` within the row's ``section``), whether the row is on
+    local data and, unless ``commands``, its statistics as numbers (with ``commands``: its
+    command's placeholders)."""
     header, records = records_of(rows, tasks, commands)
     keys = ([h.lower().replace(" ", "_") for h in header] if commands else
             ["rank", "system", "rewriter", "retriever", "reranker", "average", "average_ci", "tied",
@@ -133,11 +129,9 @@ def json_records(rows: list[Row], tasks: list[str], commands: bool = False) -> l
 
 def render(rows, tasks: list[str], fmt: str, commands: bool = False, wide: bool = False, width: int = 120,
            data_dir: Path | None = None, reproductions: list[dict] | None = None) -> str:
-    """The leaderboard as text in one format (table, markdown, csv, json, html); ``commands``: rank,
-    system, average and the command reproducing each published row; ``wide``: the terminal table
-    with every column (else one that fits 120 columns). The local rows are a section of their own
-    in each: below the board's under their own title (table, markdown, the page), or marked
-    ``local`` in the ``Section`` column (csv) and ``section`` field (json)."""
+    """The leaderboard as text in one format; ``commands``: rank, system, average and the command
+    reproducing each published row; ``wide``: the terminal table with every column. The local rows
+    are a section of their own in each format."""
     if fmt == "html":
         from .html import render_html
 
@@ -187,12 +181,8 @@ def _notes(rows, tasks: list[str], *, commands: bool, wide: bool) -> list[str]:
 
 def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, width: int = 120) -> str:
     """The rich table as text. By default it fits ``width`` (≤ 120) columns: rank, system (on at
-    most two lines, shortened at a word boundary), source, average (≈: tied for first) and
-    the datasets under short headers, as many as fit beside a system column of at least
-    :data:`SYSTEM_MIN` characters (the caption names those left out); ``wide`` (or ``--format
-    json``) has every column: rewriter, retriever, reranker, the statistics, the source's path and
-    notes. The local rows come after the board's, under a line of their own ("Local data"),
-    ranked from 1 among themselves."""
+    most two lines), source, average and as many datasets as fit beside a System column of at least
+    :data:`SYSTEM_MIN` characters (the caption names those left out); ``wide`` has every column."""
     from rich import box
     from rich.console import Console
     from rich.markup import escape
@@ -312,10 +302,8 @@ def two_lines(text: str, width: int) -> str:
 
 def shorten(text: str, width: int) -> str:
     """``text`` in at most ``width`` characters, cut only where a reader expects it: first each path
-    (a word with a ``/``: a model's folder, a hub id) keeps only its last part (``…/all-MiniLM-L6-v2``,
-    an option keeping its ``name=``), the longest first; then the text ends at the last word boundary
-    that fits (a space; within a long word, a ``-`` or ``_``) with ``…``. Only a single word with no
-    boundary is cut where it must."""
+    keeps only its last part (``…/all-MiniLM-L6-v2``), the longest first; then the text ends with
+    ``…`` at the last word boundary that fits (a space; within a long word, a ``-`` or ``_``)."""
     if len(text) <= width:
         return text
     if width <= 1:

@@ -1,17 +1,9 @@
 """Two-click reproductions with a verdict, as pyserini's: ``reproduce(row)`` runs a published row's
-command and compares what it got with what was published, per dataset and for the average, each
-difference judged against a tolerance stated for the kind of system:
-
-- **OK**: the published figure as printed (2 decimals: within 0.005 of it);
-- **OKish**: within the tolerance of the row's kind (``TOLERANCES``: lexical retrieval is
-  deterministic and reproduces exactly; neural encoders differ in the last bits between GPUs,
-  CPUs, dtypes and batch sizes; an API model may change behind its name);
-- **FAIL**: beyond it.
-
-A reproduction is kept in its results folder (``r2med/reproduction.json``), so the reproductions
-made so far form a matrix (``r2med_tasks.board.verdicts.reproductions``): each row reproduced, each
-dataset's verdict. A run on
-data other than R2MED's official data has nothing to compare against, and says so.
+command and judges each figure, per dataset and for the average: **OK** as printed (within 0.005),
+**OKish** within the tolerance of the row's kind (lexical retrieval reproduces exactly; neural
+encoders differ in the last bits between machines; an API model may change behind its name),
+**FAIL** beyond it. A reproduction is kept in its results folder, so those made so far form a
+matrix. A run on data other than R2MED's official data has nothing to compare against, and says so.
 """
 
 from __future__ import annotations

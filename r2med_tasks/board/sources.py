@@ -1,8 +1,6 @@
-"""Where the leaderboard's rows come from, and what a row is (:class:`Row`): the published rows the
-package ships (``published.py``), users' results folders and MTEB results clones (untrusted: a folder
-never makes or changes a published row), and the command that reproduces a run, checked by rebuilding
-its pipeline. The first of the leaderboard's modules: it imports neither :mod:`.render`
-nor :mod:`.leaderboard`, which both read its rows.
+"""Where the leaderboard's rows come from, and what a row is: the published rows the package ships,
+users' results folders and MTEB results clones (untrusted: a folder never makes or changes a
+published row), and the command that reproduces a run, checked by rebuilding its pipeline.
 """
 
 from __future__ import annotations
@@ -261,22 +259,11 @@ def _installed_registry():
 
 
 def result_rows(folder: Path, warn, *, mteb: bool = False, shipped: list[Path] | None = None) -> list[Row]:
-    """Rows from a results folder in mteb's layout (r2med-run's or mteb's own ResultCache), one per
-    model, revision, experiment and kind of data (official or local); ``mteb``: the folder is the
-    MTEB results repository's.
-
-    Everything in the folder is untrusted. A file that is not a readable mteb TaskResult (not a
-    regular file, over 10 MB, not JSON, nested too deep, no test score), or whose nDCG@10 is not a
-    score (a finite real number between 0 and 1: not a boolean, not a string), is skipped with one
-    warning naming it: a ranking must not show it silently. Metrics that are no scores are left out
-    of what a row shows.
-
-    A folder never makes a published row (those are the package's own, :func:`published_rows`): a
-    folder claiming to be one is either the shipped copy of the published results (its files are
-    those of the package's manifest: it adds nothing, and is appended to ``shipped``) or, with one
-    warning, shown as a run. Everything a row says of a run (name, components, command) is the
-    run's stored record.
-    """
+    """Rows from a results folder in mteb's layout, one per model, revision, experiment and kind of
+    data; ``mteb``: the folder is the MTEB results repository's. Everything in it is untrusted: a file
+    that is not a readable mteb TaskResult, or whose nDCG@10 is not a score, is skipped with one
+    warning naming it, never silently. A folder never makes a published row: one claiming to be
+    published is either the shipped copy (appended to ``shipped``) or, with one warning, a run."""
     systems: dict[tuple, Row] = {}
     folders: dict[tuple, ResultsFolder] = {}
     skipped = 0  # (mteb) files of other tasks, left unread
@@ -334,12 +321,9 @@ def result_rows(folder: Path, warn, *, mteb: bool = False, shipped: list[Path] |
 
 
 def mteb_record_rows(path: Path | None = None) -> list[Row]:
-    """MTEB's R2MED results as the package ships them (:func:`r2med_tasks.board.published.mteb_record`:
-    the MTEB results repository at one commit), as ``--mteb-results`` reads that repository's
-    folders: one row per model, revision, experiment and kind of data (a result at a dataset
-    revision other than mteb's pinned one is local data), with the same identity (they merge with
-    your runs of the model and revision, and with ``--mteb-results`` rows), name and source
-    (``mteb``); labelled with the record's commit and date, and carrying the model's facts."""
+    """MTEB's R2MED results as the package ships them, read as ``--mteb-results`` reads that
+    repository's folders, with the same identity (so they merge with your runs of the model and
+    revision, and with ``--mteb-results`` rows); labelled with the record's commit."""
     record = mteb_record() if path is None else mteb_record(path)
     label = f"MTEB results ({record['repository']}@{record['commit'][:7]}, {record['commit_date'][:10]})"
     rows: dict[tuple, Row] = {}
@@ -364,11 +348,9 @@ def mteb_record_rows(path: Path | None = None) -> list[Row]:
 
 
 def _read_per_query(row: Row, run: ResultsFolder, task: str, main: float, identity: dict | None, warn) -> None:
-    """A run's per-query scores of ``task`` into ``row`` (nDCG@10, judged@10, condensed nDCG@10),
-    with the data identity they were scored on: what its intervals and ties are computed from. Only
-    a task r2med wrote (it has a stored identity) has them; a per-query file that is no such table,
-    holds a value that is no score, or whose nDCG@10 does not average to the TaskResult's (mteb
-    keeps 5 decimals) is left out with one warning: the row then shows no interval for the task."""
+    """A run's per-query scores of ``task`` into ``row``, with the data identity they were scored
+    on: what its intervals and ties are computed from. A per-query file that is no such table, holds
+    no score, or does not average to the TaskResult's nDCG@10 is left out with one warning."""
     from ..errors import UserError
     from ..scoring.evaluation import COVERAGE, MAIN_SCORE, RELEVANT_ONLY
 
@@ -516,15 +498,10 @@ def _run_row(run: ResultsFolder, record: dict, key: tuple, local: bool) -> Row:
 
 def recorded_command(record: dict, tasks: list[str], *, output: Path | None = None,
                      local: bool = False) -> tuple[str, str | None, dict[str, str]]:
-    """The command a run's record stores, for the run's ``tasks`` (mteb names), with what makes
-    it this run's: ``--tasks`` when it has fewer than the eight datasets, ``--output`` when its
-    results folder (``output``, where they were found) is not the default ``results``, and for a
-    run on ``local`` data the ``--data-dir`` it read, as given (:func:`recorded_data_dir`; a
-    placeholder where it cannot be printed). Rerun as printed (a placeholder filled in), it reuses
-    every task. Also a note when there is no command to show (no command can build the run, or the
-    stored one no longer builds the stored configuration: a plugin's defaults changed since), and
-    each placeholder with what to put there. An ``r2med-run`` command is checked by building it
-    with the installed plugins, so a printed command never runs another system."""
+    """The command a run's record stores, with what makes it this run's (``--tasks``, ``--output``,
+    the ``--data-dir`` or a placeholder), so that rerun as printed it reuses every task; else a note
+    saying why there is none. An ``r2med-run`` command is checked by building it with the installed
+    plugins, so a printed command never runs another system."""
     from ..running.request import command_line
 
     words = record.get("command")

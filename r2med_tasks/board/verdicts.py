@@ -1,7 +1,5 @@
-"""Verdicts of reproductions, and the reproduction matrix: how far a reproduced figure may land
-from the published one for each kind of system (``Tolerance``, ``TOLERANCES``), and the
-reproductions kept in results folders (``reproductions``), as the leaderboard and its page show them
-(``matrix_cells``). ``r2med_tasks.board.reproduce`` makes them."""
+"""Verdicts of reproductions: how far a reproduced figure may land from the published one for each
+kind of system, and the matrix of the reproductions kept in results folders."""
 
 from __future__ import annotations
 

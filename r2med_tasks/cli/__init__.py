@@ -1,8 +1,6 @@
-"""Command line: ``r2med run|plugins|list|leaderboard|compare|show|fuse|export-mteb|export-generations|new-plugin`` and ``r2med-run``
-(= ``r2med run``), one module per command group, each a thin shell over the library.
-
-Start-up stays light: these modules import click, rich and the plugin registry only; torch, mteb
-and models load when a command needs them.
+"""Command line: ``r2med`` and ``r2med-run`` (= ``r2med run``), one module per command group, each a
+thin shell over the library. Start-up stays light: these modules import click, rich and the plugin
+registry only; torch, mteb and models load when a command needs them.
 """
 
 from __future__ import annotations

@@ -133,11 +133,9 @@ def _again(signum, frame) -> None:
 
 @contextmanager
 def interrupts():
-    """Ctrl-C while a command runs: the first press stops it (a KeyboardInterrupt, handled as
-    usual: finished work is kept, exit 130); from then on, another press quits at once with one
-    line, exit 130: no wait for work in flight, no traceback from exit handlers, no abort from
-    native threads (:func:`exit_after_interrupt` keeps that true through the process's exit).
-    Until the first press, the previous handler is put back when the block ends."""
+    """Ctrl-C while a command runs: the first press stops it (a KeyboardInterrupt: finished work is
+    kept, exit 130); from then on another press quits at once with one line, exit 130: no wait for
+    work in flight, no traceback from exit handlers, no abort from native threads."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

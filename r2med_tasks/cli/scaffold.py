@@ -1,12 +1,8 @@
 """``r2med new-plugin NAME --kind KIND``: a plugin package to start from, in ``./r2med-NAME/``, as
-llm's and datasette's plugin templates make theirs: ``pyproject.toml`` with the ``r2med`` entry
-point, the registering module (options model, spec), the component, a test, a README. It installs,
-``r2med plugins`` lists it, it runs on ``--tasks sample`` and passes its own test
-(tests/test_scaffold.py checks each kind).
-
-The files are the templates of ``r2med_tasks/data/scaffold/`` (``string.Template``: ``$name``,
-``$module``, ...). They are written into a hidden folder beside the new one, which is then renamed
-to it: a failure leaves nothing half-written, and nothing is ever written over.
+llm's and datasette's plugin templates make theirs; it installs, ``r2med plugins`` lists it, it runs
+on ``--tasks sample`` and passes its own test. The files are written from templates into a hidden
+folder beside the new one, which is then renamed to it: a failure leaves nothing half-written, and
+nothing is ever written over.
 """
 
 from __future__ import annotations

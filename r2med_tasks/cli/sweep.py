@@ -115,10 +115,9 @@ def sweep_command(file, output, data_dir, task_names, cache_dir, executor, addre
 
 
 def live_view(board, console, *, thread: bool = True):
-    """The sweep's live view: ``board`` rendered anew at each refresh, four times a second (so the
-    running jobs' times tick between changes of state; by a thread of its own, or, without
-    ``thread``, by the executor's calls) and whenever a job's state changes, at the console's width
-    at that moment."""
+    """The sweep's live view: ``board`` rendered anew four times a second (so the running jobs'
+    times tick; without ``thread``, by the executor's calls) and whenever a job's state changes, at
+    the console's width at that moment."""
     from rich.live import Live
 
     return Live(console=console, transient=True, refresh_per_second=4, auto_refresh=thread,
@@ -169,11 +168,9 @@ def print_outcome(outcomes, as_json: bool) -> None:
 
 
 def board_table(rows, tasks: list[str], width: int):
-    """The sweep's board as the leaderboard's terminal table shows one: rank, system (on at most two
-    lines), average over every task, and each task under its name, or where the names do not all
-    fit in ``width`` under the leaderboard's short headers (``Bio``, ``Binf``, named in the caption),
-    as many as fit beside a system column of at least ``SYSTEM_MIN`` characters; the caption names
-    the tasks left out."""
+    """The sweep's board as the leaderboard's terminal table shows one: each task under its name, or,
+    where the names do not all fit in ``width``, as many as fit under the leaderboard's short
+    headers; the caption names the tasks left out."""
     from rich import box
 
     from ..board.render import ABBREVIATIONS, SYSTEM_MAX, SYSTEM_MIN, two_lines

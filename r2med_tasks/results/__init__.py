@@ -1,4 +1,2 @@
-"""What a run leaves on disk: the layout of a results folder (``layout``), the identity that decides
-reuse (``identity``), outcomes (``outcomes``), per-query inspection (``perquery``), and the exports:
-to the MTEB results repository (``export``, ``contribution``) and to R2MED's generation layout
-(``generations``)."""
+"""What a run leaves on disk: its results folder, the identity that decides reuse, its outcomes, and
+the exports to the MTEB results repository and to R2MED's generation layout."""

@@ -1,43 +1,10 @@
-"""What stands between a ``results/`` folder and a merged pull request to the MTEB results
-repository (embeddings-benchmark/results), checked here before the pull request is opened.
-
-That repository's CI runs its tests/ and its file-size workflow on every pull request. They check
-each ``results/<org__model>/<revision>/`` folder for what :func:`check_results_tree` checks here,
-in r2med's own code (no line of theirs is run):
-
-- layout (test_correct_folder_structure, test_ensure_correct_metadata): a ``model_meta.json`` in
-  every revision folder, which lies in ``results/<name, "/" -> "__", " " -> "_">/<revision>/``
-  with its results beside it, and nothing but revision folders in a model's folder;
-- ``model_meta.json`` (test_ensure_correct_metadata): a name with its organisation
-  (``org/model``), a revision that is a 40-hex commit or one character and the folder's name,
-  no revision twice in a model's folder;
-- each TaskResult: file name = ``task_name`` (test_task_name_matches_filename), a task under one
-  revision of a model only (test_duplicate_results), at most 10 MB (check_file_sizes), readable
-  by mteb (``TaskResult.from_disk``);
-- run settings (tests/test_new_results_run_settings.py of the pending PR 676): ``mteb_version`` >
-  2.0.0 in each TaskResult and in each of its score blocks, and a ``run_settings.jsonl`` beside
-  them with an entry for every score block's (task, split, subset), as mteb expands its entries
-  (``splits``/``subsets`` lists, or a legacy single ``split``/``subset``), whose ``version.mteb``
-  is > 2.0.0;
-- the model (test_model_implementation): registered in mteb, by its ``model_meta.json`` name or
-  its folder's.
-
-and what r2med knows beyond them: the task must be one of mteb's (not r2med's offline sample or a
-local task), its ``dataset_revision`` mteb's pinned one (R2MED's are :data:`PINNED_REVISIONS`), no
-score NaN or Infinity (a failed evaluation, which mteb's reader takes as a score; a nAUC, which mteb
-leaves NaN when a metric is the same for every query, excepted), and
-an option variant (r2med's ``<revision>/experiments/<name>/``) is r2med's configuration, not one of
-mteb's implementation, so it is not submitted (without a ``model_meta.json`` in the revision folder
-the repository's tests refuse it too).
-
-The repository's tests exempt a list of legacy folders (no ``model_meta.json``, no revision);
-new submissions get no exemption, so none is reproduced. Every problem is one line naming a file
-(relative to the folder holding ``results/``) and what to do.
-
-An export into a clone (:func:`check_exported`) is checked for what it brings: the problems of the
-files it exported (its TaskResults, ``model_meta.json``, the lines of ``run_settings.jsonl`` about
-its tasks) and of the folder it exported to, and the model-wide ones that the export itself gives
-rise to; what the clone already held is the repository's, which its CI accepts.
+"""What would block a pull request of a ``results/`` folder to the MTEB results repository
+(embeddings-benchmark/results), checked before it is opened. The repository's CI (its tests/, its
+file-size workflow, PR 676's run-settings test) is re-implemented here, in r2med's own code; each
+problem names the check it fails. Beyond them r2med knows that only mteb's tasks at mteb's pinned
+data revision count, that a NaN or infinite score is a failed evaluation, and that an option variant
+is r2med's configuration, not mteb's implementation of the model. The legacy folders the repository
+exempts are not: new submissions get no exemption.
 """
 
 from __future__ import annotations
@@ -78,39 +45,32 @@ Problem = tuple[Path, str]  # where (an absolute path), what (and what to do)
 
 
 def check_results_tree(results_root: Path) -> list[str]:
-    """What would block a pull request adding ``results_root`` (a ``results/`` folder laid out as
-    the MTEB results repository's) to that repository: one line per problem, every revision
-    folder of every model checked; an empty list when nothing would."""
+    """What would block a pull request adding ``results_root`` to the MTEB results repository: one
+    line per problem, naming a file (relative to the folder holding ``results/``) and what to do."""
     problems = [p for model in _children(results_root) for p in _model_problems(model)]
     return _lines(problems, results_root.parent)
 
 
 @dataclass(frozen=True)
 class Before:
-    """What a clone held before an export into it (:func:`before_export`): the model-wide problems
-    already there, and whether the folder exported to had a ``run_settings.jsonl`` (if not, every
-    line of it afterwards is the export's)."""
+    """What a clone held before an export into it: the model-wide problems already there, and
+    whether the folder had a ``run_settings.jsonl`` (if not, every line of it afterwards is the
+    export's)."""
 
     model_problems: frozenset[Problem]
     run_settings: bool
 
 
 def before_export(results_root: Path, folder: Path) -> Before:
-    """:class:`Before` of an export into ``folder`` (a revision folder, or an experiment folder in
-    one, under ``results_root``), taken before anything is written."""
+    """Taken before anything is written."""
     model = results_root / folder.relative_to(results_root).parts[0]
     return Before(frozenset(_model_wide(model)), (folder / RUN_SETTINGS).is_file())
 
 
 def check_exported(results_root: Path, folder: Path, exported: Collection[Path], before: Before) -> list[str]:
-    """What would block a pull request because of an export into ``folder`` (a revision folder, or
-    an experiment folder in one, under ``results_root``) of the files ``exported`` (those it wrote
-    and those it found there already identical): :func:`check_results_tree`'s problems of those
-    files (of ``run_settings.jsonl``, the lines about their tasks, every line when the export made
-    the file), of ``folder`` itself, their clashes with the model's other revisions, and the
-    model-wide problems that were not there ``before``. Not the problems of files the clone held
-    already (other tasks in the same folder, other revisions, other models): those are the
-    repository's, accepted by its CI."""
+    """The problems an export into a clone brings: of the files ``exported`` (written, or found
+    identical), of ``folder``, and the model-wide ones not there ``before``. What the clone held
+    already is the repository's, which its CI accepts."""
     model = results_root / folder.relative_to(results_root).parts[0]
     revision = model / folder.relative_to(model).parts[0]
     own = {*exported, folder, folder / RUN_SETTINGS}
@@ -138,8 +98,7 @@ def _declared_revision(folder: Path) -> object:
 
 
 def _model_wide(model: Path) -> list[Problem]:
-    """The problems of a model's folder as a whole (test_model_implementation), when it has
-    revision folders."""
+    """The problems of a model's folder as a whole, when it has revision folders."""
     if model.name.startswith(".") or not any(f.is_dir() for f in _children(model)):
         return []
     return _unregistered(model)
@@ -306,10 +265,8 @@ def _result_problems(path: Path) -> tuple[list[Problem], list[tuple[str, str, st
 
 
 def _non_finite(scores: object) -> list[str]:
-    """What is wrong with ``scores`` (a TaskResult's) that mteb's reader takes: NaN or Infinity as
-    a score, which a failed evaluation writes (as ``NaN``, JSON's extension) and a leaderboard would
-    rank or average. A NaN nAUC (``nauc_*``) is not one: mteb's nAUC is 0/0 when a metric is the
-    same for every query (recall@1000 of 1 on a small corpus), and mteb writes it so."""
+    """NaN or Infinity as a score: a failed evaluation, which mteb's reader takes and a leaderboard
+    would rank. A NaN nAUC is not one: mteb's nAUC is 0/0 when a metric is the same for every query."""
     found = []
     for split, blocks in scores.items() if isinstance(scores, dict) else ():
         for i, block in enumerate(blocks if isinstance(blocks, list) else []):
@@ -337,8 +294,7 @@ def _non_finite_names(value: object, name: str = "") -> Iterator[str]:
 
 
 def _non_finite_problems(path: Path) -> list[str]:
-    """:func:`_non_finite` of the TaskResult at ``path`` (nothing when it cannot be read: other
-    checks say so)."""
+    """Nothing when the file cannot be read: other checks say so."""
     data, _ = _json_object(path)
     return _non_finite(data.get("scores")) if data is not None else []
 

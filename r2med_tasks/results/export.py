@@ -1,19 +1,9 @@
-"""Lay a run out as the public MTEB results repository expects, in a clone of it, as a careful
-contributor would, and say what stands in the way of a pull request being merged there
-(:mod:`r2med_tasks.results.contribution` checks what that repository's CI checks).
-
-The export merges into what the clone holds, never loses it and never writes outside it:
-
-- ``run_settings.jsonl`` is merged as mteb's ``ResultCache`` merges one into another (its entries,
-  then the run's; each task, split and subset once, with the last settings), a new one copied;
-- a ``model_meta.json`` already there is kept when it says the same (as JSON), and refused when it
-  differs (naming the fields) unless ``replace_model_meta``;
-- a TaskResult already there is left when it is the same, refused when it differs unless
-  ``overwrite``;
-- a DEST that does not exist is refused unless ``create``; every existing path component under
-  DEST (a link included) must resolve inside DEST's real path, and files are written there;
-- everything is read and checked before the first write, and the files are then written together
-  (:func:`r2med_tasks.files.atomic.replace_all`), ``model_meta.json`` last.
+"""Lay a run out in a clone of the public MTEB results repository, as a careful contributor would,
+and say what stands in the way of the pull request being merged. The export merges into what the
+clone holds and never loses it: ``run_settings.jsonl`` is merged as mteb's ``ResultCache`` merges
+one, and a ``model_meta.json`` or TaskResult that differs from the run's is refused unless told to
+replace it. It never writes outside the clone (every existing path under DEST, links included, must
+resolve inside it), and everything is read and checked before the first write.
 """
 
 from __future__ import annotations
@@ -44,9 +34,8 @@ ELSEWHERE = "or export into another clone"
 
 @dataclass(frozen=True)
 class MtebExport:
-    """What :func:`export_run` did: the folder it exported to, the files it wrote there (new,
-    replaced or merged) and those it found already as the run has them (left alone), and the
-    problems a pull request with them would hit (one line each; none: nothing to fix)."""
+    """What :func:`export_run` did: the files it wrote (new, replaced or merged), those it found
+    already as the run has them, and the problems a pull request with them would hit."""
 
     target: Path
     problems: list[str]
@@ -60,13 +49,9 @@ class MtebExport:
 
 def export_run(run_dir: Path, dest: Path, *, create: bool = False, overwrite: bool = False,
                replace_model_meta: bool = False) -> MtebExport:
-    """Copy a run's TaskResults, model_meta.json and run_settings.jsonl into the clone ``dest`` of
-    the MTEB results repository, at ``results/<org__model>/<revision>/`` (plus
-    ``experiments/<name>/`` for an option variant), merging with what is there (see the module's
-    docstring; ``create``: make a missing ``dest``; ``overwrite``: replace a TaskResult of the same
-    task that differs; ``replace_model_meta``: replace a model_meta.json that differs), and check
-    what it exported (:func:`r2med_tasks.results.contribution.check_exported`). A refusal is a
-    :class:`UserError` raised before anything is written."""
+    """Copy a run's files into the clone ``dest`` at the repository's place for them, merging with
+    what is there, and check what it exported. A refusal is a :class:`UserError` raised before
+    anything is written."""
     run = ResultsFolder(run_dir)
     meta_path = run.model_meta_file
     meta_bytes = _read(meta_path, MAX_RECORD_BYTES, optional=True)
@@ -93,7 +78,6 @@ def export_run(run_dir: Path, dest: Path, *, create: bool = False, overwrite: bo
     settings_text = None if settings is None else _utf8(run.run_settings_file, settings,
                                                         f"the run's files are corrupt: {REPAIR}")
 
-    # the destination: there (or to be made), and nothing under it leading out of it
     base = _destination(dest, create)
     fresh = not dest.is_dir()  # a DEST to make holds nothing
     target = dest / relative
@@ -103,7 +87,6 @@ def export_run(run_dir: Path, dest: Path, *, create: bool = False, overwrite: bo
     def existing(file_name: str) -> bytes | None:
         return None if fresh else _existing(real[file_name], target / file_name)
 
-    # what to write: each file against what the clone holds
     writes: list[tuple[Path, bytes]] = []  # (real path, bytes), model_meta.json last
     written: list[Path] = []
     unchanged: list[Path] = []
@@ -167,9 +150,8 @@ def _destination(dest: Path, create: bool) -> Path:
 
 
 def _real_paths(dest: Path, base: Path, relative: Path, names: list[str]) -> dict[str, Path]:
-    """The real path each of ``names`` in ``dest / relative`` is written at, once every path
-    component of them under DEST that exists (folders, the files themselves, links among them) is
-    checked to resolve inside ``base``, DEST's real path, and every existing folder to be one."""
+    """The real path each of ``names`` in ``dest / relative`` is written at, once every existing
+    path component under DEST (links included) is checked to resolve inside ``base``."""
     path = dest
     for part in relative.parts:
         path = path / part
@@ -231,13 +213,10 @@ def _meta_difference(old: bytes, meta: dict) -> str:
 
 
 def _merged_run_settings(existing: str, run: str) -> str:
-    """The clone's ``run_settings.jsonl`` (``existing``) after mteb merges the run's (``run``) into
-    it, as ``ResultCache.submit_results`` does (``_write_and_merge_keyed_json(dest,
-    _read_run_settings_from_file(run))``): the clone's entries, then the run's, each (task, split,
-    subset) kept once with the settings of the last entry covering it, rows grouped as mteb groups
-    them. r2med's reproduction of that merge, :func:`run_settings_text`, does it: given both
-    files' lines (a line never spans the two), the one entry it adds names no split and no subset,
-    so it covers nothing (tests/test_export_mteb_merge.py compares with mteb's own merge)."""
+    """The clone's ``run_settings.jsonl`` after mteb's ``ResultCache.submit_results`` merges the
+    run's into it: each (task, split, subset) once, with the last entry's settings.
+    :func:`run_settings_text` given both files' lines does it: the one entry it adds names no split
+    and no subset, so it covers nothing."""
     return run_settings_text(f"{existing}\n{run}", "", {None: []}, None)
 
 
@@ -250,8 +229,8 @@ def _utf8(path: Path, data: bytes, then: str) -> str:
 
 
 def _read(path: Path, limit: int, *, optional: bool = False) -> bytes | None:
-    """A file of the run (a regular file, at most ``limit`` bytes: a TaskResult's is the MTEB results
-    repository's limit), or a one-line error naming it; None when there is none and it is ``optional``."""
+    """A file of the run, at most ``limit`` bytes, or a one-line error naming it; None when there is
+    none and it is ``optional``."""
     try:
         return read_bytes(path, limit)
     except MissingFile as e:

@@ -1,13 +1,7 @@
-"""One results folder, read and written: every path in it (from the naming rules of
-:mod:`r2med_tasks.results.layout`), what its files hold, and, for the folder a pipeline writes, how
-it is claimed, checked and written.
-
-Writers (the runner, ``r2med fuse``, the published record) and readers (the leaderboard,
-``compare``, ``export-mteb``, ``fuse``, ``run-file``) all go through :class:`ResultsFolder`, so a
-path is derived once and a file is read one way. Each file is written atomically; a task's
-TaskResult is written last and removed first when the task is recomputed, so a TaskResult on disk
-always sits beside the identity it was computed with. Beside the identities, ``r2med/pipeline.json``
-records the run: its name, configuration, components and the command that reproduces it.
+"""One results folder, read and written. Every writer and reader goes through
+:class:`ResultsFolder`, so a path is derived once and a file is read one way. Each file is written
+atomically; a task's TaskResult is written last and removed first when the task is recomputed, so a
+TaskResult on disk always sits beside the identity it was computed with.
 """
 
 from __future__ import annotations
@@ -69,12 +63,10 @@ class Status:
 
 
 class ResultsFolder:
-    """One results folder: its files' paths, what they hold, read defensively (a missing or
-    unreadable file reads as nothing; the caller says what that means), and how it is written.
-
-    ``ResultsFolder(path)`` opens any folder, for reading; :meth:`for_pipeline` opens the folder a
-    pipeline writes, where the layout puts it, carrying the pipeline's :class:`PipelineSpec`, which
-    claiming, checking and writing need: they refuse a folder opened by its path."""
+    """One results folder's files, read defensively (a missing or unreadable file reads as nothing;
+    the caller says what that means). ``ResultsFolder(path)`` opens any folder, for reading;
+    :meth:`for_pipeline` opens the folder a pipeline writes, carrying the :class:`PipelineSpec` that
+    claiming, checking and writing need."""
 
     spec: PipelineSpec | None = None  # the pipeline whose folder this is (for_pipeline); None: opened for reading
     output: Path | None = None  # the --output it lies in (for_pipeline)
@@ -91,11 +83,9 @@ class ResultsFolder:
 
     @classmethod
     def for_pipeline(cls, output: Path, spec: PipelineSpec, *, local: bool = False) -> ResultsFolder:
-        """The folder ``spec``'s results on one kind of data (local files or the hub's) go to, under
-        ``output``: by the model, revision and experiment the layout files them under
-        (:func:`~r2med_tasks.results.layout.filed_under`), or the folder an earlier r2med filed this
-        very configuration in (:meth:`_adopt_legacy`). Refuses, in one line, a folder that would lie
-        outside ``output`` (a symbolic link on the way)."""
+        """The folder under ``output`` that ``spec``'s results on one kind of data (local files or the
+        hub's) go to, or the one an earlier r2med filed this very configuration in. Refuses, in one
+        line, a folder that would lie outside ``output`` (a symbolic link on the way)."""
         name, revision = filed_under(spec)
         experiment = experiment_name(spec.variant)
         folder = cls(folder_path(output, name, revision, experiment, local=local))
@@ -111,10 +101,9 @@ class ResultsFolder:
         return folder
 
     def _adopt_legacy(self, local: bool) -> bool:
-        """Keep using the folder an earlier r2med filed this very configuration in
-        (:meth:`PipelineSpec.legacy`: ``r2med__…`` for a pipeline with a third-party component) when it
-        holds its record and this folder holds none: its results are found and reused there, and
-        new tasks join them. True when it does."""
+        """Keep using the folder an earlier r2med filed this very configuration in (``r2med__…`` for a
+        pipeline with a third-party component) when it holds its record and this folder holds none,
+        so its results are reused. True when it does."""
         spec = self._pipeline()
         legacy = spec.legacy()
         if legacy is None or self.record_file.exists():
@@ -161,8 +150,7 @@ class ResultsFolder:
         return self.own_folder / f"{task_name}{IDENTITY_SUFFIX}"
 
     def cost_file(self, task_name: str) -> Path:
-        """What computing the task cost (:meth:`cost`), written with its files and never part of its
-        identity; under ``r2med/``, so no reader of ``<Task>.json`` TaskResults (mteb's) takes it for one."""
+        """Under ``r2med/``, so no reader of ``<Task>.json`` TaskResults (mteb's) takes it for one."""
         return self.own_folder / f"{task_name}{COST_SUFFIX}"
 
     @property
@@ -197,8 +185,7 @@ class ResultsFolder:
 
     @property
     def local(self) -> bool:
-        """Whether the folder lies in a ``local-data`` tree (results on data read from local files):
-        ``<output>/local-data/<model>/<revision>``."""
+        """Whether the folder holds results on data read from local files (a ``local-data`` tree)."""
         return self.revision_folder.parent.parent.name == LOCAL_DATA
 
     @property
@@ -219,7 +206,6 @@ class ResultsFolder:
         return sorted(self.path.glob(f"*{TREC_SUFFIX}"))
 
     def run_task_names(self) -> list[str]:
-        """The tasks whose run the folder holds (:meth:`trec_files`)."""
         return [p.stem for p in self.trec_files()]
 
     def per_query_files(self) -> dict[str, Path]:
@@ -299,13 +285,10 @@ class ResultsFolder:
         return []
 
     def cost(self, task_name: str) -> dict[str, Any] | None:
-        """What computing a task cost, as recorded when it was computed: ``{"seconds": {stage:
-        seconds}, "usage": {"requests", "cached", "prompt_tokens", "completion_tokens",
-        "reasoning_tokens", "usd"} or None}`` (stages: :data:`COST_STAGES`, those that ran; usage None
-        when no component called an LLM; usd None when a price was unknown). None when there is no
-        such record (results written before r2med recorded costs, a fused run), when it is not the
-        one written with the task's files (its manifest lists no file of that content), or when it
-        is malformed (:meth:`problems` says why)."""
+        """What computing a task cost: ``{"seconds": {stage: seconds}, "usage": {...} or None}`` (None:
+        no component called an LLM). None when there is no such record (a fused run), when it is not
+        the one written with the task's files (its manifest disagrees), or when it is malformed
+        (:meth:`problems` says why)."""
         path = self.cost_file(task_name)
         try:
             data = read_bytes(path, MAX_RECORD_BYTES)
@@ -483,17 +466,10 @@ class ResultsFolder:
               per_query: dict, *, evaluation_time: float, phases: list[dict[str, Any]],
               kept: dict[str, list[dict]] | None = None, cost: dict[str, Any] | None = None,
               data_dir: Path | None = None) -> None:
-        """Write a task's files as one: each is prepared beside its target, then all are put in
-        place (the TaskResult last, so readers see the previous result until the new one is whole),
-        then the manifest of their hashes that marks the task finished. A failure before that point
-        (a full disk) leaves the previous result as it was; a kill during it leaves files the
-        manifest does not match, so the task is recomputed. The bytes are mteb's, written without
-        importing mteb (the warm path of a run never does). ``kept``: rows a component asked to
-        keep (``context.keep``), written as ``<Task>.<name>.jsonl`` with the rest. ``cost``: what
-        computing it cost (``{"seconds": {...}, "usage": {...} or None}``, see ``ResultsFolder.cost``),
-        written as ``r2med/<Task>.cost.json`` with the rest (never part of the identity); without one,
-        an earlier computation's is removed. ``data_dir``: the ``--data-dir`` the task's data was read
-        from, as given, which the record keeps (:meth:`record_text`)."""
+        """Write a task's files as one: all put in place together (the TaskResult last, so readers see
+        the previous result until the new one is whole), then the manifest of their hashes that marks
+        the task finished; a kill in between leaves files the manifest does not match, so the task is
+        recomputed. The bytes are mteb's, written without importing mteb (a warm run never does)."""
         from ..mteb_adapter import task_result_text
 
         if not self.model_meta_file.exists():
@@ -643,9 +619,7 @@ def _per_query_rows(path: Path, columns: tuple[str, ...]) -> dict[str, dict[str,
 
 
 COST_STAGES = ("load", "rewrite", "index", "search", "rerank", "score")
-"""The stages a cost record times: loading models (``context.loading()``, counted apart from the
-stage it happens in), rewriting queries, indexing (encoding) the corpus, searching (encoding queries
-and searching), reranking, scoring."""
+"""The stages a cost record times; loading models is counted apart from the stage it happens in."""
 USAGE_COUNTS = ("requests", "cached", "prompt_tokens", "completion_tokens", "reasoning_tokens")
 
 

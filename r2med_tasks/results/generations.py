@@ -1,17 +1,11 @@
-"""A run's generations shared as R2MED publishes its own: ``export_records`` writes the
-generation records of a run's rewriter (HyDE, Query2Doc, LameR, a search agent) as
-``<DATA_DIR>/<Task>/<method>/<llm>/query_with_hydoc.jsonl``, the layout ``-o source=`` reads, so
-that the rewriter with ``-o source=<llm>`` replays the run exactly without one LLM request.
-
-Each line holds R2MED's fields (``id``, ``text``: the query, ``hy_doc``: everything the LLM wrote,
-its thinking in place, ``doc_id``: the query's relevant documents) and two of ours, ``answer`` (the
-document the run took from ``hy_doc``) and ``r1_mode`` (whether R2MED combines it with the query as
-it does its reasoning LLMs'). R2MED's own code reads only its four fields; the replay reads ours,
-so it needs no rule of which LLM thinks how.
-
-An export never changes a file that is there: a file holding the same bytes is left as it is,
-one holding others is refused, and nothing is written through a link out of the data folder.
-"""
+"""A run's rewriter generations shared as R2MED publishes its own, in
+``<DATA_DIR>/<Task>/<method>/<llm>/query_with_hydoc.jsonl``, so that the rewriter with ``-o
+source=<llm>`` replays the run exactly without one LLM request. Each line holds R2MED's fields
+(``id``, ``text``: the query, ``hy_doc``: everything the LLM wrote, its thinking in place,
+``doc_id``: the query's relevant documents) and two of ours that R2MED's code ignores, ``answer``
+(the document the run took from ``hy_doc``) and ``r1_mode`` (whether it is combined with the query
+as a reasoning LLM's is), so the replay needs no rule of which LLM thinks how. An export never
+changes a file that is there."""
 
 from __future__ import annotations
 
@@ -57,10 +51,9 @@ def llm_folder_name(model: str) -> str:
 
 def export_records(run_dir: str | Path, data_dir: str | Path, *, tasks: list[Any], llm: str | None = None,
                        judgments: Any) -> list[Exported]:
-    """Write the rewriter's generation records of ``run_dir`` (a results folder) for ``tasks``
-    (``TaskSpec``s; those with records) under ``data_dir`` in R2MED's layout (see the module).
-    ``llm``: the ``<llm>`` folder (default: ``llm_folder_name`` of the served model).
-    ``judgments(task)``: the task's judgments (``{query: {doc: grade}}``), for ``doc_id``."""
+    """Write the rewriter's generation records of ``run_dir`` for ``tasks`` under ``data_dir``.
+    ``llm``: the ``<llm>`` folder (default: the served model's); ``judgments(task)``: the task's
+    ``{query: {doc: grade}}``, for ``doc_id``."""
     folder, data_dir = ResultsFolder(Path(run_dir)), Path(data_dir)
     if not folder.record_file.is_file():
         raise UserError(f"{run_dir}: not a results folder r2med wrote (no r2med/{folder.record_file.name}); give "

@@ -1,15 +1,9 @@
-"""What identifies a result: the task, the data, the pipeline's full configuration, the models that
-score and the versions of the code (:class:`PipelineSpec`, :meth:`PipelineSpec.task_identity`), and
-how two identities differ.
-
-A result is reused, compared or merged only when its identity matches: the task, the data (hub
-path at its revision, or the checksum of local files), the pipeline's full configuration (every
-component and option value, defaults included, options naming files by their content and LLMs by
-their model), the models that score (name and revision, a local model's by the content of its
-files) and the versions of the code. Names are for people; identities decide. Identities hold no
-machine paths and no endpoints, so the same run on another machine has the same identity.
-
-Where a result lies and how it is written is :mod:`r2med_tasks.results.folder`'s.
+"""What identifies a result, and how two identities differ. A result is reused, compared or merged
+only when its identity matches: the task, the data (hub path at its revision, or the checksum of
+local files), the pipeline's full configuration (defaults included, files named by their content and
+LLMs by their model), the models that score (a local model's by its files' content) and the versions
+of the code. Names are for people; identities decide. Identities hold no machine paths and no
+endpoints, so the same run on another machine has the same identity.
 """
 
 from __future__ import annotations
@@ -40,9 +34,7 @@ def digest(value: Any, length: int = 12) -> str:
 
 
 def code_versions(packages: dict[str, str | None]) -> dict[str, str]:
-    """The versions of the code that computes and scores a run: r2med, mteb (whose score dict and
-    TaskResult format the scorer reproduces), pytrec_eval, and the plugin packages (``packages``:
-    name -> version)."""
+    """The versions of the code that computes and scores a run, the plugin ``packages`` included."""
     return {**_installed_versions(), **{k: v or "unknown" for k, v in packages.items()}}
 
 
@@ -64,19 +56,11 @@ def _installed_versions() -> dict[str, str]:
 @dataclass(frozen=True)
 class PipelineSpec:
     """What a pipeline is, in plain data: enough to place its results, identify them and record them.
-
-    ``config``: components, plugins and every option value that can change results; ``models``:
-    name and revision of the models that score; ``variant``: the options set away from their
-    defaults (mteb's ``experiment_kwargs``); ``model``: the retriever's model metadata, which names a
-    bare retriever's folder so its results merge with MTEB's; a ``composite`` pipeline (rewriter,
-    reranker or fusion) is filed under ``<namespace>/<its name>`` instead: ``namespace`` is the
-    package of its first third-party component, ``r2med`` when all are r2med's own (``renamed``:
-    {model name: the name an earlier r2med gave it}, where they differ; :meth:`legacy`).
-    ``command``: the words that reproduce it (``("r2med-run", "--plugin", "bm25")``), or None with
-    ``command_note`` saying why no command can; ``components``: each stage's component, plugin and label (a composite's members
-    too), as the leaderboard shows and filters them. ``encode_kwargs``: the runtime options set
-    (batch size, device), recorded in ``run_settings.jsonl`` as mteb records its encode kwargs.
-    """
+    ``variant``: the options set away from their defaults (mteb's ``experiment_kwargs``). A bare
+    retriever is filed under its ``model``'s name, so its results merge with MTEB's; a ``composite``
+    pipeline under ``<namespace>/<its name>``, ``namespace`` being the package of its first
+    third-party component. ``command``: the words that reproduce it, or None with ``command_note``
+    saying why."""
 
     display_name: str
     model: dict[str, Any]

@@ -1,21 +1,14 @@
-"""The naming rules of the results layout: what every folder and file of a results folder is
-called, and where a model's folder lies; :mod:`r2med_tasks.results.folder` builds one folder's
-paths from them, and reads and writes its files. The layout is mteb 2.x's ``ResultCache``
-layout, so ``mteb`` loads every result on official data as its own::
+"""The naming rules of the results layout: mteb 2.x's ``ResultCache`` layout, so ``mteb`` loads
+every result on official data as its own::
 
     <output>/<org__model>/<revision>/                      results on R2MED's data from the hub
         <Task>.json (TaskResult), model_meta.json, run_settings.jsonl,
-        <Task>.trec, <Task>.per_query.tsv,
-        r2med/pipeline.json (the run's record), r2med/<Task>.identity.json, r2med/lock,
-        r2med/<Task>.cost.json (seconds per stage and LLM usage; never part of the identity)
+        <Task>.trec, <Task>.per_query.tsv, r2med/ (r2med's own files)
     <output>/<org__model>/<revision>/experiments/<name>/   an option variant (mteb's experiment)
     <output>/local-data/<org__model>/<revision>/...        the same, for data read from local files
-                                                           (--data-dir, the offline sample)
 
-Results on local data never share a folder with results on the hub's data, and mteb's loader,
-which reads ``<output>/<model>/<revision>/*.json``, never mistakes them for results on the
-benchmark's data. A clone of the MTEB results repository files them at
-``results/<org__model>/<revision>/`` (:func:`repository_path`, what ``export-mteb`` writes).
+Results on local data never share a folder with the hub's, so mteb's loader never mistakes them
+for results on the benchmark's data.
 """
 
 from __future__ import annotations
@@ -75,10 +68,9 @@ def safe_component(text: str) -> str:
 
 
 def experiment_name(kwargs: dict[str, Any] | None) -> str | None:
-    """mteb's folder name for ``experiment_kwargs`` (``b_0.9__k1_1.5``), made safe as a path.
-
-    The same serialisation as mteb's ``ModelMeta.experiment_name`` for JSON-shaped values (a test
-    compares them), written here so naming a folder never imports mteb."""
+    """mteb's folder name for ``experiment_kwargs`` (``b_0.9__k1_1.5``), made safe as a path: mteb's
+    ``ModelMeta.experiment_name`` for JSON-shaped values, reproduced so naming a folder never
+    imports mteb."""
     if not kwargs:
         return None
     plain = json.loads(json.dumps(kwargs, sort_keys=True, default=str))  # JSON-shaped: tuples as lists
@@ -95,7 +87,7 @@ def _serialized(value: Any) -> str:
 
 def repository_folder(name: str) -> str:
     """mteb's folder of model ``name`` (``org/name`` -> ``org__name``), as the MTEB results
-    repository names it: the one mapping of names to folders (:func:`folder_model_name` reverses it)."""
+    repository names it: the one mapping of names to folders."""
     return name.replace("/", "__").replace(" ", "_")
 
 
@@ -110,10 +102,9 @@ def model_folder_name(name: str) -> str:
 
 
 def repository_path(name: str, revision: object, experiment: str | None) -> Path:
-    """Where a model's results lie in a clone of the MTEB results repository, relative to it:
-    ``results/<org__model>/<revision>/`` (``experiments/<name>/`` in it for a variant). The
-    repository's own folder name where that is a plain path component, else a safe one (which the
-    contribution check then reports as misplaced)."""
+    """Where a model's results lie in a clone of the MTEB results repository: the repository's own
+    folder name where that is a plain path component, else a safe one (which the contribution check
+    then reports as misplaced)."""
     folder = repository_folder(name)
     if not (folder.isprintable() and not folder.startswith(".") and len(folder) <= MAX_COMPONENT
             and not re.search(r"[\\/:*?\"<>|]", folder)):

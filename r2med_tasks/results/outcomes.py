@@ -1,7 +1,5 @@
-"""What a run produced: one type per task and one per run, with one serialisation.
-
-``r2med-run --json``, the Python API (``r2med_tasks.evaluate``) and ``r2med sweep``'s board all
-show these, so a task's outcome has one shape wherever it is read.
+"""What a run produced: one type per task and one per run, with one serialisation, so a task's
+outcome has one shape wherever it is read (``--json``, the Python API, the sweep's board).
 """
 
 from __future__ import annotations
@@ -16,21 +14,11 @@ from .identity import PipelineSpec
 
 @dataclass(frozen=True)
 class TaskOutcome:
-    """One task of a run: its nDCG@10, the queries scored, whether it was computed now or reused
-    (``"computed"``/``"cached"``), whether its data is R2MED's official data (the hub's, at mteb's
-    pinned revision), and the results folder it is in.
-
-    Read from the results folder's files (:meth:`read`), so a task reused from an earlier run reports
-    what it reported when it was computed: ``judged_at_10`` and ``ndcg_at_10_condensed``, the means
-    over the scored queries of the per-query file's columns (``evaluation.judgment_coverage``; None
-    for a per-query file written before r2med had them); ``ndcg_at_10_ci``, the 95% percentile
-    bootstrap interval of the mean nDCG@10 over queries (10,000 resamples, ``default_rng(0)``), ×100
-    and rounded to 2 decimals like ``ndcg_at_10_x100``, computed on the unrounded per-query values;
-    ``usage`` and ``seconds``, what computing it cost, from its cost file (None when it has none);
-    ``only_relevant_judged``: whether every judged document of every scored query is relevant (the
-    task's judgments hold no grade 0, as R2MED's): then ``judged_at_10`` is P@10 and
-    ``ndcg_at_10_condensed`` no measure of holes (``evaluation.judgment_coverage``; None for a
-    per-query file written before r2med recorded it)."""
+    """One task of a run, read from its results folder's files, so a task reused from an earlier run
+    reports what it reported when computed. ``ndcg_at_10_ci``: the 95% percentile bootstrap interval
+    of the mean nDCG@10 over queries (10,000 resamples, ``default_rng(0)``), on the unrounded
+    per-query values. ``only_relevant_judged``: the judgments hold no grade 0 (as R2MED's), so
+    ``judged_at_10`` is P@10 and ``ndcg_at_10_condensed`` no measure of holes."""
 
     task: str  # mteb's task name
     alias: str  # the short name --tasks takes
@@ -49,10 +37,8 @@ class TaskOutcome:
 
     @classmethod
     def read(cls, task, folder, *, status: str, official_data: bool) -> TaskOutcome:
-        """The outcome of ``task`` (a ``TaskSpec``) from the results folder it was written to (a
-        ``ResultsFolder`` or its path): the main score from its TaskResult, the rest from its per-query
-        file and its cost file. How a reused task's outcome is built; a task computed now is built
-        from what was written (:meth:`written`), equal to what this reads back."""
+        """The outcome of ``task`` from the results folder it was written to: how a reused task's
+        outcome is built (a task computed now is built by :meth:`written`, equal to what this reads)."""
         from ..scoring.evaluation import COVERAGE, MAIN_SCORE
         from .folder import ResultsFolder
 
@@ -65,8 +51,7 @@ class TaskOutcome:
     @classmethod
     def written(cls, task, folder, scores: Mapping[str, Any], rows: dict[str, dict[str, float]],
                 cost: dict[str, Any] | None, *, official_data: bool) -> TaskOutcome:
-        """The outcome of ``task`` computed now, from what ``ResultsFolder.write`` wrote to ``folder``:
-        its ``scores``, its per-query ``rows`` (:func:`stored_rows`) and its ``cost``; equal to what
+        """The outcome of ``task`` computed now, from what was written to ``folder``: equal to what
         :meth:`read` reads back, without reading."""
         from ..mteb_adapter import stored_score
 
@@ -76,7 +61,6 @@ class TaskOutcome:
     @classmethod
     def _of(cls, task, run, main: float, rows: dict[str, dict[str, float]], cost: dict[str, Any] | None, *,
             status: str, official_data: bool) -> TaskOutcome:
-        """The outcome from a task's main score, per-query rows and cost, however they were got."""
         from ..scoring.evaluation import MAIN_SCORE, RELEVANT_ONLY
         from ..scoring.uncertainty import mean_interval, x100
 
@@ -111,9 +95,8 @@ class TaskOutcome:
 
 
 def stored_rows(per_query: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
-    """``evaluation.score``'s per-query metrics as a per-query file holds them and
-    ``ResultsFolder.per_query_scores`` reads them back for an outcome: in the file's order (by query),
-    the main score and the judgment coverage, as floats."""
+    """``evaluation.score``'s per-query metrics as ``ResultsFolder.per_query_scores`` reads them back
+    from the file: by query, as floats."""
     from ..scoring.evaluation import COVERAGE, MAIN_SCORE
 
     return {qid: {c: float(m[c]) for c in (MAIN_SCORE, *COVERAGE) if c in m} for qid, m in sorted(per_query.items())}
@@ -121,11 +104,9 @@ def stored_rows(per_query: Mapping[str, Mapping[str, float]]) -> dict[str, dict[
 
 def average_ci(tasks: list[TaskOutcome], computed: Mapping[str, dict[str, dict[str, float]]] | None = None
                ) -> list[float] | None:
-    """The 95% interval of a run's average nDCG@10 (the plain mean of its tasks' means, as
-    ``RunOutcome.average_x100``): the queries of each task resampled within the task
-    (``uncertainty.average_interval_of``), ×100 and rounded to 2 decimals; read from the per-query
-    files, so a reused task counts as it did when computed, but for the tasks in ``computed``
-    (task name -> the rows just written, :func:`stored_rows`). None for no task."""
+    """The 95% interval of a run's average nDCG@10, ×100, the queries of each task resampled within
+    the task. Read from the per-query files, so a reused task counts as it did when computed, but for
+    the tasks in ``computed`` (task name -> the rows just written). None for no task."""
     from ..scoring.evaluation import MAIN_SCORE
     from .folder import ResultsFolder
     from ..scoring.uncertainty import average_interval_of, x100

@@ -1,16 +1,8 @@
-"""One query of a run, and two runs query by query: what ``r2med show`` shows.
-
-:func:`query_view` opens one query of a results folder: its text, what each LLM stage generated
-for it (the run's generation records, ``r2med_tasks.llm.records``), the run's top 10 with each
-document's grade and a snippet of its text, the relevant documents the top 10 missed, and the
-query's nDCG@10 as the run's per-query file stores it (pytrec_eval's, never recomputed here).
-:func:`query_differences` sets two runs of a task side by side: every query's nDCG@10 in each
-and the difference, and for one query the documents that entered and left the top 10.
-
-Grades and texts come from the task's data, loaded as the run loaded it (the data identity stored
-beside the results says from where: the package's sample, the hub at a revision, or local files,
-which the caller names again). The JSON shapes (``to_json``) are documented in
-docs/inspecting-runs.md; keys are only ever added.
+"""One query of a run, and two runs query by query: what ``r2med show`` and the leaderboard page's
+per-query view show. A query's nDCG@10 is the one the run's per-query file stores (pytrec_eval's,
+never recomputed here). Grades and texts come from the task's data, loaded as the run loaded it (its
+stored data identity says from where; local files the caller names again). The JSON shapes
+(``to_json``) are documented in docs/inspecting-runs.md; keys are only ever added.
 """
 
 from __future__ import annotations
@@ -314,7 +306,8 @@ def llm_stages(folder: ResultsFolder) -> bool:
 
 def query_view(folder: ResultsFolder, task: TaskSpec, query: str, *, data_dir: Path | None = None,
                cache_dir: Path | None = None) -> QueryView:
-    """One query of the run in ``folder`` (see the module)."""
+    """One query of the run in ``folder``: its text, what each LLM stage generated for it, the run's
+    top 10 with grades and snippets, and the relevant documents the top 10 missed."""
     scores, ranking = scores_of(folder, task.name), ranking_of(folder, task.name)
     check_query(query, scores, ranking, folder, task.name)
     data, warnings = load_task_data(folder, task, data_dir=data_dir, cache_dir=cache_dir)
@@ -338,9 +331,8 @@ def query_view(folder: ResultsFolder, task: TaskSpec, query: str, *, data_dir: P
 def query_differences(a: ResultsFolder, b: ResultsFolder, task: TaskSpec, query: str | None = None, *,
                       data_dir: Path | None = None, cache_dir: Path | None = None,
                       warnings: Sequence[str] = ()) -> QueryDifferences:
-    """Run B against run A on ``task``, query by query (see the module); with ``query``, that
-    query's row and the documents that entered and left its top 10 (the task's data is loaded
-    for their grades only then)."""
+    """Run B against run A on ``task``, query by query; with ``query``, that query's row and the
+    documents that entered and left its top 10 (the task's data is loaded only then)."""
     scores_a, scores_b = scores_of(a, task.name), scores_of(b, task.name)
     common = [q for q in scores_a if q in scores_b]
     rows = [{"query_id": q, "ndcg_at_10_a": scores_a[q], "ndcg_at_10_b": scores_b[q],

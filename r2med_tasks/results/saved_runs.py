@@ -1,9 +1,7 @@
-"""Rankings computed elsewhere, as a component reads them: ``SavedRuns(path)``, a TREC run file
-(one task's) or a folder of ``<Task>.trec`` files named by mteb task name or alias
-(``Biology.trec``), a results folder of ``r2med-run`` included. What names them (the pipeline name
-a results folder records, else the file or folder name), what identifies them (their content) and
-what kind of model made them (the ``model_type`` a results folder records) are read here, so a
-component that evaluates or reranks saved runs (``run-file``) holds none of the results layout."""
+"""Rankings computed elsewhere, as a component reads them: a TREC run file (one task's) or a folder
+of ``<Task>.trec`` files, a results folder of ``r2med-run`` included. Their name, their identity
+(their content) and the kind of model that made them are read here, so a component that evaluates
+or reranks saved runs holds none of the results layout."""
 
 from __future__ import annotations
 
@@ -47,8 +45,7 @@ class SavedRuns:
 
     @property
     def model_type(self) -> list[str] | None:
-        """The kind of model that made them, as the results folder they come from records it (mteb's
-        ``model_type``); None when none does."""
+        """mteb's ``model_type``, as the results folder they come from records it; None when none does."""
         kind = results_folder_of(self.path).model_meta().get("model_type")
         return kind if isinstance(kind, list) and all(isinstance(k, str) for k in kind) else None
 

@@ -1,7 +1,5 @@
-"""What computing a task cost: its timed phases, the seconds per stage and the LLM usage added.
-
-Kept apart from the runner's orchestration so a task's cost file has one definition, which the
-runner fills in as it calls components (``Phases``) and adds a reused first stage's to (``with_recorded``).
+"""What computing a task cost: its timed phases, the seconds per stage and the LLM usage added;
+kept apart from the runner so a task's cost file has one definition.
 """
 
 from __future__ import annotations

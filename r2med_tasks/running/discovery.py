@@ -1,19 +1,9 @@
-"""Plugin discovery: entry points of the ``r2med`` group, plus modules named in ``R2MED_PLUGINS``.
-
-Built-in components live in the ``r2med`` distribution's own entry points, so they load exactly as
-a third-party package does, and load first. A package that fails to import or register is
-recorded in ``broken`` (name, version, error) and everything else keeps working. A module found
-twice (an installed entry point also named in ``R2MED_PLUGINS``) is registered once.
-
-Environment:
-- ``R2MED_LOAD_PLUGINS=a,b`` loads only those distributions' entry points (built-ins always load);
-  an empty value loads none but the built-ins. The escape hatch when a plugin breaks things.
-- ``R2MED_PLUGINS=pkg.module,...`` registers unpackaged modules, for developing a plugin.
-
-A run's identity records each plugin's :attr:`PluginInfo.code_version`: its version, except for
-code that changes under the same version (a module ``R2MED_PLUGINS`` names, a distribution
-installed from a local folder, editable or not), identified by a hash of its whole package, data
-files too (:func:`source_digest`).
+"""Plugin discovery: entry points of the ``r2med`` group, plus unpackaged modules named in
+``R2MED_PLUGINS``, for developing a plugin. Built-in components live in the ``r2med`` distribution's
+own entry points, so they load exactly as a third-party package does, and load first. A package that
+fails to import or register is recorded in ``broken`` and everything else keeps working;
+``R2MED_LOAD_PLUGINS=a,b`` loads only those distributions' entry points (the built-ins always load),
+the escape hatch when a plugin breaks things.
 """
 
 from __future__ import annotations
@@ -41,10 +31,8 @@ EMPTY = '""'  # an empty setting, as a shell line writes it
 
 @dataclass(frozen=True)
 class PluginInfo:
-    """Where registered components come from: a distribution (or a bare module) and its version.
-
-    ``unpackaged``: a module ``R2MED_PLUGINS`` names. ``distribution``: the
-    ``importlib.metadata`` distribution whose entry point registered it, if any."""
+    """Where registered components come from: a distribution, or a module ``R2MED_PLUGINS`` names
+    (``unpackaged``), and its version."""
 
     name: str
     version: str | None
@@ -54,10 +42,10 @@ class PluginInfo:
 
     @functools.cached_property  # once per process and plugin set (a frozen dataclass still has a __dict__)
     def code_version(self) -> str | None:
-        """What identifies this plugin's code in a run's identity: its version, except for code
-        that changes under one version (a module ``R2MED_PLUGINS`` names, a distribution installed
-        from a local folder, editable or not), which is ``source-<sha256[:12]>`` of its package's
-        files, data files too (:func:`source_digest`). The ``r2med`` distribution's built-ins keep its version."""
+        """What identifies this plugin's code in a run's identity: its version, except for code that
+        changes under one version (a module ``R2MED_PLUGINS`` names, a distribution installed from a
+        local folder, editable or not), identified by a hash of its package's files. The ``r2med``
+        distribution's built-ins keep its version."""
         if self.unpackaged or (self.name != OWN_DISTRIBUTION and _installed_from_path(self.distribution)):
             digest = source_digest(self.module)
             if digest is not None:
@@ -89,7 +77,6 @@ class BrokenPlugin:
         return normalize(component) in keys - {""}
 
     def summary(self) -> str:
-        """The error's first line."""
         return (self.error.strip().splitlines() or ["?"])[0]
 
 
@@ -212,15 +199,10 @@ NOT_SOURCE = ("py.typed",)  # PEP 561's empty marker: no content to identify
 
 
 def source_digest(module: str) -> str | None:
-    """sha256 (hex) of ``module``'s top-level package, whole: every file under its folder, code
-    and data alike (a vocabulary, a prompt file, weights), through links to files and folders
-    (``r2med_tasks.components.model_refs.walk_files``), by relative path, sorted, with its bytes; of the one
-    file, for a top-level module. Left out: what Python writes or no program reads (``__pycache__``,
-    ``*.pyc``, ``*.pyo``, hidden files and folders, editor leftovers ``x~`` and ``#x#``, the
-    ``py.typed`` marker). ``module`` may be an entry point's ``pkg.mod:attr``. None where there is
-    no such source (not found, or not ``.py`` files). A package of more than
-    :data:`MAX_SOURCE_FILES` files or :data:`MAX_SOURCE_BYTES` bytes is refused in one line
-    (:class:`UserError`), never hashed for minutes."""
+    """sha256 of ``module``'s top-level package, whole: every file under its folder, code and data
+    alike, through links, by relative path (of the one file, for a top-level module), leaving out
+    what Python writes or no program reads. None where there is no such source. A package beyond
+    :data:`MAX_SOURCE_FILES` or :data:`MAX_SOURCE_BYTES` is refused in one line, never hashed for minutes."""
     from ..components.model_refs import walk_files
 
     top = module.partition(":")[0].strip().split(".")[0]

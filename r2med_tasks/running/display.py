@@ -1,7 +1,5 @@
-"""What a run shows on the console: its progress bars and the lines it prints beside them.
-
-Kept apart from the runner's orchestration, which says what happens (a task's step, a warning, a
-wait) and never how it looks: rich is used here only.
+"""What a run shows on the console: its progress bars and the lines it prints beside them. Kept apart
+from the runner, which says what happens and never how it looks: rich is used here only.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Fusing saved runs (``r2med fuse``, ``r2med_tasks.fuse_runs``): the inputs (TREC files or results
-folders) read and checked, each task's runs fused, and the fusion written through the runner's
-one write path (``runner.writing``, ``runner.save``): locked, claimed, reused when unchanged.
-
-A fusion is not a pipeline run: its identity is its inputs' content and the fusion's settings, and
-it is scored on the judgments the inputs were scored on (``--qrels`` or the task's), which keeps
-the folders ``r2med fuse`` has always written.
+"""Fusing saved runs (``r2med fuse``), written through the runner's one write path: locked,
+claimed, reused when unchanged. A fusion is not a pipeline run: its identity is its inputs' content
+and the fusion's settings, and it is scored on the judgments the inputs were scored on.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""An r2med retriever or pipeline as an mteb search model (``r2med_tasks.as_mteb_model``).
-
-mteb calls ``index``/``search`` on it; nothing here imports mteb (its ``ModelMeta`` comes from
-``ResultsFolder.model_meta_object``, through ``mteb_adapter``). Kept apart from ``mteb_adapter`` so the
-adapter imports no other r2med module and the core has no import cycle (``tests/test_imports.py``).
+"""An r2med retriever or pipeline as an mteb search model. Nothing here imports mteb; kept apart
+from ``mteb_adapter`` so the adapter imports no other r2med module (no import cycle).
 """
 
 from __future__ import annotations

@@ -135,9 +135,8 @@ class Pipeline:
         return Pipeline({k: s for k, s in self.stages.items() if k != "reranker"}, self.top_k)
 
     def config(self) -> dict[str, Any]:
-        """What the user asked for, canonical: top-k and each stage's component and option values.
-        Needs no component instance, so a published command's configuration can be computed
-        without loading anything."""
+        """What the user asked for, canonical. Needs no component instance, so a published command's
+        configuration can be computed without loading anything."""
         return {"top_k": self.top_k, **{k: s.config() for k, s in self.stages.items()}}
 
     def variant(self) -> dict[str, Any]:
@@ -284,7 +283,7 @@ def build_pipeline(registry: Registry, plugin_tokens: list[str], option_tokens: 
 
 
 def _members(stage: Stage) -> list[str]:
-    """The members a composite's options name (none for other components): ``ComponentSpec.members``."""
+    """The members a composite's options name (none for other components)."""
     return stage.spec.members({**stage.spec.defaults, **stage.options})
 
 
@@ -374,9 +373,8 @@ METHODS = {"retriever": ("index", "search"), "rewriter": ("rewrite",), "reranker
 
 
 def check_interface(instance: Any, kind: str, label: str) -> None:
-    """The component implements its kind's protocol (checked once, here, so a plugin written for an
-    older r2med fails with one line, not mid-run; the arguments its methods take are checked by
-    the calls themselves)."""
+    """The component implements its kind's protocol: checked once, here, so a plugin written for an
+    older r2med fails with one line, not mid-run."""
     protocol = PROTOCOLS[kind]
     if not isinstance(instance, protocol):
         raise PluginError(f"{label}: its factory returned {type(instance).__name__}, "

@@ -1,13 +1,8 @@
-"""A run request, and the one function that executes it.
-
-``r2med-run``, ``r2med_tasks.evaluate``, ``r2med sweep`` and ``r2med reproduce`` each describe a run
-once, as a :class:`RunRequest` (components, options, tasks, data, output, cache, overwrite, top-k,
-device), and hand it to :func:`execute`; ``--dry-run`` hands it to :func:`plan_request`. From there
-the description is carried, never re-parsed: :func:`prepare` builds its pipeline and tasks once, the
-runner its identity (``PipelineSpec``) once, and the outcome carries that to the summary.
-``r2med-run``'s arguments are parsed by one parser, :func:`parse_run_args`, which the command line,
-sweep files and the commands stored with every run (:func:`parse_command`: published rows, ``r2med
-reproduce``) go through alike, so a command means the same thing wherever it is read.
+"""A run request, and the one function that executes it. Every entry point (``r2med-run``,
+``evaluate``, ``r2med sweep``, ``r2med reproduce``) describes a run once, as a :class:`RunRequest`,
+and hands it to :func:`execute`; from there the description is carried, never re-parsed.
+``r2med-run``'s arguments have one parser, :func:`parse_run_args`, which the command line, sweep
+files and stored commands go through alike, so a command means the same thing wherever it is read.
 """
 
 from __future__ import annotations
@@ -190,8 +185,7 @@ def choose_tasks(reg: Registry, names: Sequence[str] | None, data_dir: Path | No
 @dataclass
 class Prepared:
     """What a request becomes once checked, once per invocation: its pipeline (components created),
-    its tasks and the context every component call gets; the runner computes the pipeline's spec
-    from it, once."""
+    its tasks and the context every component call gets."""
 
     pipeline: Pipeline
     tasks: list[TaskSpec]
@@ -200,9 +194,8 @@ class Prepared:
 
 def prepare(request: RunRequest, *, pipeline: Pipeline | None = None, registry: Registry | None = None,
             log: Callable[[str], None] = lambda line: None) -> Prepared:
-    """Check a request whole and create its components (cheap: models load on first use): the
-    pipeline (``pipeline``: one built by the caller from Python objects), the tasks, the output and
-    cache folders. Local models' fingerprints go to the run's cache folder (:func:`_run_cache_dir`)."""
+    """Check a request whole and create its components (cheap: models load on first use);
+    ``pipeline``: one built by the caller from Python objects."""
     from ..results.folder import check_output_folder
     from ..components.model_refs import fingerprints_in
     from .pipelines import base_context, build_pipeline, instantiate

@@ -1,15 +1,9 @@
-"""Evaluate a pipeline over tasks: load data, rewrite, retrieve, rerank, score, write.
-
-A task whose stored results have the run's identity (``results.identity``) is reused, unless
-overwriting; any other is computed, with one line saying what changed. The pipeline's identity
-(``PipelineSpec``) is computed once per run and each task's data source resolved once
-(``TaskSpec.source``), then carried to every folder, task and the run's outcome. Results are written
-atomically after each task, so a killed run resumes where it stopped and nothing finished is lost.
-Each results folder is locked for the run, so two processes never interleave one folder.
-A computed task's outcome is what the run computed and wrote (a reused one's is read back).
-
-``Stages`` is the one way a pipeline's stages are run over a task's data, here and by
-``as_mteb_model``; what a task costs is ``costs``'s, what the console shows ``display``'s.
+"""Evaluate a pipeline over tasks: load data, rewrite, retrieve, rerank, score, write. A task whose
+stored results have the run's identity is reused, unless overwriting; any other is computed, with
+one line saying what changed. The pipeline's identity is computed once per run and each task's data
+source resolved once, then carried to every folder, task and the run's outcome. Results are written
+atomically after each task, so a killed run resumes where it stopped; each results folder is locked
+for the run, so two processes never interleave one folder.
 """
 
 from __future__ import annotations
@@ -123,10 +117,8 @@ def plan(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: P
 
 @contextmanager
 def writing(folders: Sequence[ResultsFolder], on_wait) -> Iterator[None]:
-    """Hold every folder's lock and claim it (its configuration checked, a killed writer's temp
-    files removed) for the tasks written inside; a folder no task was written to is not left
-    behind. Every writer of results goes through here: a run, a composite member's saved run, a
-    fusion of saved runs (``r2med fuse``)."""
+    """Hold every folder's lock and claim it for the tasks written inside; a folder no task was
+    written to is not left behind. Every writer of results goes through here."""
     with locked(list(folders), on_wait):
         try:
             for folder in folders:
@@ -381,12 +373,10 @@ def save(folder: ResultsFolder, task: TaskSpec, ranked, qrels: dict, revision: s
          phase: Phases, extra_scores: dict | None = None, kept: dict[str, list[dict]] | None = None, *,
          since: int = 0, first_cost: dict | None = None, costs: bool = True,
          data_dir: Path | None = None) -> tuple[dict, dict[str, dict[str, float]], dict | None]:
-    """Score a run against the task's judgments (``qrels``, of the data at ``revision``) and write
-    it, with its identity (and what its components kept, and its cost: the phases from item
-    ``since`` on, plus a reused first stage's recorded ``first_cost``; none without ``costs``: a
-    fusion of saved runs, whose cost is theirs), as ``folder``'s result for the task (``data_dir``:
-    the ``--data-dir`` it was read from, as given, for the record); returns what was written: the
-    scores, the per-query rows (``outcomes.stored_rows``) and the cost."""
+    """Score a run against the task's judgments and write it as ``folder``'s result for the task,
+    with its cost: the phases from item ``since`` on, plus a reused first stage's ``first_cost``
+    (none without ``costs``: a fusion, whose cost is its inputs'). Returns what was written: the
+    scores, the per-query rows and the cost."""
     with phase("Scoring"):
         scores, per_query = score(ranked, qrels)
     scores.update(extra_scores or {})
@@ -447,17 +437,9 @@ def _quiet(text: str) -> None:
 @dataclass
 class Stages:
     """A pipeline's stages over one task's data, run as ``r2med-run`` runs them: the runner's task
-    loop and ``as_mteb_model`` both call them through this. Each method returns the ranked run
-    (query id -> document id -> score, best first, at most the pipeline's ``top_k``):
-
-    - :meth:`ranked`: every stage, [rewriter] -> retriever -> [reranker];
-    - :meth:`first`: the first stage, [rewriter] -> retriever;
-    - :meth:`searched`: the retriever indexes the corpus and searches queries already rewritten;
-    - :meth:`rerank`: the reranker over a first stage's run.
-
-    ``context`` is what every component call gets (with the task's corpus); ``phase`` times the
-    stages and counts the LLM usage they add (a task's cost file); ``step`` is told what is being
-    done, for a progress line. A component's crash is a one-line ``PluginError`` naming it."""
+    loop and ``as_mteb_model`` both call them through this. Each method returns the ranked run, at
+    most the pipeline's ``top_k`` per query; ``phase`` times the stages and counts the LLM usage they
+    add, ``step`` is told what is being done. A component's crash is a one-line ``PluginError``."""
 
     pipeline: Pipeline
     task: TaskSpec
