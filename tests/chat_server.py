@@ -17,8 +17,8 @@ requests normally, then fails every later one with ``mode`` (a server that goes 
 - ``"null_content"``: HTTP 200 with ``"content": null``
 - ``"empty_content"``: HTTP 200 with ``"content": ""`` (``finish_reason=`` option, default "stop")
 
-``delay``: seconds every request takes; ``delay_for(body) -> seconds`` per request (to see order
-under concurrency). ``served_model``: the ``model`` reported in answers (default: the one asked).
+``delay``: seconds every request takes (until ``release()``, which lets every waiting answer go);
+``delay_for(body) -> seconds`` per request (to see order under concurrency). ``served_model``: the ``model`` reported in answers (default: the one asked).
 
 Continued turns and stop strings, as vLLM does them:
 
@@ -253,7 +253,7 @@ class ChatServer(LocalServer):
                 try:
                     delay = server.delay + (server.delay_for(body) if server.delay_for is not None else 0.0)
                     if delay:
-                        server._stopping.wait(delay)
+                        server._released.wait(delay)
                     self._answer(body, *fault)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a "hang")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
@@ -29,12 +32,10 @@ sys.path.insert(0, str(TESTS / "plugins_for_tests"))
 RAY_MODULE = "tests/test_ray.py"
 # Modules that go to one worker as a whole (see pytest_xdist_make_scheduler), longest first: their
 # module-scoped fixtures are costly, and split over both workers each worker would make its own.
+# (What several modules share, made once per session, is conftest's once_per_session.)
 MODULES_TOGETHER = (
-    RAY_MODULE,  # one local Ray and one set of one-by-one reference runs (about 30 s)
-    "tests/test_scaffold.py",  # new-plugin's four packages, pip-installed (about 6 s)
-    "tests/test_leaderboard_page.py",  # one Chromium and the page it shows (about 2.5 s)
-    "tests/test_untrusted_results.py",  # the baseline board (about 1.2 s)
-    "tests/test_plugins.py",  # the example and broken packages, pip-installed (about 3 s)
+    RAY_MODULE,  # one local Ray and one set of one-by-one reference runs (about 50 s)
+    "tests/test_leaderboard_page.py",  # one Chromium and the page it shows (about 15 s)
 )
 
 
@@ -84,11 +85,6 @@ SLOW_TESTS: dict[str, dict[str, str]] = {
         "test_concurrent_runs_on_different_data_each_print_their_own_scores": "subprocess runs",
         "test_option_variants_are_experiments_and_rows_of_their_own": "four runs",
     },
-    "test_plugins.py": {  # pip installs the example packages
-        "test_installed_plugin_is_listed_and_broken_one_reported": "pip install",
-        "test_installed_plugin_runs_beside_a_broken_one": "pip install",
-        "test_load_plugins_env_restricts_third_party": "pip install",
-    },
     "test_rerank.py": {
         "test_pair_scores_survive_a_failed_run_and_serve_reruns": "four reranking runs",
         "test_first_stage_is_reused_from_disk": "test_cross_encoder_reorders_only_the_top_k stays",
@@ -109,17 +105,8 @@ SLOW_TESTS: dict[str, dict[str, str]] = {
     "test_bm25_fast.py": {
         "test_every_distinct_token_of_the_synthetic_and_sample_corpora": "25,000 tokens, both analyzers",
     },
-    "test_untrusted_results.py": {  # each case is an `r2med leaderboard` subprocess; a case of each kind stays
+    "test_untrusted_results.py": {
         "test_the_leaderboard_degrades_on_a_terminal_that_cannot_show_every_character[latin-1]": "[ascii] stays",
-        **{f"test_a_hostile_folder_is_one_warning_and_the_board_is_still_right[{case}]": f"[{stays}] stays"
-           for case, stays in [("main_score a string", "main_score NaN"), ("main_score true", "main_score missing"),
-                               ("symlink to /dev/zero", "model_meta.json a symlink to /dev/zero"),
-                               ("FIFO named like a result", "record a FIFO"),
-                               ("invented system claiming to be published", "forged published row with 99.00s"),
-                               ("shipped copy tampered with", "forged published row with 99.00s"),
-                               ("result over 10 MB", "record a FIFO"), ("1 MB of deeply nested JSON", "record a FIFO"),
-                               ("main_score a 400-digit integer", "main_score NaN"),
-                               ("task_name a list", "main_score missing"), ("1e308 metric", "main_score NaN")]},
     },
     "test_leaderboard_page.py": {  # one Chromium for the module; the narrow and the main views stay
         "test_no_page_level_horizontal_overflow[1500]": "[400] stays",
@@ -136,11 +123,6 @@ SLOW_TESTS: dict[str, dict[str, str]] = {
     "test_published.py": {"test_shipped_mteb_results_regenerate_and_load": "mteb loads every result"},
     "test_search_r1.py": {"test_end_to_end_with_a_dense_retriever": "test_end_to_end_with_bm25 stays"},
     "test_packaging.py": {"test_package_data_ships_in_the_wheel": "builds the wheel"},
-    "test_scaffold.py": {  # the module's fixture pip installs the four generated packages
-        "test_each_kind_is_listed_by_r2med_plugins": "pip install",
-        "test_each_kind_runs_on_the_sample_task": "pip install, a subprocess run per kind",
-        "test_each_package_passes_its_own_tests": "pip install, a pytest subprocess per kind",
-    },
 }
 
 
@@ -194,6 +176,33 @@ def pytest_xdist_make_scheduler(config, log):
 
     config.option.loadscopereorder = False  # --loadscope-reorder would put the module of most tests first
     return ModulesTogether(config, log)
+
+
+# -- The process tier: a test that starts Python in a subprocess says so (``process``) -------------
+
+def _starts_python(args) -> bool:
+    words = [args] if isinstance(args, (str, bytes, os.PathLike)) else list(args)
+    return any(sys.executable in os.fsdecode(w) for w in words)
+
+
+@pytest.fixture(autouse=True)
+def in_process_unless_marked(request, monkeypatch):
+    """A Python subprocess (the CLI, pip, a fresh interpreter) costs a second or more of imports:
+    only tests marked ``process`` (what they test needs a process of its own: signals, closed or
+    full streams, a terminal's encoding, a fresh interpreter's imports, pip) or ``ray`` start one;
+    the others run the command in this process (``run_cli``). Fixtures of a wider scope, set up
+    before this one, may (the session's pip install)."""
+    if request.node.get_closest_marker("process") or request.node.get_closest_marker("ray"):
+        return
+    real = subprocess.Popen.__init__
+
+    def refuse_python(self, args, *rest, **kwargs):
+        if _starts_python(args):
+            raise AssertionError(f"{request.node.nodeid} starts Python in a subprocess: run it in this process "
+                                 "(run_cli), or, if what it tests needs a process, mark it @pytest.mark.process")
+        real(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse_python)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -277,6 +286,90 @@ def installed_entry_points():
 
     found = entry_points(group="r2med")
     return lambda group: found if group == "r2med" else entry_points(group=group)
+
+
+def once_per_session(tmp_path_factory, name: str, make) -> Path:
+    """The folder ``name``, made by ``make(folder)`` once per test session, by whichever
+    pytest-xdist worker asks first (the other waits for it): for what takes seconds to make and
+    tests only read or copy (pip installs, reference runs). Without xdist, a folder of the session."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # this session's folder, above each worker's own
+    folder, done = base / name, base / f"{name}.done"
+    with open(base / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            done.touch()
+    return folder
+
+
+# The package of each kind ``r2med new-plugin`` writes, as tests/test_scaffold.py names them.
+SCAFFOLDS = {"retriever": "my-retriever", "rewriter": "my-rewriter", "reranker": "my-reranker",
+             "agent": "my-agent"}
+
+
+@pytest.fixture(scope="session")
+def plugin_packages(tmp_path_factory) -> SimpleNamespace:
+    """Third-party packages pip-installed for real, with one pip call per session: tests/example_plugin,
+    tests/broken_plugin and one package of each kind ``r2med new-plugin`` writes (``scaffolds``,
+    as written, in-process with the built-in plugins only). ``site`` holds them installed, as
+    ``pip install --target`` leaves them (what ``PYTHONPATH=site`` puts on a path); ``names``
+    are their distributions."""
+    from r2med_tasks.cli import cli
+    from r2med_tasks.running import discovery as plugins_module
+
+    def make(folder: Path) -> None:
+        scaffolds, build = folder / "scaffolds", folder / "build"
+        scaffolds.mkdir()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.chdir(scaffolds)
+            mp.setenv("R2MED_LOAD_PLUGINS", "")
+            mp.delenv("R2MED_PLUGINS", raising=False)
+            mp.setattr(plugins_module, "_plugins", None)
+            for kind, name in SCAFFOLDS.items():
+                result = CliRunner().invoke(cli, ["new-plugin", name, "--kind", kind], catch_exceptions=False)
+                assert result.exit_code == 0, result.stderr
+                assert f"Created r2med-{name}/" in result.stdout and f"cd r2med-{name} && python -m pytest" in result.stdout
+        # built from copies: setuptools leaves build/ and *.egg-info/ in the tree it builds
+        sources = [shutil.copytree(TESTS / package, build / package) for package in ("example_plugin", "broken_plugin")]
+        sources += [shutil.copytree(scaffolds / f"r2med-{name}", build / f"r2med-{name}") for name in SCAFFOLDS.values()]
+        done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                               "--target", str(folder / "site"), *map(str, sources)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+
+    folder = once_per_session(tmp_path_factory, "plugin-packages", make)
+    return SimpleNamespace(site=folder / "site", scaffolds=folder / "scaffolds",
+                           names=["r2med-example", "r2med-broken", *(f"r2med-{n}" for n in SCAFFOLDS.values())])
+
+
+@pytest.fixture
+def installed(plugins, plugin_packages, monkeypatch):
+    """``plugin_packages`` installed in this process: their folder on ``sys.path`` (as PYTHONPATH
+    puts it) and found through the real entry points, not the session's scan. ``installed(*names)``
+    loads those distributions (R2MED_LOAD_PLUGINS) and returns the new plugin set; the modules
+    they imported are forgotten after the test."""
+    from importlib.metadata import entry_points
+
+    from r2med_tasks.running import discovery as plugins_module
+
+    site = str(plugin_packages.site)
+    monkeypatch.syspath_prepend(site)
+    monkeypatch.setattr(plugins_module, "entry_points", entry_points)
+
+    def load(*names: str, **env: str):
+        monkeypatch.setenv("R2MED_LOAD_PLUGINS", ",".join(names))
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.setattr(plugins_module, "_plugins", None)
+        return plugins_module.get_plugins()
+
+    yield load
+    for name, module in list(sys.modules.items()):
+        if (getattr(module, "__file__", None) or "").startswith(site):
+            del sys.modules[name]
 
 
 @pytest.fixture
@@ -386,6 +479,27 @@ def board_rows(*folders: Path) -> tuple[list, list[str]]:
 
     board = r2med.rank_systems(folders, published="none", include_local=True)
     return board.rows, board.warnings
+
+
+@contextlib.contextmanager
+def bounded(seconds: float = 60, memory: int = 2 << 30):
+    """What a child process with a timeout and a memory limit gives, in this process: code that
+    blocks (a reader waiting on a FIFO) ends this process after ``seconds``, printing where every
+    thread stood (the test fails, pytest-xdist starts a new worker, the suite goes on), and the
+    address space may grow by ``memory`` bytes at most (a reader of /dev/zero gets MemoryError)."""
+    import faulthandler
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    in_use = int(Path("/proc/self/statm").read_text().split()[0]) * resource.getpagesize()
+    resource.setrlimit(resource.RLIMIT_AS, (min(in_use + memory, hard) if hard != resource.RLIM_INFINITY
+                                            else in_use + memory, hard))
+    faulthandler.dump_traceback_later(seconds, exit=True)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def r2med_command(*args, env=None, **kwargs) -> subprocess.CompletedProcess:

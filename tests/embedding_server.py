@@ -82,7 +82,7 @@ class EmbeddingServer(LocalServer):
                     self._in_flight = True
                 try:
                     if server.delay:
-                        server._stopping.wait(server.delay)
+                        server._released.wait(server.delay)
                     self._answer(body, *fault)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a "hang")

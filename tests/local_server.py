@@ -31,6 +31,7 @@ class LocalServer:
         self._faults: deque[tuple[str, dict]] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._released = threading.Event()  # set by release() and stop(): ``delay`` is over
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -48,8 +49,14 @@ class LocalServer:
         self._thread.start()
         return self
 
+    def release(self) -> None:
+        """Answer at once every request waiting out ``delay``, and every later one: a test holds
+        answers with a long ``delay`` and lets them go when what it checks has happened."""
+        self._released.set()
+
     def stop(self) -> None:
         self._stopping.set()
+        self._released.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         if self._thread is not None:

@@ -134,6 +134,7 @@ def test_damaged_query_embeddings_are_encoded_again(small_model_path, evaluate, 
         assert saved_run(again) == saved_run(first)
 
 
+@pytest.mark.process  # what a fresh interpreter imports
 def test_fully_warm_run_imports_no_torch(small_model_path, evaluate, tmp_path):
     """A run whose corpus and query embeddings are all cached loads no model library (a fresh process)."""
     import subprocess

@@ -95,7 +95,9 @@ def test_a_failed_write_fails_every_append_it_held(tmp_path, monkeypatch):
     others = [threading.Thread(target=append, args=(n,)) for n in range(1, 5)]
     for t in others:
         t.start()
-    time.sleep(0.2)  # all four queued behind the first write
+    deadline = time.monotonic() + 10
+    while len(getattr(journal._open, "parts", ())) < 4 and time.monotonic() < deadline:
+        time.sleep(0.001)  # until all four have queued behind the first write (its next batch)
     release.set()
     for t in [first, *others]:
         t.join(5)

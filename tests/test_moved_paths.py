@@ -32,6 +32,7 @@ def test_an_old_path_forwards_and_warns(old):
         module.no_such_name  # noqa: B018
 
 
+@pytest.mark.process  # a fresh interpreter
 def test_old_from_imports_work_in_a_fresh_process():
     """As a third-party plugin written before the move imports: ``from r2med_tasks.X import name``,
     the names renamed with the move (the fusion methods, the results folder) under their old names too."""
