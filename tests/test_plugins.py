@@ -196,20 +196,43 @@ def test_list_retrievers_json(run_cli):
     assert st["plugin"] == "r2med" and st["options"]["model"]["default"] == "sentence-transformers/all-MiniLM-L6-v2"
 
 
+LIGHT_COMMANDS = [["run", "--help"], ["plugins"], ["plugins", "bm25"], ["plugins", "nvembed"], ["list", "retrievers"],
+                  ["list", "tasks"]]
+# Each command in a child forked from one interpreter that has imported r2med_tasks.cli and nothing
+# else: a fresh `r2med ARGS` each, without starting Python six times. A child prints what it imported.
+HEAVY_AFTER = """
+import json, os, sys
+from r2med_tasks.cli import cli
+for args in json.loads(sys.argv[1]):
+    pid = os.fork()
+    if pid == 0:
+        sys.stdout = open(os.devnull, "w")  # the command's own output
+        try:
+            cli(args, prog_name="r2med")
+        except SystemExit:
+            pass
+        heavy = sorted(m for m in ("torch", "mteb", "numpy", "datasets", "sentence_transformers", "pandas")
+                       if m in sys.modules)
+        sys.__stdout__.write(json.dumps([args, heavy]) + "\\n")
+        sys.__stdout__.flush()
+        os._exit(0)
+    assert os.waitpid(pid, 0)[1] == 0
+"""
+
+
+@pytest.fixture(scope="module")
+def heavy_imports() -> dict[str, list[str]]:
+    """What each of LIGHT_COMMANDS imported of the heavy libraries, run in a fresh process."""
+    out = subprocess.run([sys.executable, "-c", HEAVY_AFTER, json.dumps(LIGHT_COMMANDS)], capture_output=True,
+                         text=True, check=True).stdout
+    return {" ".join(args): heavy for args, heavy in map(json.loads, out.splitlines())}
+
+
 @pytest.mark.process  # what a fresh interpreter imports
-@pytest.mark.parametrize("args", [["run", "--help"], ["plugins"], ["plugins", "bm25"], ["plugins", "nvembed"],
-                                  ["list", "retrievers"], ["list", "tasks"]])
-def test_light_commands_import_no_heavy_library(args):
+@pytest.mark.parametrize("args", LIGHT_COMMANDS, ids=" ".join)
+def test_light_commands_import_no_heavy_library(args, heavy_imports):
     """--help and listings must stay fast: no torch, mteb, numpy or datasets on that path."""
-    code = (
-        "import sys\n"
-        "from r2med_tasks.cli import cli\n"
-        f"try:\n    cli({args!r}, prog_name='r2med')\nexcept SystemExit:\n    pass\n"
-        "heavy = sorted(m for m in ('torch', 'mteb', 'numpy', 'datasets', 'sentence_transformers', 'pandas') if m in sys.modules)\n"
-        "print('HEAVY', heavy)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip().splitlines()[-1] == "HEAVY []"
+    assert heavy_imports[" ".join(args)] == []
 
 
 def test_installed_plugin_is_listed_and_broken_one_reported(installed, run_cli):
