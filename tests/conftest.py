@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
@@ -29,14 +27,15 @@ SAMPLE = TESTS.parent / "r2med_tasks" / "data" / "sample"
 sys.path.insert(0, str(TESTS / "plugins_for_tests"))
 
 
-RAY_MODULE = "tests/test_ray.py"
-# Modules that go to one worker as a whole (see pytest_xdist_make_scheduler), longest first: their
-# module-scoped fixtures are costly, and split over both workers each worker would make its own.
-# (What several modules share, made once per session, is conftest's once_per_session.)
-MODULES_TOGETHER = (
-    RAY_MODULE,  # one local Ray and one set of one-by-one reference runs (about 50 s)
-    "tests/test_leaderboard_page.py",  # one Chromium and the page it shows (about 15 s)
-)
+# Modules that run on one worker together (see pytest_xdist_make_scheduler), as units handed out
+# first, longest first: what their tests share is costly to make, and split over both workers each
+# worker would make its own. Everything else is spread test by test.
+UNITS = {
+    "tests/test_ray.py": "ray",  # one local Ray and one set of one-by-one reference runs (about 50 s)
+    "tests/test_scaffold.py": "pip",  # plugin_packages: one pip install of six packages (about 10 s)
+    "tests/test_plugins.py": "pip",
+    "tests/test_leaderboard_page.py": "browser",  # one Chromium and the page it shows (about 15 s)
+}
 
 
 # -- Markers (registered in pyproject.toml, --strict-markers). `pytest -q` runs every test;
@@ -50,6 +49,7 @@ MARKING_FIXTURES = {
               "tokenizer_dir"},  # MiniLM's tokenizer files, loaded by transformers in completions mode
     "browser": {"browser"},  # headless Chromium (test_leaderboard_page.py)
     "ray": {"ray_instance"},  # a local Ray (test_ray.py)
+    "slow": {"plugin_packages"},  # the session's pip install (about 10 s), left out of the fast loop
 }
 
 # ``slow``: what the fast loop leaves out, chosen by measuring (`pytest --durations=0`, and each
@@ -148,34 +148,33 @@ def _check_slow_tests(items) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by the markers added here
 def pytest_collection_modifyitems(items):
-    """Markers from fixtures and SLOW_TESTS; then MODULES_TOGETHER first, in their order: each runs
-    as one unit on one worker (see pytest_xdist_make_scheduler), the Ray module the suite's longest
-    stretch; started first, the other worker runs everything else beside them, where started last
-    (in file order) one would leave the other worker idle at the end."""
+    """Markers from fixtures and SLOW_TESTS; then the UNITS first, in their order: each runs on one
+    worker (see pytest_xdist_make_scheduler), the Ray module the suite's longest stretch; started
+    first, the other worker runs everything else beside them, where started last (in file order)
+    one would leave the other worker idle at the end."""
     _check_slow_tests(items)
     for item in items:
         for mark in _marks_of(item):
             item.add_marker(mark)
-    rank = {module: i for i, module in enumerate(MODULES_TOGETHER)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: file order otherwise
+    rank = {unit: i for i, unit in enumerate(dict.fromkeys(UNITS.values()))}
+    items.sort(key=lambda item: rank.get(UNITS.get(item.nodeid.split("::")[0]), len(rank)))  # stable otherwise
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it (-p no:xdist), unused
 def pytest_xdist_make_scheduler(config, log):
-    """pytest-xdist's load scheduling, except that each of MODULES_TOGETHER goes to one worker as a
-    whole: its module-scoped fixtures (one local Ray and one set of reference runs for test_ray.py,
-    pip installs, a browser) are made once, not once on each worker. The units are handed out in
-    collection order (MODULES_TOGETHER first), not reordered by their number of tests. (xdist's own
+    """pytest-xdist's load scheduling, except that the modules of each of UNITS go to one worker
+    together: what their tests share (one local Ray and one set of reference runs for test_ray.py,
+    a pip install, a browser) is made once, not once on each worker. The units are handed out in
+    collection order (UNITS first), not reordered by their number of tests. (xdist's own
     ``loadgroup`` does not group under pytest 9.2, whose node ids it can no longer suffix.)"""
     from xdist.scheduler import LoadScopeScheduling
 
-    class ModulesTogether(LoadScopeScheduling):
+    class Units(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::")[0]
-            return module if module in MODULES_TOGETHER else nodeid
+            return UNITS.get(nodeid.split("::")[0], nodeid)
 
-    config.option.loadscopereorder = False  # --loadscope-reorder would put the module of most tests first
-    return ModulesTogether(config, log)
+    config.option.loadscopereorder = False  # --loadscope-reorder would put the unit of most tests first
+    return Units(config, log)
 
 
 # -- The process tier: a test that starts Python in a subprocess says so (``process``) -------------
@@ -288,61 +287,45 @@ def installed_entry_points():
     return lambda group: found if group == "r2med" else entry_points(group=group)
 
 
-def once_per_session(tmp_path_factory, name: str, make) -> Path:
-    """The folder ``name``, made by ``make(folder)`` once per test session, by whichever
-    pytest-xdist worker asks first (the other waits for it): for what takes seconds to make and
-    tests only read or copy (pip installs, reference runs). Without xdist, a folder of the session."""
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent  # this session's folder, above each worker's own
-    folder, done = base / name, base / f"{name}.done"
-    with open(base / f"{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if not done.exists():
-            shutil.rmtree(folder, ignore_errors=True)
-            folder.mkdir()
-            make(folder)
-            done.touch()
-    return folder
-
-
 # The package of each kind ``r2med new-plugin`` writes, as tests/test_scaffold.py names them.
 SCAFFOLDS = {"retriever": "my-retriever", "rewriter": "my-rewriter", "reranker": "my-reranker",
              "agent": "my-agent"}
 
 
 @pytest.fixture(scope="session")
-def plugin_packages(tmp_path_factory) -> SimpleNamespace:
-    """Third-party packages pip-installed for real, with one pip call per session: tests/example_plugin,
-    tests/broken_plugin and one package of each kind ``r2med new-plugin`` writes (``scaffolds``,
-    as written, in-process with the built-in plugins only). ``site`` holds them installed, as
-    ``pip install --target`` leaves them (what ``PYTHONPATH=site`` puts on a path); ``names``
-    are their distributions."""
+def scaffolds(tmp_path_factory) -> Path:
+    """A folder holding one package of each kind ``r2med new-plugin`` writes (``r2med-NAME``, as
+    written: read them, or copy them), written in-process with the built-in plugins only."""
     from r2med_tasks.cli import cli
     from r2med_tasks.running import discovery as plugins_module
 
-    def make(folder: Path) -> None:
-        scaffolds, build = folder / "scaffolds", folder / "build"
-        scaffolds.mkdir()
-        with pytest.MonkeyPatch.context() as mp:
-            mp.chdir(scaffolds)
-            mp.setenv("R2MED_LOAD_PLUGINS", "")
-            mp.delenv("R2MED_PLUGINS", raising=False)
-            mp.setattr(plugins_module, "_plugins", None)
-            for kind, name in SCAFFOLDS.items():
-                result = CliRunner().invoke(cli, ["new-plugin", name, "--kind", kind], catch_exceptions=False)
-                assert result.exit_code == 0, result.stderr
-                assert f"Created r2med-{name}/" in result.stdout and f"cd r2med-{name} && python -m pytest" in result.stdout
-        # built from copies: setuptools leaves build/ and *.egg-info/ in the tree it builds
-        sources = [shutil.copytree(TESTS / package, build / package) for package in ("example_plugin", "broken_plugin")]
-        sources += [shutil.copytree(scaffolds / f"r2med-{name}", build / f"r2med-{name}") for name in SCAFFOLDS.values()]
-        done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                               "--target", str(folder / "site"), *map(str, sources)], capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr
+    folder = tmp_path_factory.mktemp("scaffolds")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(folder)
+        mp.setenv("R2MED_LOAD_PLUGINS", "")
+        mp.delenv("R2MED_PLUGINS", raising=False)
+        mp.setattr(plugins_module, "_plugins", None)
+        for kind, name in SCAFFOLDS.items():
+            result = CliRunner().invoke(cli, ["new-plugin", name, "--kind", kind], catch_exceptions=False)
+            assert result.exit_code == 0, result.stderr
+            assert f"Created r2med-{name}/" in result.stdout and f"cd r2med-{name} && python -m pytest" in result.stdout
+    return folder
 
-    folder = once_per_session(tmp_path_factory, "plugin-packages", make)
-    return SimpleNamespace(site=folder / "site", scaffolds=folder / "scaffolds",
-                           names=["r2med-example", "r2med-broken", *(f"r2med-{n}" for n in SCAFFOLDS.values())])
+
+@pytest.fixture(scope="session")
+def plugin_packages(tmp_path_factory, scaffolds) -> Path:
+    """Third-party packages pip-installed for real, with one pip call per session (the modules that
+    use them run on one worker: UNITS): tests/example_plugin, tests/broken_plugin and the
+    ``scaffolds``. Returns the folder that holds them installed, as ``pip install --target`` leaves
+    them (what ``PYTHONPATH=FOLDER`` puts on a path)."""
+    build = tmp_path_factory.mktemp("build")  # copies: setuptools leaves build/ and *.egg-info/ in the tree it builds
+    sources = [shutil.copytree(TESTS / package, build / package) for package in ("example_plugin", "broken_plugin")]
+    sources += [shutil.copytree(scaffolds / f"r2med-{name}", build / f"r2med-{name}") for name in SCAFFOLDS.values()]
+    site = tmp_path_factory.mktemp("site")
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                           "--target", str(site), *map(str, sources)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return site
 
 
 @pytest.fixture
@@ -355,7 +338,7 @@ def installed(plugins, plugin_packages, monkeypatch):
 
     from r2med_tasks.running import discovery as plugins_module
 
-    site = str(plugin_packages.site)
+    site = str(plugin_packages)
     monkeypatch.syspath_prepend(site)
     monkeypatch.setattr(plugins_module, "entry_points", entry_points)
 

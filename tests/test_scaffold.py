@@ -50,9 +50,9 @@ def tree(folder: Path) -> set[str]:
 
 
 @pytest.fixture
-def generated(plugin_packages) -> Path:
+def generated(scaffolds) -> Path:
     """One package of each kind, written by ``r2med new-plugin`` into one folder (read only)."""
-    return plugin_packages.scaffolds
+    return scaffolds
 
 
 # -- the packages --------------------------------------------------------------------------------------
@@ -154,12 +154,12 @@ def test_each_kind_runs_on_the_sample_task(kind, installed, run_cli, tmp_path, r
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
-def test_each_package_passes_its_own_tests(kind, plugin_packages, installed, tmp_path, monkeypatch, capsys):
+def test_each_package_passes_its_own_tests(kind, scaffolds, installed, tmp_path, monkeypatch, capsys):
     """``python -m pytest`` in the package's folder (a copy: a run leaves caches): a pytest session
     of its own, with the package's pytest configuration and none of this suite's (run in this
     process, with the packages installed, as PYTHONPATH puts them)."""
     name = KINDS[kind][0]
-    folder = shutil.copytree(plugin_packages.scaffolds / f"r2med-{name}", tmp_path / f"r2med-{name}")
+    folder = shutil.copytree(scaffolds / f"r2med-{name}", tmp_path / f"r2med-{name}")
     installed(*PACKAGES)
     for key in [k for k in os.environ if k.startswith("PYTEST_")]:  # not this suite's
         monkeypatch.delenv(key)
