@@ -41,9 +41,9 @@ UNITS = {
 # -- Markers (registered in pyproject.toml, --strict-markers). `pytest -q` runs every test;
 # `pytest -m "not slow"` is the fast loop (README, "Developing"). ---------------------------------
 
-# ``model``, ``browser`` and ``ray`` follow from the fixtures a test uses (directly or through
-# another fixture); the few tests that load torch or transformers without one carry
-# @pytest.mark.model themselves.
+# ``model``, ``browser``, ``ray`` and ``slow`` follow from the fixtures a test uses (directly or
+# through another fixture); the few tests that load torch or transformers without one carry
+# @pytest.mark.model themselves. ``process`` a test carries itself (in_process_unless_marked checks).
 MARKING_FIXTURES = {
     "model": {"model_path", "small_model_path", "cross_encoder_path",  # MiniLM's weights, torch
               "tokenizer_dir"},  # MiniLM's tokenizer files, loaded by transformers in completions mode
@@ -53,9 +53,9 @@ MARKING_FIXTURES = {
 }
 
 # ``slow``: what the fast loop leaves out, chosen by measuring (`pytest --durations=0`, and each
-# test's CPU seconds): the Ray module, and elsewhere the long tail of single tests, each the slowest
-# way to reach a module that faster tests reach too. About 65 of 1,800 tests and half of the
-# suite's time: the fast loop takes 55-60 s where the suite takes about 110 s (two workers, two cores).
+# test's CPU seconds): the Ray module, the tests of the session's pip install and elsewhere the long
+# tail of single tests, each the slowest way to reach a module that faster tests reach too. About 55
+# of 2,066 tests and half of the suite's CPU time (README, "Developing", has the times).
 # Keys are test files; a name covers every parameter of its test, ``name[id]`` one of them. Add a
 # test here when it takes more than about a second of CPU and a faster test covers its module.
 SLOW_TESTS: dict[str, dict[str, str]] = {
