@@ -18,7 +18,9 @@ requests normally, then fails every later one with ``mode`` (a server that goes 
 - ``"empty_content"``: HTTP 200 with ``"content": ""`` (``finish_reason=`` option, default "stop")
 
 ``delay``: seconds every request takes (until ``release()``, which lets every waiting answer go);
-``delay_for(body) -> seconds`` per request (to see order under concurrency). ``served_model``: the ``model`` reported in answers (default: the one asked).
+``delay_for(body) -> seconds`` per request (to see order under concurrency); ``overlap``: no answer
+before that many requests were in flight at once (``wait_for_overlap``). ``served_model``: the
+``model`` reported in answers (default: the one asked).
 
 Continued turns and stop strings, as vLLM does them:
 
@@ -251,6 +253,7 @@ class ChatServer(LocalServer):
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                     self._in_flight = True
                 try:
+                    server.wait_for_overlap()
                     delay = server.delay + (server.delay_for(body) if server.delay_for is not None else 0.0)
                     if delay:
                         server._released.wait(delay)

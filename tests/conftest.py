@@ -407,6 +407,17 @@ def evaluate(plugins, tmp_path):
     return _evaluate
 
 
+def wait_until(condition, seconds: float = 30) -> None:
+    """Poll ``condition`` until it holds, failing after ``seconds``: what a test waits for (a thread
+    queued, a display refreshed) happens when the machine gets to it, never after a fixed time."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"still waiting after {seconds} s"
+        time.sleep(0.005)
+
+
 def write_jsonl(path: Path, rows) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")

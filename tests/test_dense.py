@@ -452,14 +452,16 @@ def test_replicas_stop_after_their_current_batch_when_one_fails():
 
     done = {"ok": 0}
     lock = threading.Lock()
+    encoded_one = threading.Event()
 
     def encode(replica, items):
         if replica == "bad":
-            time.sleep(0.05)
+            encoded_one.wait(30)  # fails once the good replica has encoded a batch, however loaded the machine
             raise RuntimeError("out of memory")
         time.sleep(0.02)
         with lock:
             done["ok"] += 1
+        encoded_one.set()
         return np.zeros((len(items), 2), dtype=np.float32)
 
     texts = [f"text {i}" for i in range(400)]

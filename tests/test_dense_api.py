@@ -172,7 +172,7 @@ def test_empty_input_needs_no_key_nor_request(server, sleeps, monkeypatch):
 
 
 def test_concurrent_requests_overlap(server, sleeps):
-    server.delay = 0.2
+    server.overlap = 2  # answers wait until two requests are in flight (for at most 30 s)
     openai(server, sleeps, batch_size=1, concurrency=4).encode(["a", "b", "c", "d"], kind="document")
     assert 2 <= server.max_in_flight <= 4
 

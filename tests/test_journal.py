@@ -15,6 +15,8 @@ from r2med_tasks.files import journal as journal_module
 from r2med_tasks.errors import UserError
 from r2med_tasks.files.journal import Journal
 
+from conftest import wait_until
+
 
 @pytest.fixture
 def fsyncs(monkeypatch):
@@ -95,9 +97,7 @@ def test_a_failed_write_fails_every_append_it_held(tmp_path, monkeypatch):
     others = [threading.Thread(target=append, args=(n,)) for n in range(1, 5)]
     for t in others:
         t.start()
-    deadline = time.monotonic() + 10
-    while len(getattr(journal._open, "parts", ())) < 4 and time.monotonic() < deadline:
-        time.sleep(0.001)  # until all four have queued behind the first write (its next batch)
+    wait_until(lambda: len(getattr(journal._open, "parts", ())) == 4)  # all four queued behind the first write
     release.set()
     for t in [first, *others]:
         t.join(5)

@@ -102,6 +102,7 @@ def test_generation_fields_and_served_model(server, sleeps):
 def test_answers_come_back_in_input_order_under_concurrency(server, sleeps):
     # later requests answer sooner, so completion order is the reverse of input order
     server.delay_for = lambda body: 0.02 * (10 - int(body["messages"][-1]["content"].split()[-1]))
+    server.overlap = 2  # and none answers before two are in flight (for at most 30 s)
     requests = ask(*[f"question {i}" for i in range(10)])
     usage = Usage()
     out = client(server, sleeps, concurrency=5).generate(requests, usage=usage)

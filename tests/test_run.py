@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import pytrec_eval
 
-from conftest import TESTS, qrels_of, read_jsonl
+from conftest import TESTS, qrels_of, read_jsonl, wait_until
 from r2med_tasks.results.layout import ResultsFolder
 from r2med_tasks.scoring.runs import read_trec
 
@@ -283,14 +283,6 @@ def test_dry_run_downloads_nothing_and_restores_the_hub_setting(run_cli, tmp_pat
     assert code == 2 and "st: cannot get model nobody/not-cached" in err
     assert seen == [(True, "1")]
     assert constants.HF_HUB_OFFLINE is False and os.environ["HF_HUB_OFFLINE"] == "0"
-
-
-def wait_until(condition, seconds: float = 30) -> None:
-    """Poll ``condition`` until it holds (a display refreshes on its own thread, when the machine lets it)."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "the condition never held"
-        time.sleep(0.01)
 
 
 class Screen:

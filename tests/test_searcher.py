@@ -12,6 +12,8 @@ from r2med_tasks.components.context import Context
 from r2med_tasks.tasks.taskdata import Corpus
 from r2med_tasks.components.searcher import Hit, Searcher
 
+from conftest import wait_until
+
 IDS = [f"d{i}" for i in range(20)]
 TEXTS = [f"text of d{i}" for i in range(20)]
 
@@ -38,14 +40,6 @@ class Recording:
                 for q in queries}
 
 
-def until(condition, seconds: float = 30) -> None:
-    """Poll ``condition`` until it holds: threads start when the machine lets them."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "the condition never held"
-        time.sleep(0.001)
-
-
 def searcher(retriever) -> Searcher:
     return Searcher(retriever, Corpus(IDS, TEXTS, "c"), task=None, context=Context(cache_dir=None))
 
@@ -68,11 +62,11 @@ def test_concurrent_searches_are_batched_and_the_corpus_indexed_once():
 
     first = threading.Thread(target=ask, args=(1,))
     first.start()
-    until(lambda: retriever.batches)  # the first search is running
+    wait_until(lambda: retriever.batches)  # the first search is running
     others = [threading.Thread(target=ask, args=(i,)) for i in range(2, 9)]
     for t in others:
         t.start()
-    until(lambda: len(shared._pending) == 7)  # the others queued behind it
+    wait_until(lambda: len(shared._pending) == 7)  # the others queued behind it
     gate.set()
     for t in [first, *others]:
         t.join()
