@@ -121,7 +121,11 @@ def imports_of(importer: str) -> list[Import]:
     return found
 
 
-ALL_IMPORTS = [i for m in MODULES for i in imports_of(m)]
+@functools.cache
+def all_imports() -> list[Import]:
+    """Every import statement of the project's modules (parsed when a test first asks: on the worker
+    that runs these tests, not at every worker's collection)."""
+    return [i for m in MODULES for i in imports_of(m)]
 
 
 def plugin_package(module: str) -> str | None:
@@ -132,7 +136,7 @@ def plugin_package(module: str) -> str | None:
 
 def cross_plugin_imports() -> list[tuple[tuple[str, str], Import]]:
     out = []
-    for imp in ALL_IMPORTS:
+    for imp in all_imports():
         src, dst = plugin_package(imp.importer), plugin_package(imp.target)
         if src and dst and src != dst:
             out.append(((src, dst), imp))
@@ -188,7 +192,7 @@ def test_plugins_use_only_the_public_core():
     """From a public module with an ``__all__`` (the package, ``r2med_tasks.llm``), only its names:
     its own modules' layout may change."""
     bad = []
-    for imp in ALL_IMPORTS:
+    for imp in all_imports():
         if not imp.importer.startswith(PLUGINS) or not (imp.target == CORE or imp.target.startswith(CORE + ".")):
             continue
         if imp.target not in PUBLIC or any(p.startswith("_") for p in imp.target.split(".")):
@@ -253,7 +257,7 @@ def runs_on_import(importer: str, target: str) -> list[str]:
 
 def core_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {m: set() for m in MODULES if m == CORE or m.startswith(CORE + ".")}
-    for imp in ALL_IMPORTS:
+    for imp in all_imports():
         if imp.importer not in graph or imp.type_only:
             continue
         for target in runs_on_import(imp.importer, imp.target):
@@ -306,7 +310,7 @@ def test_package_init_edges_count():
 
 def test_the_library_never_imports_the_command_line():
     cli = f"{CORE}.cli"
-    bad = [f"{imp.where()} imports {imp.target}" for imp in ALL_IMPORTS
+    bad = [f"{imp.where()} imports {imp.target}" for imp in all_imports()
            if not (imp.importer == cli or imp.importer.startswith(cli + "."))
            and any(t == cli or t.startswith(cli + ".") for t in runs_on_import(imp.importer, imp.target))]
     assert not bad, "the library imports the command line:\n" + "\n".join(bad)
@@ -346,7 +350,7 @@ def test_every_core_unit_has_a_layer():
 
 def test_imports_flow_one_way_between_layers():
     bad = []
-    for imp in ALL_IMPORTS:
+    for imp in all_imports():
         if imp.type_only or imp.importer in OUTSIDE_LAYERS or not imp.importer.startswith(CORE + "."):
             continue
         for target in runs_on_import(imp.importer, imp.target):
@@ -377,7 +381,7 @@ def test_nothing_in_the_project_uses_an_old_path():
     plugins, tests, tools and docs use the new ones, so removing the forwarder breaks nothing."""
     from r2med_tasks._moved import MOVED
 
-    found = [f"{imp.where()} imports {imp.target}" for imp in ALL_IMPORTS if imp.target in MOVED]
+    found = [f"{imp.where()} imports {imp.target}" for imp in all_imports() if imp.target in MOVED]
     pattern = re.compile(r"\b(" + "|".join(re.escape(old) for old in MOVED) + r")\b(?!\.)")
     for path in [*ROOT.glob("docs/*.md"), ROOT / "README.md", *ROOT.glob("tests/*.py"), *ROOT.glob("tools/*.py"),
                  *ROOT.glob("benchmarks/*.py"), *(ROOT / CORE / "data" / "scaffold").iterdir()]:
@@ -409,7 +413,7 @@ def test_split_packages_import_their_modules_in_order():
         modules = sorted(m.rpartition(".")[2] for m in MODULES if m.startswith(package + "."))
         if sorted(order) != modules:
             bad.append(f"{package}: modules {modules}, but LAYERS lists {sorted(order)}; place each in the order")
-        for imp in ALL_IMPORTS:
+        for imp in all_imports():
             inside = imp.target == package or imp.target.startswith(package + ".")
             if imp.type_only or not inside or imp.importer == imp.target:
                 continue
@@ -430,7 +434,7 @@ def test_split_packages_import_their_modules_in_order():
 def test_only_the_endpoint_module_imports_the_openai_sdk():
     """One place builds the SDK's client and handles its errors: the chat client and the embedding
     encoders share it (``r2med_tasks.llm.Endpoint``), never a copy."""
-    bad = [f"{imp.where()} imports {imp.target}" for imp in ALL_IMPORTS
+    bad = [f"{imp.where()} imports {imp.target}" for imp in all_imports()
            if imp.target.split(".")[0] in ("openai", "httpx") and imp.importer != "r2med_tasks.llm.endpoint"]
     assert not bad, "\n".join(bad)
 
@@ -447,7 +451,7 @@ def test_no_module_shadows_a_data_folder():
 def test_runtime_modules_never_import_the_build_tools():
     """The generators of shipped files live in ``tools/`` (not packaged); the library and plugins
     neither import them nor carry a ``__main__`` block of their own."""
-    bad = [f"{imp.where()} imports {imp.target}" for imp in ALL_IMPORTS if imp.target.split(".")[0] == "tools"]
+    bad = [f"{imp.where()} imports {imp.target}" for imp in all_imports() if imp.target.split(".")[0] == "tools"]
     for module, path in MODULES.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         if any(isinstance(n, ast.If) and "__main__" in ast.unparse(n.test) for n in tree.body):
