@@ -28,12 +28,12 @@ sys.path.insert(0, str(TESTS / "plugins_for_tests"))
 
 
 # Modules that run on one worker together (see pytest_xdist_make_scheduler), as units handed out
-# first, longest first: what their tests share is costly to make, and split over both workers each
-# worker would make its own. Everything else is spread test by test.
+# first, in this order (the longest first): what their tests share is costly to make, and split
+# over both workers each worker would make its own. Everything else is spread test by test.
 UNITS = {
     "tests/test_ray.py": "ray",  # one local Ray and one set of one-by-one reference runs (about 50 s)
-    "tests/test_scaffold.py": "pip",  # plugin_packages: one pip install of six packages (about 10 s)
-    "tests/test_plugins.py": "pip",
+    "tests/test_scaffold.py": "pip",  # plugin_packages: one pip install of six packages (about 10 s), and
+    "tests/test_plugins.py": "pip",  # the tests of what it installed (together about 20 s)
     "tests/test_leaderboard_page.py": "browser",  # one Chromium and the page it shows (about 15 s)
 }
 
@@ -342,10 +342,8 @@ def installed(plugins, plugin_packages, monkeypatch):
     monkeypatch.syspath_prepend(site)
     monkeypatch.setattr(plugins_module, "entry_points", entry_points)
 
-    def load(*names: str, **env: str):
+    def load(*names: str):
         monkeypatch.setenv("R2MED_LOAD_PLUGINS", ",".join(names))
-        for key, value in env.items():
-            monkeypatch.setenv(key, value)
         monkeypatch.setattr(plugins_module, "_plugins", None)
         return plugins_module.get_plugins()
 

@@ -49,17 +49,11 @@ def tree(folder: Path) -> set[str]:
     return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
 
 
-@pytest.fixture
-def generated(scaffolds) -> Path:
-    """One package of each kind, written by ``r2med new-plugin`` into one folder (read only)."""
-    return scaffolds
-
-
 # -- the packages --------------------------------------------------------------------------------------
 
-def test_each_kind_is_a_package_with_its_entry_point(generated):
+def test_each_kind_is_a_package_with_its_entry_point(scaffolds):
     for kind, (name, _) in KINDS.items():
-        folder = generated / f"r2med-{name}"
+        folder = scaffolds / f"r2med-{name}"
         assert tree(folder) == files_of(kind)
         project = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))
         module = "r2med_" + name.replace("-", "_")
@@ -73,7 +67,7 @@ def test_each_kind_is_a_package_with_its_entry_point(generated):
             assert "$" not in source, path
         run = f"r2med-run {PLUGIN_KINDS[kind][1].format(name=name)} --tasks sample"  # -o llm=... for the agent
         assert run in (folder / "README.md").read_text(encoding="utf-8")
-    assert not [p for p in generated.iterdir() if p.name.startswith(".")], "no temporary folder left"
+    assert not [p for p in scaffolds.iterdir() if p.name.startswith(".")], "no temporary folder left"
 
 
 def test_every_template_is_used():
