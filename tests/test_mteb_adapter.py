@@ -26,7 +26,7 @@ from packaging.requirements import Requirement
 
 from r2med_tasks import mteb_adapter
 from r2med_tasks.scoring.evaluation import K_VALUES, PER_QUERY, PYTREC_PER_QUERY, score
-from test_imports import ALL_IMPORTS
+from test_imports import all_imports
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,7 +51,7 @@ def test_pyproject_requires_the_adapters_range():
 
 
 def test_only_the_adapter_imports_mteb():
-    users = sorted({i.where() for i in ALL_IMPORTS
+    users = sorted({i.where() for i in all_imports()
                     if (i.target == "mteb" or i.target.startswith("mteb.")) and not i.type_only
                     and i.importer != "r2med_tasks.mteb_adapter"})
     assert not users, f"mteb imported outside r2med_tasks/mteb_adapter.py: {users}"
