@@ -17,8 +17,10 @@ requests normally, then fails every later one with ``mode`` (a server that goes 
 - ``"null_content"``: HTTP 200 with ``"content": null``
 - ``"empty_content"``: HTTP 200 with ``"content": ""`` (``finish_reason=`` option, default "stop")
 
-``delay``: seconds every request takes; ``delay_for(body) -> seconds`` per request (to see order
-under concurrency). ``served_model``: the ``model`` reported in answers (default: the one asked).
+``delay``: seconds every request takes (until ``release()``, which lets every waiting answer go);
+``delay_for(body) -> seconds`` per request (to see order under concurrency); ``overlap``: no answer
+before that many requests were in flight at once (``wait_for_overlap``). ``served_model``: the
+``model`` reported in answers (default: the one asked).
 
 Continued turns and stop strings, as vLLM does them:
 
@@ -251,9 +253,10 @@ class ChatServer(LocalServer):
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                     self._in_flight = True
                 try:
+                    server.wait_for_overlap()
                     delay = server.delay + (server.delay_for(body) if server.delay_for is not None else 0.0)
                     if delay:
-                        server._stopping.wait(delay)
+                        server._released.wait(delay)
                     self._answer(body, *fault)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a "hang")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -26,35 +27,35 @@ SAMPLE = TESTS.parent / "r2med_tasks" / "data" / "sample"
 sys.path.insert(0, str(TESTS / "plugins_for_tests"))
 
 
-RAY_MODULE = "tests/test_ray.py"
-# Modules that go to one worker as a whole (see pytest_xdist_make_scheduler), longest first: their
-# module-scoped fixtures are costly, and split over both workers each worker would make its own.
-MODULES_TOGETHER = (
-    RAY_MODULE,  # one local Ray and one set of one-by-one reference runs (about 30 s)
-    "tests/test_scaffold.py",  # new-plugin's four packages, pip-installed (about 6 s)
-    "tests/test_leaderboard_page.py",  # one Chromium and the page it shows (about 2.5 s)
-    "tests/test_untrusted_results.py",  # the baseline board (about 1.2 s)
-    "tests/test_plugins.py",  # the example and broken packages, pip-installed (about 3 s)
-)
+# Modules that run on one worker together (see pytest_xdist_make_scheduler), as units handed out
+# first, in this order (the longest first): what their tests share is costly to make, and split
+# over both workers each worker would make its own. Everything else is spread test by test.
+UNITS = {
+    "tests/test_ray.py": "ray",  # one local Ray and one set of one-by-one reference runs (about 50 s)
+    "tests/test_scaffold.py": "pip",  # plugin_packages: one pip install of six packages (about 10 s), and
+    "tests/test_plugins.py": "pip",  # the tests of what it installed (together about 20 s)
+    "tests/test_leaderboard_page.py": "browser",  # one Chromium and the page it shows (about 15 s)
+}
 
 
 # -- Markers (registered in pyproject.toml, --strict-markers). `pytest -q` runs every test;
 # `pytest -m "not slow"` is the fast loop (README, "Developing"). ---------------------------------
 
-# ``model``, ``browser`` and ``ray`` follow from the fixtures a test uses (directly or through
-# another fixture); the few tests that load torch or transformers without one carry
-# @pytest.mark.model themselves.
+# ``model``, ``browser``, ``ray`` and ``slow`` follow from the fixtures a test uses (directly or
+# through another fixture); the few tests that load torch or transformers without one carry
+# @pytest.mark.model themselves. ``process`` a test carries itself (in_process_unless_marked checks).
 MARKING_FIXTURES = {
     "model": {"model_path", "small_model_path", "cross_encoder_path",  # MiniLM's weights, torch
               "tokenizer_dir"},  # MiniLM's tokenizer files, loaded by transformers in completions mode
     "browser": {"browser"},  # headless Chromium (test_leaderboard_page.py)
     "ray": {"ray_instance"},  # a local Ray (test_ray.py)
+    "slow": {"plugin_packages"},  # the session's pip install (about 10 s), left out of the fast loop
 }
 
 # ``slow``: what the fast loop leaves out, chosen by measuring (`pytest --durations=0`, and each
-# test's CPU seconds): the Ray module, and elsewhere the long tail of single tests, each the slowest
-# way to reach a module that faster tests reach too. About 65 of 1,800 tests and half of the
-# suite's time: the fast loop takes 55-60 s where the suite takes about 110 s (two workers, two cores).
+# test's CPU seconds): the Ray module, the tests of the session's pip install and elsewhere the long
+# tail of single tests, each the slowest way to reach a module that faster tests reach too. About 55
+# of 2,066 tests and half of the suite's CPU time (README, "Developing", has the times).
 # Keys are test files; a name covers every parameter of its test, ``name[id]`` one of them. Add a
 # test here when it takes more than about a second of CPU and a faster test covers its module.
 SLOW_TESTS: dict[str, dict[str, str]] = {
@@ -84,11 +85,6 @@ SLOW_TESTS: dict[str, dict[str, str]] = {
         "test_concurrent_runs_on_different_data_each_print_their_own_scores": "subprocess runs",
         "test_option_variants_are_experiments_and_rows_of_their_own": "four runs",
     },
-    "test_plugins.py": {  # pip installs the example packages
-        "test_installed_plugin_is_listed_and_broken_one_reported": "pip install",
-        "test_installed_plugin_runs_beside_a_broken_one": "pip install",
-        "test_load_plugins_env_restricts_third_party": "pip install",
-    },
     "test_rerank.py": {
         "test_pair_scores_survive_a_failed_run_and_serve_reruns": "four reranking runs",
         "test_first_stage_is_reused_from_disk": "test_cross_encoder_reorders_only_the_top_k stays",
@@ -109,17 +105,8 @@ SLOW_TESTS: dict[str, dict[str, str]] = {
     "test_bm25_fast.py": {
         "test_every_distinct_token_of_the_synthetic_and_sample_corpora": "25,000 tokens, both analyzers",
     },
-    "test_untrusted_results.py": {  # each case is an `r2med leaderboard` subprocess; a case of each kind stays
+    "test_untrusted_results.py": {
         "test_the_leaderboard_degrades_on_a_terminal_that_cannot_show_every_character[latin-1]": "[ascii] stays",
-        **{f"test_a_hostile_folder_is_one_warning_and_the_board_is_still_right[{case}]": f"[{stays}] stays"
-           for case, stays in [("main_score a string", "main_score NaN"), ("main_score true", "main_score missing"),
-                               ("symlink to /dev/zero", "model_meta.json a symlink to /dev/zero"),
-                               ("FIFO named like a result", "record a FIFO"),
-                               ("invented system claiming to be published", "forged published row with 99.00s"),
-                               ("shipped copy tampered with", "forged published row with 99.00s"),
-                               ("result over 10 MB", "record a FIFO"), ("1 MB of deeply nested JSON", "record a FIFO"),
-                               ("main_score a 400-digit integer", "main_score NaN"),
-                               ("task_name a list", "main_score missing"), ("1e308 metric", "main_score NaN")]},
     },
     "test_leaderboard_page.py": {  # one Chromium for the module; the narrow and the main views stay
         "test_no_page_level_horizontal_overflow[1500]": "[400] stays",
@@ -136,11 +123,6 @@ SLOW_TESTS: dict[str, dict[str, str]] = {
     "test_published.py": {"test_shipped_mteb_results_regenerate_and_load": "mteb loads every result"},
     "test_search_r1.py": {"test_end_to_end_with_a_dense_retriever": "test_end_to_end_with_bm25 stays"},
     "test_packaging.py": {"test_package_data_ships_in_the_wheel": "builds the wheel"},
-    "test_scaffold.py": {  # the module's fixture pip installs the four generated packages
-        "test_each_kind_is_listed_by_r2med_plugins": "pip install",
-        "test_each_kind_runs_on_the_sample_task": "pip install, a subprocess run per kind",
-        "test_each_package_passes_its_own_tests": "pip install, a pytest subprocess per kind",
-    },
 }
 
 
@@ -166,34 +148,60 @@ def _check_slow_tests(items) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by the markers added here
 def pytest_collection_modifyitems(items):
-    """Markers from fixtures and SLOW_TESTS; then MODULES_TOGETHER first, in their order: each runs
-    as one unit on one worker (see pytest_xdist_make_scheduler), the Ray module the suite's longest
-    stretch; started first, the other worker runs everything else beside them, where started last
-    (in file order) one would leave the other worker idle at the end."""
+    """Markers from fixtures and SLOW_TESTS; then the UNITS first, in their order: each runs on one
+    worker (see pytest_xdist_make_scheduler), the Ray module the suite's longest stretch; started
+    first, the other worker runs everything else beside them, where started last (in file order)
+    one would leave the other worker idle at the end."""
     _check_slow_tests(items)
     for item in items:
         for mark in _marks_of(item):
             item.add_marker(mark)
-    rank = {module: i for i, module in enumerate(MODULES_TOGETHER)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: file order otherwise
+    rank = {unit: i for i, unit in enumerate(dict.fromkeys(UNITS.values()))}
+    items.sort(key=lambda item: rank.get(UNITS.get(item.nodeid.split("::")[0]), len(rank)))  # stable otherwise
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it (-p no:xdist), unused
 def pytest_xdist_make_scheduler(config, log):
-    """pytest-xdist's load scheduling, except that each of MODULES_TOGETHER goes to one worker as a
-    whole: its module-scoped fixtures (one local Ray and one set of reference runs for test_ray.py,
-    pip installs, a browser) are made once, not once on each worker. The units are handed out in
-    collection order (MODULES_TOGETHER first), not reordered by their number of tests. (xdist's own
+    """pytest-xdist's load scheduling, except that the modules of each of UNITS go to one worker
+    together: what their tests share (one local Ray and one set of reference runs for test_ray.py,
+    a pip install, a browser) is made once, not once on each worker. The units are handed out in
+    collection order (UNITS first), not reordered by their number of tests. (xdist's own
     ``loadgroup`` does not group under pytest 9.2, whose node ids it can no longer suffix.)"""
     from xdist.scheduler import LoadScopeScheduling
 
-    class ModulesTogether(LoadScopeScheduling):
+    class Units(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::")[0]
-            return module if module in MODULES_TOGETHER else nodeid
+            return UNITS.get(nodeid.split("::")[0], nodeid)
 
-    config.option.loadscopereorder = False  # --loadscope-reorder would put the module of most tests first
-    return ModulesTogether(config, log)
+    config.option.loadscopereorder = False  # --loadscope-reorder would put the unit of most tests first
+    return Units(config, log)
+
+
+# -- The process tier: a test that starts Python in a subprocess says so (``process``) -------------
+
+def _starts_python(args) -> bool:
+    words = [args] if isinstance(args, (str, bytes, os.PathLike)) else list(args)
+    return any(sys.executable in os.fsdecode(w) for w in words)
+
+
+@pytest.fixture(autouse=True)
+def in_process_unless_marked(request, monkeypatch):
+    """A Python subprocess (the CLI, pip, a fresh interpreter) costs a second or more of imports:
+    only tests marked ``process`` (what they test needs a process of its own: signals, closed or
+    full streams, a terminal's encoding, a fresh interpreter's imports, pip) or ``ray`` start one;
+    the others run the command in this process (``run_cli``). Fixtures of a wider scope, set up
+    before this one, may (the session's pip install)."""
+    if request.node.get_closest_marker("process") or request.node.get_closest_marker("ray"):
+        return
+    real = subprocess.Popen.__init__
+
+    def refuse_python(self, args, *rest, **kwargs):
+        if _starts_python(args):
+            raise AssertionError(f"{request.node.nodeid} starts Python in a subprocess: run it in this process "
+                                 "(run_cli), or, if what it tests needs a process, mark it @pytest.mark.process")
+        real(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse_python)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -279,6 +287,72 @@ def installed_entry_points():
     return lambda group: found if group == "r2med" else entry_points(group=group)
 
 
+# The package of each kind ``r2med new-plugin`` writes, as tests/test_scaffold.py names them.
+SCAFFOLDS = {"retriever": "my-retriever", "rewriter": "my-rewriter", "reranker": "my-reranker",
+             "agent": "my-agent"}
+
+
+@pytest.fixture(scope="session")
+def scaffolds(tmp_path_factory) -> Path:
+    """A folder holding one package of each kind ``r2med new-plugin`` writes (``r2med-NAME``, as
+    written: read them, or copy them), written in-process with the built-in plugins only."""
+    from r2med_tasks.cli import cli
+    from r2med_tasks.running import discovery as plugins_module
+
+    folder = tmp_path_factory.mktemp("scaffolds")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(folder)
+        mp.setenv("R2MED_LOAD_PLUGINS", "")
+        mp.delenv("R2MED_PLUGINS", raising=False)
+        mp.setattr(plugins_module, "_plugins", None)
+        for kind, name in SCAFFOLDS.items():
+            result = CliRunner().invoke(cli, ["new-plugin", name, "--kind", kind], catch_exceptions=False)
+            assert result.exit_code == 0, result.stderr
+            assert f"Created r2med-{name}/" in result.stdout and f"cd r2med-{name} && python -m pytest" in result.stdout
+    return folder
+
+
+@pytest.fixture(scope="session")
+def plugin_packages(tmp_path_factory, scaffolds) -> Path:
+    """Third-party packages pip-installed for real, with one pip call per session (the modules that
+    use them run on one worker: UNITS): tests/example_plugin, tests/broken_plugin and the
+    ``scaffolds``. Returns the folder that holds them installed, as ``pip install --target`` leaves
+    them (what ``PYTHONPATH=FOLDER`` puts on a path)."""
+    build = tmp_path_factory.mktemp("build")  # copies: setuptools leaves build/ and *.egg-info/ in the tree it builds
+    sources = [shutil.copytree(TESTS / package, build / package) for package in ("example_plugin", "broken_plugin")]
+    sources += [shutil.copytree(scaffolds / f"r2med-{name}", build / f"r2med-{name}") for name in SCAFFOLDS.values()]
+    site = tmp_path_factory.mktemp("site")
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                           "--target", str(site), *map(str, sources)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return site
+
+
+@pytest.fixture
+def installed(plugins, plugin_packages, monkeypatch):
+    """``plugin_packages`` installed in this process: their folder on ``sys.path`` (as PYTHONPATH
+    puts it) and found through the real entry points, not the session's scan. ``installed(*names)``
+    loads those distributions (R2MED_LOAD_PLUGINS) and returns the new plugin set; the modules
+    they imported are forgotten after the test."""
+    from importlib.metadata import entry_points
+
+    from r2med_tasks.running import discovery as plugins_module
+
+    site = str(plugin_packages)
+    monkeypatch.syspath_prepend(site)
+    monkeypatch.setattr(plugins_module, "entry_points", entry_points)
+
+    def load(*names: str):
+        monkeypatch.setenv("R2MED_LOAD_PLUGINS", ",".join(names))
+        monkeypatch.setattr(plugins_module, "_plugins", None)
+        return plugins_module.get_plugins()
+
+    yield load
+    for name, module in list(sys.modules.items()):
+        if (getattr(module, "__file__", None) or "").startswith(site):
+            del sys.modules[name]
+
+
 @pytest.fixture
 def plugins(monkeypatch, installed_entry_points):
     """The process-wide plugin set, rebuilt for this test: built-ins only, plus what it registers."""
@@ -329,6 +403,17 @@ def evaluate(plugins, tmp_path):
                               cache_dir=tmp_path / cache_dir, overwrite=overwrite, on_message=on_message)
 
     return _evaluate
+
+
+def wait_until(condition, seconds: float = 30) -> None:
+    """Poll ``condition`` until it holds, failing after ``seconds``: what a test waits for (a thread
+    queued, a display refreshed) happens when the machine gets to it, never after a fixed time."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"still waiting after {seconds} s"
+        time.sleep(0.005)
 
 
 def write_jsonl(path: Path, rows) -> Path:
@@ -386,6 +471,27 @@ def board_rows(*folders: Path) -> tuple[list, list[str]]:
 
     board = r2med.rank_systems(folders, published="none", include_local=True)
     return board.rows, board.warnings
+
+
+@contextlib.contextmanager
+def bounded(seconds: float = 60, memory: int = 2 << 30):
+    """What a child process with a timeout and a memory limit gives, in this process: code that
+    blocks (a reader waiting on a FIFO) ends this process after ``seconds``, printing where every
+    thread stood (the test fails, pytest-xdist starts a new worker, the suite goes on), and the
+    address space may grow by ``memory`` bytes at most (a reader of /dev/zero gets MemoryError)."""
+    import faulthandler
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    in_use = int(Path("/proc/self/statm").read_text().split()[0]) * resource.getpagesize()
+    resource.setrlimit(resource.RLIMIT_AS, (min(in_use + memory, hard) if hard != resource.RLIM_INFINITY
+                                            else in_use + memory, hard))
+    faulthandler.dump_traceback_later(seconds, exit=True)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def r2med_command(*args, env=None, **kwargs) -> subprocess.CompletedProcess:

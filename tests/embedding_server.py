@@ -17,7 +17,8 @@
 
 ``encoding_format: "base64"`` in a request gets each embedding as base64 little-endian float32, as
 both real APIs answer it. ``max_input_words``: inputs longer than that many space-separated words get OpenAI's 400
-"maximum context length" answer. ``delay``: seconds every request takes (to see concurrency).
+"maximum context length" answer. ``delay``: seconds every request takes (to see concurrency);
+``overlap``: no answer before that many requests were in flight at once (``wait_for_overlap``).
 """
 
 from __future__ import annotations
@@ -81,8 +82,9 @@ class EmbeddingServer(LocalServer):
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                     self._in_flight = True
                 try:
+                    server.wait_for_overlap()
                     if server.delay:
-                        server._stopping.wait(server.delay)
+                        server._released.wait(server.delay)
                     self._answer(body, *fault)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a "hang")

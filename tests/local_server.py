@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,9 +29,11 @@ class LocalServer:
         self.hang_s = 5.0
         self.in_flight = 0
         self.max_in_flight = 0
+        self.overlap = 0  # no answer before this many requests have been in flight at once (see wait_for_overlap)
         self._faults: deque[tuple[str, dict]] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._released = threading.Event()  # set by release() and stop(): ``delay`` is over
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -48,8 +51,22 @@ class LocalServer:
         self._thread.start()
         return self
 
+    def wait_for_overlap(self) -> None:
+        """In a handler, before answering: wait until ``overlap`` requests have been in flight at
+        once (for at most 30 s), so a test of a concurrent client sees them overlap however late
+        the machine starts its threads; a client that sends one at a time is only slowed."""
+        deadline = time.monotonic() + 30
+        while self.max_in_flight < self.overlap and time.monotonic() < deadline and not self._stopping.is_set():
+            time.sleep(0.002)
+
+    def release(self) -> None:
+        """Answer at once every request waiting out ``delay``, and every later one: a test holds
+        answers with a long ``delay`` and lets them go when what it checks has happened."""
+        self._released.set()
+
     def stop(self) -> None:
         self._stopping.set()
+        self._released.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         if self._thread is not None:

@@ -104,6 +104,7 @@ def _corpus(n_docs: int = 2400) -> list[str]:
     return [" ".join(rng.choice(words) for _ in range(rng.choice([0, 1, 5, 30, 120]))) for _ in range(n_docs)]
 
 
+@pytest.mark.process  # the helper process is what it tests
 def test_output_does_not_depend_on_workers(monkeypatch):
     docs = _corpus(800)
     one = encode_corpus(docs, workers=1)

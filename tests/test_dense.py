@@ -134,6 +134,7 @@ def test_damaged_query_embeddings_are_encoded_again(small_model_path, evaluate, 
         assert saved_run(again) == saved_run(first)
 
 
+@pytest.mark.process  # what a fresh interpreter imports
 def test_fully_warm_run_imports_no_torch(small_model_path, evaluate, tmp_path):
     """A run whose corpus and query embeddings are all cached loads no model library (a fresh process)."""
     import subprocess
@@ -451,14 +452,16 @@ def test_replicas_stop_after_their_current_batch_when_one_fails():
 
     done = {"ok": 0}
     lock = threading.Lock()
+    encoded_one = threading.Event()
 
     def encode(replica, items):
         if replica == "bad":
-            time.sleep(0.05)
+            encoded_one.wait(30)  # fails once the good replica has encoded a batch, however loaded the machine
             raise RuntimeError("out of memory")
         time.sleep(0.02)
         with lock:
             done["ok"] += 1
+        encoded_one.set()
         return np.zeros((len(items), 2), dtype=np.float32)
 
     texts = [f"text {i}" for i in range(400)]

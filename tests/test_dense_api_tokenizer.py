@@ -308,6 +308,7 @@ def test_an_encoding_in_tiktokens_cache_works_offline(offline_tiktoken, server, 
 
 
 # -- lazy imports --------------------------------------------------------------------------------
+@pytest.mark.process  # what a fresh interpreter imports
 def test_no_tokenizer_library_is_imported_until_a_text_is_cut(tmp_path):
     path = word_tokenizer(tmp_path / "tokenizer.json")
     code = ("import sys, r2med_plugins.dense, r2med_plugins.dense.api as api\n"

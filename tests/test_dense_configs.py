@@ -280,6 +280,7 @@ def test_configs_serialise():
         assert pickle.loads(pickle.dumps(cfg)) == cfg
 
 
+@pytest.mark.process  # what a fresh interpreter imports
 def test_import_is_light():
     code = (
         "import sys; import r2med_plugins.dense.models; "

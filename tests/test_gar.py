@@ -269,31 +269,52 @@ def test_hub_split_names_the_split_to_read(evaluate, hub):
     assert results.display_name == "QwQ-32B + BM25"
 
 
+@pytest.mark.process  # the interrupted run gets the signal
 @pytest.mark.parametrize("second_interrupt", [False, True])
 def test_ctrl_c_keeps_the_answers_in_flight(evaluate, tmp_path, server, second_interrupt):
     """Ctrl-C during generation: the answers being generated are still stored (the run waits for
     them, saying so), or a second Ctrl-C quits at once; either way a rerun sends only the rest.
-    The interrupted run has a process of its own (it gets the signal); the rerun runs in this one."""
+    The interrupted run has a process of its own (it gets the signal); the rerun runs in this one.
+    The server holds its answers until the run has said what it does with them, and each press
+    comes after the run has answered the one before: no timing decides."""
     import signal
     import subprocess
     import sys
+    import threading
     import time
 
-    server.delay = 1.5 if not second_interrupt else 30.0
+    server.delay = 600.0  # held until release()
     args = ["run", "--plugin", "hyde", "-o", f"llm={server.url}#test-model", "-o", "concurrency=2", "--plugin", "bm25",
             "--tasks", "sample", "--output", tmp_path / "out", "--cache-dir", tmp_path / "cache"]
-    proc = subprocess.Popen([sys.executable, "-m", "r2med_tasks.cli", *map(str, args)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "r2med_tasks.cli", *map(str, args)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    lines: list[str] = []
+    waiting = threading.Event()
+
+    def read() -> None:
+        for line in proc.stderr:
+            lines.append(line)
+            if "in flight" in line:
+                waiting.set()
+        waiting.set()  # the stream ended: the run is over
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     deadline = time.monotonic() + 60
-    while server.in_flight < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    while server.in_flight < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)
     assert server.in_flight == 2
     proc.send_signal(signal.SIGINT)
+    assert waiting.wait(60), "no answer to the first Ctrl-C within 60 s"
     if second_interrupt:
-        time.sleep(1.0)
         proc.send_signal(signal.SIGINT)
+    else:
+        server.release()  # the two answers the run waits for
     started = time.monotonic()
-    _, err = proc.communicate(timeout=60)
+    proc.wait(timeout=60)
+    reader.join(timeout=10)
+    err = "".join(lines)
+    server.release()
     assert proc.returncode == 130 and "Traceback" not in err
     assert "Interrupted." in err and "Finishing the 2 request(s) or batch(es) in flight" in err
     assert time.monotonic() - started < (5 if second_interrupt else 10)

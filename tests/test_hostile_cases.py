@@ -22,6 +22,7 @@ from conftest import SAMPLE, finished_sample_run, read_jsonl, write_jsonl
 R2MED = [sys.executable, "-m", "r2med_tasks.cli"]
 
 
+@pytest.mark.process  # a closed standard output is a process's
 def test_a_closed_stdout_is_no_traceback_and_the_run_still_writes(tmp_path):
     shown = subprocess.run(["bash", "-c", f"{' '.join(R2MED)} list tasks >&-"], capture_output=True, text=True)
     assert shown.returncode == 0 and "Traceback" not in shown.stderr, shown.stderr
@@ -32,6 +33,7 @@ def test_a_closed_stdout_is_no_traceback_and_the_run_still_writes(tmp_path):
     assert list((tmp_path / "out").glob("local-data/*/*/R2MEDSampleRetrieval.json"))
 
 
+@pytest.mark.process  # a file-size limit is a process's
 def test_a_file_size_limit_names_the_file_not_the_plugin(tmp_path):
     import resource
 
@@ -153,6 +155,7 @@ def test_a_number_as_a_text_is_refused_and_grades_as_text_are_said(run_cli, eval
     assert outcome["sample"].ndcg_at_10 == reference["sample"].ndcg_at_10  # read as the grade it spells
 
 
+@pytest.mark.process  # a parent killed with SIGKILL
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's parent-death signal is Linux's")
 def test_a_sweeps_workers_end_with_their_parent(tmp_path):
     """A process pool as the sweep makes it (its workers' initializer); the parent killed with

@@ -163,6 +163,7 @@ def test_a_cache_that_cannot_be_written_is_named(run_cli, tmp_path, data_dir):
     assert "failed while" not in err
 
 
+@pytest.mark.process  # a file-size limit is a process's
 def test_the_file_size_limit_names_the_file(tmp_path, data_dir):
     """EFBIG (ulimit -f) while a cache file is written: the file and the limit, not the plugin."""
     import resource
@@ -198,6 +199,7 @@ def test_a_link_out_of_the_output_is_not_followed(run_cli, tmp_path):
     assert list(elsewhere.iterdir()) == []
 
 
+@pytest.mark.process  # a full standard output is a process's
 def test_a_full_standard_output_is_not_blamed_on_the_output_folder(tmp_path):
     with open("/dev/full", "w") as full:
         proc = subprocess.run([sys.executable, "-m", "r2med_tasks.cli", "run", "--plugin", "bm25", "--tasks", "sample",
@@ -212,7 +214,7 @@ def test_temp_files_a_killed_writer_left_go_with_the_next_write(tmp_path):
 
     target = tmp_path / "cache" / "index.npy"
     target.parent.mkdir()
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead = subprocess.Popen(["true"])  # a process id whose process has ended
     dead.wait()
     orphan = target.parent / f".index.npy.{atomic._HOST}-{dead.pid}-0123456789ab.tmp"
     alive = target.parent / f".index.npy.{atomic._HOST}-{os.getppid()}-0123456789ab.tmp"  # its writer runs
@@ -270,6 +272,7 @@ def large_task(root: Path, n_docs: int) -> Path:
     return root
 
 
+@pytest.mark.process  # the run gets the signals
 @pytest.mark.parametrize("stage", ["dense encoding", "bm25 indexing"])
 def test_a_second_ctrl_c_quits_at_once_with_one_line(stage, tmp_path, small_model_path):
     cache = tmp_path / "cache"
@@ -324,6 +327,7 @@ def test_encodings_at_other_thread_counts_agree_within_the_documented_tolerance(
     assert np.max(np.abs(scores[0] - scores[1])) <= 1e-5
 
 
+@pytest.mark.process  # the terminal's encoding is the process's
 @pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
 def test_a_terminal_that_cannot_show_every_character_gets_replacements(tmp_path, encoding):
     """The summary's ×100 and a hybrid's ⊕: replaced, not a traceback."""

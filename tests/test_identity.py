@@ -160,13 +160,13 @@ def test_differences_name_what_changed():
     assert differences(old, old) == []
 
 
+@pytest.mark.process  # two processes and one lock
 def test_concurrent_runs_on_different_data_each_print_their_own_scores(run_cli, tmp_path, monkeypatch):
     """Two processes, one --output, different data: the second waits for the first (naming it),
     then recomputes what the first stored for other data; both print their own correct scores.
-    The first runs in a process of its own; the second in this one, with the plugin loaded as the
-    first loads it (R2MED_PLUGINS)."""
-    import mteb  # noqa: F401  (imported before the first run starts, so the second reaches the lock at once)
-
+    The first runs in a process of its own and holds the folder until the second has found it
+    taken; the second runs in this one, with the plugin loaded as the first loads it (R2MED_PLUGINS)."""
+    from r2med_tasks.files import locking
     from r2med_tasks.running import discovery as plugins_module
 
     roots = {}
@@ -176,8 +176,9 @@ def test_concurrent_runs_on_different_data_each_print_their_own_scores(run_cli, 
             shutil.copytree(SAMPLE, root / task)
             write_jsonl(root / task / "query.jsonl", read_jsonl(SAMPLE / "query.jsonl")[take])
         roots[name] = root
+    release = tmp_path / "release"
     env = {"R2MED_PLUGINS": "overlap_plugin", "R2MED_LOAD_PLUGINS": "", "R2MED_TEST_LOG": str(tmp_path / "log"),
-           "R2MED_TEST_BLOCK_SECONDS": "3"}
+           "R2MED_TEST_RELEASE": str(release)}
     args = ["run", "--plugin", "overlap", "--output", str(tmp_path / "out"), "--json"]
     first = subprocess.Popen([sys.executable, "-m", "r2med_tasks.cli", *args, "--data-dir", str(roots["one"])],
                              text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -189,6 +190,13 @@ def test_concurrent_runs_on_different_data_each_print_their_own_scores(run_cli, 
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setattr(plugins_module, "_plugins", None)
+    real_holder = locking.holder
+
+    def found_taken(path):  # the second run found the folder locked, and waits: the first may go on
+        release.touch()
+        return real_holder(path)
+
+    monkeypatch.setattr(locking, "holder", found_taken)
     code, second_out, second_err = run_cli(*args, "--data-dir", str(roots["two"]))
     out_one, err_one = first.communicate(timeout=120)
     assert first.returncode == 0 and code == 0, err_one + second_err

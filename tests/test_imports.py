@@ -130,7 +130,11 @@ def imports_of(importer: str) -> list[Import]:
     return found
 
 
-ALL_IMPORTS = [i for m in MODULES for i in imports_of(m)]
+@functools.cache
+def all_imports() -> list[Import]:
+    """Every import statement of the project's modules (parsed when a test first asks: on the worker
+    that runs these tests, not at every worker's collection)."""
+    return [i for m in MODULES for i in imports_of(m)]
 
 
 def plugin_package(module: str) -> str | None:
@@ -141,7 +145,7 @@ def plugin_package(module: str) -> str | None:
 
 def cross_plugin_imports() -> list[tuple[tuple[str, str], Import]]:
     out = []
-    for imp in ALL_IMPORTS:
+    for imp in all_imports():
         src, dst = plugin_package(imp.importer), plugin_package(imp.target)
         if src and dst and src != dst and dst not in SHARED_HELPERS:
             out.append(((src, dst), imp))
@@ -183,7 +187,7 @@ def test_the_shared_helper_modules_are_no_plugins():
     entry_points = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["r2med"]
     assert not {v.rpartition(".")[2] for v in entry_points.values()} & SHARED_HELPERS
     assert all(f"{PLUGINS}.{name}" in MODULES for name in SHARED_HELPERS)
-    bad = [f"{imp.where()} imports {imp.target}" for imp in ALL_IMPORTS
+    bad = [f"{imp.where()} imports {imp.target}" for imp in all_imports()
            if plugin_package(imp.importer) in SHARED_HELPERS and plugin_package(imp.target) not in (None, *SHARED_HELPERS)]
     assert not bad, "\n".join(bad)
 
@@ -210,7 +214,7 @@ def test_plugins_use_only_the_public_core():
     """From a public module with an ``__all__`` (the package, ``r2med_tasks.llm``), only its names:
     its own modules' layout may change."""
     bad = []
-    for imp in ALL_IMPORTS:
+    for imp in all_imports():
         if not imp.importer.startswith(PLUGINS) or not (imp.target == CORE or imp.target.startswith(CORE + ".")):
             continue
         if imp.target not in PUBLIC or any(p.startswith("_") for p in imp.target.split(".")):
@@ -283,7 +287,7 @@ def runs_on_import(importer: str, target: str) -> list[str]:
 
 def core_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {m: set() for m in MODULES if m == CORE or m.startswith(CORE + ".")}
-    for imp in ALL_IMPORTS:
+    for imp in all_imports():
         if imp.importer not in graph or imp.type_only:
             continue
         for target in runs_on_import(imp.importer, imp.target):
@@ -336,7 +340,7 @@ def test_package_init_edges_count():
 
 def test_the_library_never_imports_the_command_line():
     cli = f"{CORE}.cli"
-    bad = [f"{imp.where()} imports {imp.target}" for imp in ALL_IMPORTS
+    bad = [f"{imp.where()} imports {imp.target}" for imp in all_imports()
            if not (imp.importer == cli or imp.importer.startswith(cli + "."))
            and any(t == cli or t.startswith(cli + ".") for t in runs_on_import(imp.importer, imp.target))]
     assert not bad, "the library imports the command line:\n" + "\n".join(bad)
@@ -376,7 +380,7 @@ def test_every_core_unit_has_a_layer():
 
 def test_imports_flow_one_way_between_layers():
     bad = []
-    for imp in ALL_IMPORTS:
+    for imp in all_imports():
         if imp.type_only or imp.importer in OUTSIDE_LAYERS or not imp.importer.startswith(CORE + "."):
             continue
         for target in runs_on_import(imp.importer, imp.target):
@@ -392,7 +396,7 @@ def test_type_only_imports_flow_one_way_too():
     """A name imported for annotations only still names a layer above: ``results.perquery`` once took
     ``running.registry.Registry`` for a parameter's type; it takes the registry's lookup instead."""
     bad = []
-    for imp in ALL_IMPORTS:
+    for imp in all_imports():
         if not imp.type_only or imp.importer in OUTSIDE_LAYERS or not imp.importer.startswith(CORE + "."):
             continue
         for target in runs_on_import(imp.importer, imp.target):
@@ -409,6 +413,7 @@ def test_the_top_level_stays_small():
     assert len(top) <= 16, f"{len(top)} modules at the top of r2med_tasks: {top}"
 
 
+@pytest.mark.process  # what an import changes shows only in a fresh interpreter
 def test_importing_the_commands_changes_no_global_state():
     """Importing r2med (the commands included) leaves the process as it found it: the import system,
     the standard streams, the Ctrl-C handler and the warning filters. What a command needs of them it
@@ -445,7 +450,7 @@ def test_split_packages_import_their_modules_in_order():
         modules = sorted(m.rpartition(".")[2] for m in MODULES if m.startswith(package + "."))
         if sorted(order) != modules:
             bad.append(f"{package}: modules {modules}, but LAYERS lists {sorted(order)}; place each in the order")
-        for imp in ALL_IMPORTS:
+        for imp in all_imports():
             inside = imp.target == package or imp.target.startswith(package + ".")
             if imp.type_only or not inside or imp.importer == imp.target:
                 continue
@@ -467,7 +472,7 @@ def test_the_core_imports_the_llm_modules_not_the_namespace():
     """``r2med_tasks.llm.__all__`` is what a backend's author needs; the core imports what it uses
     from the modules that define it (``r2med_tasks.llm.cache``), so the namespace holds no name for
     the core's sake."""
-    bad = [f"{imp.where()} imports {imp.name} from {LLM_API}" for imp in ALL_IMPORTS
+    bad = [f"{imp.where()} imports {imp.name} from {LLM_API}" for imp in all_imports()
            if imp.importer.startswith(CORE + ".") and imp.target == LLM_API and imp.name is not None]
     assert not bad, "\n".join(bad)
 
@@ -475,7 +480,7 @@ def test_the_core_imports_the_llm_modules_not_the_namespace():
 def test_only_the_endpoint_module_imports_the_openai_sdk():
     """One place builds the SDK's client and handles its errors: the chat client and the embedding
     encoders share it (``r2med_tasks.llm.Endpoint``), never a copy."""
-    bad = [f"{imp.where()} imports {imp.target}" for imp in ALL_IMPORTS
+    bad = [f"{imp.where()} imports {imp.target}" for imp in all_imports()
            if imp.target.split(".")[0] in ("openai", "httpx") and imp.importer != "r2med_tasks.llm.endpoint"]
     assert not bad, "\n".join(bad)
 
@@ -492,7 +497,7 @@ def test_no_module_shadows_a_data_folder():
 def test_runtime_modules_never_import_the_build_tools():
     """The generators of shipped files live in ``tools/`` (not packaged); the library and plugins
     neither import them nor carry a ``__main__`` block of their own."""
-    bad = [f"{imp.where()} imports {imp.target}" for imp in ALL_IMPORTS if imp.target.split(".")[0] == "tools"]
+    bad = [f"{imp.where()} imports {imp.target}" for imp in all_imports() if imp.target.split(".")[0] == "tools"]
     for module, path in MODULES.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         if any(isinstance(n, ast.If) and "__main__" in ast.unparse(n.test) for n in tree.body):

@@ -15,6 +15,8 @@ from r2med_tasks.files import journal as journal_module
 from r2med_tasks.errors import UserError
 from r2med_tasks.files.journal import Journal
 
+from conftest import wait_until
+
 
 @pytest.fixture
 def fsyncs(monkeypatch):
@@ -95,7 +97,7 @@ def test_a_failed_write_fails_every_append_it_held(tmp_path, monkeypatch):
     others = [threading.Thread(target=append, args=(n,)) for n in range(1, 5)]
     for t in others:
         t.start()
-    time.sleep(0.2)  # all four queued behind the first write
+    wait_until(lambda: len(getattr(journal._open, "parts", ())) == 4)  # all four queued behind the first write
     release.set()
     for t in [first, *others]:
         t.join(5)

@@ -26,7 +26,7 @@ from packaging.requirements import Requirement
 
 from r2med_tasks import mteb_adapter
 from r2med_tasks.scoring.evaluation import K_VALUES, PER_QUERY, PYTREC_PER_QUERY, score
-from test_imports import ALL_IMPORTS
+from test_imports import all_imports
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,12 +51,13 @@ def test_pyproject_requires_the_adapters_range():
 
 
 def test_only_the_adapter_imports_mteb():
-    users = sorted({i.where() for i in ALL_IMPORTS
+    users = sorted({i.where() for i in all_imports()
                     if (i.target == "mteb" or i.target.startswith("mteb.")) and not i.type_only
                     and i.importer != "r2med_tasks.mteb_adapter"})
     assert not users, f"mteb imported outside r2med_tasks/mteb_adapter.py: {users}"
 
 
+@pytest.mark.process  # what a fresh interpreter imports
 def test_importing_the_adapter_imports_no_mteb():
     code = "import sys, r2med_tasks.mteb_adapter; print(sorted(m for m in ('mteb', 'torch', 'numpy') if m in sys.modules))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
@@ -79,6 +80,7 @@ print(sorted(m for m in ("mteb", "sklearn", "pandas", "scipy", "datasets") if m 
 """
 
 
+@pytest.mark.process  # what a fresh interpreter imports
 def test_scoring_and_writing_a_result_import_no_mteb(tmp_path):
     """A warm run (model_meta.json written) scores and writes TaskResults without mteb's import cost."""
     out = subprocess.run([sys.executable, "-c", WARM_WRITE, str(tmp_path)], capture_output=True, text=True, check=True)
@@ -341,6 +343,7 @@ def test_model_meta_written_without_mteb_is_mteb_s():
         mteb_adapter.model_meta_text({**bm25, "framework": ["Keras"]}, {}, registered=True)
 
 
+@pytest.mark.process  # what a fresh interpreter imports
 def test_a_bm25_run_imports_no_mteb(tmp_path):
     """A first run into a new folder (model_meta.json included) never imports mteb."""
     code = ("import sys\nfrom r2med_tasks.cli import cli\n"

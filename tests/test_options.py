@@ -288,6 +288,7 @@ def test_out_of_bounds_on_the_command_line_is_exit_2_one_line(run_cli, tmp_path)
     assert not any(tmp_path.iterdir())  # refused before anything ran
 
 
+@pytest.mark.process  # the console script's exit status
 def test_console_script_refuses_bad_values_with_exit_2(tmp_path):
     result = r2med_command("run", "--plugin", "bm25", "-o", "b=5", "--tasks", "sample", "--output", tmp_path,
                            env={"R2MED_LOAD_PLUGINS": ""})

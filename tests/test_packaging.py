@@ -3,6 +3,8 @@
 import tomllib
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parent.parent
 
 
@@ -19,6 +21,7 @@ def test_every_subpackage_is_listed_for_setuptools():
     assert found | data == listed, f"missing from [tool.setuptools] packages: {sorted(found | data - listed)}"
 
 
+@pytest.mark.process  # pip builds the wheel
 def test_package_data_ships_in_the_wheel(tmp_path):
     """The data folders (the sample task, the leaderboard, the published results) are in the wheel,
     and building it gives no warning about them. Built from a copy of the sources, as setuptools

@@ -478,6 +478,7 @@ def test_the_docs_say_how_to_publish_a_plugin():
         assert words in section, words
 
 
+@pytest.mark.process  # pip builds the wheel
 def test_a_scaffold_package_builds_into_a_wheel_ready_to_publish(run_cli, tmp_path, monkeypatch):
     """What `python -m build` packs (built here with pip's wheel builder, offline): the entry point
     in the ``r2med`` group, the dependency on r2med, and the README as PyPI renders it (markdown)."""

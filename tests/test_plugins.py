@@ -1,5 +1,4 @@
 import json
-import shutil
 import subprocess
 import sys
 
@@ -10,7 +9,7 @@ from r2med_tasks.errors import UserError
 from r2med_tasks.running.registry import build_registry
 from pathlib import Path
 
-from conftest import SAMPLE, TESTS, r2med_command, read_jsonl, read_ranking
+from conftest import SAMPLE, TESTS, read_jsonl, read_ranking
 
 
 class Echo:
@@ -197,48 +196,62 @@ def test_list_retrievers_json(run_cli):
     assert st["plugin"] == "r2med" and st["options"]["model"]["default"] == "sentence-transformers/all-MiniLM-L6-v2"
 
 
-@pytest.mark.parametrize("args", [["run", "--help"], ["plugins"], ["plugins", "bm25"], ["plugins", "nvembed"],
-                                  ["list", "retrievers"], ["list", "tasks"]])
-def test_light_commands_import_no_heavy_library(args):
-    """--help and listings must stay fast: no torch, mteb, numpy or datasets on that path."""
-    code = (
-        "import sys\n"
-        "from r2med_tasks.cli import cli\n"
-        f"try:\n    cli({args!r}, prog_name='r2med')\nexcept SystemExit:\n    pass\n"
-        "heavy = sorted(m for m in ('torch', 'mteb', 'numpy', 'datasets', 'sentence_transformers', 'pandas') if m in sys.modules)\n"
-        "print('HEAVY', heavy)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip().splitlines()[-1] == "HEAVY []"
+LIGHT_COMMANDS = [["run", "--help"], ["plugins"], ["plugins", "bm25"], ["plugins", "nvembed"], ["list", "retrievers"],
+                  ["list", "tasks"]]
+# Each command in a child forked from one interpreter that has imported r2med_tasks.cli and nothing
+# else: a fresh `r2med ARGS` each, without starting Python six times. A child prints what it imported.
+HEAVY_AFTER = """
+import json, os, sys
+from r2med_tasks.cli import cli
+for args in json.loads(sys.argv[1]):
+    pid = os.fork()
+    if pid == 0:
+        sys.stdout = open(os.devnull, "w")  # the command's own output
+        try:
+            cli(args, prog_name="r2med")
+        except SystemExit:
+            pass
+        heavy = sorted(m for m in ("torch", "mteb", "numpy", "datasets", "sentence_transformers", "pandas")
+                       if m in sys.modules)
+        sys.__stdout__.write(json.dumps([args, heavy]) + "\\n")
+        sys.__stdout__.flush()
+        os._exit(0)
+    assert os.waitpid(pid, 0)[1] == 0
+"""
 
 
 @pytest.fixture(scope="module")
-def installed_plugins(tmp_path_factory):
-    """Install the example and broken packages for real (pip, into a folder put on PYTHONPATH)."""
-    target = tmp_path_factory.mktemp("site")
-    sources = [str(shutil.copytree(TESTS / package, tmp_path_factory.mktemp("src") / package))  # builds stay out of tests/
-               for package in ("example_plugin", "broken_plugin")]
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                    "--target", str(target), *sources], check=True, capture_output=True)
-    return {"PYTHONPATH": str(target), "R2MED_LOAD_PLUGINS": "r2med-example,r2med-broken"}
+def heavy_imports() -> dict[str, list[str]]:
+    """What each of LIGHT_COMMANDS imported of the heavy libraries, run in a fresh process."""
+    out = subprocess.run([sys.executable, "-c", HEAVY_AFTER, json.dumps(LIGHT_COMMANDS)], capture_output=True,
+                         text=True, check=True).stdout
+    return {" ".join(args): heavy for args, heavy in map(json.loads, out.splitlines())}
 
 
-def test_installed_plugin_is_listed_and_broken_one_reported(installed_plugins):
-    result = r2med_command("plugins", "--json", env=installed_plugins)
-    assert result.returncode == 0, result.stderr
-    rows = {r["name"]: r for r in json.loads(result.stdout)["plugins"]}
+@pytest.mark.process  # what a fresh interpreter imports
+@pytest.mark.parametrize("args", LIGHT_COMMANDS, ids=" ".join)
+def test_light_commands_import_no_heavy_library(args, heavy_imports):
+    """--help and listings must stay fast: no torch, mteb, numpy or datasets on that path."""
+    assert heavy_imports[" ".join(args)] == []
+
+
+def test_installed_plugin_is_listed_and_broken_one_reported(installed, run_cli):
+    installed("r2med-example", "r2med-broken")
+    code, out, err = run_cli("plugins", "--json")
+    assert code == 0, err
+    rows = {r["name"]: r for r in json.loads(out)["plugins"]}
     assert rows["r2med-example"]["version"] == "0.3.0"
     assert rows["r2med-example"]["components"] == {"retrievers": ["tfidf"]}
     assert rows["r2med-broken"]["version"] == "9.9.9"
     assert "ImportError: r2med_broken needs a library" in rows["r2med-broken"]["error"]
 
 
-def test_installed_plugin_runs_beside_a_broken_one(installed_plugins, tmp_path):
-    result = r2med_command("run", "--plugin", "tfidf", "--tasks", "sample", "--output", tmp_path, "--json",
-                           env=installed_plugins)
-    assert result.returncode == 0, result.stderr
-    assert "plugin r2med-broken 9.9.9 (r2med_broken) is broken" in result.stderr
-    summary = json.loads(result.stdout)
+def test_installed_plugin_runs_beside_a_broken_one(installed, run_cli, tmp_path):
+    installed("r2med-example", "r2med-broken")
+    code, out, err = run_cli("run", "--plugin", "tfidf", "--tasks", "sample", "--output", tmp_path, "--json")
+    assert code == 0, err
+    assert "plugin r2med-broken 9.9.9 (r2med_broken) is broken" in err
+    summary = json.loads(out)
     assert summary["model_name"] == "example/tfidf" and summary["tasks"][0]["n_queries"] == 10
     # the sample is local data: its results lie under local-data/
     pipeline = json.loads((tmp_path / "local-data" / "example__tfidf" / "0.3.0" / "r2med" / "pipeline.json")
@@ -248,27 +261,34 @@ def test_installed_plugin_runs_beside_a_broken_one(installed_plugins, tmp_path):
     assert pipeline["code"]["r2med-example"].startswith("source-")
 
 
-def test_asking_for_a_broken_packages_component_names_it_broken(installed_plugins, tmp_path):
+def test_asking_for_a_broken_packages_component_names_it_broken(installed, run_cli, tmp_path):
     """r2med-broken's entry point is ``broken``: the component a user asks for by that name is its."""
-    result = r2med_command("run", "--plugin", "broken", "--tasks", "sample", "--output", tmp_path,
-                           env=installed_plugins)
-    assert result.returncode == 2
+    installed("r2med-example", "r2med-broken")
+    code, _, err = run_cli("run", "--plugin", "broken", "--tasks", "sample", "--output", tmp_path)
+    assert code == 2
     assert ("--plugin broken: the plugin 'r2med-broken' that should provide it is broken: ImportError: r2med_broken "
-            "needs a library that is not installed (see `r2med plugins`)") in " ".join(result.stderr.split())
+            "needs a library that is not installed (see `r2med plugins`)") in " ".join(err.split())
 
 
-def test_load_plugins_env_restricts_third_party(installed_plugins):
-    env = {**installed_plugins, "R2MED_LOAD_PLUGINS": ""}
-    rows = json.loads(r2med_command("plugins", "--json", env=env).stdout)["plugins"]
-    assert [r["name"] for r in rows] == ["r2med"]
+def test_load_plugins_env_restricts_third_party(installed, run_cli):
+    installed()  # R2MED_LOAD_PLUGINS="" with the packages installed
+    code, out, _ = run_cli("plugins", "--json")
+    assert [r["name"] for r in json.loads(out)["plugins"]] == ["r2med"]
 
 
-def test_unpackaged_module_through_env(tmp_path):
-    env = {"R2MED_PLUGINS": "overlap_plugin", "PYTHONPATH": str(TESTS / "plugins_for_tests"), "R2MED_LOAD_PLUGINS": ""}
-    result = r2med_command("list", "retrievers", "--json", env=env)
-    names = {r["name"] for r in json.loads(result.stdout)}
-    assert {"overlap", "bm25", "st"} <= names and "overlap" not in json.loads(
-        r2med_command("list", "retrievers", "--json", env={**env, "R2MED_PLUGINS": ""}).stdout)
+def test_unpackaged_module_through_env(plugins, run_cli, monkeypatch):
+    """R2MED_PLUGINS names a module on the path (conftest puts tests/plugins_for_tests there)."""
+    from r2med_tasks.running import discovery as plugins_module
+
+    def retrievers(modules: str) -> set[str]:
+        monkeypatch.setenv("R2MED_PLUGINS", modules)
+        monkeypatch.setattr(plugins_module, "_plugins", None)
+        code, out, err = run_cli("list", "retrievers", "--json")
+        assert code == 0, err
+        return {r["name"] for r in json.loads(out)}
+
+    monkeypatch.delitem(sys.modules, "overlap_plugin", raising=False)
+    assert {"overlap", "bm25", "st"} <= retrievers("overlap_plugin") and "overlap" not in retrievers("")
 
 
 def test_user_error_class_is_public():

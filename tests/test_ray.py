@@ -105,7 +105,7 @@ def test_local_sweep_gives_the_runs_made_one_by_one(run_cli, dies_once, one_by_o
     assert {t["status"] for j in again["jobs"] for t in j["run"]["tasks"]} == {"cached"}
 
 
-@pytest.mark.parametrize("where", ["in-process", "command"])
+@pytest.mark.parametrize("where", ["in-process", pytest.param("command", marks=pytest.mark.process)])
 def test_pool_sweep_survives_a_lost_worker_and_reruns_nothing(where, run_cli, dies_once, one_by_one,
                                                                 small_model_path, tmp_path, monkeypatch):
     """The default executor for pipelines without local models: a pool of processes (spawned here,

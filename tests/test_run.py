@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import pytrec_eval
 
-from conftest import TESTS, qrels_of, read_jsonl
+from conftest import TESTS, qrels_of, read_jsonl, wait_until
 from r2med_tasks.results.folder import ResultsFolder
 from r2med_tasks.scoring.runs import read_trec
 
@@ -160,6 +160,7 @@ def test_rerun_skips_finished_tasks_and_overwrite_recomputes(overlap, evaluate, 
     assert log.read_text().count("index") == 6
 
 
+@pytest.mark.process  # the killed run is a process
 def test_killed_run_resumes_without_recomputing(evaluate, data_dir, tmp_path, monkeypatch):
     """SIGKILL during the second of three tasks; the rerun computes only what was not finished.
     Only the killed run needs a process of its own; the reference and the rerun run in this one,
@@ -284,22 +285,41 @@ def test_dry_run_downloads_nothing_and_restores_the_hub_setting(run_cli, tmp_pat
     assert constants.HF_HUB_OFFLINE is False and os.environ["HF_HUB_OFFLINE"] == "0"
 
 
+class Screen:
+    """A terminal that records what was written to it and where each write ended."""
+
+    def __init__(self) -> None:
+        self.text, self.ends = "", []
+
+    def write(self, text: str) -> int:
+        self.text += text
+        self.ends.append(len(self.text))
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def getvalue(self) -> str:
+        return self.text
+
+
 class ReportsRetries:
     """A retriever whose requests wait to retry while it indexes: on ``context.retries``, the line
     a client of the run shows its retries on (``ShowsRetries``)."""
 
     lines: list = []
     screen = None
-    cleared_at = 0  # how much the screen held a moment after the line was cleared
+    cleared_at = 0  # where the first frame drawn wholly after the line was cleared begins
 
     def index(self, corpus, *, task, context):
         self.lines.append(context.retries)
         if len(self.lines) == 1:
             context.retries.update(1, "retry 1 of 6 in 0.2 s: HTTP 503 Service Unavailable (http://127.0.0.1:9/v1)")
-            time.sleep(0.3)  # the live display refreshes ten times a second
+            wait_until(lambda: self.screen.getvalue().count("HTTP 503 Service Unavailable") >= 2)  # two refreshes
             context.retries.update(1, None)
-            time.sleep(0.3)
-            ReportsRetries.cleared_at = len(self.screen.getvalue())
+            writes = len(self.screen.ends)  # a frame being drawn now may still hold the line
+            wait_until(lambda: len(self.screen.ends) >= writes + 2)
+            ReportsRetries.cleared_at = self.screen.ends[writes]
 
     def search(self, queries, *, task, top_k, context):
         self.lines.append(context.retries)
@@ -309,8 +329,6 @@ class ReportsRetries:
 def test_a_runs_api_retries_are_one_row_of_its_display(register, data_dir, tmp_path):
     """The runner gives every call of a run one ``RetryLine``, shown as a row of its progress
     display while a request waits (not a printed line), and gone once none waits."""
-    import io
-
     from rich.console import Console
 
     import r2med_tasks as r2med
@@ -326,7 +344,7 @@ def test_a_runs_api_retries_are_one_row_of_its_display(register, data_dir, tmp_p
             register(RetrieverSpec(name="reports-retries", factory=lambda options: ReportsRetries()))
 
     register(Plugin())
-    screen = io.StringIO()
+    screen = Screen()
     ReportsRetries.lines, ReportsRetries.screen = [], screen
     tasks = registry().tasks(["Biology", "Bioinformatics"])
     run_pipeline(r2med.pipeline("reports-retries"), tasks, output=tmp_path / "out", data_dir=data_dir, overwrite=False,

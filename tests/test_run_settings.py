@@ -181,6 +181,7 @@ def test_no_splits_leaves_the_file_alone(tmp_path):
     assert mteb_adapter.run_settings_text(LEGACY, "T", {}, None) == LEGACY
 
 
+@pytest.mark.process  # what a fresh interpreter imports
 def test_run_settings_import_no_mteb():
     code = ("import sys\nfrom r2med_tasks import mteb_adapter as a\n"
             "t = a.run_settings_text(None, 'T', {'test': [{'hf_subset': 'default'}]}, {'batch_size': 1})\n"

@@ -1,7 +1,10 @@
 """``r2med new-plugin NAME --kind KIND`` (r2med_tasks/cli/scaffold.py): the package of each kind
 installs for real (pip), ``r2med plugins`` lists it, it runs on the sample task through the command
 line, and its own tests pass, run with pytest in its folder as its README says. Bad input is one
-line and exit status 2, and writes nothing."""
+line and exit status 2, and writes nothing.
+
+The four packages are written and pip-installed once per session (conftest's ``plugin_packages``);
+listing, running and testing them happen in this process, with their folder on ``sys.path``."""
 
 from __future__ import annotations
 
@@ -9,29 +12,30 @@ import ast
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from r2med_tasks.cli.scaffold import PLUGIN_KINDS
 
-from conftest import TESTS, r2med_command
+from conftest import SCAFFOLDS, TESTS
 
 ROOT = TESTS.parent
 TEMPLATES = ROOT / "r2med_tasks" / "data" / "scaffold"
 # kind -> the component's name here, and how this module's runs select it (as the README and docs do)
 KINDS = {
-    "retriever": ("my-retriever", ["--plugin", "my-retriever"]),
-    "rewriter": ("my-rewriter", ["--plugin", "my-rewriter", "--plugin", "bm25"]),
-    "reranker": ("my-reranker", ["--plugin", "bm25", "--plugin", "my-reranker"]),
-    "agent": ("my-agent", ["--plugin", "my-agent", "--plugin", "bm25"]),  # -o llm= of the test's server
+    "retriever": (SCAFFOLDS["retriever"], ["--plugin", "my-retriever"]),
+    "rewriter": (SCAFFOLDS["rewriter"], ["--plugin", "my-rewriter", "--plugin", "bm25"]),
+    "reranker": (SCAFFOLDS["reranker"], ["--plugin", "bm25", "--plugin", "my-reranker"]),
+    "agent": (SCAFFOLDS["agent"], ["--plugin", "my-agent", "--plugin", "bm25"]),  # -o llm= of the test's server
 }
 PIPELINES = {"retriever": "my-retriever", "rewriter": "my-rewriter + BM25", "reranker": "BM25 + my-reranker",
              "agent": "my-agent + BM25"}
+PACKAGES = [f"r2med-{name}" for name, _ in KINDS.values()]
 
 
 def files_of(kind: str) -> set[str]:
@@ -45,43 +49,11 @@ def tree(folder: Path) -> set[str]:
     return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
 
 
-@pytest.fixture(scope="module")
-def generated(tmp_path_factory) -> Path:
-    """One package of each kind, written by ``r2med new-plugin`` (in-process, built-in plugins only)
-    into one folder."""
-    from r2med_tasks.running import discovery as plugins_module
-    from r2med_tasks.cli import cli
-
-    work = tmp_path_factory.mktemp("scaffolds")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(work)
-        mp.setenv("R2MED_LOAD_PLUGINS", "")
-        mp.delenv("R2MED_PLUGINS", raising=False)
-        mp.setattr(plugins_module, "_plugins", None)
-        for kind, (name, _) in KINDS.items():
-            result = CliRunner().invoke(cli, ["new-plugin", name, "--kind", kind], catch_exceptions=False)
-            assert result.exit_code == 0, result.stderr
-            assert f"Created r2med-{name}/" in result.stdout and f"cd r2med-{name} && python -m pytest" in result.stdout
-    return work
-
-
-@pytest.fixture(scope="module")
-def installed(generated, tmp_path_factory) -> dict[str, str]:
-    """The four packages installed with pip (one call) into a folder put on PYTHONPATH; the
-    environment that loads them."""
-    target = tmp_path_factory.mktemp("site")
-    sources = [str(generated / f"r2med-{name}") for name, _ in KINDS.values()]
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                           "--target", str(target), *sources], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return {"PYTHONPATH": str(target), "R2MED_LOAD_PLUGINS": ",".join(f"r2med-{name}" for name, _ in KINDS.values())}
-
-
 # -- the packages --------------------------------------------------------------------------------------
 
-def test_each_kind_is_a_package_with_its_entry_point(generated):
+def test_each_kind_is_a_package_with_its_entry_point(scaffolds):
     for kind, (name, _) in KINDS.items():
-        folder = generated / f"r2med-{name}"
+        folder = scaffolds / f"r2med-{name}"
         assert tree(folder) == files_of(kind)
         project = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))
         module = "r2med_" + name.replace("-", "_")
@@ -95,7 +67,7 @@ def test_each_kind_is_a_package_with_its_entry_point(generated):
             assert "$" not in source, path
         run = f"r2med-run {PLUGIN_KINDS[kind][1].format(name=name)} --tasks sample"  # -o llm=... for the agent
         assert run in (folder / "README.md").read_text(encoding="utf-8")
-    assert not [p for p in generated.iterdir() if p.name.startswith(".")], "no temporary folder left"
+    assert not [p for p in scaffolds.iterdir() if p.name.startswith(".")], "no temporary folder left"
 
 
 def test_every_template_is_used():
@@ -135,27 +107,29 @@ def test_files_take_the_umask(tmp_path, run_cli, monkeypatch):
 
 # -- installed: listed, run, tested ---------------------------------------------------------------------
 
-def test_each_kind_is_listed_by_r2med_plugins(installed):
-    result = r2med_command("plugins", "--json", env=installed)
-    assert result.returncode == 0, result.stderr
-    rows = {r["name"]: r for r in json.loads(result.stdout)["plugins"]}
+def test_each_kind_is_listed_by_r2med_plugins(installed, run_cli):
+    installed(*PACKAGES)
+    code, out, err = run_cli("plugins", "--json")
+    assert code == 0, err
+    rows = {r["name"]: r for r in json.loads(out)["plugins"]}
     for kind, (name, _) in KINDS.items():  # the agent is a rewriter
         assert rows[f"r2med-{name}"]["version"] == "0.1.0" and "error" not in rows[f"r2med-{name}"]
         assert rows[f"r2med-{name}"]["components"] == {PLUGIN_KINDS[kind][0] + "s": [name]}
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
-def test_each_kind_runs_on_the_sample_task(kind, installed, tmp_path, request):
+def test_each_kind_runs_on_the_sample_task(kind, installed, run_cli, tmp_path, request):
     name, plugins = KINDS[kind]
+    installed(*PACKAGES)
     args = ["run", *plugins, "--tasks", "sample", "--output", tmp_path / "out", "--cache-dir", tmp_path / "cache",
             "--json"]
     server = None
     if kind == "agent":
         server = request.getfixturevalue("chat_server")  # a local OpenAI-compatible server (NO_PROXY set)
         args[3:3] = ["-o", f"llm={server.url}#test-model"]
-    result = r2med_command(*args, env=installed)
-    assert result.returncode == 0, result.stderr
-    summary = json.loads(result.stdout)
+    code, out, err = run_cli(*args)
+    assert code == 0, err
+    summary = json.loads(out)
     assert summary["pipeline"] == PIPELINES[kind]
     if kind == "retriever":  # filed under the package's name (its model_meta), not r2med's own namespace
         assert summary["model_name"] == "r2med-my-retriever/my-retriever" and "/r2med__" not in str(summary)
@@ -174,15 +148,27 @@ def test_each_kind_runs_on_the_sample_task(kind, installed, tmp_path, request):
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
-def test_each_package_passes_its_own_tests(kind, installed, generated):
-    """``python -m pytest`` in the package's folder (its own pytest configuration, not this suite's)."""
-    folder = generated / f"r2med-{KINDS[kind][0]}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "R2MED_"))}  # not this suite's
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=folder,
-                            env={**env, **installed}, capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
-    passed = re.search(r"(\d+) passed", result.stdout)
-    assert passed and int(passed.group(1)) >= 2 and not re.search(r"\d+ (failed|error)", result.stdout)
+def test_each_package_passes_its_own_tests(kind, scaffolds, installed, tmp_path, monkeypatch, capsys):
+    """``python -m pytest`` in the package's folder (a copy: a run leaves caches): a pytest session
+    of its own, with the package's pytest configuration and none of this suite's (run in this
+    process, with the packages installed, as PYTHONPATH puts them)."""
+    name = KINDS[kind][0]
+    folder = shutil.copytree(scaffolds / f"r2med-{name}", tmp_path / f"r2med-{name}")
+    installed(*PACKAGES)
+    for key in [k for k in os.environ if k.startswith("PYTEST_")]:  # not this suite's
+        monkeypatch.delenv(key)
+    monkeypatch.chdir(folder)
+    before = set(sys.modules)
+    try:
+        code = pytest.main(["-q", "-p", "no:cacheprovider"])
+    finally:  # its test module and its package as imported from the folder
+        for module in set(sys.modules) - before:
+            if (getattr(sys.modules[module], "__file__", None) or "").startswith(str(folder)):
+                del sys.modules[module]
+    output = capsys.readouterr().out
+    assert code == 0, output
+    passed = re.search(r"(\d+) passed", output)
+    assert passed and int(passed.group(1)) >= 2 and not re.search(r"\d+ (failed|error)", output)
 
 
 # -- refused: one line, exit 2, nothing written -------------------------------------------------------
@@ -272,6 +258,7 @@ def test_a_failed_write_leaves_nothing(run_cli, tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.process  # what a fresh interpreter imports
 def test_new_plugin_imports_no_heavy_library(tmp_path):
     """`r2med new-plugin --help`, and writing a package, load no torch, mteb, numpy or pandas."""
     code = (

@@ -12,6 +12,8 @@ from r2med_tasks.components.context import Context
 from r2med_tasks.tasks.taskdata import Corpus
 from r2med_tasks.components.searcher import Hit, Searcher
 
+from conftest import wait_until
+
 IDS = [f"d{i}" for i in range(20)]
 TEXTS = [f"text of d{i}" for i in range(20)]
 
@@ -19,8 +21,8 @@ TEXTS = [f"text of d{i}" for i in range(20)]
 class Recording:
     """Scores a document by how many characters its id shares with the query; records its calls."""
 
-    def __init__(self, delay: float = 0.0, fail: bool = False):
-        self.delay, self.fail = delay, fail
+    def __init__(self, delay: float = 0.0, fail: bool = False, gate: threading.Event | None = None):
+        self.delay, self.fail, self.gate = delay, fail, gate  # a search waits for ``gate``, if any
         self.indexed, self.batches = 0, []
 
     def index(self, corpus, *, task, context):
@@ -29,6 +31,8 @@ class Recording:
 
     def search(self, queries, *, task, top_k, context):
         self.batches.append([q.text for q in queries])
+        if self.gate is not None:
+            self.gate.wait(30)
         time.sleep(self.delay)
         if self.fail:
             raise RuntimeError("the index is gone")
@@ -48,7 +52,8 @@ def test_hits_are_the_retrievers_best_with_their_texts():
 
 
 def test_concurrent_searches_are_batched_and_the_corpus_indexed_once():
-    retriever = Recording(delay=0.3)
+    gate = threading.Event()
+    retriever = Recording(gate=gate)
     shared = searcher(retriever)
     results = {}
 
@@ -57,10 +62,12 @@ def test_concurrent_searches_are_batched_and_the_corpus_indexed_once():
 
     first = threading.Thread(target=ask, args=(1,))
     first.start()
-    time.sleep(0.1)  # the first search is running: the others queue behind it
+    wait_until(lambda: retriever.batches)  # the first search is running
     others = [threading.Thread(target=ask, args=(i,)) for i in range(2, 9)]
     for t in others:
         t.start()
+    wait_until(lambda: len(shared._pending) == 7)  # the others queued behind it
+    gate.set()
     for t in [first, *others]:
         t.join()
     assert retriever.indexed == 1

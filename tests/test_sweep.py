@@ -144,6 +144,7 @@ def test_jobs_request_what_their_components_declare(plugins, tmp_path):
                          node_memory=2**40) == {"num_cpus": 1}
 
 
+@pytest.mark.process  # what a fresh interpreter imports
 def test_help_never_imports_ray():
     code = ("import sys\nfrom click.testing import CliRunner\nfrom r2med_tasks.cli import cli, run_command\n"
             "assert CliRunner().invoke(run_command, ['--help']).exit_code == 0\n"
@@ -206,6 +207,7 @@ def test_auto_executor(gpu_jobs, address, ray_address, cuda, ray_installed, expe
     assert chosen == expected and bool(said) == note
 
 
+@pytest.mark.process  # what a fresh interpreter imports
 def test_cuda_is_not_asked_of_torch_where_no_nvidia_device_is(monkeypatch):
     """Choosing a device (or an executor) on a machine without an NVIDIA device imports no torch."""
     code = ("import sys\nfrom r2med_plugins.local_models import cuda_available, parse_devices\n"

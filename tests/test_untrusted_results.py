@@ -3,8 +3,9 @@ a device named like a result, JSON nested a million deep, numbers that are no sc
 warning naming the file, the rest of the board is still shown with its right values, and nothing
 in a folder makes or changes a published row.
 
-The leaderboard runs in a subprocess with a timeout and a memory limit, so a reader that blocks on
-a FIFO or reads /dev/zero fails the test instead of hanging it or filling the machine's memory.
+The commands run in this process within conftest's ``bounded`` (a time and a memory limit), so a
+reader that blocks on a FIFO or reads /dev/zero fails the test instead of hanging the suite or
+filling the machine's memory; the tests of terminal encodings run ``r2med`` in a process of its own.
 """
 
 import json
@@ -16,8 +17,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from r2med_tasks.tasks.specs import R2MED_TASKS
+
+from conftest import bounded
 
 ROOT = Path(__file__).parent.parent
 SHORTS = [t.short_name for t in R2MED_TASKS]
@@ -54,10 +58,23 @@ def r2med(*args, cwd: Path, env: dict | None = None, timeout: float = 60) -> sub
                           preexec_fn=_limits, check=False)
 
 
+def r2med_here(*args) -> tuple[int, str, str]:
+    """``r2med ARGS`` in this process, with the built-in plugins only, within ``bounded``'s limits."""
+    from r2med_tasks.cli import cli
+    from r2med_tasks.running import discovery as plugins_module
+
+    with pytest.MonkeyPatch.context() as mp, bounded():
+        mp.setenv("R2MED_LOAD_PLUGINS", "")
+        mp.delenv("R2MED_PLUGINS", raising=False)
+        mp.setattr(plugins_module, "_plugins", None)
+        result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
 def board(results: Path, *args) -> tuple[list[dict], list[str]]:
-    done = r2med("leaderboard", results, "--format", "json", *args, cwd=results.parent)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout), [line for line in done.stderr.splitlines() if line.strip()]
+    code, out, err = r2med_here("leaderboard", results, "--format", "json", *args)
+    assert code == 0, err
+    return json.loads(out), [line for line in err.splitlines() if line.strip()]
 
 
 # --- what each hostile folder holds ------------------------------------------------------------------------
@@ -272,9 +289,9 @@ def test_compare_refuses_a_per_query_file_that_is_a_fifo(tmp_path):
         (tmp_path / run).mkdir()
     (tmp_path / "a" / f"{BIOLOGY}.per_query.tsv").write_text("query_id\tndcg_at_10\nq1\t0.2\n")
     os.mkfifo(tmp_path / "b" / f"{BIOLOGY}.per_query.tsv")
-    done = r2med("compare", tmp_path / "a", tmp_path / "b", cwd=tmp_path)
-    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
-    assert "per_query.tsv: a named pipe (FIFO), not a regular file" in done.stderr
+    code, _, err = r2med_here("compare", tmp_path / "a", tmp_path / "b")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "per_query.tsv: a named pipe (FIFO), not a regular file" in err
 
 
 def test_export_refuses_list_valued_experiment_kwargs_in_one_line(run_cli, tmp_path):
@@ -290,11 +307,12 @@ def test_export_refuses_list_valued_experiment_kwargs_in_one_line(run_cli, tmp_p
 def test_export_refuses_a_result_that_is_a_fifo(tmp_path):
     folder = write_system(tmp_path / "run", "acme/good", 0.4, skip=BIOLOGY)
     os.mkfifo(folder / f"{BIOLOGY}.json")
-    done = r2med("export-mteb", folder, tmp_path / "repo", cwd=tmp_path)
-    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
-    assert f"{BIOLOGY}.json: a named pipe (FIFO), not a regular file" in done.stderr
+    code, _, err = r2med_here("export-mteb", folder, tmp_path / "repo")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{BIOLOGY}.json: a named pipe (FIFO), not a regular file" in err
 
 
+@pytest.mark.process  # the terminal's encoding is the process's
 @pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
 def test_the_leaderboard_degrades_on_a_terminal_that_cannot_show_every_character(tmp_path, encoding):
     results = tmp_path / "results"

@@ -1,8 +1,8 @@
 """A tiny deterministic retriever for tests: score = number of shared lower-cased words.
 
-Env hooks for the resume test: R2MED_TEST_LOG (append 'index <task>' per index call) and
-R2MED_TEST_BLOCK_ON=<task name> (write '<log>.ready' and sleep in search, to be killed; for
-R2MED_TEST_BLOCK_SECONDS, default 120).
+Env hooks for the resume and lock tests: R2MED_TEST_LOG (append 'index <task>' per index call) and
+R2MED_TEST_BLOCK_ON=<task name> (write '<log>.ready', then wait in search, to be killed: for at
+most R2MED_TEST_BLOCK_SECONDS, default 120, or until the file R2MED_TEST_RELEASE names exists).
 """
 
 import os
@@ -41,7 +41,10 @@ class Overlap:
     def search(self, queries, *, task, top_k, context):
         if os.environ.get("R2MED_TEST_BLOCK_ON") == task.name:
             Path(os.environ["R2MED_TEST_LOG"] + ".ready").write_text("ready")
-            time.sleep(float(os.environ.get("R2MED_TEST_BLOCK_SECONDS", "120")))
+            release = os.environ.get("R2MED_TEST_RELEASE")
+            end = time.monotonic() + float(os.environ.get("R2MED_TEST_BLOCK_SECONDS", "120"))
+            while time.monotonic() < end and not (release and os.path.exists(release)):
+                time.sleep(0.01)
         out = {}
         for q in queries:
             qw = words(q.text)
