@@ -4,7 +4,8 @@ Checks that the installed mteb is in the adapter's declared range, that pyprojec
 same range, that no other module imports mteb, that every mteb entry point the adapter uses exists
 and behaves as expected on tiny examples, and that the two things r2med computes without mteb equal
 what the installed mteb computes: the score dict of its retrieval evaluator (key order and values
-bit for bit, on many constructed runs) and the bytes of a TaskResult file. A new mteb that changes
+bit for bit, on many constructed runs, and its nAUCs on many constructed inputs) and the bytes of a
+TaskResult file. A new mteb that changes
 either fails here.
 """
 
@@ -195,6 +196,53 @@ def test_scores_equal_mtebs_evaluator(case):
     assert list(ours_per_query) == list(theirs_per_query)
     assert {q: {name: m[name] for name in PYTREC_PER_QUERY} for q, m in ours_per_query.items()} == \
         {q: {name: m[key] for name, key in PYTREC_PER_QUERY.items()} for q, m in theirs_per_query.items()}
+
+
+# Query counts around numpy's summation blocks (8 and 128 values), where a sum's order of additions
+# changes, and the kinds of values a metric and a confidence take: ties, one value for all, NaN and
+# infinite confidences (scores may be infinite).
+ABSTENTION_SIZES = (1, 2, 3, 7, 8, 9, 16, 17, 127, 128, 129, 257, 1100)
+METRIC_VALUES = {
+    "floats": lambda rng, n: rng.random(n),
+    "few values": lambda rng, n: rng.choice([0.0, 0.1, 1 / 3, 0.5, 1.0], size=n),
+    "two decimals": lambda rng, n: np.round(rng.random(n), 2),
+    "one value": lambda rng, n: np.full(n, 0.1),
+    "zero for all": lambda rng, n: np.zeros(n),  # a flat oracle curve: NaN
+    "0 or 1": lambda rng, n: rng.choice([0.0, 1.0], size=n),
+}
+CONFIDENCE_VALUES = {
+    "floats": lambda rng, n: rng.random(n),
+    "ties": lambda rng, n: rng.choice([0.0, 0.5, 2.25, -1.0], size=n),
+    "one decimal": lambda rng, n: np.round(rng.normal(size=n), 1),
+    "zeros": lambda rng, n: np.zeros(n),
+    "nan and inf": lambda rng, n: np.where(rng.random(n) < 0.2, np.nan, np.where(rng.random(n) < 0.2, np.inf,
+                                                                                  rng.random(n))),
+}
+
+
+@pytest.mark.parametrize("n", ABSTENTION_SIZES)
+def test_naucs_equal_mtebs_nauc(n):
+    """The nAUCs, computed for all metrics at once, are mteb's ``nauc`` of each metric and
+    confidence function, bit for bit, NaN where mteb's is."""
+    import warnings
+
+    from mteb._evaluators.retrieval_metrics import nauc
+
+    from r2med_tasks.scoring.evaluation import _naucs
+
+    rng = np.random.default_rng(n)
+    metrics = {f"{kind} {i}": values(rng, n).tolist() for kind, values in METRIC_VALUES.items() for i in range(2)}
+    for kinds in [list(CONFIDENCE_VALUES)[i:i + 3] for i in range(len(CONFIDENCE_VALUES) - 2)]:
+        confidences = {kind: CONFIDENCE_VALUES[kind](rng, n).tolist() for kind in kinds}
+        ours = _naucs(confidences, metrics)
+        assert list(ours) == [f"nauc_{key}_{kind}" for key in metrics for kind in kinds]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # NaN and inf confidences, as in mteb
+            theirs = {f"nauc_{key}_{kind}": nauc(np.array(confidences[kind]), np.array(values))
+                      for key, values in metrics.items() for kind in kinds}
+        differ = {k: (ours[k], theirs[k]) for k in theirs if not same(ours[k], theirs[k])}
+        assert not differ, differ
+    assert any(isinstance(v, float) and math.isnan(v) for v in theirs.values())  # "zero for all"
 
 
 def test_constructed_runs_reach_the_cases_they_are_named_for():
