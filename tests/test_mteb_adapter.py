@@ -5,8 +5,7 @@ same range, that no other module imports mteb, that every mteb entry point the a
 and behaves as expected on tiny examples, and that the two things r2med computes without mteb equal
 what the installed mteb computes: the score dict of its retrieval evaluator (key order and values
 bit for bit, on many constructed runs, and its nAUCs on many constructed inputs) and the bytes of a
-TaskResult file. A new mteb that changes
-either fails here.
+TaskResult file. A new mteb that changes either fails here.
 """
 
 from __future__ import annotations
