@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from packaging.requirements import Requirement
 
 from r2med_tasks import mteb_adapter
 from r2med_tasks.scoring.evaluation import K_VALUES, PER_QUERY, PYTREC_PER_QUERY, score
+from conftest import TESTS
 from test_imports import all_imports
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -391,15 +393,36 @@ def test_model_meta_written_without_mteb_is_mteb_s():
 
 
 @pytest.mark.process  # what a fresh interpreter imports
-def test_a_bm25_run_imports_no_mteb(tmp_path):
-    """A first run into a new folder (model_meta.json included) never imports mteb."""
+def test_runs_of_built_in_and_third_party_components_import_no_mteb(tmp_path):
+    """A first run into a new folder (model_meta.json included) never imports mteb: of a built-in
+    component (r2med's namespace) nor of a third party's (a name mteb's model modules never write)."""
     code = ("import sys\nfrom r2med_tasks.cli import cli\n"
-            f"try:\n    cli(['run', '--plugin', 'bm25', '--tasks', 'sample', '--output', {str(tmp_path / 'out')!r},"
-            f" '--cache-dir', {str(tmp_path / 'cache')!r}], prog_name='r2med')\nexcept SystemExit as e:\n"
-            "    assert not e.code, e.code\n"
+            "for plugin in ('bm25', 'overlap'):\n"
+            f"    try:\n        cli(['run', '--plugin', plugin, '--tasks', 'sample', '--output', {str(tmp_path / 'out')!r},"
+            f" '--cache-dir', {str(tmp_path / 'cache')!r}], prog_name='r2med')\n    except SystemExit as e:\n"
+            "        assert not e.code, e.code\n"
             "print(sorted(m for m in ('mteb', 'sklearn', 'torch') if m in sys.modules))\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    env = {**os.environ, "R2MED_PLUGINS": "overlap_plugin",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(TESTS / "plugins_for_tests"), os.environ.get("PYTHONPATH"))
+                                         if p)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
-    (meta,) = (tmp_path / "out").rglob("model_meta.json")
-    assert json.loads(meta.read_text())["name"] == "r2med/bm25"
+    names = sorted(json.loads(meta.read_text())["name"] for meta in (tmp_path / "out").rglob("model_meta.json"))
+    assert names == ["overlap_plugin/overlap", "r2med/bm25"]
+    assert not mteb_adapter.may_be_registered("overlap_plugin/overlap")
+
+
+def test_every_name_mteb_registers_passes_the_prefilter():
+    """``may_be_registered`` finds every model name the installed mteb registers or renames, so a
+    run never writes a registered model's results as an unregistered one's; a future mteb that
+    builds names at run time fails here. Names it does not write are not registered."""
+    import mteb
+    from mteb.models.get_model_meta import _MODEL_RENAMES
+
+    names = {m.name for m in mteb.get_model_metas() if m.name} | set(_MODEL_RENAMES)
+    assert len(names) > 500
+    assert not sorted(n for n in names if not mteb_adapter.may_be_registered(n))
+    for absent in ("nobody/no-such-model", "overlap_plugin/overlap", "r2med/bm25", "my-org/my-model"):
+        assert not mteb_adapter.may_be_registered(absent)
+        assert mteb_adapter.registered_model_meta(absent) is None
