@@ -31,9 +31,10 @@ SUPPORTED = SpecifierSet(">=2.20,<3")  # pyproject's ``mteb`` requirement is the
 LANGUAGES = ("eng-Latn",)
 
 
+@functools.cache
 def installed_version() -> str | None:
     """The installed mteb's version, found as mteb finds its own (``mteb-core`` first), without
-    importing it."""
+    importing it. Once per process: looking it up scans every installed distribution."""
     from importlib.metadata import PackageNotFoundError, version
 
     for name in ("mteb-core", "mteb"):
@@ -122,6 +123,8 @@ def _rounded(scores: dict[str, Any]) -> dict[str, Any]:
 
 def registered_model_meta(name: str) -> ModelMeta | None:
     """mteb's registered ``ModelMeta`` named ``name``, or ``None`` when mteb has none."""
+    if not may_be_registered(name):
+        return None
     import mteb
 
     try:
@@ -144,11 +147,11 @@ def model_meta(info: dict[str, Any], update: dict[str, Any], *, registered: bool
 
 
 def model_meta_text(info: dict[str, Any], update: dict[str, Any], *, registered: bool) -> str:
-    """``model_meta.json``'s text for :func:`model_meta`'s ``ModelMeta``. A name mteb never registers
-    with plain fields is written without importing mteb, whose import costs seconds and ~300 MB
-    resident for the rest of a run (a test checks both texts are the same)."""
+    """``model_meta.json``'s text for :func:`model_meta`'s ``ModelMeta``. A name mteb cannot register
+    (:func:`may_be_registered`) with plain fields is written without importing mteb, whose import
+    costs seconds and ~300 MB resident for the rest of a run (a test checks both texts are the same)."""
     fields = {k: v for k, v in {**info, **update}.items() if k in EMPTY_MODEL_META}
-    if (not registered or info["name"].startswith(OWN_NAMESPACES)) and fields.keys() <= _PLAIN.keys() \
+    if not (registered and may_be_registered(info["name"])) and fields.keys() <= _PLAIN.keys() \
             and all(_PLAIN[k](v) for k, v in fields.items()):
         meta = {**EMPTY_MODEL_META, **fields}
         meta["is_cross_encoder"] = "cross-encoder" in meta["model_type"]  # as ModelMeta derives it
@@ -189,6 +192,31 @@ _PLAIN = {
     "model_type": lambda v: isinstance(v, list) and bool(v) and all(isinstance(t, str) and t in MODEL_TYPES
                                                                     for t in v),
 }
+
+
+def may_be_registered(name: str) -> bool:
+    """Whether mteb may register a model named ``name``, answered without importing mteb (seconds,
+    in every process that writes results): mteb writes each name it registers, or renames, as a
+    string literal in its model modules (a test checks every one), so a name found nowhere there is
+    not registered; r2med's own namespaces never are (a test checks). Found, only mteb's registry
+    can tell."""
+    if name.startswith(OWN_NAMESPACES):
+        return False
+    sources = _model_sources()
+    return f'"{name}"' in sources or f"'{name}'" in sources
+
+
+@functools.cache
+def _model_sources() -> str:
+    """The text of mteb's ``mteb.models`` modules, as installed (read, not imported: 30 ms)."""
+    from importlib.util import find_spec
+
+    spec = find_spec("mteb")
+    if spec is None or not spec.submodule_search_locations:
+        return ""
+    return "\n".join(path.read_text(encoding="utf-8", errors="replace")
+                     for location in spec.submodule_search_locations
+                     for path in sorted((Path(location) / "models").rglob("*.py")))
 
 
 @functools.cache

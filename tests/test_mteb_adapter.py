@@ -4,14 +4,15 @@ Checks that the installed mteb is in the adapter's declared range, that pyprojec
 same range, that no other module imports mteb, that every mteb entry point the adapter uses exists
 and behaves as expected on tiny examples, and that the two things r2med computes without mteb equal
 what the installed mteb computes: the score dict of its retrieval evaluator (key order and values
-bit for bit, on many constructed runs) and the bytes of a TaskResult file. A new mteb that changes
-either fails here.
+bit for bit, on many constructed runs, and its nAUCs on many constructed inputs) and the bytes of a
+TaskResult file. A new mteb that changes either fails here.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from packaging.requirements import Requirement
 
 from r2med_tasks import mteb_adapter
 from r2med_tasks.scoring.evaluation import K_VALUES, PER_QUERY, PYTREC_PER_QUERY, score
+from conftest import TESTS
 from test_imports import all_imports
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -197,6 +199,53 @@ def test_scores_equal_mtebs_evaluator(case):
         {q: {name: m[key] for name, key in PYTREC_PER_QUERY.items()} for q, m in theirs_per_query.items()}
 
 
+# Query counts around numpy's summation blocks (8 and 128 values), where a sum's order of additions
+# changes, and the kinds of values a metric and a confidence take: ties, one value for all, NaN and
+# infinite confidences (scores may be infinite).
+ABSTENTION_SIZES = (1, 2, 3, 7, 8, 9, 16, 17, 127, 128, 129, 257, 1100)
+METRIC_VALUES = {
+    "floats": lambda rng, n: rng.random(n),
+    "few values": lambda rng, n: rng.choice([0.0, 0.1, 1 / 3, 0.5, 1.0], size=n),
+    "two decimals": lambda rng, n: np.round(rng.random(n), 2),
+    "one value": lambda rng, n: np.full(n, 0.1),
+    "zero for all": lambda rng, n: np.zeros(n),  # a flat oracle curve: NaN
+    "0 or 1": lambda rng, n: rng.choice([0.0, 1.0], size=n),
+}
+CONFIDENCE_VALUES = {
+    "floats": lambda rng, n: rng.random(n),
+    "ties": lambda rng, n: rng.choice([0.0, 0.5, 2.25, -1.0], size=n),
+    "one decimal": lambda rng, n: np.round(rng.normal(size=n), 1),
+    "zeros": lambda rng, n: np.zeros(n),
+    "nan and inf": lambda rng, n: np.where(rng.random(n) < 0.2, np.nan, np.where(rng.random(n) < 0.2, np.inf,
+                                                                                  rng.random(n))),
+}
+
+
+@pytest.mark.parametrize("n", ABSTENTION_SIZES)
+def test_naucs_equal_mtebs_nauc(n):
+    """The nAUCs, computed for all metrics at once, are mteb's ``nauc`` of each metric and
+    confidence function, bit for bit, NaN where mteb's is."""
+    import warnings
+
+    from mteb._evaluators.retrieval_metrics import nauc
+
+    from r2med_tasks.scoring.evaluation import _naucs
+
+    rng = np.random.default_rng(n)
+    metrics = {f"{kind} {i}": values(rng, n).tolist() for kind, values in METRIC_VALUES.items() for i in range(2)}
+    for kinds in [list(CONFIDENCE_VALUES)[i:i + 3] for i in range(len(CONFIDENCE_VALUES) - 2)]:
+        confidences = {kind: CONFIDENCE_VALUES[kind](rng, n).tolist() for kind in kinds}
+        ours = _naucs(confidences, metrics)
+        assert list(ours) == [f"nauc_{key}_{kind}" for key in metrics for kind in kinds]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # NaN and inf confidences, as in mteb
+            theirs = {f"nauc_{key}_{kind}": nauc(np.array(confidences[kind]), np.array(values))
+                      for key, values in metrics.items() for kind in kinds}
+        differ = {k: (ours[k], theirs[k]) for k in theirs if not same(ours[k], theirs[k])}
+        assert not differ, differ
+    assert any(isinstance(v, float) and math.isnan(v) for v in theirs.values())  # "zero for all"
+
+
 def test_constructed_runs_reach_the_cases_they_are_named_for():
     assert any(isinstance(v, float) and math.isnan(v) for v in score(*RUNS["identical runs"])[0].values())
     assert {len(d) for d in RUNS["empty and one-document runs"][0].values()} >= {0, 1}
@@ -344,15 +393,36 @@ def test_model_meta_written_without_mteb_is_mteb_s():
 
 
 @pytest.mark.process  # what a fresh interpreter imports
-def test_a_bm25_run_imports_no_mteb(tmp_path):
-    """A first run into a new folder (model_meta.json included) never imports mteb."""
+def test_runs_of_built_in_and_third_party_components_import_no_mteb(tmp_path):
+    """A first run into a new folder (model_meta.json included) never imports mteb: of a built-in
+    component (r2med's namespace) nor of a third party's (a name mteb's model modules never write)."""
     code = ("import sys\nfrom r2med_tasks.cli import cli\n"
-            f"try:\n    cli(['run', '--plugin', 'bm25', '--tasks', 'sample', '--output', {str(tmp_path / 'out')!r},"
-            f" '--cache-dir', {str(tmp_path / 'cache')!r}], prog_name='r2med')\nexcept SystemExit as e:\n"
-            "    assert not e.code, e.code\n"
+            "for plugin in ('bm25', 'overlap'):\n"
+            f"    try:\n        cli(['run', '--plugin', plugin, '--tasks', 'sample', '--output', {str(tmp_path / 'out')!r},"
+            f" '--cache-dir', {str(tmp_path / 'cache')!r}], prog_name='r2med')\n    except SystemExit as e:\n"
+            "        assert not e.code, e.code\n"
             "print(sorted(m for m in ('mteb', 'sklearn', 'torch') if m in sys.modules))\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    env = {**os.environ, "R2MED_PLUGINS": "overlap_plugin",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(TESTS / "plugins_for_tests"), os.environ.get("PYTHONPATH"))
+                                         if p)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
-    (meta,) = (tmp_path / "out").rglob("model_meta.json")
-    assert json.loads(meta.read_text())["name"] == "r2med/bm25"
+    names = sorted(json.loads(meta.read_text())["name"] for meta in (tmp_path / "out").rglob("model_meta.json"))
+    assert names == ["overlap_plugin/overlap", "r2med/bm25"]
+    assert not mteb_adapter.may_be_registered("overlap_plugin/overlap")
+
+
+def test_every_name_mteb_registers_passes_the_prefilter():
+    """``may_be_registered`` finds every model name the installed mteb registers or renames, so a
+    run never writes a registered model's results as an unregistered one's; a future mteb that
+    builds names at run time fails here. Names it does not write are not registered."""
+    import mteb
+    from mteb.models.get_model_meta import _MODEL_RENAMES
+
+    names = {m.name for m in mteb.get_model_metas() if m.name} | set(_MODEL_RENAMES)
+    assert len(names) > 500
+    assert not sorted(n for n in names if not mteb_adapter.may_be_registered(n))
+    for absent in ("nobody/no-such-model", "overlap_plugin/overlap", "r2med/bm25", "my-org/my-model"):
+        assert not mteb_adapter.may_be_registered(absent)
+        assert mteb_adapter.registered_model_meta(absent) is None

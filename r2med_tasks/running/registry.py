@@ -58,14 +58,14 @@ class Registry:
             raise UserError(f"--plugin {token}: unknown kind '{kind}'; use one of {', '.join(KINDS)}")
         kinds = [kind] if kind else list(KINDS)
         key = normalize(name)
-        found = [k for k in kinds if key in self.names(k) or key in self.clashes[k]]
+        names = {k: self.names(k) for k in kinds}
+        found = [k for k in kinds if key in names[k] or key in self.clashes[k]]
         if len(found) == 1 and key in self.clashes[found[0]]:
             raise UserError(f"--plugin {token}: {self.clashes[found[0]][key]}")
         if len(found) == 1:
-            return self.names(found[0])[key]
+            return names[found[0]][key]
         if len(found) > 1:
-            options = " or ".join(f"{k}:{self.names(k)[key].spec.name if key in self.names(k) else name}"
-                                  for k in found)
+            options = " or ".join(f"{k}:{names[k][key].spec.name if key in names[k] else name}" for k in found)
             raise UserError(f"--plugin {token}: several components have that name; write {options}")
         for b in self.broken:
             if b.may_provide(name):
@@ -138,6 +138,7 @@ def build_registry(plugins: Plugins) -> Registry:
     registry = Registry(broken=plugins.broken)  # the list itself: a hook that fails below joins it
     for kind, hook_name in HOOKS.items():
         expected = EXPECTED[kind]
+        taken: dict[str, Registered] = {}  # registry.names(kind) as it grows, not rebuilt for each entry
         for impl in getattr(plugins.pm.hook, hook_name).get_hookimpls():  # in registration order
             info = plugins.plugin_of(impl)
             collected: list[Registered] = []
@@ -153,17 +154,18 @@ def build_registry(plugins: Plugins) -> Registry:
                 plugins.mark_broken(info, f"{hook_name} failed: {type(e).__name__}: {e}")
                 continue
             for entry in collected:
-                _add(registry, plugins, kind, entry)
+                _add(registry, plugins, kind, entry, taken)
     return registry
 
 
-def _add(registry: Registry, plugins: Plugins, kind: str, entry: Registered) -> None:
-    """Add ``entry``, unless one of its names is taken: then that name, and each of ``entry``'s,
+def _add(registry: Registry, plugins: Plugins, kind: str, entry: Registered, taken: dict[str, Registered]) -> None:
+    """Add ``entry``, unless one of its names is ``taken``: then that name, and each of ``entry``'s,
     fail when looked up, with a message saying how to choose."""
-    taken = registry.names(kind)
     clashing = [name for name in _names_of(entry.spec) if normalize(name) in taken]
     if not clashing:
         registry.entries[kind].append(entry)
+        for name in _names_of(entry.spec):
+            taken.setdefault(normalize(name), entry)
         return
     name = clashing[0]
     other = taken[normalize(name)]
