@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -21,6 +22,11 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
     # spin and make model tests several times slower.
     os.environ.setdefault("OMP_NUM_THREADS",
                           str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
+
+if "PYTEST_DEBUG_TEMPROOT" not in os.environ and os.access("/dev/shm", os.W_OK):
+    # tmp_path on a RAM file system where there is one: the runs the tests make write atomically,
+    # each file fsynced, and on a disk the fsyncs, unlinks and rmdirs are seconds of a suite.
+    os.environ["PYTEST_DEBUG_TEMPROOT"] = "/dev/shm"
 
 TESTS = Path(__file__).parent
 SAMPLE = TESTS.parent / "r2med_tasks" / "data" / "sample"
@@ -202,6 +208,47 @@ def in_process_unless_marked(request, monkeypatch):
         real(self, args, *rest, **kwargs)
 
     monkeypatch.setattr(subprocess.Popen, "__init__", refuse_python)
+
+
+class LogCapture(logging.Handler):
+    """The records logged during a test, from the root logger down."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.NOTSET)
+        self.records: list[logging.LogRecord] = []
+        self.setFormatter(logging.Formatter("%(levelname)-8s %(name)s:%(filename)s:%(lineno)d %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.format(r) + "\n" for r in self.records)
+
+    def clear(self) -> None:
+        self.records.clear()
+
+    @contextlib.contextmanager
+    def at_level(self, level: int, logger: str | None = None):
+        target = logging.getLogger(logger)
+        before = target.level
+        target.setLevel(level)
+        try:
+            yield
+        finally:
+            target.setLevel(before)
+
+
+@pytest.fixture
+def caplog():
+    """pytest's ``caplog``, the part the tests use (records, text, clear, at_level). pytest's own
+    logging plugin is off (pyproject's addopts: -p no:logging): at each phase of every test it walks
+    every logger torch and transformers create, about a thousand, some 10 s of a suite's CPU."""
+    handler = LogCapture()
+    root = logging.getLogger()
+    root.addHandler(handler)
+    yield handler
+    root.removeHandler(handler)
 
 
 @pytest.fixture(scope="session", autouse=True)

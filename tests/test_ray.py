@@ -29,9 +29,13 @@ def ray_instance():
     module, so that the idle Ray does not share the cores with the local and pool sweeps."""
     ray = pytest.importorskip("ray")
     path = os.pathsep.join(p for p in (str(TESTS / "plugins_for_tests"), os.environ.get("PYTHONPATH")) if p)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": path}})
-    yield ray
-    ray.shutdown()
+    with pytest.MonkeyPatch.context() as mp:
+        # in Ray's environment, which its workers inherit: a job-wide runtime_env would have Ray start
+        # workers of their own for it (seconds) where the ones it starts with serve
+        mp.setenv("PYTHONPATH", path)
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        yield ray
+        ray.shutdown()
 
 
 def reference_runs(data_dir: Path, small_model_path: Path, root: Path) -> Path:

@@ -172,7 +172,7 @@ def compare(
     """
     if test not in TESTS:
         raise ValueError(f"unknown test {test!r}; choose one of: {', '.join(TESTS)}")
-    common = [task for task in per_query_a if task in per_query_b]
+    common = sorted(task for task in per_query_a if task in per_query_b)  # averages independent of input order
     if not common:
         raise ValueError(
             f"no task in common between the two systems (A has {sorted(map(str, per_query_a))}, "
