@@ -302,7 +302,8 @@ def test_retries_exhausted_gives_one_clear_line(server, sleeps):
         client(server, sleeps, max_retries=2).generate(ask("x"))
     message = str(err.value)
     assert server.count == 3 and len(sleeps) == 2 and "\n" not in message
-    for part in (f"{server.url}/chat/completions", "test-model", "HTTP 500", "3 time", "try again later"):
+    for part in (f"{server.url}/chat/completions", "test-model", "HTTP 500", "3 time",
+                 "try again later, or raise max_retries=N (now 2)"):  # a client made in Python: its argument
         assert part in message
 
 

@@ -359,6 +359,7 @@ class APICaller:
         import openai
 
         attempts = self.retry.max_retries + 1
+        more = f"{self.option('max_retries')}N (now {self.retry.max_retries})"
         failure, advice = "", ""
         for attempt in range(1, attempts + 1):
             if abort.is_set():
@@ -380,9 +381,8 @@ class APICaller:
                 if status in (408, 429) or (status >= 500 and status != 501):  # 501: never there, never retried
                     wait_s = retry_after(headers, self.retry.retry_after_max)
                     failure = f"HTTP {status} {_reason(e.response)}".rstrip() + (f": {message}" if message else "")
-                    advice = (f"the API is rate-limiting: wait and rerun, lower concurrency, or raise "
-                              f"{self.option('max_retries')}N (now {self.retry.max_retries})"
-                              if status == 429 else "the service is failing: try again later")
+                    advice = (f"the API is rate-limiting: wait and rerun, lower concurrency, or raise {more}"
+                              if status == 429 else f"the service is failing: try again later, or raise {more}")
                 else:
                     raise self._refused(status, _reason(e.response), message, key, headers) from None
             else:
