@@ -261,6 +261,26 @@ def test_retries_are_one_status_line_not_a_line_each(server, caplog):
     assert rest[-1] is None and None not in rest[:-1]
 
 
+def test_what_is_waited_for_is_said_while_it_waits_and_never_after():
+    """Output that is no terminal: a line every ``every`` seconds while a request is in flight or
+    waits to retry, by a thread that ends with the wait (an idle run holds none)."""
+    from conftest import wait_until
+
+    said: list[str] = []
+    line = RetryLine(say=said.append, every=0.01)
+    before = set(threading.enumerate())
+    with line.sending("http://10.0.0.5:8000/v1"):
+        wait_until(lambda: len(said) >= 2)
+        (saying,) = [t for t in set(threading.enumerate()) - before if t.name == "r2med-waiting"]
+        line.update(1, "retry 1 of 2 in 3.0 s: HTTP 500 (http://10.0.0.5:8000/v1/chat/completions)")
+        wait_until(lambda: said[-1].startswith("retry 1 of 2"))
+    assert said[0].startswith("waiting for http://10.0.0.5:8000/v1 (1 request(s) in flight, the oldest for ")
+    line.update(1, None)
+    wait_until(lambda: not saying.is_alive())
+    RetryLine(say=None, every=0.01).update(2, "retry 1 of 2 in 3.0 s")  # a terminal's: shown on its row only
+    assert not [t for t in set(threading.enumerate()) - before if t.name == "r2med-waiting" and t.is_alive()]
+
+
 def test_a_context_shows_its_clients_retries_on_its_own_line(server, tmp_path):
     """``Context.llm`` hands the client it makes the context's ``RetryLine`` (``ShowsRetries``), so a
     run's API retries are its one status line, and another context's client shows on its own; a
