@@ -3,6 +3,7 @@
 for a plugin's own tests. Importing it is cheap: no torch, no numpy.
 """
 
+from .components.api_options import APIOptions
 from .components.context import Context
 from .components.fusion_options import FusionOptions
 from .components.hookspecs import hookimpl
@@ -30,7 +31,7 @@ __all__ = [
     # what components implement
     "Retriever", "Rewriter", "Reranker",
     # what they receive
-    "Context", "Options", "Identified", "file_content", "Price", "Query", "Corpus", "Run",
+    "Context", "Options", "APIOptions", "Identified", "file_content", "Price", "Query", "Corpus", "Run",
     # errors
     "UserError", "PluginError",
     # models

@@ -121,10 +121,10 @@ def test_a_dead_llm_server_is_one_error_line_and_no_credential_anywhere(run_cli,
     with caplog.at_level(logging.WARNING):
         code, out, err = run_cli("run", "--plugin", "hyde", "-o", f"llm={llm}", "--plugin", "bm25", "--tasks", "sample",
                                  "--output", tmp_path / "out", "--cache-dir", tmp_path / "cache")
-    assert code != 0 and chat_server.count >= 7
+    assert code != 0 and chat_server.count >= 3
     assert caplog.records == []
     (line,) = err.strip().splitlines()
-    assert "HTTP 500" in line and "7 time(s)" in line and "***" in line
+    assert "HTTP 500" in line and "3 time(s)" in line and "***" in line
     stored = "".join(p.read_text(errors="replace") for p in tmp_path.rglob("*") if p.is_file())
     assert not list((tmp_path / "out").rglob("pipeline.json"))  # a run that finished no task leaves no record
     assert SECRET not in out + err + stored and "SECRETURL" not in out + err + stored

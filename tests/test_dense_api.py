@@ -423,10 +423,38 @@ def test_the_api_retriever_shows_its_retries_on_the_runs_line(server, tmp_path, 
     context = Context(tmp_path, retries=RetryLine(shown.append))
     server.fail("500", times=1)
     retriever.index(data.corpus, task=SAMPLE_TASK, context=context)
-    assert len(shown) == 2 and shown[0].startswith("retry 1 of 6 in ") and "HTTP 500" in shown[0] and shown[1] is None
+    assert len(shown) == 2 and shown[0].startswith("retry 1 of 2 in ") and "HTTP 500" in shown[0] and shown[1] is None
     server.fail("429", times=1)
     retriever.search(data.queries, task=SAMPLE_TASK, top_k=5, context=context.with_(retries=RetryLine(shown.append)))
     assert len(shown) == 4 and "HTTP 429" in shown[2] and shown[3] is None
+
+
+@pytest.mark.parametrize("fault, limits, advice", [
+    ("hang", {"timeout": 0.3, "max_retries": 0}, "no answer within 0.3 s; check that the server answers, or raise "
+                                                 "-o openai.timeout=SECONDS"),
+    ("429", {"max_retries": 1}, "rate-limiting: wait and rerun, lower concurrency, or raise -o openai.max_retries=N "
+                                "(now 1)"),
+])
+def test_the_api_retrievers_time_limits_are_its_options_named_in_its_advice(server, tmp_path, monkeypatch, fault,
+                                                                           limits, advice):
+    """``-o timeout=`` and ``-o max_retries=`` of the `openai` retriever reach its requests, and the
+    one line it fails with names the option to raise as the user sets it."""
+    from r2med_plugins.dense import published_retriever
+    from r2med_tasks.api import registry
+    from r2med_tasks.components.context import Context
+    from r2med_tasks.llm import RetryPolicy
+    from r2med_tasks.tasks.specs import SAMPLE_TASK
+
+    monkeypatch.setattr("r2med_tasks.llm.endpoint.DEFAULT_RETRY", RetryPolicy(backoff=0.001, backoff_max=0.002))
+    monkeypatch.setattr(OpenAIEncoder, "tokenizer", lambda self: SpaceTokenizer())
+    options = registry().component("retriever:openai").spec.options_of(
+        {"cache": False, "base_url": server.url, "concurrency": 1, **limits})
+    server.fail(fault, times=limits["max_retries"] + 1, hang_s=30)
+    with pytest.raises(UserError) as e:
+        published_retriever("openai", options).index(SAMPLE_TASK.load().corpus, task=SAMPLE_TASK,
+                                                     context=Context(tmp_path))
+    assert f"failed {limits['max_retries'] + 1} time(s)" in str(e.value) and str(e.value).endswith(advice)
+    assert len(server.requests) == limits["max_retries"] + 1
 
 
 # -- the `openai` and `voyage` retrievers end to end, against the local server ---------------------

@@ -132,6 +132,57 @@ def test_live_generation_resumes_after_failure(run_cli, evaluate, tmp_path, serv
     assert answered >= 5  # four answers, then the failing attempts
 
 
+@pytest.mark.parametrize("fault, limits, advice", [
+    ("hang", ["timeout=0.3", "max_retries=1"], "the last with no answer within 0.3 s; check that the server answers, "
+                                               "or raise -o hyde.timeout=SECONDS"),
+    ("429", ["max_retries=1"], "the API is rate-limiting: wait and rerun, lower concurrency, or raise "
+                               "-o hyde.max_retries=N (now 1)"),
+])
+def test_a_server_that_never_answers_fails_in_seconds_naming_the_option(run_cli, tmp_path, server, fault, limits,
+                                                                        advice):
+    """``-o timeout=`` and ``-o max_retries=`` bound the wait for a server that never answers (or
+    keeps refusing): one line naming the option to raise as a composite's option, exit 2."""
+    import time
+
+    server.fail_after(0, fault, hang_s=60)
+    started = time.monotonic()
+    code, _, err = live(run_cli, tmp_path, server, "hyde", "-o", "concurrency=1",
+                        *[w for limit in limits for w in ("-o", limit)])
+    assert time.monotonic() - started < 20  # two tries of 0.3 s; never the default 600 s
+    (line,) = err.strip().splitlines()
+    assert code == 2 and "failed 2 time(s) for test-model" in line and line.endswith(advice)
+    assert server.count == 2
+
+
+def test_a_run_whose_output_is_no_terminal_says_what_it_waits_for(evaluate, server, monkeypatch):
+    """No terminal (a CI log): while requests wait, a line at least every ``WAITING_LINE_S`` says
+    for which server (as it may be shown: no password, no key) and how many; a terminal shows its
+    progress instead. The server holds its answers until the run has said so: no timing decides."""
+    import re
+    import threading
+
+    from conftest import wait_until
+
+    monkeypatch.setattr("r2med_tasks.llm.endpoint.WAITING_LINE_S", 0.05)
+    server.delay = 600.0  # held until release()
+    host = server.url.removeprefix("http://")
+    lines: list[str] = []
+
+    def release_once_said() -> None:
+        wait_until(lambda: any("(2 request(s) in flight" in line for line in lines))
+        server.release()
+
+    releasing = threading.Thread(target=release_once_said, daemon=True)
+    releasing.start()
+    evaluate("hyde", "bm25", llm=f"http://user:sesame-secret@{host}?api-key=sesame-secret#test-model",
+             concurrency=2, on_message=lines.append)
+    releasing.join(5)
+    said = [line for line in lines if line.startswith("waiting for")]
+    assert said and all("sesame-secret" not in line for line in lines)
+    assert all(re.fullmatch(rf"waiting for http://\*\*\*@{re.escape(host)}\?api-key=\*\*\* \([12] request\(s\) in "
+                            r"flight, the oldest for \d+ s\)", line) for line in said), said
+
+
 def test_live_answers_reach_bm25(evaluate, tmp_path, server):
     ours = read_ranking(one_dir(live_api(evaluate, server).results_dirs) / "R2MEDSampleRetrieval.trec")
     answers = {}
@@ -272,8 +323,8 @@ def test_hub_split_names_the_split_to_read(evaluate, hub):
 @pytest.mark.process  # the interrupted run gets the signal
 @pytest.mark.parametrize("second_interrupt", [False, True])
 def test_ctrl_c_keeps_the_answers_in_flight(evaluate, tmp_path, server, second_interrupt):
-    """Ctrl-C during generation: the answers being generated are still stored (the run waits for
-    them, saying so), or a second Ctrl-C quits at once; either way a rerun sends only the rest.
+    """Ctrl-C during generation: the answers being generated are still stored (the run waits a few
+    seconds for them, saying so), or a second Ctrl-C quits at once; either way a rerun sends only the rest.
     The interrupted run has a process of its own (it gets the signal); the rerun runs in this one.
     The server holds its answers until the run has said what it does with them, and each press
     comes after the run has answered the one before: no timing decides."""
@@ -316,7 +367,7 @@ def test_ctrl_c_keeps_the_answers_in_flight(evaluate, tmp_path, server, second_i
     err = "".join(lines)
     server.release()
     assert proc.returncode == 130 and "Traceback" not in err
-    assert "Interrupted." in err and "Finishing the 2 request(s) or batch(es) in flight" in err
+    assert "Interrupted." in err and "Waiting up to 3 s for the 2 request(s) or batch(es) in flight" in err
     assert time.monotonic() - started < (5 if second_interrupt else 10)
     journal = tmp_path / "cache" / "generations" / "chat.jsonl"
     kept = len(journal.read_text().splitlines()) if journal.exists() else 0
@@ -325,3 +376,42 @@ def test_ctrl_c_keeps_the_answers_in_flight(evaluate, tmp_path, server, second_i
     sent_before = server.count
     (summary,) = live_api(evaluate, server, concurrency=2).summaries  # the same run, cache and output
     assert server.count - sent_before == 10 - kept and f"{kept} answered from the cache" in summary
+
+
+@pytest.mark.process  # the interrupted run gets the signal
+def test_a_first_ctrl_c_abandons_a_server_that_never_answers_within_seconds(evaluate, tmp_path, server):
+    """The server answers four requests, then none: one Ctrl-C ends the run within 5 s (exit 130,
+    one line), the requests in flight abandoned and nothing half-written; a rerun against the
+    server, answering again, takes the four answers from the cache and sends only the rest."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import wait_until
+
+    server.fail_after(4, "hang", hang_s=600)
+    args = ["run", "--plugin", "hyde", "-o", f"llm={server.url}#test-model", "-o", "concurrency=2", "--plugin", "bm25",
+            "--tasks", "sample", "--output", tmp_path / "out", "--cache-dir", tmp_path / "cache"]
+    proc = subprocess.Popen([sys.executable, "-m", "r2med_tasks.cli", *map(str, args)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    journal = tmp_path / "cache" / "generations" / "chat.jsonl"
+    try:
+        wait_until(lambda: server.in_flight == 2 and journal.exists() and len(journal.read_bytes().splitlines()) == 4
+                   or proc.poll() is not None, 60)
+        assert proc.poll() is None, proc.stderr.read()
+        proc.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        err = proc.communicate(timeout=30)[1]
+    finally:
+        proc.kill()
+    assert time.monotonic() - started < 5 and proc.returncode == 130
+    (line,) = err.strip().splitlines()
+    assert line.startswith("Interrupted. Finished tasks are saved under") and "2 request(s) or batch(es) in flight" in line
+    rows = journal.read_bytes().splitlines()
+    assert len(rows) == 4 and all(isinstance(json.loads(row), dict) for row in rows)  # the four answers, whole
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp") or p.suffix == ".trec"]
+    server.recover()
+    sent_before = server.count
+    (summary,) = live_api(evaluate, server, concurrency=2).summaries  # the same run, cache and output
+    assert server.count - sent_before == 6 and "4 answered from the cache" in summary

@@ -253,12 +253,32 @@ def test_retries_are_one_status_line_not_a_line_each(server, caplog):
     with caplog.at_level(logging.DEBUG):
         assert c.generate(ask("a", "b")) == expected(ask("a", "b"))
     assert server.count == 4 and [r for r in caplog.records if r.levelno >= logging.WARNING] == []
-    assert len([r for r in caplog.records if r.name == "r2med_tasks.llm.chat" and "retry 1 of 6" in r.getMessage()]) == 2
+    assert len([r for r in caplog.records if r.name == "r2med_tasks.llm.chat" and "retry 1 of 2" in r.getMessage()]) == 2
     first, second, *rest = shown
-    assert first.startswith("retry 1 of 6 in ")
+    assert first.startswith("retry 1 of 2 in ")
     assert first.endswith(f"s: HTTP 500 Internal Server Error: overloaded ({server.url}/chat/completions)")
     assert second.endswith("(and 1 other request(s) waiting to retry)")
     assert rest[-1] is None and None not in rest[:-1]
+
+
+def test_what_is_waited_for_is_said_while_it_waits_and_never_after():
+    """Output that is no terminal: a line every ``every`` seconds while a request is in flight or
+    waits to retry, by a thread that ends with the wait (an idle run holds none)."""
+    from conftest import wait_until
+
+    said: list[str] = []
+    line = RetryLine(say=said.append, every=0.01)
+    before = set(threading.enumerate())
+    with line.sending("http://10.0.0.5:8000/v1"):
+        wait_until(lambda: len(said) >= 2)
+        (saying,) = [t for t in set(threading.enumerate()) - before if t.name == "r2med-waiting"]
+        line.update(1, "retry 1 of 2 in 3.0 s: HTTP 500 (http://10.0.0.5:8000/v1/chat/completions)")
+        wait_until(lambda: said[-1].startswith("retry 1 of 2"))
+    assert said[0].startswith("waiting for http://10.0.0.5:8000/v1 (1 request(s) in flight, the oldest for ")
+    line.update(1, None)
+    wait_until(lambda: not saying.is_alive())
+    RetryLine(say=None, every=0.01).update(2, "retry 1 of 2 in 3.0 s")  # a terminal's: shown on its row only
+    assert not [t for t in set(threading.enumerate()) - before if t.name == "r2med-waiting" and t.is_alive()]
 
 
 def test_a_context_shows_its_clients_retries_on_its_own_line(server, tmp_path):
@@ -278,7 +298,7 @@ def test_a_context_shows_its_clients_retries_on_its_own_line(server, tmp_path):
     server.fail("500", times=1, message="overloaded")
     assert context.llm("local#test-model", temperature=0.5).generate(ask("a")) == expected(ask("a"))
     assert other.generate(ask("b")) == expected(ask("b"))
-    assert len(mine) == 2 and mine[0].startswith("retry 1 of 6 in ") and "overloaded" in mine[0] and mine[1] is None
+    assert len(mine) == 2 and mine[0].startswith("retry 1 of 2 in ") and "overloaded" in mine[0] and mine[1] is None
     assert theirs == []
     made = SimpleNamespace(model="m", params={})
     assert Context(cache_dir=tmp_path, chat_clients=lambda spec, **s: made).llm("x:y").client is made
@@ -292,7 +312,7 @@ def test_a_refused_connection_is_one_error_line_after_quiet_retries(sleeps, capl
     with caplog.at_level(logging.DEBUG), pytest.raises(UserError) as err:
         ChatClient("m", base_url=url, sleep=sleeps.append, concurrency=8, timeout=2).generate(ask(*"abcdefgh"))
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == [] and len(sleeps) >= 6
-    assert "connection failed" in str(err.value) and "7 time(s)" in str(err.value) and "\n" not in str(err.value)
+    assert "connection failed" in str(err.value) and "3 time(s)" in str(err.value) and "\n" not in str(err.value)
 
 
 # -- failures that stop the run with one clear line -------------------------------------------------
@@ -302,7 +322,8 @@ def test_retries_exhausted_gives_one_clear_line(server, sleeps):
         client(server, sleeps, max_retries=2).generate(ask("x"))
     message = str(err.value)
     assert server.count == 3 and len(sleeps) == 2 and "\n" not in message
-    for part in (f"{server.url}/chat/completions", "test-model", "HTTP 500", "3 time", "try again later"):
+    for part in (f"{server.url}/chat/completions", "test-model", "HTTP 500", "3 time",
+                 "try again later, or raise max_retries=N (now 2)"):  # a client made in Python: its argument
         assert part in message
 
 
@@ -632,7 +653,7 @@ def test_retry_policy_sets_real_waits(server, monkeypatch):
     for attempt, top in ((1, 0.01), (2, 0.02), (3, 0.02), (9, 0.02)):
         assert all(top / 2 <= policy.delay(attempt) <= top for _ in range(50))
     # options not given come from DEFAULT_RETRY, read when a client is built; given ones win
-    assert ChatClient("m").retry == RetryPolicy(6, 1.0, 30.0, 60.0)
+    assert ChatClient("m").retry == RetryPolicy(2, 1.0, 30.0, 60.0)  # as openai-python
     monkeypatch.setattr("r2med_tasks.llm.endpoint.DEFAULT_RETRY", policy)
     assert ChatClient("m").retry == policy and ChatClient("m", max_retries=1).retry == RetryPolicy(1, 0.01, 0.02)
     with pytest.raises(UserError, match="backoff"):

@@ -218,7 +218,7 @@ def test_failures_are_retried_as_for_generate(chat_server, tokenizer_dir):
     chat_server.script = lambda context, partial: f"fine{END}"
     for mode in ("500", "malformed", "429"):
         chat_server.fail(mode)
-    (g,) = chat(chat_server).continue_turns([Turn(MESSAGES, "p", (END,))])
+    (g,) = chat(chat_server, max_retries=3).continue_turns([Turn(MESSAGES, "p", (END,))])
     assert g.text == "fine" and chat_server.count == 4
     chat_server.fail("empty_choices")
     chat_server.fail("empty_content")  # /completions: no text, finish "length": an unusable answer

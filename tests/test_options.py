@@ -259,6 +259,27 @@ def test_llm_reranker_sampling_unset_is_the_servers_default(reg):
     assert unset.stages["reranker"].instance.sampling["max_tokens"] == 64
 
 
+def test_every_component_calling_an_api_has_time_limits_that_identify_nothing(reg):
+    """``-o timeout=`` and ``-o max_retries=`` (``APIOptions``) on every built-in component that calls
+    an LLM or embedding API; as runtime settings they leave a run's configuration, experiment and
+    folder as they were, and are recorded with the command."""
+    from r2med_tasks.plugin import APIOptions
+
+    calling = sorted(e.spec.name for kind in ("retriever", "rewriter", "reranker") for e in reg.entries[kind]
+                     if issubclass(e.spec.options, APIOptions))
+    assert calling == ["hyde", "insertrank", "lamer", "llm-rerank", "openai", "query2doc", "search-o1", "search-r1",
+                       "voyage"]
+    for plugins, options in ((["hyde", "bm25", "llm-rerank"], ["llm=openai:gpt-4o"]), (["openai"], [])):
+        plain = build_pipeline(reg, plugins, options)
+        limited = build_pipeline(reg, plugins, [*options, "timeout=5", "max_retries=0"])
+        assert canonical(limited.config()) == canonical(plain.config()) and limited.variant() == plain.variant() == {}
+        assert all(s.options["timeout"] == 5.0 and s.options["max_retries"] == 0 for s in limited.stages.values()
+                   if issubclass(s.spec.options, APIOptions))
+        assert set(limited.runtime_options()) - set(plain.runtime_options()) == {
+            f"{s.spec.name}.{k}" if len(plugins) > 1 else k for s in limited.stages.values()
+            if issubclass(s.spec.options, APIOptions) for k in ("timeout", "max_retries")}
+
+
 # -- through the pipeline and the command line -----------------------------------------------------
 
 def test_weights_arrive_as_floats(reg):

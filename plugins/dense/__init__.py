@@ -12,7 +12,7 @@ from pydantic import Field, create_model
 from r2med_tasks.plugin import RetrieverSpec
 from r2med_tasks.plugin import UserError
 from r2med_tasks.plugin import hookimpl
-from r2med_tasks.plugin import Identified, Options, file_content
+from r2med_tasks.plugin import APIOptions, Identified, Options, file_content
 
 from .models import DENSE_MODELS
 from .st import RAY_ACTORS_OPTION, register_st
@@ -80,7 +80,8 @@ def _options(name: str) -> tuple[type, tuple[str, ...]]:
                                                               "the query encoder")),
         }
     name = "".join(part.title() for part in config.name.replace("_", "-").split("-")) + "Options"
-    return create_model(name, __base__=Options, **fields), tuple(runtime)
+    base = APIOptions if config.backend in ("openai", "voyage") else Options  # an API's time limits
+    return create_model(name, __base__=base, **fields), tuple(runtime)
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,7 @@ def published_retriever(name: str, options):
     config = replace(config, hf_model=model or config.hf_model, hf_doc_model=doc_model or config.hf_doc_model)
     api = None
     if config.backend in ("openai", "voyage"):
-        api = {"base_url": options.base_url or None, "concurrency": options.concurrency,
+        api = {"base_url": options.base_url or None, "concurrency": options.concurrency, **options.api_limits(),
                **({"batch_size": batch_size} if batch_size else {}),
                **({"tokenizer": _tokenizer_option(name, options.tokenizer)} if options.tokenizer else {})}
     adapter = PublishedModel(config, device=device, batch_size=batch_size, dtype=dtype,

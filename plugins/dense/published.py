@@ -72,6 +72,7 @@ class PublishedModel:
 
                 cls = OpenAIEncoder if c.backend == "openai" else VoyageEncoder
                 self._encoder = cls(c.hf_model, max_tokens=c.doc_max_length, **self.api_options)
+                self._encoder.name_options(c.name)  # its advice: -o openai.timeout=
             else:
                 raise ValueError(f"unknown backend {c.backend!r}")
         return self._encoder

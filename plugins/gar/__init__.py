@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, create_model, model_validator
 
-from r2med_tasks.plugin import Identified, Options, Price, RewriterSpec, file_content, hookimpl
+from r2med_tasks.plugin import APIOptions, Identified, Price, RewriterSpec, file_content, hookimpl
 
 from .prompts import METHODS as LIVE  # the agents have their own options
 
@@ -79,9 +79,9 @@ AGENT_OPTIONS = {
 
 
 
-class GenerationOptions(Options):
+class GenerationOptions(APIOptions):
     """Every method's options: the documents come either from the published generations of an LLM
-    (``source``) or from one generating live (``llm``)."""
+    (``source``) or from one generating live (``llm``, with the API's time limits)."""
 
     @model_validator(mode="after")
     def one_source(self):

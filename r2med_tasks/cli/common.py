@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from contextlib import contextmanager
 
 import click
@@ -170,14 +171,29 @@ def tolerant_streams() -> None:
             pass
 
 
+INTERRUPT_GRACE_S = 3.0
+"""How long a process a Ctrl-C stopped waits for its work in flight: what finishes in time is kept
+(an LLM answer, a batch), the rest is abandoned (a request to a server that does not answer), so a
+first Ctrl-C ends the process within seconds, never a request's timeout later."""
+
+
+def work_in_flight() -> list[threading.Thread]:
+    """The threads still working (an LLM request, a batch) besides the main one."""
+    return [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive() and not t.daemon]
+
+
 def exit_after_interrupt(code) -> None:
-    """The end of a process whose command a Ctrl-C stopped: wait for the work in flight (threads
-    finishing an LLM request or a batch, so what they finish is stored) and run the exit handlers
-    while another Ctrl-C still quits at once, then exit. Python's own exit would restore the
-    default handler first, and a second press during it would print a traceback or abort."""
+    """The end of a process whose command a Ctrl-C stopped: wait at most ``INTERRUPT_GRACE_S`` for
+    the work in flight (so what finishes is stored) and run the exit handlers while another Ctrl-C
+    still quits at once, then exit. Python's own exit would wait for every thread, and restore the
+    default handler first, so that a second press during it would print a traceback or abort."""
     if signal.getsignal(signal.SIGINT) is not _again:
         return
-    threading._shutdown()  # joins the threads in flight (and tells thread pools to stop), as exit does
+    deadline = time.monotonic() + INTERRUPT_GRACE_S
+    for thread in work_in_flight():
+        thread.join(max(0.0, deadline - time.monotonic()))
+    if not work_in_flight():  # else abandoned: their answers are not stored, and the process exits now
+        threading._shutdown()  # tells thread pools to stop, as exit does
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:

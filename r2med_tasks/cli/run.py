@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..running.request import RUN_PARAMS, execute, plan_request, request_from_params
 from ..terminal import number, printable
-from .common import Command, err, installed_plugins, out, user_errors, warn_broken
+from .common import INTERRUPT_GRACE_S, Command, err, installed_plugins, out, user_errors, warn_broken, work_in_flight
 
 RUN_HELP = """Evaluate a pipeline [rewriter] -> retriever -> [reranker] on R2MED tasks.
 
@@ -46,16 +46,14 @@ def run_command(**params):
 
 
 def interrupted(output: Path) -> None:
-    """Say what Ctrl-C kept. Worker threads still running (an LLM request, a batch) are waited for
-    at exit, so what they finish is stored too; another Ctrl-C quits at once (``common.interrupts``)."""
-    import threading
-
+    """Say what Ctrl-C kept, in one line. Worker threads still running (an LLM request, a batch) are
+    waited for a few seconds at exit, so what they finish is stored too; another Ctrl-C quits at
+    once (``common.interrupts``)."""
+    busy = work_in_flight()
+    waiting = (f" Waiting up to {INTERRUPT_GRACE_S:g} s for the {len(busy)} request(s) or batch(es) in flight; "
+               "Ctrl-C again quits now." if busy else "")
     err.print(f"[yellow]Interrupted.[/] Finished tasks are saved under {escape(printable(output))} and finished work "
-              "in the cache; run the same command again to resume.", soft_wrap=True)
-    busy = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive() and not t.daemon]
-    if busy:
-        err.print(f"Finishing the {len(busy)} request(s) or batch(es) in flight so they are kept; "
-                  "press Ctrl-C again to quit now.", soft_wrap=True)
+              f"in the cache; run the same command again to resume.{waiting}", soft_wrap=True)
 
 
 def print_plan(plan: dict, as_json: bool) -> None:

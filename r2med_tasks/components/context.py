@@ -61,6 +61,7 @@ class Context:
     served: dict = field(default_factory=dict)  # what LLM servers said they serve, asked once a run
     retrievers: Callable[..., Any] = field(default=lambda name, *options: _none("a retriever"))
     llm_calls: LLMCalls = field(default_factory=LLMCalls)
+    component: str = ""  # the component called, as -o NAME.key= names its options (for advice)
     tasks: tuple[Any, ...] = ()
     saved_run: Callable[..., Any] = field(default=lambda member, **kw: _none("saved run"))
     tuning_judgments: Callable[..., Any] = field(default=lambda task, query_ids: _none("judgments"))
@@ -68,7 +69,8 @@ class Context:
 
     def llm(self, spec: str, *, price: Any = None, **sampling: Any) -> CachedClient:
         """The stage's client for ``-o llm=spec``, answering from the generation cache and tallying
-        the stage's usage (priced at ``price``, ``-o price=IN,OUT``)."""
+        the stage's usage (priced at ``price``, ``-o price=IN,OUT``); its advice names its time
+        limits as the component's options (``-o hyde.timeout=``)."""
         from ..llm.cache import CachedClient, GenerationCache
         from ..llm.endpoint import ShowsRetries
         from ..llm.usage import Usage
@@ -76,6 +78,8 @@ class Context:
         client = self.chat_clients(spec, **sampling)
         if isinstance(client, ShowsRetries):
             client.show_retries(self.retries)
+        if self.component and callable(getattr(client, "name_options", None)):
+            client.name_options(self.component)
         if callable(getattr(client, "share_served", None)):
             client.share_served(self.served)
         calls, path = self.llm_calls, self.cache("generations", "chat.jsonl")

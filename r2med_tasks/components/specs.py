@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 
 from . import options as _options
+from .api_options import API_LIMITS, APIOptions
 from .context import Context
 from ..tasks.taskdata import Corpus, Query
 from ..errors import UserError
@@ -29,8 +30,9 @@ _CHECKED: weakref.WeakSet[type] = weakref.WeakSet()
 class ComponentSpec:
     """A named, configurable component (docs/plugins.md lists the fields). The factory gets one
     validated instance of ``options``, so each option is declared once. ``runtime_options`` and
-    ``model_options`` stay out of a run's identity: the first cannot change results, the second's
-    model is identified by its own name and revision. A composite gets ``factory(options, members)``.
+    ``model_options`` stay out of a run's identity: the first cannot change results (an
+    ``APIOptions``' time limits are among them), the second's model is identified by its own name
+    and revision. A composite gets ``factory(options, members)``.
     """
 
     name: str
@@ -48,6 +50,9 @@ class ComponentSpec:
     stage_options: ClassVar[type[BaseModel] | None] = None  # the harness's, on every stage of the kind
 
     def __post_init__(self) -> None:
+        if isinstance(self.options, type) and issubclass(self.options, APIOptions):  # its time limits: no result changes
+            object.__setattr__(self, "runtime_options",
+                               (*self.runtime_options, *(k for k in API_LIMITS if k not in self.runtime_options)))
         if isinstance(self.options, Mapping):
             raise TypeError(f"{self.kind} '{self.name}': options is a dict of defaults, which r2med no longer takes; "
                             "declare a class deriving from r2med_tasks.plugin.Options, one field per option "

@@ -11,8 +11,9 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar, runtime_checkable
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
@@ -125,9 +126,10 @@ class Aborted(Exception):
 @dataclass(frozen=True)
 class RetryPolicy:
     """How ``APICaller`` retries: exponential backoff with jitter, or the server's ``Retry-After``
-    capped at ``retry_after_max``. ``sleep`` lets tests skip the waits."""
+    capped at ``retry_after_max``. ``sleep`` lets tests skip the waits. Two retries, as openai-python:
+    a server that never answers costs three timeouts, not seven."""
 
-    max_retries: int = 6
+    max_retries: int = 2
     backoff: float = 1.0
     backoff_max: float = 30.0
     retry_after_max: float = 60.0
@@ -156,14 +158,26 @@ def retry_policy(retry: RetryPolicy | None = None, **options: Any) -> RetryPolic
     return replace(base, **{name: value for name, value in options.items() if value is not None})
 
 
-class RetryLine:
-    """The API requests waiting to retry, as one status line that each change replaces: eight
-    requests to a dead server must not print 48 lines. ``RetryLine()`` shows nothing."""
+WAITING_LINE_S = 30.0
+"""How often ``RetryLine`` says what it waits for; read when one is made, so tests can shorten it."""
 
-    def __init__(self, show: Callable[[str | None], None] | None = None) -> None:
-        self.show = show
+
+class RetryLine:
+    """The API requests of a run as the user sees them. Those waiting to retry: one status line that
+    each change replaces (eight requests to a dead server must not print 48 lines). With ``say``
+    (output that is no terminal, a CI log, where that line is not seen): a line every ``every``
+    seconds while requests are in flight or wait to retry, so a server that never answers is not a
+    silent run. ``RetryLine()`` shows nothing."""
+
+    def __init__(self, show: Callable[[str | None], None] | None = None, *,
+                 say: Callable[[str], None] | None = None, every: float | None = None) -> None:
+        self.show, self.say = show, say
+        self.every = WAITING_LINE_S if every is None else every
         self.waiting: dict[int, str] = {}  # thread -> its latest retry line
+        self.in_flight: dict[int, tuple[str, float]] = {}  # request -> (its server, when it was sent)
         self.lock = threading.Lock()
+        self._woken = threading.Condition(self.lock)
+        self._saying = False  # the thread saying what is waited for runs
 
     def update(self, call: int, line: str | None) -> None:
         """``line``: what ``call`` waits for; None: it no longer waits (answered, or gave up)."""
@@ -172,11 +186,62 @@ class RetryLine:
                 return
             if line is not None:
                 self.waiting[call] = line
+                self._start_saying()
             if self.show is not None:
                 others = len(self.waiting) - 1
                 text = line or (list(self.waiting.values())[-1] if self.waiting else None)
                 self.show(f"{text} (and {others} other request(s) waiting to retry)" if text and others > 0
                           else text)
+
+    @contextmanager
+    def sending(self, server: str) -> Iterator[None]:
+        """Around one request to ``server`` (as it may be shown): counted as in flight until it ends."""
+        token = object()
+        with self.lock:
+            self.in_flight[id(token)] = (server, time.monotonic())
+            self._start_saying()
+        try:
+            yield
+        finally:
+            with self.lock:
+                del self.in_flight[id(token)]
+                if not self.in_flight and not self.waiting:
+                    self._woken.notify_all()
+
+    def _start_saying(self) -> None:
+        """(Under the lock.) The saying thread, unless it runs or nobody reads it; it ends once
+        nothing is waited for, so an idle run holds no thread."""
+        if self.say is not None and not self._saying:
+            self._saying = True
+            threading.Thread(target=self._say_while_waiting, daemon=True, name="r2med-waiting").start()
+
+    def _say_while_waiting(self) -> None:
+        with self.lock:
+            while True:
+                due = time.monotonic() + self.every
+                while (self.in_flight or self.waiting) and (left := due - time.monotonic()) > 0:
+                    self._woken.wait(left)
+                if not self.in_flight and not self.waiting:
+                    self._saying = False
+                    return
+                lines = self._lines(time.monotonic())
+                self.lock.release()
+                try:
+                    for line in lines:
+                        self.say(line)
+                finally:
+                    self.lock.acquire()
+
+    def _lines(self, now: float) -> list[str]:
+        """(Under the lock.) What is waited for: each server's requests in flight, and the latest retry."""
+        servers: dict[str, list[float]] = {}
+        for server, sent in self.in_flight.values():
+            servers.setdefault(server, []).append(sent)
+        lines = [f"waiting for {server} ({len(sent)} request(s) in flight, the oldest for {now - min(sent):.0f} s)"
+                 for server, sent in servers.items()]
+        if self.waiting:
+            lines.append(list(self.waiting.values())[-1])
+        return lines
 
 
 @runtime_checkable
@@ -247,14 +312,17 @@ class APICaller:
     """Calls ``send()`` until ``parse`` accepts a reply. HTTP 408, 429 and 5xx but 501, timeouts,
     connection errors and ``BadResponse`` are retried; a 3xx or another 4xx fails at once, with
     ``client_error``'s advice or ``default_fix``. Every text shown is scrubbed of secrets, and no
-    SDK exception is chained (its text would not be).
+    SDK exception is chained (its text would not be). Advice names ``timeout`` and ``max_retries``
+    as the user sets them: ``-o {option_prefix}timeout=`` (None: a client made in Python, its
+    keyword arguments).
     """
 
     def __init__(self, url: str, *, model: str, api_key_env: str, base_url: str | None = None,
                  timeout: float = 60.0, retry: RetryPolicy = RetryPolicy(),
                  malformed_advice: str = "check that base_url serves an OpenAI-compatible API",
                  client_error: Callable[[int, str], str | None] | None = None,
-                 logger: logging.Logger | None = None, retries: RetryLine | None = None) -> None:
+                 logger: logging.Logger | None = None, retries: RetryLine | None = None,
+                 option_prefix: str | None = None) -> None:
         self._secrets = url_secrets(url)
         self.url = show_url(url)
         self.model = redact(model)  # shown only
@@ -266,6 +334,11 @@ class APICaller:
         self._client_error = client_error
         self._log = logger or log
         self._retries = retries if retries is not None else RetryLine()
+        self.option_prefix = option_prefix
+
+    def option(self, name: str) -> str:
+        """How the user sets option ``name`` of this client: ``-o hyde.max_retries=N``, or ``max_retries=``."""
+        return f"{name}=" if self.option_prefix is None else f"-o {self.option_prefix}{name}="
 
     def __repr__(self) -> str:
         return f"APICaller({self.url!r}, model={self.model!r}, api_key_env={self.api_key_env!r})"
@@ -286,15 +359,18 @@ class APICaller:
         import openai
 
         attempts = self.retry.max_retries + 1
+        more = f"{self.option('max_retries')}N (now {self.retry.max_retries})"
         failure, advice = "", ""
         for attempt in range(1, attempts + 1):
             if abort.is_set():
                 raise Aborted()
             wait_s = None
             try:
-                payload = send()
+                with self._retries.sending(self.base_url):
+                    payload = send()
             except openai.APITimeoutError:
-                failure, advice = f"no answer within {self.timeout:g} s", "check the network, or raise timeout"
+                failure = f"no answer within {self.timeout:g} s"
+                advice = f"check that the server answers, or raise {self.option('timeout')}SECONDS"
             except openai.APIConnectionError as e:
                 cause = e.__cause__ or e.__context__
                 detail = self.scrub(str(cause), key, 120) if cause is not None and str(cause) else type(e).__name__
@@ -305,8 +381,8 @@ class APICaller:
                 if status in (408, 429) or (status >= 500 and status != 501):  # 501: never there, never retried
                     wait_s = retry_after(headers, self.retry.retry_after_max)
                     failure = f"HTTP {status} {_reason(e.response)}".rstrip() + (f": {message}" if message else "")
-                    advice = ("the API is rate-limiting: wait and rerun, lower concurrency, or raise max_retries"
-                              if status == 429 else "the service is failing: try again later")
+                    advice = (f"the API is rate-limiting: wait and rerun, lower concurrency, or raise {more}"
+                              if status == 429 else f"the service is failing: try again later, or raise {more}")
                 else:
                     raise self._refused(status, _reason(e.response), message, key, headers) from None
             else:
@@ -382,6 +458,12 @@ class Endpoint:
         self.retry = retry_policy(retry, max_retries=max_retries, backoff=backoff, backoff_max=backoff_max,
                                   retry_after_max=retry_after_max, sleep=sleep)
         self.retries = RetryLine()
+        self.option_prefix: str | None = None
+
+    def name_options(self, component: str) -> None:
+        """Name ``timeout`` and ``max_retries`` in advice as options of ``component`` (``-o
+        hyde.timeout=``); by default, as this client's keyword arguments."""
+        self.option_prefix = f"{component}."
 
     def show_retries(self, line: RetryLine) -> None:
         """Show this client's retries on ``line`` (by default they are only logged)."""
@@ -409,4 +491,4 @@ class Endpoint:
         """The retry loop for requests to ``url`` (under ``base_url``) for ``model``."""
         return APICaller(url, model=model, api_key_env=self.api_key_env, base_url=self.base_url, timeout=self.timeout,
                          retry=self.retry, malformed_advice=malformed_advice, client_error=client_error,
-                         logger=logger, retries=self.retries)
+                         logger=logger, retries=self.retries, option_prefix=self.option_prefix)

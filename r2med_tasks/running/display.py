@@ -35,10 +35,14 @@ class SubProgress:
 
 def retry_row(progress: Progress) -> RetryLine:
     """The run's API retries (``Context.retries``) as one row of the progress display, replaced by
-    each retry and hidden while none waits: not a printed line per retry."""
+    each retry and hidden while none waits: not a printed line per retry. Where the display is off
+    (no terminal: a CI log), a line at least every ``WAITING_LINE_S`` seconds while requests wait
+    says what for instead."""
     row = progress.add_task("", total=None, visible=False)
+    console = progress.console
+    say = None if console.is_terminal else lambda line: console.print(f"[yellow]{escape(line)}[/]", soft_wrap=True)
     return RetryLine(lambda line: progress.update(row, description=f"  [yellow]{escape(line or '')}[/]",
-                                                  visible=line is not None))
+                                                  visible=line is not None), say=say)
 
 
 class TaskBars:

@@ -420,14 +420,15 @@ class Background:
 
 def stage_context(stage: Stage, context: Context) -> Context:
     """What a stage's component gets of ``context``: its generation records marked with the stage
-    and the component that wrote them, its LLM calls tallied in the stage's."""
+    and the component that wrote them, its LLM calls tallied in the stage's, its name (for advice
+    naming its options)."""
     records = context.records
 
     def mark(record: dict) -> None:
         records({"query_id": record.get("query_id"), "stage": stage.spec.kind, "component": stage.spec.name,
                  **{k: v for k, v in record.items() if k not in ("stage", "component")}})
 
-    return context.with_(records=mark, llm_calls=stage.llm_calls)
+    return context.with_(records=mark, llm_calls=stage.llm_calls, component=stage.spec.name)
 
 
 def _quiet(text: str) -> None:
