@@ -87,7 +87,8 @@ class Stage:
     def served_llms(self) -> dict[str, str]:
         """{model: the ``-o llm=`` spec of its server} for this stage and its members whose model is an
         LLM on a server (``model_meta()`` names it ``llm/<model>``, revision ``served``, as an LLM
-        component's does): the servers a reuse of its results asks what they serve."""
+        component's does, chosen by one of its ``model_options``): the servers a reuse of its
+        results asks what they serve."""
         from ..llm.specs import LLMRef
 
         out = {}
@@ -95,8 +96,8 @@ class Stage:
             model = stage.model()
             if model is None or not model["revision"].startswith("served") or not model["name"].startswith("llm/"):
                 continue
-            values = stage.spec.validated_values(stage.options)
-            for value in values.values():
+            for key in stage.spec.model_options:
+                value = {**stage.spec.defaults, **stage.options}.get(key)
                 if isinstance(value, str) and value.strip() and f"llm/{LLMRef(value).identity}" == model["name"]:
                     out[model["name"].removeprefix("llm/")] = value
         return out
