@@ -300,11 +300,14 @@ class _Run:
         return self.inputs[task.name]
 
     def identity(self, folder: ResultsFolder, pipeline: Pipeline, task: TaskSpec, data_id: dict,
-                 context: Context) -> dict[str, Any]:
-        """``pipeline``'s identity for ``task`` in ``folder`` (:func:`task_identity`), its servers asked once a run."""
-        if self.served is None:
+                 context: Context, *, saving: bool = False) -> dict[str, Any]:
+        """``pipeline``'s identity for ``task`` in ``folder`` (:func:`task_identity`). Its LLM servers
+        are asked once a run, when a stored result could be reused or one is written (by then its
+        stage has asked them: no request more)."""
+        if self.served is None and (saving or folder.identity(task.name) is not None):
             self.served, self.unchecked = ask_served(self.pipeline, context)
-        return task_identity(folder, pipeline, task, data_id, self.inputs_of(task, pipeline, context), self.served)
+        return task_identity(folder, pipeline, task, data_id, self.inputs_of(task, pipeline, context),
+                             self.served or {})
 
     def tell_unchecked(self) -> None:
         """One line per LLM whose server could not be asked, when results of its stage are reused."""
@@ -370,6 +373,7 @@ class _Run:
             data = _without(data, current.held_out)
             ranked = {q: d for q, d in ranked.items() if q in data.qrels}
         if first_folder is not None and not reused:
+            first_identity = self.identity(first_folder, first, task, data_id, context, saving=True)
             save(first_folder, task, ranked, data.qrels, data.revision, first_identity, started, phase,  # for the leaderboard and rerankers
                  kept=current.kept_with_generations("rewriter", "retriever"), data_dir=self.data_dir)
 
@@ -382,7 +386,7 @@ class _Run:
         if empty:
             self.display.no_documents(task, len(empty))
         step("scoring")
-        identity = self.identity(folder, pipeline, task, data_id, context)
+        identity = self.identity(folder, pipeline, task, data_id, context, saving=True)
         scores, rows, cost = save(folder, task, ranked, data.qrels, data.revision, identity, started, phase,
                                   extra_scores, kept=current.kept_with_generations(*STAGE_ORDER),
                                   first_cost=first_cost, data_dir=self.data_dir)
@@ -440,8 +444,9 @@ class _Run:
                 context = context.with_(corpus=data.corpus)
             stages = Stages(sub, task, data, context, phase=phase, step=step, inputs=self.inputs_of(task, sub, context))
             ranked = stages.first() if queries is None else stages.searched(list(queries))
-            save(folder, task, ranked, data.qrels, data.revision, self.identity(folder, sub, task, data_id, context),
-                 started, phase, since=since, data_dir=self.data_dir)
+            save(folder, task, ranked, data.qrels, data.revision,
+                 self.identity(folder, sub, task, data_id, context, saving=True), started, phase, since=since,
+                 data_dir=self.data_dir)
             self.fresh.add(key)
             return ranked
 
