@@ -21,7 +21,7 @@ from .results.saved_runs import SavedRuns
 from .scoring.evaluation import score
 from .scoring.fusion import fuse
 from .scoring.runs import DEFAULT_TOP_K, Run
-from .tasks.datafiles import GENERATED_FILE, read_jsonl
+from .tasks.datafiles import GENERATED_FILE, generated_rows, parse_jsonl, read_jsonl
 from .tasks.specs import R2MED_TASKS, SAMPLE_TASK, TaskSpec
 from .tasks.taskdata import Corpus, Query
 
@@ -43,5 +43,5 @@ __all__ = [
     # files for a component's caches
     "atomic", "Journal",
     # R2MED's tasks, and the generations their authors published
-    "R2MED_TASKS", "SAMPLE_TASK", "read_jsonl", "GENERATED_FILE",
+    "R2MED_TASKS", "SAMPLE_TASK", "read_jsonl", "parse_jsonl", "GENERATED_FILE", "generated_rows",
 ]

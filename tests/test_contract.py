@@ -23,7 +23,7 @@ from r2med_tasks.components.options import Options
 from r2med_tasks.scoring.runs import read_trec
 
 FIELDS = {"cache_dir", "progress", "log", "keep", "records", "loading", "retries", "corpus", "chat_clients", "served",
-          "retrievers", "llm_calls", "tasks", "saved_run", "tuning_judgments", "hold_out", "component"}
+          "retrievers", "llm_calls", "tasks", "saved_run", "tuning_judgments", "hold_out", "component", "input"}
 
 
 def one_line_exit_2(code: int, err: str, *fragments: str) -> None:

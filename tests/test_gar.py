@@ -415,3 +415,53 @@ def test_a_first_ctrl_c_abandons_a_server_that_never_answers_within_seconds(eval
     sent_before = server.count
     (summary,) = live_api(evaluate, server, concurrency=2).summaries  # the same run, cache and output
     assert server.count - sent_before == 6 and "4 answered from the cache" in summary
+
+
+def replay_with(run_cli, tmp_path, rows, task="Biology"):
+    """``hyde -o source=mine`` over a published file of ``rows`` for the sample data as Biology."""
+    root = tmp_path / "data"
+    shutil.copytree(SAMPLE, root / "Biology", dirs_exist_ok=True)
+    path = root / "Biology" / "hyde" / "mine" / "query_with_hydoc.jsonl"
+    write_jsonl(path, rows)
+    code, out, err = run_cli("run", "--plugin", "hyde", "-o", "source=mine", "--plugin", "bm25", "--data-dir", root,
+                             "--tasks", task, "--output", tmp_path / "o", "--json")
+    return code, out, err, path
+
+
+def rows_of(texts=None):
+    return [{"id": q["id"], "text": (texts or {}).get(q["id"], q["text"]), "hy_doc": hy_doc(q)} for q in QUERIES]
+
+
+def test_a_replayed_query_given_twice_with_other_content_is_refused(run_cli, tmp_path):
+    rows = rows_of()
+    rows.insert(5, {**rows[2], "hy_doc": "another passage"})
+    code, out, err, path = replay_with(run_cli, tmp_path, rows)
+    (line,) = err.strip().splitlines()
+    assert code == 2 and "Traceback" not in err and not out
+    assert line.startswith(f"Error: {path}:6: query {QUERIES[2]['id']!r} again, with other content than {path}:3")
+    assert "keep one line per query" in line
+
+
+def test_a_replayed_query_repeated_identically_counts_once(run_cli, tmp_path):
+    once = replay_with(run_cli, tmp_path / "once", rows_of())
+    rows = rows_of()
+    twice = replay_with(run_cli, tmp_path / "twice", rows + rows[:3])
+    assert once[0] == twice[0] == 0
+    scores = [json.loads(r[1])["tasks"][0]["ndcg_at_10"] for r in (once, twice)]
+    assert scores[0] == scores[1]
+
+
+def test_a_replay_file_with_a_query_the_task_lacks_is_refused(run_cli, tmp_path):
+    rows = rows_of() + [{"id": "q-elsewhere", "text": "another task's question", "hy_doc": "a passage"}]
+    code, _, err, path = replay_with(run_cli, tmp_path, rows)
+    assert code == 2 and "Traceback" not in err
+    assert f"{path}:{len(rows)}: query 'q-elsewhere' is not a query of R2MEDBiologyRetrieval" in err
+    assert "another task's" in err
+
+
+def test_another_tasks_replay_file_with_the_same_ids_is_refused(run_cli, tmp_path):
+    """Another task's file whose ids happen to be this task's: told apart by its query texts."""
+    code, _, err, path = replay_with(run_cli, tmp_path, rows_of({q["id"]: f"other question {i}"
+                                                                for i, q in enumerate(QUERIES)}))
+    assert code == 2 and "Traceback" not in err
+    assert f"{path}:1: query {QUERIES[0]['id']!r} has another text than R2MEDBiologyRetrieval's" in err

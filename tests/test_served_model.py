@@ -2,6 +2,7 @@
 alone: answers of another served model are never reused, a server refusing the key is an error
 before anything is reused, and the same server is answered from the cache without a request."""
 
+import json
 import logging
 
 import pytest
@@ -175,3 +176,35 @@ def test_a_run_asks_the_model_list_once_and_a_failure_ends_it_at_once(evaluate, 
     from r2med_tasks.llm.endpoint import DEFAULT_RETRY
 
     assert len(chat_server.model_requests) == 1 + DEFAULT_RETRY.max_retries + 1  # one ask, retried; no query asks again
+
+
+def test_new_weights_served_under_the_same_name_recompute_a_finished_run(evaluate, chat_server, tmp_path):
+    """A finished live run is reused while the server serves what it served; a new checkpoint under
+    the same name (vLLM's root) is computed again, as the generation cache keys it, and says why."""
+    run = lambda **kw: evaluate("hyde", "bm25", llm=f"{chat_server.url}#test-model", **kw)["sample"]
+    first = run()
+    assert first.status == "computed" and chat_server.count == 10
+    assert run().status == "cached" and chat_server.count == 10
+    for step, root in enumerate(["/ckpt/step-2", "/ckpt/step-3"], 2):
+        chat_server.serve("test-model", root=root)
+        lines = []
+        assert run(on_message=lines.append).status == "computed"
+        assert chat_server.count == 10 * step  # its answers are not the earlier weights' either
+        assert any("recomputing" in line and "served.test-model" in line for line in lines), lines
+    assert run().status == "cached" and chat_server.count == 30
+    identity = json.loads(next((tmp_path / "out").rglob("*.identity.json")).read_text())
+    assert identity["served"] == {"test-model": {"id": "test-model", "root": "/ckpt/step-3", "parent": None}}
+    chat_server.serve("test-model", root="test-model")  # back to the name served as itself: not what was stored
+    assert run().status == "computed"
+
+
+def test_a_server_that_cannot_be_reached_reuses_with_one_line(evaluate, chat_server):
+    """The same model at an address where nothing answers: the stored result is reused, and one line
+    says the served model was not checked."""
+    chat_server.serve("test-model", root="/ckpt/1")
+    evaluate("hyde", "bm25", llm=f"{chat_server.url}#test-model")
+    lines = []
+    again = evaluate("hyde", "bm25", llm="http://127.0.0.1:9/v1#test-model", on_message=lines.append)
+    assert again["sample"].status == "cached"
+    (line,) = [line for line in lines if "served model" in line]
+    assert "test-model: the served model was not checked" in line and "127.0.0.1:9" in line

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from r2med_tasks.plugin import GENERATED_FILE, read_jsonl
-from r2med_tasks.plugin import UserError
+from r2med_tasks.plugin import GENERATED_FILE, UserError, generated_rows, parse_jsonl
 
 from .query2doc_examples import reason
 from .reasoning import is_reasoning_llm, strip_reasoning
@@ -63,29 +62,34 @@ class GARRewriter:
             return {"name": f"llm/{LLMRef(self.llm).identity}", "revision": "served", "display_name": self.display_name()}
         return {"name": f"published/{self.method}", "revision": self.source, "display_name": self.display_name()}
 
+    def inputs(self, task, *, folder):
+        """The replayed generations read for ``task``: ``-o published_data``'s file, else the one in the
+        task's data folder; none from the hub (the task's pinned revision and the split identify them)."""
+        root = Path(self.published_data) if self.published_data else folder
+        if not self.source or root is None:
+            return {}
+        label = f"{self.method}/{self.source}/{GENERATED_FILE}"
+        return {label: root / label}
+
     def rewrite(self, queries, *, task, context):
         if self.source:
-            documents = self._published(queries, task, context.corpus.folder)
+            documents = self._published(queries, task, context)
         else:
             documents = self._live(queries, task, context)
         return [replace(q, generated=(g,), method=self.method, reasoning=r) for q, (g, r) in zip(queries, documents)]
 
     # -- the published generations ---------------------------------------------------------------
-    def _published(self, queries, task, corpus_folder: Path | None) -> list[tuple[str, bool]]:
+    def _published(self, queries, task, context) -> list[tuple[str, bool]]:
         """Each query's generated document and whether it is in "r1 mode": R2MED's rule, or, in a
         file ``r2med export-generations`` wrote, what the live run took, so the replay is the run."""
-        folder = Path(self.published_data) if self.published_data else corpus_folder
-        if folder is not None:
-            path = folder / self.method / self.source / GENERATED_FILE
-            rows, _ = read_jsonl(path)
-            where = str(path)
-            table = {str(r.get("id")): r for r in rows.values if isinstance(r, dict)}
+        files = self.inputs(task, folder=context.corpus.folder)
+        if files:
+            ((label, path),) = files.items()
+            rows = parse_jsonl(context.input(label), str(path))
+            table = generated_rows(rows, queries, task=task.name)
         else:
-            table, where = self._from_hub(task)
-        missing = [q.id for q in queries if not isinstance(table.get(q.id, {}).get("hy_doc"), str)]
-        if missing:
-            raise UserError(f"{where}: no generated document (field hy_doc) for {len(missing)} of {len(queries)} "
-                            f"queries (e.g. {missing[0]!r})")
+            rows, where = self._from_hub(task)
+            table = generated_rows(rows, queries, task=task.name, own=True, name=where)
         r1_mode = is_reasoning_llm(self.source) or self.method.startswith("search")
         out = []
         for q in queries:
@@ -96,7 +100,7 @@ class GARRewriter:
                 out.append((strip_reasoning(row["hy_doc"], self.source), r1_mode))
         return out
 
-    def _from_hub(self, task) -> tuple[dict[str, str], str]:
+    def _from_hub(self, task):
         if not task.hub_path:
             raise UserError(f"{task.name} has no hub dataset: pass -o published_data=DIR or --data-dir")
         split = self.hub_split
@@ -109,7 +113,7 @@ class GARRewriter:
             raise UserError(f"cannot load {where} from the Hugging Face hub ({reason(e, 300)}); -o hub_split=NAME "
                             "reads another split; without hub access pass --data-dir DIR with "
                             "<Name>/<method>/<llm>/query_with_hydoc.jsonl") from None
-        return {str(r.get("id")): {"hy_doc": r.get("hy_doc")} for r in rows}, where
+        return rows, where
 
     # -- live generation -------------------------------------------------------------------------
     def _live(self, queries, task, context) -> list[tuple[str, bool]]:

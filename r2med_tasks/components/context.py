@@ -66,6 +66,7 @@ class Context:
     saved_run: Callable[..., Any] = field(default=lambda member, **kw: _none("saved run"))
     tuning_judgments: Callable[..., Any] = field(default=lambda task, query_ids: _none("judgments"))
     hold_out: Callable[..., Any] = field(default=lambda query_ids, **scores: _none("held-out scoring"))
+    input: Callable[[str], bytes] = field(default=lambda label: _none("input file"))
 
     def llm(self, spec: str, *, price: Any = None, **sampling: Any) -> CachedClient:
         """The stage's client for ``-o llm=spec``, answering from the generation cache and tallying

@@ -52,6 +52,14 @@ class ServedModel:
             return {"id": self.id, "root": self.root, "parent": self.parent}
         return {"unlisted": True} if self.unlisted else None
 
+    def identity(self) -> dict[str, Any] | None:
+        """What a result's identity holds of this serving: :meth:`key`, the generation cache's notion
+        of the same model, left out (None) where it says no more than the model's name, which the
+        identity holds already (the name served as itself, or a server without a model list)."""
+        key = self.key()
+        plain = ({"id": self.requested, "root": root, "parent": None} for root in (self.requested, None))
+        return None if key is None or key in plain else key
+
 
 def ask_served_model(endpoint: Endpoint, model: str, *, who: str, required: bool,
                      logger: logging.Logger) -> ServedModel:

@@ -106,9 +106,14 @@ class PipelineSpec:
         shown = ", ".join(f"{k}={_show(v)}" for k, v in sorted(self.variant.items()))
         return f"{self.display_name} ({shown})"
 
-    def task_identity(self, task: str, data: dict[str, Any]) -> dict[str, Any]:
+    def task_identity(self, task: str, data: dict[str, Any], inputs: dict[str, Any] | None = None,
+                      served: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A task result's identity: the run's spec, the task's ``data``, and, each only when there
+        is one, the files the stages read for the task (``inputs``: stage -> label -> sha256) and
+        what the LLM servers serve beyond the model's name (``served``: model -> served key)."""
+        extra = {**({"inputs": inputs} if inputs else {}), **({"served": served} if served else {})}
         return canonical({"format": FORMAT, "task": task, "data": data, "scoring": SCORING, "config": self.config,
-                          "models": self.models, "code": self.code})
+                          "models": self.models, "code": self.code, **extra})
 
 
 def _show(value: Any) -> str:
@@ -119,7 +124,7 @@ def differences(stored: dict[str, Any], planned: dict[str, Any], limit: int = 3)
     """What changed between two identities, as short lines ("data revision: a -> b")."""
     old, new = _flatten(stored), _flatten(canonical(planned))
     keys = [k for k in dict.fromkeys([*new, *old]) if old.get(k, _MISSING) != new.get(k, _MISSING)]
-    sections = ("task", "data", "config", "models", "code")  # what a reader looks for first
+    sections = ("task", "data", "inputs", "served", "config", "models", "code")  # what a reader looks for first
     keys.sort(key=lambda k: sections.index(k.split(".")[0]) if k.split(".")[0] in sections else len(sections))
     lines = []
     for key in keys[:limit]:

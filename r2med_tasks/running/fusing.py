@@ -123,10 +123,11 @@ def fuse_saved_runs(inputs: Sequence[str | Path], *, registry: Registry, qrels: 
     with writing(list(by_kind.values()), on_wait):  # as a run writes: locked, claimed, reused when unchanged
         for task, fused, judgments, data_id in fused_runs:
             folder = by_kind[data_id["source"] != "hub"]
-            if reusable(folder, task, data_id):
+            identity = folder.spec.task_identity(task.name, data_id)
+            if reusable(folder, task, identity):
                 outcomes.append(cached_outcome(folder, task, data_id))
                 continue
-            scores, computed[task.name], cost = save(folder, task, fused, judgments, data_id["revision"], data_id,
+            scores, computed[task.name], cost = save(folder, task, fused, judgments, data_id["revision"], identity,
                                                      time.time(), Phases(), costs=False)
             outcomes.append(TaskOutcome.written(task, folder, scores, computed[task.name], cost,
                                                 official_data=data_id["official"]))

@@ -56,14 +56,16 @@ class SearchModel:
                num_proc: int | None = None, **kwargs: Any) -> dict[str, dict[str, float]]:
         """The pipeline's stages, run by the runner's own code (``runner.Stages``; mteb scores the result)."""
         from .pipelines import Pipeline
-        from .runner import Stages
+        from .runner import Stages, read_task_inputs
         from ..tasks.taskdata import Query, TaskData
 
         task = self.task_of(task_metadata.name)
         asked = [Query(str(i), t) for i, t in zip(queries["id"], queries["text"])]
         data = TaskData(self._corpus, asked, {}, "", "mteb")  # scored by mteb, not here
         context = self.context.with_(corpus=self._corpus)
-        return Stages(Pipeline(self.pipeline.stages, top_k), task, data, context).ranked()
+        pipeline = Pipeline(self.pipeline.stages, top_k)
+        inputs = read_task_inputs(pipeline, task, self._corpus.folder, context)  # mteb loaded the data: no folder
+        return Stages(pipeline, task, data, context, inputs=inputs).ranked()
 
 
 def task_named(registry: Registry, name: str) -> TaskSpec:

@@ -84,6 +84,24 @@ class Stage:
         meta = self.model_meta()
         return {"name": meta["name"], "revision": str(meta["revision"])}
 
+    def served_llms(self) -> dict[str, str]:
+        """{model: the ``-o llm=`` spec of its server} for this stage and its members whose model is an
+        LLM on a server (``model_meta()`` names it ``llm/<model>``, revision ``served``, as an LLM
+        component's does, chosen by one of its ``model_options``): the servers a reuse of its
+        results asks what they serve."""
+        from ..llm.specs import LLMRef
+
+        out = {}
+        for stage in (self, *self.members):
+            model = stage.model()
+            if model is None or not model["revision"].startswith("served") or not model["name"].startswith("llm/"):
+                continue
+            for key in stage.spec.model_options:
+                value = {**stage.spec.defaults, **stage.options}.get(key)
+                if isinstance(value, str) and value.strip() and f"llm/{LLMRef(value).identity}" == model["name"]:
+                    out[model["name"].removeprefix("llm/")] = value
+        return out
+
     def label_in_name(self) -> str:
         """How the stage appears in a pipeline's name: its model's display name, else its component's name."""
         return self.model_meta().get("display_name") or self.spec.name

@@ -257,4 +257,4 @@ def plan_request(request: RunRequest, *, registry: Registry | None = None) -> di
     with hub_offline(), fingerprints_in(_run_cache_dir(request)):
         ready = prepare(request, registry=registry)
         return plan(ready.pipeline, ready.tasks, output=request.output, data_dir=request.data_dir,
-                    overwrite=request.overwrite)
+                    overwrite=request.overwrite, context=ready.context)

@@ -21,6 +21,7 @@ from typing import Any
 from rich.console import Console
 
 from ..components.context import Context
+from ..components.inputs import TaskInputs, read_inputs
 from ..tasks.datafiles import hash_ahead
 from ..tasks.taskdata import Query, TaskData
 from ..errors import FILE_PROBLEMS, PluginError, UserError
@@ -62,6 +63,66 @@ def calling(stage: Stage, task: TaskSpec, what: str, context: Context):
 
 Folders = dict[bool, tuple[ResultsFolder, "ResultsFolder | None"]]  # local data? -> (pipeline's, first stage's)
 Specs = tuple[PipelineSpec, "PipelineSpec | None"]  # a pipeline's, and its first stage's when it reranks
+Inputs = dict[int, TaskInputs]  # id of a stage -> the input files it named for one task, read
+Served = dict[str, "dict | None"]  # LLM model -> what its server serves beyond its name; absent: not asked
+
+
+def read_task_inputs(pipeline: Pipeline, task: TaskSpec, folder: Path | None, context: Context,
+                     known: Inputs | None = None) -> Inputs:
+    """The input files each stage of ``pipeline`` names for ``task`` (its component's ``inputs(task,
+    folder=)``; ``folder``: the task's local data folder), read once: ``known`` are not read again."""
+    inputs = dict(known or {})
+    for stage in pipeline.ordered():
+        if id(stage) not in inputs:
+            with calling(stage, task, "naming the input files of", context):
+                inputs[id(stage)] = read_inputs(stage.instance, task, folder, who=stage.label)
+    return inputs
+
+
+def served_llms(pipeline: Pipeline) -> dict[str, str]:
+    """{model: spec} of the LLMs whose servers serve ``pipeline``'s stages (``Stage.served_llms``)."""
+    return {name: spec for stage in pipeline.ordered() for name, spec in stage.served_llms().items()}
+
+
+def ask_served(pipeline: Pipeline, context: Context) -> tuple[Served, dict[str, str]]:
+    """What each LLM server of ``pipeline`` serves beyond the model's name, asked as the generation
+    cache asks it (``served_model()``, one ``GET /models`` a run, shared with the stage's calls), so
+    results and cached answers tell two servings apart alike; and, by model, why a server could
+    not be asked (its stage's stored results are then reused unchecked)."""
+    served: Served = {}
+    unchecked: dict[str, str] = {}
+    for name, spec in served_llms(pipeline).items():
+        try:
+            client = context.chat_clients(spec)
+            if not callable(getattr(client, "served_model", None)):  # keyed by its name alone, as in the cache
+                served[name] = None
+                continue
+            if callable(getattr(client, "share_served", None)):
+                client.share_served(context.served)
+            served[name] = client.served_model().identity()
+        except UserError as e:
+            unchecked[name] = str(e)
+    return served, unchecked
+
+
+def task_identity(folder: ResultsFolder, pipeline: Pipeline, task: TaskSpec, data_id: dict, inputs: Inputs,
+                  served: Served) -> dict[str, Any]:
+    """The identity of ``pipeline``'s result for ``task`` in ``folder`` (``PipelineSpec.task_identity``):
+    the task's data, the files its stages read for the task (``inputs``) and what their LLM servers
+    serve (``served``; a model not asked keeps what the stored result holds, unchecked)."""
+    files = {s.spec.kind: inputs[id(s)].identity() for s in pipeline.ordered() if id(s) in inputs and inputs[id(s)].files}
+    section, stored = {}, None
+    for name in served_llms(pipeline):
+        if name in served:
+            if served[name] is not None:
+                section[name] = served[name]
+            continue
+        if stored is None:
+            found = (folder.identity(task.name) or {}).get("served")
+            stored = found if isinstance(found, dict) else {}
+        if name in stored:
+            section[name] = stored[name]
+    return folder.spec.task_identity(task.name, data_id, files, section)
 
 
 def specs_of(pipeline: Pipeline) -> Specs:
@@ -80,7 +141,7 @@ def result_folders(specs: Specs, output: Path, *, local: bool) -> tuple[ResultsF
 
 
 def plan(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: Path | None,
-         overwrite: bool) -> dict[str, Any]:
+         overwrite: bool, context: Context) -> dict[str, Any]:
     """What a run would do, without loading data or models: stages, folders, and per task whether
     its stored results have this run's identity (reused) or not (computed, and why)."""
     only_task = len(tasks) == 1
@@ -97,7 +158,12 @@ def plan(pipeline: Pipeline, tasks: list[TaskSpec], *, output: Path, data_dir: P
             folder = _claimed(folders, specs, output, local)[0]
         else:
             folder = _claimed(folders, specs, output, local)[0]
-            status = folder.status(t.name, folder.spec.task_identity(t.name, data))
+            try:  # a dry run asks no server: what a model's server serves is the stored result's
+                inputs = read_task_inputs(pipeline, t, source.folder, context)
+            except UserError as e:
+                status = Status(False, f"its input files cannot be read: {e}")
+            else:
+                status = folder.status(t.name, task_identity(folder, pipeline, t, data, inputs, {}))
         planned.append({"task": t.name, "alias": t.short_name, "group": t.group, "official_data": data["official"],
                         "results_dir": str(folder.path),
                         "status": "reuse" if status.reuse and not overwrite else "compute",
@@ -216,6 +282,9 @@ class _Run:
         self.subpipelines: dict[int, tuple[Pipeline, PipelineSpec]] = {}  # id of a composite's member -> its saved runs'
         self.fresh: set[tuple[Path, str]] = set()  # saved runs computed in this run (reused under --overwrite)
         self.computed: dict[str, dict[str, dict[str, float]]] = {}  # task computed now -> its per-query rows
+        self.inputs: dict[str, Inputs] = {}  # task -> its stages' input files, read on first use
+        self.served: Served | None = None  # asked once, when the first task's stored result is checked
+        self.unchecked: dict[str, str] = {}  # model -> why its server was not asked (told once, on a reuse)
 
     def source(self, task: TaskSpec) -> TaskSource:
         """Where ``task``'s data is read from, resolved on first use: a task of the run's at its
@@ -223,6 +292,29 @@ class _Run:
         if task.name not in self.sources:
             self.sources[task.name] = task.source(self.data_dir, only_task=len(self.tasks) == 1)
         return self.sources[task.name]
+
+    def inputs_of(self, task: TaskSpec, pipeline: Pipeline, context: Context) -> Inputs:
+        """The input files ``pipeline``'s stages name for ``task``, each read once a run."""
+        self.inputs[task.name] = read_task_inputs(pipeline, task, self.source(task).folder, context,
+                                                  self.inputs.get(task.name))
+        return self.inputs[task.name]
+
+    def identity(self, folder: ResultsFolder, pipeline: Pipeline, task: TaskSpec, data_id: dict,
+                 context: Context, *, saving: bool = False) -> dict[str, Any]:
+        """``pipeline``'s identity for ``task`` in ``folder`` (:func:`task_identity`). Its LLM servers
+        are asked once a run, when a stored result could be reused or one is written (by then its
+        stage has asked them: no request more)."""
+        if self.served is None and (saving or folder.identity(task.name) is not None):
+            self.served, self.unchecked = ask_served(self.pipeline, context)
+        return task_identity(folder, pipeline, task, data_id, self.inputs_of(task, pipeline, context),
+                             self.served or {})
+
+    def tell_unchecked(self) -> None:
+        """One line per LLM whose server could not be asked, when results of its stage are reused."""
+        for name, why in self.unchecked.items():
+            self.display.data_warning(f"{name}: the served model was not checked ({why}); its stored results "
+                                      "are reused as they are")
+        self.unchecked = {}
 
     def tasks_in(self, folders: Folders, context: Context) -> list[TaskOutcome]:
         """Each task's outcome: a reused one's read from its folder, a computed one's as computed."""
@@ -234,8 +326,9 @@ class _Run:
                 source = self.sources[task.name]
                 folder, first_folder = folders[source.local]
                 data_id = source.identity()
-                status = folder.status(task.name, folder.spec.task_identity(task.name, data_id))
+                status = folder.status(task.name, self.identity(folder, self.pipeline, task, data_id, context))
                 if status.reuse and not self.overwrite:
+                    self.tell_unchecked()
                     outcomes.append(cached_outcome(folder, task, data_id))
                 else:
                     if status.reason and not self.overwrite:
@@ -262,33 +355,39 @@ class _Run:
         for warning in data.warnings:
             self.display.data_warning(warning)
 
-        reused = first_folder is not None and not self.overwrite and reusable(first_folder, task, data_id)
+        first = pipeline.first_stage()
+        first_identity = self.identity(first_folder, first, task, data_id, context) if first_folder else None
+        reused = first_folder is not None and not self.overwrite and reusable(first_folder, task, first_identity)
+        inputs = self.inputs_of(task, pipeline, context)
         first_cost = None
         if reused:
+            self.tell_unchecked()
             step("first stage from its saved run")
             ranked = first_folder.read_run(task.name)  # a reranker reuses the first stage, never recomputes it
             first_cost = first_folder.cost(task.name)  # what computing it cost, counted in this task's
             for record in first_folder.generations(task.name):  # and what its LLM wrote, kept with this task's
                 current.generated(record)
         else:
-            ranked = Stages(pipeline, task, data, context, phase=phase, step=step).first()
+            ranked = Stages(pipeline, task, data, context, phase=phase, step=step, inputs=inputs).first()
         if current.held_out is not None:  # a component tuned on these queries: never scored on them
             data = _without(data, current.held_out)
             ranked = {q: d for q, d in ranked.items() if q in data.qrels}
         if first_folder is not None and not reused:
-            save(first_folder, task, ranked, data.qrels, data.revision, data_id, started, phase,  # for the leaderboard and rerankers
+            first_identity = self.identity(first_folder, first, task, data_id, context, saving=True)
+            save(first_folder, task, ranked, data.qrels, data.revision, first_identity, started, phase,  # for the leaderboard and rerankers
                  kept=current.kept_with_generations("rewriter", "retriever"), data_dir=self.data_dir)
 
         extra_scores = dict(current.extra_scores or {})
         if "reranker" in pipeline.stages:
-            ranked = Stages(pipeline, task, data, context, phase=phase, step=step).rerank(ranked)
+            ranked = Stages(pipeline, task, data, context, phase=phase, step=step, inputs=inputs).rerank(ranked)
             extra_scores["previous_results_model_meta"] = {"model_name": first_folder.model_name,  # as mteb records it
                                                            "revision": first_folder.revision}
         empty = [qid for qid, docs in ranked.items() if not docs]
         if empty:
             self.display.no_documents(task, len(empty))
         step("scoring")
-        scores, rows, cost = save(folder, task, ranked, data.qrels, data.revision, data_id, started, phase,
+        identity = self.identity(folder, pipeline, task, data_id, context, saving=True)
+        scores, rows, cost = save(folder, task, ranked, data.qrels, data.revision, identity, started, phase,
                                   extra_scores, kept=current.kept_with_generations(*STAGE_ORDER),
                                   first_cost=first_cost, data_dir=self.data_dir)
         journal.path.unlink(missing_ok=True)  # the records are in <Task>.generations.jsonl now
@@ -335,16 +434,18 @@ class _Run:
         data_id = current.data_id if here else source.identity()
         with writing([folder], self.display.waiting):
             key = (folder.path, task.name)
-            if (key in self.fresh or not self.overwrite) and reusable(folder, task, data_id):
+            if (key in self.fresh or not self.overwrite) and reusable(
+                    folder, task, self.identity(folder, sub, task, data_id, context)):
                 return folder.read_run(task.name)
             started, since = time.time(), len(phase.items)  # its cost: the phases from here on
             data = current.data if here else source.load(cache_dir=context.cache_dir)
             if not here:
                 data_id = source.identity(data.revision)
                 context = context.with_(corpus=data.corpus)
-            stages = Stages(sub, task, data, context, phase=phase, step=step)
+            stages = Stages(sub, task, data, context, phase=phase, step=step, inputs=self.inputs_of(task, sub, context))
             ranked = stages.first() if queries is None else stages.searched(list(queries))
-            save(folder, task, ranked, data.qrels, data.revision, data_id, started, phase, since=since,
+            save(folder, task, ranked, data.qrels, data.revision,
+                 self.identity(folder, sub, task, data_id, context, saving=True), started, phase, since=since,
                  data_dir=self.data_dir)
             self.fresh.add(key)
             return ranked
@@ -365,11 +466,12 @@ class _Run:
         return self.subpipelines[id(member)]
 
 
-def reusable(folder: ResultsFolder, task: TaskSpec, data_id: dict) -> bool:
-    return folder.status(task.name, folder.spec.task_identity(task.name, data_id)).reuse
+def reusable(folder: ResultsFolder, task: TaskSpec, identity: dict[str, Any]) -> bool:
+    return folder.status(task.name, identity).reuse
 
 
-def save(folder: ResultsFolder, task: TaskSpec, ranked, qrels: dict, revision: str, data_id: dict, started: float,
+def save(folder: ResultsFolder, task: TaskSpec, ranked, qrels: dict, revision: str, identity: dict[str, Any],
+         started: float,
          phase: Phases, extra_scores: dict | None = None, kept: dict[str, list[dict]] | None = None, *,
          since: int = 0, first_cost: dict | None = None, costs: bool = True,
          data_dir: Path | None = None) -> tuple[dict, dict[str, dict[str, float]], dict | None]:
@@ -381,7 +483,7 @@ def save(folder: ResultsFolder, task: TaskSpec, ranked, qrels: dict, revision: s
         scores, per_query = score(ranked, qrels)
     scores.update(extra_scores or {})
     cost = with_recorded(phase.cost(since), first_cost) if costs else None
-    folder.write(task.name, revision, folder.spec.task_identity(task.name, data_id), scores, ranked, per_query,
+    folder.write(task.name, revision, identity, scores, ranked, per_query,
                  evaluation_time=time.time() - started, phases=list(phase.items), kept=kept, cost=cost,
                  data_dir=data_dir)
     return scores, stored_rows(per_query), cost
@@ -418,17 +520,18 @@ class Background:
             raise self._error
 
 
-def stage_context(stage: Stage, context: Context) -> Context:
+def stage_context(stage: Stage, context: Context, inputs: Inputs) -> Context:
     """What a stage's component gets of ``context``: its generation records marked with the stage
     and the component that wrote them, its LLM calls tallied in the stage's, its name (for advice
-    naming its options)."""
+    naming its options), the input files it named for the task (``inputs``)."""
     records = context.records
+    files = inputs.get(id(stage)) or TaskInputs(stage.label)
 
     def mark(record: dict) -> None:
         records({"query_id": record.get("query_id"), "stage": stage.spec.kind, "component": stage.spec.name,
                  **{k: v for k, v in record.items() if k not in ("stage", "component")}})
 
-    return context.with_(records=mark, llm_calls=stage.llm_calls, component=stage.spec.name)
+    return context.with_(records=mark, llm_calls=stage.llm_calls, component=stage.spec.name, input=files.read)
 
 
 def _quiet(text: str) -> None:
@@ -448,6 +551,7 @@ class Stages:
     context: Context
     phase: Phases = field(default_factory=Phases)
     step: Callable[[str], None] = _quiet
+    inputs: Inputs = field(default_factory=dict)  # what each stage named for the task (read_task_inputs)
 
     def ranked(self) -> Run:
         ranked = self.first()
@@ -467,7 +571,7 @@ class Stages:
         self.step(f"rewriting queries ({stage.spec.name}) while indexing {len(self.data.corpus):,} documents "
                   f"({self.pipeline.retriever.spec.name})")
         with self.phase("Rewriting queries", stage.llm_calls), calling(stage, task, "rewriting queries of", context):
-            queries = stage.instance.rewrite(self.data.queries, task=task, context=stage_context(stage, context))
+            queries = stage.instance.rewrite(self.data.queries, task=task, context=stage_context(stage, context, self.inputs))
         if sorted(q.id for q in queries) != sorted(q.id for q in self.data.queries):
             raise PluginError(f"{stage.label} must return one rewritten query per input query")
         if not indexing.done():
@@ -485,7 +589,7 @@ class Stages:
         """The retriever indexes (encodes) the task's corpus."""
         retriever, context = self.pipeline.retriever, context or self.context
         with self.phase("Encoding corpus", retriever.llm_calls), calling(retriever, self.task, "indexing", context):
-            retriever.instance.index(self.data.corpus, task=self.task, context=stage_context(retriever, context))
+            retriever.instance.index(self.data.corpus, task=self.task, context=stage_context(retriever, context, self.inputs))
 
     def search(self, queries: list[Query]) -> Run:
         """The retriever, its corpus indexed, over (rewritten) queries: each query's top-k documents."""
@@ -496,7 +600,7 @@ class Stages:
         with self.phase("Encoding queries", retriever.llm_calls), calling(retriever, self.task, "searching",
                                                                          self.context):
             run = retriever.instance.search(queries, task=self.task, top_k=top_k,
-                                            context=stage_context(retriever, self.context))
+                                            context=stage_context(retriever, self.context, self.inputs))
         check_run(run, self.data.qrels, set(self.data.corpus.ids), component=retriever.label)
         return rank(run, top_k)
 
@@ -512,7 +616,7 @@ class Stages:
         candidates = {qid: dict(list(docs.items())[:k]) for qid, docs in ranked.items()}
         with self.phase("Reranking", stage.llm_calls), calling(stage, self.task, "reranking", self.context):
             reranked = stage.instance.rerank(data.queries, data.corpus, candidates, task=self.task,
-                                             context=stage_context(stage, self.context))
+                                             context=stage_context(stage, self.context, self.inputs))
         check_run(reranked, data.qrels, set(data.corpus.ids), component=stage.label)
         out = {}
         for qid, docs in ranked.items():

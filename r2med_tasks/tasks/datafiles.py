@@ -54,16 +54,21 @@ def _read_jsonl_json(path: Path, *, hashing: bool) -> tuple[Rows, str | None]:
     except OSError as e:
         raise _unreadable(path, e) from None
     digest = hashlib.sha256(data).hexdigest() if hashing else None
+    return parse_jsonl(data, str(path)), digest
+
+
+def parse_jsonl(data: bytes, name: str) -> Rows:
+    """The rows of JSONL bytes read from ``name``, or the one-line error naming the bad line."""
     try:
         text = data.decode("utf-8").rstrip()
     except UnicodeDecodeError as e:
         lineno = data[: e.start].count(b"\n") + 1
-        raise UserError(f"{path}:{lineno}: not UTF-8 text; re-encode the file as UTF-8") from None
+        raise UserError(f"{name}:{lineno}: not UTF-8 text; re-encode the file as UTF-8") from None
     del data
     try:  # JSON strings cannot hold a raw newline, so in valid JSONL every newline separates values
         values = json.loads("[" + text.replace("\n", ",") + "]") if text else []
         if len(values) == (text.count("\n") + 1 if text else 0):
-            return Rows(values, str(path), lambda i: f"{path}:{i + 1}"), digest
+            return Rows(values, name, lambda i: f"{name}:{i + 1}")
     except ValueError:  # JSONDecodeError, or a number beyond Python's digit limit: found line by line
         pass
     lines = text.split("\n")
@@ -73,10 +78,10 @@ def _read_jsonl_json(path: Path, *, hashing: bool) -> tuple[Rows, str | None]:
         try:
             values.append(json.loads(lines[n - 1]))
         except json.JSONDecodeError as e:
-            raise UserError(f"{path}:{n}: not valid JSON ({e.msg}); fix or remove that line") from None
+            raise UserError(f"{name}:{n}: not valid JSON ({e.msg}); fix or remove that line") from None
         except ValueError:  # Python's limit on the digits of an integer
-            raise UserError(f"{path}:{n}: a number with too many digits; fix or remove that line") from None
-    return Rows(values, str(path), lambda i: f"{path}:{linenos[i]}"), digest
+            raise UserError(f"{name}:{n}: a number with too many digits; fix or remove that line") from None
+    return Rows(values, name, lambda i: f"{name}:{linenos[i]}")
 
 
 def _read_jsonl_fast(path: Path, *, hashing: bool) -> tuple[list[Any], str | None] | None:
@@ -188,3 +193,42 @@ def _unreadable(path: Path, e: OSError) -> UserError:
     what = ("file not found" if isinstance(e, FileNotFoundError) else
             "a folder, not a file" if isinstance(e, IsADirectoryError) else f"cannot read it ({e.strerror or e})")
     return UserError(f"{path}: {what} (R2MED's layout needs the files {', '.join(FILES)} in one folder)")
+
+
+def generated_rows(rows: Rows | list, queries: Iterable[Any], *, task: str, own: bool = False,
+                   name: str = "") -> dict[str, dict]:
+    """The row of each query of ``task`` in generations as R2MED publishes them (``parse_jsonl``'s rows
+    of a ``query_with_hydoc.jsonl``, or a list of a hub split's rows, from ``name``), checked once for
+    every reader: a query id given twice with other content is refused, identical repeats count
+    once, a query without a generated document (``hy_doc``) is refused. Rows not the task's ``own``
+    (a local file, which may be any task's) must also be the task's queries only, each with the
+    task's query text where they give one (``text``)."""
+    if not isinstance(rows, Rows):
+        rows = Rows(list(rows), name, lambda i: f"{name} row {i + 1}")
+    queries = list(queries)
+    texts = {q.id: " ".join(q.text.split()) for q in queries}
+    table: dict[str, dict] = {}
+    first: dict[str, int] = {}
+    for i, row in enumerate(rows.values):
+        if not isinstance(row, dict) or row.get("id") is None:
+            raise UserError(f"{rows.where(i)}: not a generation (an object with id and hy_doc); fix or remove "
+                            "that line")
+        qid = str(row["id"])
+        if qid in table:
+            if row != table[qid]:
+                raise UserError(f"{rows.where(i)}: query {qid!r} again, with other content than "
+                                f"{rows.where(first[qid])}; keep one line per query")
+            continue
+        if not own and qid not in texts:
+            raise UserError(f"{rows.where(i)}: query {qid!r} is not a query of {task}; is the file another task's? "
+                            f"Give the generations written for {task} (its queries only)")
+        text = row.get("text")
+        if not own and isinstance(text, str) and " ".join(text.split()) != texts[qid]:
+            raise UserError(f"{rows.where(i)}: query {qid!r} has another text than {task}'s; the file was written "
+                            f"for another task or another version of its data: give the generations of this data")
+        table[qid], first[qid] = row, i
+    missing = [q.id for q in queries if not isinstance(table.get(q.id, {}).get("hy_doc"), str)]
+    if missing:
+        raise UserError(f"{rows.name}: no generated document (field hy_doc) for {len(missing)} of {len(queries)} "
+                        f"queries (e.g. {missing[0]!r})")
+    return table
