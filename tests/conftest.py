@@ -14,6 +14,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+# Python's bytecode cache on, even where the environment turns it off (PYTHONDONTWRITEBYTECODE): each
+# test that starts Python would compile r2med's modules again (about half a second), and each run of
+# the suite would rewrite the test modules' asserts again (seconds per worker).
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 os.environ["HF_HUB_OFFLINE"] = "1"  # no test may reach the hub; CI machines cannot anyway
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
