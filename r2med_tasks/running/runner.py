@@ -24,7 +24,7 @@ from ..components.context import Context
 from ..tasks.datafiles import hash_ahead
 from ..tasks.taskdata import Query, TaskData
 from ..errors import FILE_PROBLEMS, PluginError, UserError
-from ..scoring.evaluation import check_run, score
+from ..scoring.evaluation import score
 from ..files.journal import Journal
 from ..results.folder import ResultsFolder, Status, locked
 from ..results.identity import PipelineSpec
@@ -33,6 +33,7 @@ from ..results.outcomes import RunOutcome, TaskOutcome, average_ci, stored_rows
 from .pipelines import STAGE_ORDER, Pipeline, Stage, without_secrets
 from .costs import LOADING, Phases, with_recorded
 from .display import RunDisplay, SubProgress
+from .received import checked_rewrites, checked_run
 from ..scoring.runs import Run, rank
 from ..tasks.specs import TaskSource, TaskSpec
 
@@ -466,9 +467,8 @@ class Stages:
         self.step(f"rewriting queries ({stage.spec.name}) while indexing {len(self.data.corpus):,} documents "
                   f"({self.pipeline.retriever.spec.name})")
         with self.phase("Rewriting queries", stage.llm_calls), calling(stage, task, "rewriting queries of", context):
-            queries = stage.instance.rewrite(self.data.queries, task=task, context=stage_context(stage, context))
-        if sorted(q.id for q in queries) != sorted(q.id for q in self.data.queries):
-            raise PluginError(f"{stage.label} must return one rewritten query per input query")
+            rewritten = stage.instance.rewrite(self.data.queries, task=task, context=stage_context(stage, context))
+        queries = checked_rewrites(rewritten, self.data.queries, stage.label)
         if not indexing.done():
             self.step(f"indexing {len(self.data.corpus):,} documents ({self.pipeline.retriever.spec.name})")
         indexing.result()
@@ -496,8 +496,12 @@ class Stages:
                                                                          self.context):
             run = retriever.instance.search(queries, task=self.task, top_k=top_k,
                                             context=stage_context(retriever, self.context))
-        check_run(run, self.data.qrels, set(self.data.corpus.ids), component=retriever.label)
-        return rank(run, top_k)
+        return rank(self.checked(run, retriever), top_k)
+
+    def checked(self, run, stage: Stage) -> Run:
+        """A stage's ranking as the runner takes it (``received.checked_run``)."""
+        return checked_run(run, stage.label, queries={q.id for q in self.data.queries},
+                           documents=set(self.data.corpus.ids), judged=self.data.qrels)
 
     def rerank(self, ranked: Run) -> Run:
         """Re-score each query's first ``rerank_k`` documents (default: the pipeline's ``top_k``;
@@ -512,7 +516,7 @@ class Stages:
         with self.phase("Reranking", stage.llm_calls), calling(stage, self.task, "reranking", self.context):
             reranked = stage.instance.rerank(data.queries, data.corpus, candidates, task=self.task,
                                              context=stage_context(stage, self.context))
-        check_run(reranked, data.qrels, set(data.corpus.ids), component=stage.label)
+        reranked = self.checked(reranked, stage)
         out = {}
         for qid, docs in ranked.items():
             scores, order = reranked.get(qid, {}), list(docs)

@@ -1,0 +1,104 @@
+"""What a component hands the runner, checked at the one place the runner receives it: a
+retriever's or reranker's ranking, a rewriter's queries. Whatever passes is what scoring, fusion
+and every reader of a results folder take (plain dicts of finite floats, ids the task and corpus
+hold); whatever does not stops the run in one line naming the plugin, the query (and document) and
+what to fix, before anything is written.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Container, Mapping, Sequence
+from typing import Any
+
+from ..errors import PluginError
+from ..scoring.runs import Run, id_problem, shown
+from ..tasks.taskdata import Query
+
+
+def checked_run(run: Any, component: str, *, queries: Collection[str], documents: Container[str],
+                judged: Collection[str] = ()) -> Run:
+    """``run`` as the runner keeps it: each of ``queries`` it ranks (every ``judged`` one among
+    them), its documents each once, from ``documents``, with a finite score, as a float."""
+    if not isinstance(run, Mapping):
+        raise PluginError(f"{component} returned {type(run).__name__}; return {{query id: {{document id: score}}}}")
+    out: Run = {}
+    for qid, docs in run.items():
+        if qid not in queries or type(qid) is not str:
+            kind = "" if type(qid) is str else f" ({type(qid).__name__})"
+            which = (type(qid) is str and id_problem(qid)) or (f"is not one of the {len(queries)} queries it was "
+                                                               "given; return results only for those, by their ids")
+            raise PluginError(f"{component} returned query id {shown(qid)}{kind}, which {which}")
+        if qid in out:
+            raise PluginError(f"{component} returned query {qid!r} twice; return each query once")
+        if not isinstance(docs, Mapping):
+            raise PluginError(f"{component} returned {type(docs).__name__} for query {qid!r}; return each query's "
+                              "results as {document id: score}")
+        ranked = out[qid] = {}
+        for doc_id, score in docs.items():
+            if doc_id not in documents or type(doc_id) is not str:
+                raise PluginError(f"{component} returned unknown document id {shown(doc_id)} for query {qid!r}; "
+                                  "results must use the corpus's ids")
+            if doc_id in ranked:
+                raise PluginError(f"{component} returned document {doc_id!r} twice for query {qid!r}; return each "
+                                  "document once per query")
+            value = _finite(score)
+            if value is None:
+                raise PluginError(f"{component} returned score {shown(score, 30)} for query {qid!r}, document "
+                                  f"{doc_id!r}; scores must be finite real numbers (not NaN, not ±inf)")
+            ranked[doc_id] = value
+    missing = [q for q in judged if q not in out]
+    if missing:
+        raise PluginError(f"{component} returned no results for {len(missing)} queries (e.g. {missing[0]!r}); "
+                          "return every query it was given, with {} for one it finds nothing for")
+    return out
+
+
+def _finite(score: Any) -> float | None:
+    if not isinstance(score, (int, float)):
+        return None
+    try:
+        value = float(score)
+    except OverflowError:  # an int beyond any float
+        return None
+    return value if math.isfinite(value) else None
+
+
+def checked_rewrites(rewritten: Any, given: Sequence[Query], component: str) -> list[Query]:
+    """``rewritten``, one :class:`Query` per query in ``given``, each with text, generated texts and
+    method that are strings, as the retrievers and the generation files take them."""
+    if isinstance(rewritten, (str, bytes, Mapping)) or not isinstance(rewritten, Sequence):
+        raise PluginError(f"{component} returned {type(rewritten).__name__}; return a list of Query, one per "
+                          "query it was given")
+    asked = {q.id for q in given}
+    out: dict[str, Query] = {}
+    for query in rewritten:
+        if not isinstance(query, Query):
+            raise PluginError(f"{component} returned {shown(query, 60)} ({type(query).__name__}) among its queries; "
+                              "return each as a Query (dataclasses.replace(query, generated=(text,)))")
+        if type(query.id) is not str or query.id not in asked:
+            raise PluginError(f"{component} returned query id {shown(query.id)}, which is not one of the "
+                              f"{len(asked)} queries it was given; keep each query's id")
+        if query.id in out:
+            raise PluginError(f"{component} returned query {query.id!r} twice; return one rewritten query per query")
+        bad = _not_text(query)
+        if bad is not None:
+            what, value = bad
+            raise PluginError(f"{component} returned query {query.id!r} with {what} {shown(value, 60)} "
+                              f"({type(value).__name__}); text and method are strings, generated a tuple of "
+                              "strings")
+        out[query.id] = query
+    missing = [q.id for q in given if q.id not in out]
+    if missing:
+        raise PluginError(f"{component} returned no rewritten query for {len(missing)} of {len(given)} queries "
+                          f"(e.g. {missing[0]!r}); return one per query it was given")
+    return list(out.values())
+
+
+def _not_text(query: Query) -> tuple[str, Any] | None:
+    """The first of a query's fields that should hold text and does not, and its value."""
+    if not isinstance(query.generated, (tuple, list)):
+        return "generated", query.generated
+    fields = (("text", query.text), ("method", query.method), *((f"generated[{i}]", g)
+                                                              for i, g in enumerate(query.generated)))
+    return next(((name, value) for name, value in fields if not isinstance(value, str)), None)
