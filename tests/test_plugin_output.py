@@ -29,6 +29,31 @@ class Twice(Mapping):
         return 2
 
 
+def register_stage(register, kind, name, make):
+    """Register the ``overlap`` retriever, and the ``kind`` ("rewriter" or "reranker") ``name`` of a
+    plugin "<name>-plugin", which ``make()`` builds."""
+    import overlap_plugin
+    from r2med_tasks.components.hookspecs import hookimpl
+    from r2med_tasks.components.specs import SPEC_TYPES
+
+    def registering(register):
+        register(SPEC_TYPES[kind](name=name, factory=lambda options: make()))
+
+    class Plugin:
+        @hookimpl
+        def register_rewriters(self, register):
+            if kind == "rewriter":
+                registering(register)
+
+        @hookimpl
+        def register_rerankers(self, register):
+            if kind == "reranker":
+                registering(register)
+
+    register(overlap_plugin, "overlap-plugin")
+    register(Plugin(), f"{name}-plugin")
+
+
 def written_files(out):
     return sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file()) if out.exists() else []
 
@@ -102,24 +127,14 @@ def test_a_task_after_the_bad_one_is_not_written_and_the_one_before_is_kept(regi
     ({"q99": {"s-cardio-01": 1.0}}, "returned query id 'q99', which is not one of the 10 queries it was given"),
 ])
 def test_a_rerankers_bad_output_is_one_line(register, run_cli, tmp_path, bad, message):
-    import overlap_plugin
-    from r2med_tasks.components.hookspecs import hookimpl
-    from r2med_tasks.components.specs import RerankerSpec
-
     class Bad:
         def rerank(self, queries, corpus, candidates, *, task, context):
             return {qid: dict(docs) for qid, docs in candidates.items()} | bad
 
-    class Plugin:
-        @hookimpl
-        def register_rerankers(self, register):
-            register(RerankerSpec(name="bad-rerank", factory=lambda options: Bad()))
-
-    register(overlap_plugin, "overlap-plugin")
-    register(Plugin(), "bad-plugin")
+    register_stage(register, "reranker", "bad-rerank", Bad)
     code, _, err = run_cli("run", "--plugin", "overlap", "--plugin", "bad-rerank", "--tasks", "sample",
                            "--output", tmp_path / "out")
-    assert_user_error(code, err, "reranker 'bad-rerank' (from bad-plugin) returned", message)
+    assert_user_error(code, err, "reranker 'bad-rerank' (from bad-rerank-plugin) returned", message)
     assert not any(p.name.endswith(".trec") and "bad-rerank" in str(p) for p in (tmp_path / "out").rglob("*"))
 
 
@@ -137,24 +152,14 @@ def test_a_rerankers_bad_output_is_one_line(register, run_cli, tmp_path, bad, me
     (lambda qs: [q.id for q in qs], "returned 'q01' (str) among its queries; return each as a Query"),
 ])
 def test_a_rewriters_bad_output_is_one_line(register, run_cli, tmp_path, rewrite, message):
-    import overlap_plugin
-    from r2med_tasks.components.hookspecs import hookimpl
-    from r2med_tasks.components.specs import RewriterSpec
-
     class Bad:
         def rewrite(self, queries, *, task, context):
             return rewrite(list(queries))
 
-    class Plugin:
-        @hookimpl
-        def register_rewriters(self, register):
-            register(RewriterSpec(name="bad-rewrite", factory=lambda options: Bad()))
-
-    register(overlap_plugin, "overlap-plugin")
-    register(Plugin(), "bad-plugin")
+    register_stage(register, "rewriter", "bad-rewrite", Bad)
     code, _, err = run_cli("run", "--plugin", "bad-rewrite", "--plugin", "overlap", "--tasks", "sample",
                            "--output", tmp_path / "out")
-    assert_user_error(code, err, "rewriter 'bad-rewrite' (from bad-plugin) returned", message)
+    assert_user_error(code, err, "rewriter 'bad-rewrite' (from bad-rewrite-plugin) returned", message)
     assert written_files(tmp_path / "out") == []
 
 

@@ -1,14 +1,15 @@
 """What a component hands the runner, checked at the one place the runner receives it: a
-retriever's or reranker's ranking, a rewriter's queries. Whatever passes is what scoring, fusion
-and every reader of a results folder take (plain dicts of finite floats, ids the task and corpus
-hold); whatever does not stops the run in one line naming the plugin, the query (and document) and
-what to fix, before anything is written.
+retriever's or reranker's ranking, a rewriter's queries, the LLM answers its generation records
+count. Whatever passes is what scoring, fusion and every reader of a results folder take (plain
+dicts of finite floats, ids the task and corpus hold); whatever does not stops the run in one line
+naming the plugin, the query (and document) and what to fix, before anything is written.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Container, Mapping, Sequence
+import threading
+from collections.abc import Callable, Collection, Container, Mapping, Sequence
 from typing import Any
 
 from ..errors import PluginError
@@ -102,3 +103,45 @@ def _not_text(query: Query) -> tuple[str, Any] | None:
     fields = (("text", query.text), ("method", query.method), *((f"generated[{i}]", g)
                                                               for i, g in enumerate(query.generated)))
     return next(((name, value) for name, value in fields if not isinstance(value, str)), None)
+
+
+class Answers:
+    """The LLM answers one call of a component handed over in its generation records
+    (``context.generated``: each record's ``samples``), and how many of them it could not use (each
+    record's ``unusable``). A call that could use none fails: its stage's number would be another
+    stage's (a reranker's, the first stage's order) under its name; one that could not use some says
+    how many."""
+
+    def __init__(self, component: str) -> None:
+        self.component = component
+        self.count = self.unusable = self.queries = 0  # answers, unusable ones, queries with one
+        self.example: dict | None = None  # the first record with an unusable answer
+        self._lock = threading.Lock()
+
+    def add(self, record: dict) -> None:
+        samples = record.get("samples")
+        count = len(samples) if isinstance(samples, list) else 0
+        unusable = record.get("unusable", 0)
+        if type(unusable) is not int or not 0 <= unusable <= count:
+            raise PluginError(f"{self.component}: context.generated({record.get('query_id')!r}, ..., "
+                              f"unusable={shown(unusable, 30)}): unusable counts the answers it could not use, "
+                              f"an integer from 0 to the {count} it handed over")
+        with self._lock:
+            self.count += count
+            self.unusable += unusable
+            if unusable:
+                self.queries += 1
+                self.example = self.example or record
+
+    def judge(self, task: str, log: Callable[[str], None]) -> None:
+        """Fail when no answer was usable; log how many were not, when some were not."""
+        if not self.unusable:
+            return
+        if self.unusable == self.count:
+            example = self.example or {}
+            raise PluginError(f"{self.component} could not use any of the {self.count} LLM answers for {task} "
+                              f"(query {example.get('query_id')!r}: {shown(example.get('output'), 60)}): the model "
+                              "does not answer as the component asks; check the model it calls and its limits "
+                              "(a max_tokens that cuts the answer off)")
+        log(f"warning: {task}: {self.component} could not use {self.unusable} of {self.count} LLM answers, for "
+            f"{self.queries} queries (each query's count: \"unusable\" in its generation records)")
