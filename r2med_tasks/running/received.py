@@ -133,15 +133,17 @@ class Answers:
                 self.queries += 1
                 self.example = self.example or record
 
-    def judge(self, task: str, log: Callable[[str], None]) -> None:
-        """Fail when no answer was usable; log how many were not, when some were not."""
+    def judge(self, task: Any, log: Callable[[str], None]) -> None:
+        """Fail when no answer was usable; log how many were not, when some were not (``task``: the
+        task's spec, named in either)."""
         if not self.unusable:
             return
+        name = task.name
         if self.unusable == self.count:
             example = self.example or {}
-            raise PluginError(f"{self.component} could not use any of the {self.count} LLM answers for {task} "
+            raise PluginError(f"{self.component} could not use any of the {self.count} LLM answers for {name} "
                               f"(query {example.get('query_id')!r}: {shown(example.get('output'), 60)}): the model "
                               "does not answer as the component asks; check the model it calls and its limits "
                               "(a max_tokens that cuts the answer off)")
-        log(f"warning: {task}: {self.component} could not use {self.unusable} of {self.count} LLM answers, for "
+        log(f"warning: {name}: {self.component} could not use {self.unusable} of {self.count} LLM answers, for "
             f"{self.queries} queries (each query's count: \"unusable\" in its generation records)")

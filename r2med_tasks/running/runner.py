@@ -61,7 +61,7 @@ def calling(stage: Stage, task: TaskSpec, what: str, context: Context) -> Iterat
     finally:
         if isinstance(context.progress, SubProgress):
             context.progress.clear()
-    answers.judge(task.name, context.log)
+    answers.judge(task, context.log)
 
 
 Folders = dict[bool, tuple[ResultsFolder, "ResultsFolder | None"]]  # local data? -> (pipeline's, first stage's)
