@@ -138,31 +138,6 @@ def test_answers_never_reach_components(register, evaluate):
         assert queries[q.id]["answer"] not in repr(q) and not any(d in repr(q) for d in queries[q.id]["doc_id"])
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"q01": {"s-cardio-01": float("nan")}}, "returned score nan for query 'q01'"),
-    ({"q01": {"not-a-doc": 1.0}}, "returned unknown document id 'not-a-doc' for query 'q01'"),
-])
-def test_plugin_bad_output(register, run_cli, tmp_path, bad, message):
-    from r2med_tasks.components.specs import RetrieverSpec
-    from r2med_tasks.components.hookspecs import hookimpl
-
-    class Bad:
-        def index(self, corpus, *, task, context):
-            pass
-
-        def search(self, queries, *, task, top_k, context):
-            return {q.id: {} for q in queries} | bad
-
-    class BadPlugin:
-        @hookimpl
-        def register_retrievers(self, register):
-            register(RetrieverSpec(name="bad", factory=lambda options: Bad()))
-
-    register(BadPlugin(), "bad-plugin")
-    code, _, err = run_cli("run", "--plugin", "bad", "--tasks", "sample", "--output", tmp_path / "out")
-    assert_user_error(code, err, "retriever 'bad' (from bad-plugin)", message)
-
-
 def test_plugin_crash_names_plugin_and_task(register, run_cli, tmp_path):
     class Crashing:
         def index(self, corpus, *, task, context):

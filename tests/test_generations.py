@@ -245,7 +245,9 @@ def reversing_ranker(context, partial):
 
 
 def test_an_llm_reranker_keeps_each_querys_windows(evaluate, chat_server, tmp_path):
-    chat_server.script = reversing_ranker
+    # HyDE's requests (no passages) get a document, the reranker's windows a ranking
+    chat_server.script = lambda context, partial: reversing_ranker(context, partial).rstrip("\n") + \
+        ("" if any(m["content"].startswith("[") for m in context) else "A passage.")
     outcome = evaluate("hyde", "bm25", "llm-rerank", llm=f"{chat_server.url}#test-model",
                        **{"llm-rerank.window": 4, "llm-rerank.step": 2, "llm-rerank.rerank_k": 6})
     folder = results_folder(outcome)

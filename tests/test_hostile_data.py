@@ -326,24 +326,24 @@ def test_qrels_file_refuses_colliding_ids(tmp_path, line):
 
 @pytest.mark.parametrize("where", ["query", "document"])
 @pytest.mark.parametrize("bad", ["q1\x00x", "q1\ud800", "q1\x1b"])
-def test_check_run_refuses_colliding_ids(where, bad):
+def test_plugin_runs_refuse_colliding_ids(where, bad):
+    """An id pytrec_eval or a TREC file would read as another is not the task's: refused by name."""
     from r2med_tasks.errors import PluginError
-    from r2med_tasks.scoring.evaluation import check_run
+    from r2med_tasks.running.received import checked_run
 
-    qrels = {"q1": {"d1": 1}}
     run = {"q1": {"d1": 1.0}, bad: {"d1": 0.5}} if where == "query" else {"q1": {"d1": 1.0, bad: 0.5}}
     with pytest.raises(PluginError) as e:
-        check_run(run, qrels, {"d1"}, component="retriever 'x'")
+        checked_run(run, "retriever 'x'", queries={"q1"}, documents={"d1"}, judged={"q1"})
     what = "query id" if where == "query" else "unknown document id"
     assert str(e.value).startswith(f"retriever 'x' returned {what} {bad!r}")
 
 
-def test_check_run_refuses_ids_that_are_not_text():
+def test_plugin_runs_refuse_ids_that_are_not_text():
     from r2med_tasks.errors import PluginError
-    from r2med_tasks.scoring.evaluation import check_run
+    from r2med_tasks.running.received import checked_run
 
     with pytest.raises(PluginError, match=r"^retriever 'x' returned query id 1 \(int\)"):
-        check_run({"q1": {"d1": 1.0}, 1: {"d1": 1.0}}, {"q1": {"d1": 1}}, {"d1"}, component="retriever 'x'")
+        checked_run({"q1": {"d1": 1.0}, 1: {"d1": 1.0}}, "retriever 'x'", queries={"q1"}, documents={"d1"})
 
 
 def test_write_trec_refuses_what_it_could_not_give_back(tmp_path):

@@ -251,6 +251,20 @@ def test_repairs_are_counted(cache):
     assert (reranker.stats.windows, reranker.stats.incomplete, reranker.stats.unranked) == (3, 1, 1)
 
 
+def test_each_querys_unusable_windows_reach_on_done(cache):
+    """A window whose answer names no passage keeps its order and counts as unusable for its query."""
+    answers = iter(["[2] > [1] > [3]", "I cannot rank these", "[9] > [10]", "[1] > [3] > [2]"])
+    client = FakeClient(reverse, fmt=lambda perm: next(answers))
+    done = {}
+    passages = {q: [(f"{q}-d{i}", f"text {i}") for i in range(4)] for q in ("a", "b")}
+    ListwiseReranker(through(client, cache), window=3, step=1).rerank_many(
+        [("a", "first"), ("b", "second")], passages,
+        on_done=lambda qid, asked, order, unusable: done.update({qid: (len(asked), order, unusable)}))
+    # round 1: a's [1,4) "[2]>[1]>[3]", b's [1,4) unusable; round 2: a's [0,3) none in range, b's [0,3)
+    assert done["a"] == (2, ["a-d0", "a-d2", "a-d1", "a-d3"], 1)
+    assert done["b"] == (2, ["b-d0", "b-d2", "b-d1", "b-d3"], 1)
+
+
 def test_reasoning_variant_reads_the_ranking_after_think(cache):
     def fmt(perm):
         # the reasoning names every identifier in a misleading order; only the answer counts

@@ -1192,6 +1192,28 @@ def test_cli_run_keeps_trajectories_and_a_rerun_sends_nothing(run_cli, evaluate,
     assert read_jsonl(folder / "R2MEDSampleRetrieval.trajectories.jsonl") == rows
 
 
+@pytest.mark.parametrize("empty", [QUERIES[:1], QUERIES])
+def test_trajectories_that_end_with_no_answer_are_counted(run_cli, chat_server, tmp_path, empty):
+    """A query whose trajectory ends with nothing after its thinking has no usable answer (every turn
+    of it counted unusable); when no query has one, the stage fails."""
+    def model(prompt):
+        question = re.search(r"Question:\n(.*)\n\n<\|end\|>", prompt, re.S)
+        written = sample_model(prompt)
+        if question and any(q["text"] == question.group(1) for q in empty) and "</think>" in written:
+            return written.split("</think>")[0] + "</think>\n\n"
+        return written
+
+    serve(chat_server, model)
+    code, out, err = run_search_o1(run_cli, tmp_path, chat_server)
+    if len(empty) == len(QUERIES):
+        assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+        assert f"rewriter 'search-o1' (from r2med) could not use any of the {3 * len(QUERIES)} LLM answers" in err
+        return
+    assert code == 0, err
+    assert "could not use 3 of 30 LLM answers, for 1 queries" in err
+    assert json.loads(out)["tasks"][0]["llm_answers"] == {"rewriter": {"answers": 30, "unusable": 3}}
+
+
 def test_cli_run_that_fails_midway_resends_no_finished_turn(run_cli, evaluate, chat_server, tmp_path):
     serve(chat_server, sample_model)
     chat_server.fail_after(11, "500")  # the server dies after 11 of the 30 answers

@@ -147,7 +147,9 @@ class SearchAgent(GARRewriter):
             result = loop.run(queries[i].text, task_key=task.key or DEFAULT_KEY, model=model, settings=settings,
                               turn=turn, search=searcher.search_one, tokenizer=client.tokenizer())
             context.generated(queries[i].id, asked, answer=result.answer, query=queries[i].text, output=result.output,
-                              sampling=client.params, method=self.method, r1_mode=True)
+                              # a trajectory that ends with no answer: none of its turns gave the query anything
+                              sampling=client.params, unusable=0 if result.answer.strip() else len(asked),
+                              method=self.method, r1_mode=True)
             advance(1)
             return result
 

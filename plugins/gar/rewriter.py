@@ -135,7 +135,8 @@ class GARRewriter:
         def keep(i: int, generation) -> None:
             answer, r1_mode = generated_document(generation)
             context.generated(queries[i].id, [generation], answer=answer, query=queries[i].text,
-                              sampling=client.params, method=self.method, r1_mode=r1_mode)
+                              sampling=client.params, unusable=int(not answer.strip()), method=self.method,
+                              r1_mode=r1_mode)
 
         generations = client.generate(requests, on_answer=keep)
         return [generated_document(g) for g in generations]

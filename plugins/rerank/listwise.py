@@ -264,9 +264,9 @@ class ListwiseReranker:
         build = reasonrank_messages if self.reasoning else rankgpt_messages
         return build(query, texts, self.passage_words, annotations=annotations, note=self.note)
 
-    def permutation(self, answer: str, num: int) -> list[int]:
-        """The window order ``answer`` implies, tallied in ``stats``."""
-        perm = receive_permutation(answer, num)
+    def permutation(self, answer: str, num: int) -> list[int] | None:
+        """The window order ``answer`` implies, tallied in ``stats``; None when it names no passage
+        of the window (an unusable answer: the window keeps its order)."""
         try:
             named = [int(x) - 1 for x in clean_response(answer_text(answer)).split()]
         except ValueError:
@@ -275,9 +275,10 @@ class ListwiseReranker:
         self.stats.windows += 1
         if not in_range:
             self.stats.unranked += 1
-        elif sorted(named) != list(range(num)):
+            return None
+        if sorted(named) != list(range(num)):
             self.stats.incomplete += 1
-        return perm
+        return receive_permutation(answer, num)
 
     def rerank_one(self, query: str, passages: Sequence[tuple[str, str]]) -> list[str]:
         """The doc ids of ``passages`` (``(doc_id, text)`` in first-stage order) in the new order."""
@@ -285,11 +286,12 @@ class ListwiseReranker:
 
     def rerank_many(self, queries: Sequence[tuple[Hashable, str]],
                     passages: dict[Hashable, Sequence[tuple[str, str]]], *,
-                    on_done: Callable[[Hashable, list[Generation], list[str]], None] | None = None
+                    on_done: Callable[[Hashable, list[Generation], list[str], int], None] | None = None
                     ) -> dict[Hashable, list[str]]:
         """``{qid: doc ids in the new order}``. Round ``r`` sends the ``r``-th window of every query in
-        one ``generate`` call, so queries go concurrently; ``on_done`` as each query's last window is
-        answered, so a component can write its record as it finishes.
+        one ``generate`` call, so queries go concurrently; ``on_done(qid, answers, order, unusable)``
+        as each query's last window is answered, so a component can write its record as it finishes
+        (``unusable``: its windows whose answer held no ranking).
         """
         lists: dict[Hashable, list[tuple[str, str]]] = {}
         notes: dict[Hashable, list[str]] = {}  # each passage's annotation, permuted with it
@@ -305,6 +307,7 @@ class ListwiseReranker:
         plans = {qid: sliding_windows(len(items), self.window, self.step) for qid, items in lists.items()}
         rounds = max((len(p) for p in plans.values()), default=0)
         asked: dict[Hashable, list[Generation]] = {}
+        unusable: dict[Hashable, int] = {}
         for r in range(rounds):
             todo = [(qid, plans[qid][r]) for qid in texts if r < len(plans[qid])]
             requests = [self.messages(texts[qid], [t for _, t in lists[qid][start:end]], notes[qid][start:end])
@@ -314,11 +317,14 @@ class ListwiseReranker:
             for (qid, (start, end)), answer in zip(todo, answers):
                 # the thinking put back in place, as a plain server gives it: answer_text takes what follows
                 permutation = self.permutation(answer.whole_text(), end - start)
-                apply_permutation(lists[qid], start, end, permutation)
-                apply_permutation(notes[qid], start, end, permutation)
+                if permutation is None:
+                    unusable[qid] = unusable.get(qid, 0) + 1
+                else:
+                    apply_permutation(lists[qid], start, end, permutation)
+                    apply_permutation(notes[qid], start, end, permutation)
                 asked.setdefault(qid, []).append(answer)
                 if on_done is not None and r == len(plans[qid]) - 1:
-                    on_done(qid, asked.pop(qid), [doc_id for doc_id, _ in lists[qid]])
+                    on_done(qid, asked.pop(qid), [doc_id for doc_id, _ in lists[qid]], unusable.pop(qid, 0))
         if self.stats.unranked or self.stats.incomplete:
             log.info("%s: %d window(s) answered, %d repaired (ids missing, repeated or out of range), %d with no "
                      "usable ranking (kept in order)", self.client.model, self.stats.windows,

@@ -49,8 +49,8 @@ class LLMReranker:
 
         asked = {q.id: q.text for q in queries}
 
-        def keep(qid: str, answers: list, order: list[str]) -> None:  # the query's windows, as it finishes
-            context.generated(qid, answers, answer=order, query=asked[qid], sampling=client.params)
+        def keep(qid: str, answers: list, order: list[str], unusable: int) -> None:  # its windows, as it finishes
+            context.generated(qid, answers, answer=order, query=asked[qid], sampling=client.params, unusable=unusable)
 
         orders = reranker.rerank_many([(q.id, q.text) for q in queries if q.id in candidates],
                                       {qid: [self.passage(d, text_of[d], score) for d, score in docs.items()]

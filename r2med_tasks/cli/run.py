@@ -123,9 +123,10 @@ def print_summary(outcome, as_json: bool) -> None:
     label = f"Average of {len(tasks)} task{'s' if len(tasks) != 1 else ''}"
     table.add_row(label, "", "", f"{average:.2f}", *versus(average, published_average), *([""] if cached else []))
     out.print(table)
-    line = cost_line(outcome.totals(), reused=cached)
-    if line:
-        out.print(escape(line), soft_wrap=True)
+    totals = outcome.totals()
+    for line in (cost_line(totals, reused=cached), unusable_line(totals)):
+        if line:
+            out.print(escape(line), soft_wrap=True)
     r2med = {t.name for t in R2MED_TASKS}
     if compared:
         out.print(f"Published: the R2MED leaderboard's row {escape(row.system)!r}")
@@ -133,6 +134,15 @@ def print_summary(outcome, as_json: bool) -> None:
         out.print("Local data: not R2MED's data at mteb's pinned revisions, so no published comparison")
     for folder in outcome.results_dirs:
         out.print(f"Results: {escape(printable(folder))}")
+
+
+def unusable_line(totals: dict) -> str | None:
+    """The LLM answers the run's stages could not use, per stage; None when they used every one."""
+    counts = {stage: c for stage, c in (totals.get("llm_answers") or {}).items() if c["unusable"]}
+    if not counts:
+        return None
+    return "Unusable LLM answers: " + ", ".join(f"{stage} {c['unusable']:,} of {c['answers']:,}"
+                                                for stage, c in counts.items())
 
 
 def cost_line(totals: dict, *, reused: bool = False) -> str | None:

@@ -92,12 +92,13 @@ class Context:
             return CachedClient(client, calls.cache, calls.usage)
 
     def generated(self, query_id: str, generations: Sequence[Any], *, answer: Any, query: str | None = None,
-                  **fields: Any) -> None:
+                  unusable: int = 0, **fields: Any) -> None:
         """Hand over what an LLM wrote for one query, kept beside the results as
-        ``<Task>.generations.jsonl``; ``answer`` is what the stage took from ``generations``."""
+        ``<Task>.generations.jsonl``; ``answer`` is what the stage took from ``generations``,
+        ``unusable`` how many of them it could not use (the runner counts them: none usable fails)."""
         from ..llm.records import record
 
-        self.records(record(query_id, generations, answer=answer, query=query, **fields))
+        self.records(record(query_id, generations, answer=answer, query=query, unusable=unusable, **fields))
 
     def searcher(self, task: Any, retriever: Any = "bm25", *options: str) -> Searcher:
         """A retriever indexed over this call's corpus on its first search: a created one, or the

@@ -27,9 +27,11 @@ def sample(generation: Generation) -> dict[str, Any]:
 
 
 def record(query_id: str, generations: Sequence[Generation], *, answer: Any, query: str | None = None,
-           output: str | None = None, sampling: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
-    """One query's record: every answer the stage used for it, in the order asked, and what the
-    stage took from them (``answer``); ``fields`` are the component's own."""
+           output: str | None = None, sampling: dict[str, Any] | None = None, unusable: int = 0,
+           **fields: Any) -> dict[str, Any]:
+    """One query's record: every answer the stage used for it, in the order asked, what the stage
+    took from them (``answer``) and, when not 0, how many of them it could not use (``unusable``: a
+    window with no ranking, an empty document); ``fields`` are the component's own."""
     samples = [sample(g) for g in generations]
     if output is None:
         output = "".join(g.whole_text() for g in generations)
@@ -37,4 +39,5 @@ def record(query_id: str, generations: Sequence[Generation], *, answer: Any, que
     return {"query_id": query_id, **({"query": query} if query is not None else {}),
             "model": generations[0].model if generations else None,
             "sampling": dict(sampling or {}), "samples": samples, "output": output, "answer": answer,
+            **({"unusable": unusable} if unusable != 0 else {}),
             "seconds": round(sum(seconds), 3) if seconds else None, **fields}

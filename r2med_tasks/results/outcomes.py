@@ -4,7 +4,7 @@ outcome has one shape wherever it is read (``--json``, the Python API, the sweep
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,8 @@ class TaskOutcome:
     usage: dict[str, Any] | None = None  # LLM requests, tokens and dollars (None: no LLM called)
     seconds: dict[str, float] | None = None  # wall seconds per stage
     only_relevant_judged: bool | None = None  # no grade 0 in the judgments: judged@10 is P@10
+    # per stage, the LLM answers its generation records hold and how many it could not use (None: no record)
+    llm_answers: dict[str, dict[str, int]] | None = None
 
     @classmethod
     def read(cls, task, folder, *, status: str, official_data: bool) -> TaskOutcome:
@@ -46,21 +48,22 @@ class TaskOutcome:
         result = run.task_result(run.task_json(task.name))
         return cls._of(task, run, float(result["scores"]["test"][0]["main_score"]),
                        run.per_query_scores(task.name, (MAIN_SCORE, *COVERAGE)), run.cost(task.name),
-                       status=status, official_data=official_data)
+                       run.generations(task.name), status=status, official_data=official_data)
 
     @classmethod
     def written(cls, task, folder, scores: Mapping[str, Any], rows: dict[str, dict[str, float]],
-                cost: dict[str, Any] | None, *, official_data: bool) -> TaskOutcome:
-        """The outcome of ``task`` computed now, from what was written to ``folder``: equal to what
-        :meth:`read` reads back, without reading."""
+                cost: dict[str, Any] | None, records: Sequence[dict[str, Any]] = (), *,
+                official_data: bool) -> TaskOutcome:
+        """The outcome of ``task`` computed now, from what was written to ``folder`` (``records``:
+        its generation records): equal to what :meth:`read` reads back, without reading."""
         from ..mteb_adapter import stored_score
 
         main = float(stored_score(scores["main_score"]))  # as the TaskResult holds it
-        return cls._of(task, folder, main, rows, cost, status="computed", official_data=official_data)
+        return cls._of(task, folder, main, rows, cost, records, status="computed", official_data=official_data)
 
     @classmethod
-    def _of(cls, task, run, main: float, rows: dict[str, dict[str, float]], cost: dict[str, Any] | None, *,
-            status: str, official_data: bool) -> TaskOutcome:
+    def _of(cls, task, run, main: float, rows: dict[str, dict[str, float]], cost: dict[str, Any] | None,
+            records: Sequence[dict[str, Any]], *, status: str, official_data: bool) -> TaskOutcome:
         from ..scoring.evaluation import MAIN_SCORE, RELEVANT_ONLY
         from ..scoring.uncertainty import mean_interval, x100
 
@@ -77,7 +80,8 @@ class TaskOutcome:
                    judged_at_10=mean("judged_at_10"), ndcg_at_10_condensed=mean("ndcg_at_10_condensed"),
                    ndcg_at_10_ci=x100(mean_interval([row[MAIN_SCORE] for row in rows.values()])),
                    usage=cost.get("usage"), seconds=cost.get("seconds"),
-                   only_relevant_judged=None if relevant_only is None else relevant_only == 1.0)
+                   only_relevant_judged=None if relevant_only is None else relevant_only == 1.0,
+                   llm_answers=llm_answers(records))
 
     @property
     def ndcg_at_10_x100(self) -> float:
@@ -92,6 +96,18 @@ class TaskOutcome:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TaskOutcome:
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})  # (older JSON: defaults)
+
+
+def llm_answers(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]] | None:
+    """Per stage, ``{"answers": n, "unusable": m}``: the answers (samples) of its generation records
+    and how many of them it could not use; None without a record."""
+    out: dict[str, dict[str, int]] = {}
+    for record in records:
+        samples, unusable = record.get("samples"), record.get("unusable")
+        counts = out.setdefault(str(record.get("stage")), {"answers": 0, "unusable": 0})
+        counts["answers"] += len(samples) if isinstance(samples, list) else 0
+        counts["unusable"] += unusable if type(unusable) is int and unusable > 0 else 0  # an older record: none
+    return out or None
 
 
 def stored_rows(per_query: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
@@ -177,7 +193,8 @@ class RunOutcome(Mapping[str, TaskOutcome]):
     def totals(self) -> dict[str, Any]:
         """The run's cost summed over its tasks (reused ones as recorded when computed): ``usage``
         (each count summed; ``usd`` None when a task's is unknown; None when no task called an LLM),
-        ``seconds`` per stage (None when no task recorded any) and ``queries`` scored."""
+        ``seconds`` per stage (None when no task recorded any), ``queries`` scored and
+        ``llm_answers`` per stage (:func:`llm_answers`; None when no task kept a generation record)."""
         usages = [o.usage for o in self.tasks if o.usage]
         usage = None
         if usages:
@@ -189,7 +206,14 @@ class RunOutcome(Mapping[str, TaskOutcome]):
             for stage, value in (o.seconds or {}).items():
                 seconds = seconds if seconds is not None else {}
                 seconds[stage] = seconds.get(stage, 0.0) + value
-        return {"usage": usage, "seconds": seconds, "queries": sum(o.n_queries for o in self.tasks)}
+        answers: dict[str, dict[str, int]] = {}
+        for o in self.tasks:
+            for stage, counts in (o.llm_answers or {}).items():
+                total = answers.setdefault(stage, {"answers": 0, "unusable": 0})
+                for key in total:
+                    total[key] += counts.get(key, 0)
+        return {"usage": usage, "seconds": seconds, "queries": sum(o.n_queries for o in self.tasks),
+                "llm_answers": answers or None}
 
     def to_json(self) -> dict[str, Any]:
         return {"pipeline": self.display_name, "label": self.label, "model_name": self.model_name,

@@ -25,7 +25,7 @@ from ..components.inputs import TaskInputs, read_inputs
 from ..tasks.datafiles import hash_ahead
 from ..tasks.taskdata import Query, TaskData
 from ..errors import FILE_PROBLEMS, PluginError, UserError
-from ..scoring.evaluation import check_run, score
+from ..scoring.evaluation import score
 from ..files.journal import Journal
 from ..results.folder import ResultsFolder, Status, locked
 from ..results.identity import PipelineSpec
@@ -34,16 +34,20 @@ from ..results.outcomes import RunOutcome, TaskOutcome, average_ci, stored_rows
 from .pipelines import STAGE_ORDER, Pipeline, Stage, without_secrets
 from .costs import LOADING, Phases, with_recorded
 from .display import RunDisplay, SubProgress
+from .received import Answers, checked_rewrites, checked_run
 from ..scoring.runs import Run, rank
 from ..tasks.specs import TaskSource, TaskSpec
 
 
 @contextmanager
-def calling(stage: Stage, task: TaskSpec, what: str, context: Context):
-    """Turn a component's crash into a one-line error naming the plugin, the task and the step;
-    its progress bars go when the call ends."""
+def calling(stage: Stage, task: TaskSpec, what: str, context: Context,
+            inputs: Inputs | None = None) -> Iterator[Context]:
+    """The stage's context for one call of its component (:func:`stage_context`). A crash becomes
+    a one-line error naming the plugin, the task and the step; its progress bars go when the call
+    ends; the LLM answers it handed over are judged when it returns (``received.Answers``)."""
+    answers = Answers(stage.label)
     try:
-        yield
+        yield stage_context(stage, context, answers, inputs)
     except UserError:
         raise
     except OSError as e:
@@ -59,6 +63,7 @@ def calling(stage: Stage, task: TaskSpec, what: str, context: Context):
     finally:
         if isinstance(context.progress, SubProgress):
             context.progress.clear()
+    answers.judge(task, context.log)
 
 
 Folders = dict[bool, tuple[ResultsFolder, "ResultsFolder | None"]]  # local data? -> (pipeline's, first stage's)
@@ -387,12 +392,13 @@ class _Run:
             self.display.no_documents(task, len(empty))
         step("scoring")
         identity = self.identity(folder, pipeline, task, data_id, context, saving=True)
+        kept = current.kept_with_generations(*STAGE_ORDER)
         scores, rows, cost = save(folder, task, ranked, data.qrels, data.revision, identity, started, phase,
-                                  extra_scores, kept=current.kept_with_generations(*STAGE_ORDER),
-                                  first_cost=first_cost, data_dir=self.data_dir)
+                                  extra_scores, kept=kept, first_cost=first_cost, data_dir=self.data_dir)
         journal.path.unlink(missing_ok=True)  # the records are in <Task>.generations.jsonl now
         self.computed[task.name] = rows
-        return TaskOutcome.written(task, folder, scores, rows, cost, official_data=data_id["official"])
+        return TaskOutcome.written(task, folder, scores, rows, cost, kept.get(GENERATIONS, []),
+                                   official_data=data_id["official"])
 
     def task_context(self, context: Context, current: _Current, phase: Phases, step) -> Context:
         """The context of one task's component calls: its corpus, kept rows and generation records,
@@ -520,14 +526,16 @@ class Background:
             raise self._error
 
 
-def stage_context(stage: Stage, context: Context, inputs: Inputs) -> Context:
+def stage_context(stage: Stage, context: Context, answers: Answers, inputs: Inputs | None = None) -> Context:
     """What a stage's component gets of ``context``: its generation records marked with the stage
-    and the component that wrote them, its LLM calls tallied in the stage's, its name (for advice
-    naming its options), the input files it named for the task (``inputs``)."""
+    and the component that wrote them, and counted in ``answers``; its LLM calls tallied in the
+    stage's; its name (for advice naming its options); the input files it named for the task
+    (``inputs``)."""
     records = context.records
-    files = inputs.get(id(stage)) or TaskInputs(stage.label)
+    files = (inputs or {}).get(id(stage)) or TaskInputs(stage.label)
 
     def mark(record: dict) -> None:
+        answers.add(record)
         records({"query_id": record.get("query_id"), "stage": stage.spec.kind, "component": stage.spec.name,
                  **{k: v for k, v in record.items() if k not in ("stage", "component")}})
 
@@ -570,10 +578,10 @@ class Stages:
             progress=SubProgress(progress.progress) if isinstance(progress, SubProgress) else progress)))
         self.step(f"rewriting queries ({stage.spec.name}) while indexing {len(self.data.corpus):,} documents "
                   f"({self.pipeline.retriever.spec.name})")
-        with self.phase("Rewriting queries", stage.llm_calls), calling(stage, task, "rewriting queries of", context):
-            queries = stage.instance.rewrite(self.data.queries, task=task, context=stage_context(stage, context, self.inputs))
-        if sorted(q.id for q in queries) != sorted(q.id for q in self.data.queries):
-            raise PluginError(f"{stage.label} must return one rewritten query per input query")
+        rewriting = calling(stage, task, "rewriting queries of", context, self.inputs)
+        with self.phase("Rewriting queries", stage.llm_calls), rewriting as called:
+            rewritten = stage.instance.rewrite(self.data.queries, task=task, context=called)
+        queries = checked_rewrites(rewritten, self.data.queries, stage.label)
         if not indexing.done():
             self.step(f"indexing {len(self.data.corpus):,} documents ({self.pipeline.retriever.spec.name})")
         indexing.result()
@@ -588,8 +596,9 @@ class Stages:
     def index(self, context: Context | None = None) -> None:
         """The retriever indexes (encodes) the task's corpus."""
         retriever, context = self.pipeline.retriever, context or self.context
-        with self.phase("Encoding corpus", retriever.llm_calls), calling(retriever, self.task, "indexing", context):
-            retriever.instance.index(self.data.corpus, task=self.task, context=stage_context(retriever, context, self.inputs))
+        indexing = calling(retriever, self.task, "indexing", context, self.inputs)
+        with self.phase("Encoding corpus", retriever.llm_calls), indexing as called:
+            retriever.instance.index(self.data.corpus, task=self.task, context=called)
 
     def search(self, queries: list[Query]) -> Run:
         """The retriever, its corpus indexed, over (rewritten) queries: each query's top-k documents."""
@@ -597,12 +606,15 @@ class Stages:
         if not retriever.spec.combines_generated:  # the documented default, never silence
             queries = [Query(q.id, q.combined("bm25")) if q.generated else q for q in queries]
         self.step(f"searching {len(queries)} queries")
-        with self.phase("Encoding queries", retriever.llm_calls), calling(retriever, self.task, "searching",
-                                                                         self.context):
-            run = retriever.instance.search(queries, task=self.task, top_k=top_k,
-                                            context=stage_context(retriever, self.context, self.inputs))
-        check_run(run, self.data.qrels, set(self.data.corpus.ids), component=retriever.label)
-        return rank(run, top_k)
+        searching = calling(retriever, self.task, "searching", self.context, self.inputs)
+        with self.phase("Encoding queries", retriever.llm_calls), searching as called:
+            run = retriever.instance.search(queries, task=self.task, top_k=top_k, context=called)
+        return rank(self.checked(run, retriever), top_k)
+
+    def checked(self, run, stage: Stage) -> Run:
+        """A stage's ranking as the runner takes it (``received.checked_run``)."""
+        return checked_run(run, stage.label, queries={q.id for q in self.data.queries},
+                           documents=set(self.data.corpus.ids), judged=self.data.qrels)
 
     def rerank(self, ranked: Run) -> Run:
         """Re-score each query's first ``rerank_k`` documents (default: the pipeline's ``top_k``;
@@ -614,10 +626,10 @@ class Stages:
         keep_tail = {**stage.spec.defaults, **stage.options}["keep_tail"]  # the stage's option, not the reranker's
         self.step(f"reranking the top {k} ({stage.spec.name})")
         candidates = {qid: dict(list(docs.items())[:k]) for qid, docs in ranked.items()}
-        with self.phase("Reranking", stage.llm_calls), calling(stage, self.task, "reranking", self.context):
-            reranked = stage.instance.rerank(data.queries, data.corpus, candidates, task=self.task,
-                                             context=stage_context(stage, self.context, self.inputs))
-        check_run(reranked, data.qrels, set(data.corpus.ids), component=stage.label)
+        reranking = calling(stage, self.task, "reranking", self.context, self.inputs)
+        with self.phase("Reranking", stage.llm_calls), reranking as called:
+            reranked = stage.instance.rerank(data.queries, data.corpus, candidates, task=self.task, context=called)
+        reranked = self.checked(reranked, stage)
         out = {}
         for qid, docs in ranked.items():
             scores, order = reranked.get(qid, {}), list(docs)

@@ -6,13 +6,11 @@ evaluator cost seconds per run; ``tests/test_mteb_adapter.py`` proves it equal t
 
 from __future__ import annotations
 
-import math
 import re
 from decimal import ROUND_HALF_UP, Decimal
 from operator import itemgetter
 
-from ..errors import PluginError
-from .runs import Run, id_problem, shown, unwritable
+from .runs import Run
 
 K_VALUES = (1, 3, 5, 10, 20, 100, 1000)
 MAIN_SCORE = "ndcg_at_10"
@@ -28,30 +26,6 @@ PER_QUERY = (*PYTREC_PER_QUERY, *COVERAGE)
 JUDGED_DEPTH = 10
 # The metric families always in [0, 1] (tables show them ×100); mteb's nAUCs can be negative.
 SCORE_FAMILIES = re.compile(r"^(ndcg|map|recall|precision|mrr|hit_rate)_at_\d+$|^(mrr|accuracy)$")
-
-
-def check_run(run: Run, qrels: dict, doc_ids: set[str], *, component: str) -> None:
-    """Reject a plugin's output that would silently corrupt scores: query ids pytrec_eval would
-    misread, documents not in the corpus, scores that are not real numbers."""
-    qids = list(run)
-    if not all(type(qid) is str for qid in qids):
-        bad = next(qid for qid in qids if type(qid) is not str)
-        raise PluginError(f"{component} returned query id {shown(bad)} ({type(bad).__name__}); query ids are the "
-                          "task's, text")
-    bad = unwritable(qids)
-    if bad is not None:
-        raise PluginError(f"{component} returned query id {shown(qids[bad])}, which {id_problem(qids[bad])}")
-    for qid, docs in run.items():
-        for doc_id, score in docs.items():
-            if doc_id not in doc_ids:
-                raise PluginError(f"{component} returned unknown document id {shown(doc_id)} for query {qid!r}; "
-                                  "results must use the corpus's ids")
-            if not isinstance(score, (int, float)) or math.isnan(score):
-                raise PluginError(f"{component} returned score {score!r} for query {qid!r}, document "
-                                  f"{doc_id!r}; scores must be real numbers (not NaN)")
-    missing = [q for q in qrels if q not in run]
-    if missing:
-        raise PluginError(f"{component} returned no results for {len(missing)} queries (e.g. {missing[0]!r})")
 
 
 def score(run: Run, qrels: dict[str, dict[str, int]]) -> tuple[dict, dict]:
