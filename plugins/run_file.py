@@ -44,8 +44,14 @@ class RunFileRetriever:
         """Named by the runs, identified by their content."""
         return self.runs.model_meta(self.name)
 
+    def inputs(self, task, *, folder) -> dict:
+        """The run file read for ``task``, by its name: its bytes are in the task's identity."""
+        file = self.runs.file_for(task)
+        return {file.name: file}
+
     def index(self, corpus, *, task, context) -> None:
         self._doc_ids = set(corpus.ids)
 
     def search(self, queries, *, task, top_k: int, context) -> dict[str, dict[str, float]]:
-        return self.runs.run_for(task, queries, self._doc_ids)
+        (label,) = self.inputs(task, folder=None)
+        return self.runs.run_for(task, queries, self._doc_ids, data=context.input(label))

@@ -3,8 +3,11 @@ the task's identity, handed back by ``context.input``): replayed generations edi
 recomputed, never reported from an earlier run, whichever way they are found; no built-in component
 opens such a file around that door; and a component cannot read through it a file it did not name."""
 
+import hashlib
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -102,28 +105,55 @@ AUDIT = textwrap.dedent('''
 
     watched = [Path(p).resolve() for p in sys.argv[2:]]
     task_files = {"corpus.jsonl", "query.jsonl", "qrels.jsonl"}
-    around, through = [], []
+    # the functions that read a file into the identity: a component's inputs, a file or model folder
+    # fingerprinted (an option's content, a local model), saved runs' revision, a plugin's source
+    readers = {("read_inputs", "inputs.py"), ("of", "model_refs.py"), ("digest", "saved_runs.py"),
+               ("source_digest", "discovery.py")}
+    opened = []
 
     def hook(event, args):
         if event != "open" or not isinstance(args[0], (str, bytes, os.PathLike)):
             return
+        mode, flags = args[1], args[2]
+        if (isinstance(mode, str) and any(c in mode for c in "wax+")) or (flags or 0) & (os.O_WRONLY | os.O_RDWR):
+            return  # written, not read
         path = Path(os.fsdecode(args[0])).resolve()
-        if path.name in task_files or not any(path.is_relative_to(w) for w in watched):
+        if path.name in task_files or "__pycache__" in path.parts or not any(path.is_relative_to(w) for w in watched):
             return
         frame = sys._getframe(1)
-        while frame is not None and not (frame.f_code.co_name == "read_inputs"
-                                         and frame.f_code.co_filename.endswith("inputs.py")):
+        while frame is not None and (frame.f_code.co_name, Path(frame.f_code.co_filename).name) not in readers:
             frame = frame.f_back
-        (through if frame is not None else around).append(str(path))
+        opened.append([str(path), frame and frame.f_code.co_name])
 
     sys.addaudithook(hook)
     import r2med_tasks as r2med
 
-    for method, options, data_dir in json.loads(sys.argv[1]):
-        r2med.evaluate(r2med.pipeline(method, "bm25", **options), tasks="Biology", data_dir=data_dir,
-                       output=Path(os.environ["OUT"]) / method, cache_dir=Path(os.environ["OUT"]) / "cache")
-    print(json.dumps({"around": around, "through": through}))
+    identities = []
+    for i, (components, options, data) in enumerate(json.loads(sys.argv[1])):
+        out = r2med.evaluate(r2med.pipeline(*components, **options), **data, output=Path(os.environ["OUT"]) / str(i),
+                             cache_dir=Path(os.environ["OUT"]) / "cache")
+        identities.append([json.loads(p.read_text()) for d in out.results_dirs for p in Path(d).glob("r2med/*.identity.json")])
+    print(json.dumps({"opened": opened, "identities": identities}))
 ''')
+
+
+def audit(tmp_path, runs, watched, env=(), trace=None):
+    """Each run (components, options, evaluate's data arguments) in one fresh interpreter; every file
+    read under ``watched`` (the task's own three aside), with the identity reader it was read
+    through (None: around the identity), and each run's stored identities. ``trace``: a file for
+    strace to list every file opened, a native library's included."""
+    env = {**os.environ, "OUT": str(tmp_path / "out"), "HF_HUB_OFFLINE": "1", "R2MED_CACHE_DIR": str(tmp_path / "c"),
+           **dict(env)}
+    command = [sys.executable, "-c", AUDIT, json.dumps(runs), *map(str, watched)]
+    if trace is not None:
+        command = ["strace", "-f", "-qq", "-e", "trace=open,openat", "-o", str(trace), *command]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def sha256(path: Path) -> str:
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @pytest.mark.process  # an audit hook stays for the life of its interpreter
@@ -140,12 +170,129 @@ def test_no_built_in_component_opens_a_replay_file_around_the_identity(tmp_path)
         for method in methods:
             write_jsonl(root / method / "mine" / "query_with_hydoc.jsonl",
                         [{"id": q["id"], "text": q["text"], "hy_doc": f"about {q['text']}"} for q in QUERIES])
-    runs = [(m, {"source": "mine"}, str(data.parent)) for m in methods]
-    runs += [(m, {"source": "mine", "published_data": str(published)}, str(data.parent)) for m in methods]
-    env = {**os.environ, "OUT": str(tmp_path / "out"), "HF_HUB_OFFLINE": "1", "R2MED_CACHE_DIR": str(tmp_path / "c")}
-    done = subprocess.run([sys.executable, "-c", AUDIT, json.dumps(runs), str(data), str(published)], env=env,
-                          capture_output=True, text=True, cwd=REPO, timeout=300)
-    assert done.returncode == 0, done.stderr
-    opened = json.loads(done.stdout.strip().splitlines()[-1])
-    assert opened["around"] == []
-    assert len(opened["through"]) == len(runs)  # each replay's file, read once, through the door
+    where = {"tasks": "Biology", "data_dir": str(data.parent)}
+    runs = [([m, "bm25"], {"source": "mine"}, where) for m in methods]
+    runs += [([m, "bm25"], {"source": "mine", "published_data": str(published)}, where) for m in methods]
+    opened = audit(tmp_path, runs, [data, published])["opened"]
+    assert [path for path, reader in opened if reader is None] == []
+    assert len([path for path, reader in opened if reader == "read_inputs"]) == len(runs)  # each replay's file, once
+
+
+PLUGIN = '''
+from pathlib import Path
+
+from r2med_tasks.plugin import RetrieverSpec, hookimpl
+
+HERE = Path(__file__).parent
+
+
+class Weighted:
+    """Scores a document by its id's length times a factor kept in the package's data file."""
+
+    def index(self, corpus, *, task, context):
+        self.ids = list(corpus.ids)
+
+    def search(self, queries, *, task, top_k, context):
+        factor = float((HERE / "data" / "factor.txt").read_text())
+        return {q.id: {d: factor * len(d) for d in self.ids} for q in queries}
+
+
+@hookimpl
+def register_retrievers(register):
+    register(RetrieverSpec(name="weighted", factory=lambda options: Weighted(), description="tests only"))
+'''
+
+
+@pytest.mark.process
+def test_saved_runs_examples_and_a_plugins_files_are_read_only_into_the_identity(tmp_path, chat_server):
+    """Saved runs (a folder of them, one file), Query2Doc's -o examples and a plugin package's data
+    file: every file opened under their folders is read through what puts it in the identity, and
+    the identity holds each run file and examples file by the sha256 of its bytes."""
+    from test_query2doc_examples import built_example_py
+    from test_run_file import random_run
+
+    from r2med_tasks.running.discovery import source_files
+
+    runs, single, examples, package = (tmp_path / "runs", tmp_path / "single", tmp_path / "examples",
+                                       tmp_path / "src" / "weighted_plugin")
+    for folder in (runs, single, examples, package / "data"):
+        folder.mkdir(parents=True)
+    (runs / "sample.trec").write_text("\n".join(random_run(0)) + "\n")
+    (single / "system.trec").write_text("\n".join(random_run(1)) + "\n")
+    (examples / "example.py").write_bytes(built_example_py())
+    (package / "__init__.py").write_text(PLUGIN)
+    (package / "data" / "factor.txt").write_text("0.5")
+    sample = {"tasks": "sample"}
+    done = audit(tmp_path, [(["run-file"], {"path": str(runs)}, sample), (["run-file"], {"path": str(single / "system.trec")}, sample),
+                            (["query2doc", "bm25"], {"llm": f"{chat_server.url}#test-model", "examples": str(examples / "example.py")}, sample),
+                            (["weighted"], {}, sample)],
+                 [runs, single, examples, package], env={"R2MED_PLUGINS": "weighted_plugin",
+                                                         "PYTHONPATH": str(tmp_path / "src")})
+    outside = [path for path, reader in done["opened"] if reader is None and not Path(path).is_relative_to(package)]
+    assert outside == []
+    through = {Path(path).name for path, reader in done["opened"] if reader == "read_inputs"}
+    assert through == {"sample.trec", "system.trec", "example.py"}
+    (folder_run,), (file_run,), (rewritten,), (weighted,) = done["identities"]
+    assert folder_run["inputs"] == {"retriever": {"sample.trec": sha256(runs / "sample.trec")}}
+    assert file_run["inputs"] == {"retriever": {"system.trec": sha256(single / "system.trec")}}
+    assert rewritten["inputs"] == {"rewriter": {"example.py": sha256(examples / "example.py")}}
+    # a plugin's own files, its data read by its code included, are its code's identity (its source)
+    sys.path.insert(0, str(tmp_path / "src"))
+    try:
+        hashed = {p.resolve() for _, p in source_files("weighted_plugin")}
+    finally:
+        sys.path.remove(str(tmp_path / "src"))
+    read = {Path(path) for path, _ in done["opened"] if Path(path).is_relative_to(package)}
+    assert package / "data" / "factor.txt" in read and read <= hashed
+    assert weighted["code"]["weighted_plugin"].startswith("source-")
+
+
+@pytest.mark.process
+def test_a_local_model_run_opens_only_files_its_fingerprint_holds(tmp_path, cross_encoder_path):
+    """A reranker's local model, over saved runs: every file the run opens under the model's folder
+    (by torch, transformers, or a native library, where strace can tell) is one of the files
+    whose content the identity's revision of the model is a digest of."""
+    from test_run_file import random_run
+
+    from r2med_tasks.components.model_refs import _model_files
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "sample.trec").write_text("\n".join(random_run(2)) + "\n")
+    trace = tmp_path / "trace" if shutil.which("strace") else None
+    done = audit(tmp_path, [(["run-file", "cross-encoder"], {"path": str(runs), "model": str(cross_encoder_path),
+                                                              "rerank_k": 5, "device": "cpu"}, {"tasks": "sample"})],
+                 [cross_encoder_path, runs], trace=trace)
+    model = Path(cross_encoder_path).resolve()
+    read = {Path(path) for path, _ in done["opened"] if Path(path).is_relative_to(model)}
+    if trace is not None:
+        found = re.findall(r'open(?:at)?\((?:AT_FDCWD, )?"([^"]+)"', trace.read_text())
+        read |= {Path(p).resolve() for p in found if Path(p).resolve().is_relative_to(model) and Path(p).resolve().is_file()}
+    fingerprinted = {p.resolve() for _, p in _model_files(model)}
+    assert model / "config.json" in read and read <= fingerprinted, read - fingerprinted
+    assert [p for p, reader in done["opened"] if reader is None and Path(p).is_relative_to(runs)] == []
+    (reranked,) = [i for i in done["identities"][0] if "reranker" in i["models"]]
+    assert reranked["models"]["reranker"]["revision"].startswith("local-")
+
+
+@pytest.mark.parametrize("what", ["run-file", "query2doc"])
+def test_a_saved_run_or_examples_file_edited_in_place_is_recomputed(evaluate, chat_server, tmp_path, what):
+    """The same command into the same --output after the file it reads was rewritten in place:
+    computed again from the new bytes (a guard: the option's content identified it before too)."""
+    from test_query2doc_examples import built_example_py
+    from test_run_file import random_run
+
+    if what == "run-file":
+        path = tmp_path / "system.trec"
+        write = lambda version: path.write_text("\n".join(random_run(version)) + "\n")  # noqa: E731
+        run = lambda output: evaluate("run-file", path=str(path), output=output)["R2MEDSampleRetrieval"]  # noqa: E731
+    else:
+        path = tmp_path / "example.py"
+        write = lambda version: path.write_bytes(built_example_py().replace(b"Example", b"Example" + b" " * version, 1))  # noqa: E731
+        run = lambda output: evaluate("query2doc", "bm25", llm=f"{chat_server.url}#test-model", examples=str(path),  # noqa: E731
+                                      output=output)["R2MEDSampleRetrieval"]
+    write(0)
+    assert run("same").status == "computed" and run("same").status == "cached"
+    write(1)
+    again = run("same")
+    assert again.status == "computed" and again.ndcg_at_10 == run("fresh").ndcg_at_10

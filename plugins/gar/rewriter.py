@@ -63,13 +63,21 @@ class GARRewriter:
         return {"name": f"published/{self.method}", "revision": self.source, "display_name": self.display_name()}
 
     def inputs(self, task, *, folder):
-        """The replayed generations read for ``task``: ``-o published_data``'s file, else the one in the
-        task's data folder; none from the hub (the task's pinned revision and the split identify them)."""
-        root = Path(self.published_data) if self.published_data else folder
-        if not self.source or root is None:
+        """The files read for ``task``: the replayed generations (``-o published_data``'s file, else the
+        one in the task's data folder; none from the hub: the task's pinned revision and the split
+        identify them), or Query2Doc's few-shot examples (``-o examples``, by its file name; the
+        default, fetched at a pinned commit, is identified by that commit)."""
+        if self.source:
+            root = Path(self.published_data) if self.published_data else folder
+            label = f"{self.method}/{self.source}/{GENERATED_FILE}"
+            return {label: root / label} if root is not None else {}
+        if self.method != "query2doc" or not self.options.examples:
             return {}
-        label = f"{self.method}/{self.source}/{GENERATED_FILE}"
-        return {label: root / label}
+        examples = Path(self.options.examples).expanduser()
+        if not examples.is_file():
+            raise UserError(f"-o examples={self.options.examples}: no such file; give a copy of R2MED's "
+                            "src/example.py or a JSON {dataset key: examples}")
+        return {examples.name: examples}
 
     def rewrite(self, queries, *, task, context):
         if self.source:
@@ -128,7 +136,7 @@ class GARRewriter:
         params = {k: published[k] if s[k] is None else s[k] for k in published}
         client = context.llm(self.llm, price=self.price, **params, concurrency=self.concurrency, **self.limits)
         key = task.key or DEFAULT_KEY
-        examples = self._query2doc_examples(context) if self.method == "query2doc" else None
+        examples = self._query2doc_examples(task, context) if self.method == "query2doc" else None
         passages = self._lamer_passages(queries, task, context) if self.method == "lamer" else {}
         requests = [build_messages(self.method, key, q.text, passages.get(q.id), examples=examples) for q in queries]
 
@@ -141,16 +149,19 @@ class GARRewriter:
         generations = client.generate(requests, on_answer=keep)
         return [generated_document(g) for g in generations]
 
-    def _query2doc_examples(self, context) -> dict[str, str]:
-        """The authors' few-shot examples: -o examples=PATH, else their src/example.py at the pinned
-        commit, fetched once into the cache folder (parsed as data, never run)."""
+    def _query2doc_examples(self, task, context) -> dict[str, str]:
+        """The authors' few-shot examples: -o examples=PATH (the bytes the task's identity holds),
+        else their src/example.py at the pinned commit, fetched once into the cache folder (parsed
+        as data, never run)."""
         from .prompts import Query2DocExamplesUnavailable
-        from .query2doc_examples import QUERY2DOC_EXAMPLES_COMMIT, fetch_query2doc_examples, load_query2doc_examples
+        from .query2doc_examples import QUERY2DOC_EXAMPLES_COMMIT, fetch_query2doc_examples, parse_query2doc_examples
 
         if self.options.examples:
+            ((label, path),) = self.inputs(task, folder=None).items()
             try:
-                return load_query2doc_examples(self.options.examples)
-            except (OSError, ValueError, SyntaxError) as e:
+                return parse_query2doc_examples(context.input(label).decode("utf-8"), str(path),
+                                                as_json=path.suffix.lower() == ".json")
+            except (ValueError, SyntaxError) as e:  # UnicodeDecodeError included
                 raise UserError(f"-o examples={self.options.examples}: {reason(e, 300)}") from None
         try:
             return fetch_query2doc_examples(context.cache("query2doc-examples"))

@@ -74,7 +74,11 @@ def read_bytes(path: Path, limit: int) -> bytes:
 
 def read_text(path: Path, limit: int) -> str:
     """:func:`read_bytes` as UTF-8 text."""
-    data = read_bytes(path, limit)
+    return utf8(read_bytes(path, limit))
+
+
+def utf8(data: bytes) -> str:
+    """A file's bytes, read already, as UTF-8 text; :class:`UnreadableFile` saying where they are not."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

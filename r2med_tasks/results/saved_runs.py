@@ -58,14 +58,14 @@ class SavedRuns:
                 "framework": [], "open_weights": None, **({"model_type": kind} if kind is not None else {})}
 
     def run_for(self, task: Any, queries: Sequence[Any] | None = None,
-                doc_ids: Collection[str] | None = None) -> Run:
-        """``task``'s run: the one file given (which serves one task), or the folder's file named by
-        the task's name, alias or key; with ``queries``, theirs only, each of which it must rank; with
+                doc_ids: Collection[str] | None = None, data: bytes | None = None) -> Run:
+        """``task``'s run (:meth:`file_for`; ``data``: its bytes, when read already, as a component's
+        ``context.input`` gives them); with ``queries``, theirs only, each of which it must rank; with
         ``doc_ids`` (the task's corpus), every document it ranks must be one of them. A one-line
         ``UserError`` naming the file otherwise (or when there is none, or it does not read)."""
-        file = self._file_for(task)
+        file = self.file_for(task)
         try:
-            run = read_trec(file)
+            run = read_trec(file, data)
         except (OSError, ValueError) as e:
             raise UserError(str(e)) from None
         if queries is not None:
@@ -81,7 +81,9 @@ class SavedRuns:
                                 f"{task.name}; is this the run of another task or corpus version?")
         return run
 
-    def _file_for(self, task: Any) -> Path:
+    def file_for(self, task: Any) -> Path:
+        """``task``'s run file: the one file given (which serves one task), or the folder's file named
+        by the task's name, alias or key."""
         if self.path.is_file():
             if self._task_of_single_file not in (None, task.name):
                 raise UserError(f"-o {self.option}={self.path}: one run file serves one task; give a folder of "

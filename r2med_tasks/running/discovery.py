@@ -198,20 +198,21 @@ MAX_SOURCE_BYTES = 256 * 2**20  # their bytes together; more is refused
 NOT_SOURCE = ("py.typed",)  # PEP 561's empty marker: no content to identify
 
 
-def source_digest(module: str) -> str | None:
-    """sha256 of ``module``'s top-level package, whole: every file under its folder, code and data
-    alike, through links, by relative path (of the one file, for a top-level module), leaving out
-    what Python writes or no program reads. None where there is no such source. A package beyond
-    :data:`MAX_SOURCE_FILES` or :data:`MAX_SOURCE_BYTES` is refused in one line, never hashed for minutes."""
+def source_files(module: str) -> list[tuple[str, Path]]:
+    """The files that identify ``module``'s code (:func:`source_digest`): every file under its
+    top-level package's folder, code and data alike, through links (the one file, for a top-level
+    module), leaving out what Python writes or no program reads; none where there is no such source.
+    A package beyond :data:`MAX_SOURCE_FILES` or :data:`MAX_SOURCE_BYTES` is refused in one line,
+    never hashed for minutes."""
     from ..components.model_refs import walk_files
 
     top = module.partition(":")[0].strip().split(".")[0]
     try:
         spec = importlib.util.find_spec(top)
     except (ImportError, ValueError):
-        return None
+        return []
     if spec is None:
-        return None
+        return []
     files: list[tuple[str, Path]] = []
     if spec.submodule_search_locations is not None:  # a package (a namespace package: each of its folders)
         for location in spec.submodule_search_locations:
@@ -222,17 +223,24 @@ def source_digest(module: str) -> str | None:
             files += found
     elif spec.has_location and spec.origin and spec.origin.endswith(".py"):
         files = [(Path(spec.origin).name, Path(spec.origin))]
-    if not files:
-        return None
     try:
         size = sum(file.stat().st_size for _, file in files)
     except OSError:
-        return None
+        return []
     if size > MAX_SOURCE_BYTES:
         location = next(iter(spec.submodule_search_locations or [spec.origin]))
         raise UserError(_too_large(top, location, f"{_size_text(size)} of files"))
+    return sorted(files)
+
+
+def source_digest(module: str) -> str | None:
+    """sha256 of ``module``'s top-level package, whole (:func:`source_files`), by relative path. None
+    where there is no such source."""
+    files = source_files(module)
+    if not files:
+        return None
     h = hashlib.sha256()
-    for relative, file in sorted(files):
+    for relative, file in files:
         try:
             data = file.read_bytes()
         except OSError:

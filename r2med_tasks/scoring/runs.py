@@ -24,16 +24,17 @@ def rank(run: Run, k: int) -> Run:
 MAX_RUN_BYTES = 2 * 1024**3  # a run of 1,000 documents for 10,000 queries is about 600 MB; R2MED's, 1 MB
 
 
-def read_trec(path: str | Path) -> Run:
-    """Read a TREC run, each query ordered by its rank column. A malformed line, a rank or document
-    given twice in a query, or a file that is not UTF-8 text raises ``ValueError`` in one line naming
+def read_trec(path: str | Path, data: bytes | None = None) -> Run:
+    """Read a TREC run, each query ordered by its rank column; ``data``: the file's bytes when they
+    were read already (a component's ``context.input``). A malformed line, a rank or document given
+    twice in a query, or a file that is not UTF-8 text raises ``ValueError`` in one line naming
     ``file:line``."""
-    from ..files.bounded import MissingFile, UnreadableFile, read_text
+    from ..files.bounded import MissingFile, UnreadableFile, read_text, utf8
 
     path = Path(path)
     rows: dict[str, list[tuple[int, str, float, int]]] = {}
     try:
-        text = read_text(path, MAX_RUN_BYTES)
+        text = read_text(path, MAX_RUN_BYTES) if data is None else utf8(data)
     except MissingFile:
         raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(path)) from None
     except UnreadableFile as e:
