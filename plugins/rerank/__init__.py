@@ -1,4 +1,4 @@
-"""Rerankers: cross-encoders and LLM listwise reranking. The run is the reranked top ``rerank_k``
+"""Rerankers: cross-encoders, LLM listwise and groupwise reranking. The run is the reranked top ``rerank_k``
 alone, as published (the published runs reranked NV-Embed-v2's top 10).
 """
 
@@ -69,6 +69,27 @@ class InsertRankOptions(LLMRerankOptions):
     score_decimals: int = Field(2, ge=0, le=10, description="decimals each first-stage score is rounded to")
 
 
+class GroupRankOptions(APIOptions):
+    """GroupRank: the defaults are the 32B model's run in Diver's ``Reranker/reranker_script.sh``
+    (groups of 20 every 20, 6 rounds) and ``rerank_groupwise.py``'s sampling and cuts."""
+
+    llm: str = Field("", description="the scoring LLM: vllm:AQ-MedAI/Diver-GroupRank-32B (or -7B), openai:MODEL, "
+                                     "ollama:MODEL or BASE_URL#MODEL (see `r2med list llms`)")
+    rerank_k: int = Field(100, ge=1, description="how many first-stage documents per query to rerank")
+    group_size: int = Field(20, ge=1, description="documents per LLM call")
+    interval: int = Field(20, ge=1, description="a group starts every this many documents of the shuffled list")
+    rounds: int = Field(6, ge=1, description="shuffles per query; a document's score is its mean over them")
+    seed: int = Field(666, description="seeds each query's shuffles, with the query's id")
+    max_doc_len: int = Field(3000, ge=1, description="characters kept per document")
+    retriever_weight: float = Field(0.4, ge=0, le=1, description="the first-stage score's weight in the final "
+                                                                 "score (0: the groups' mean alone)")
+    temperature: float | None = Field(0.3, ge=0, le=2, description="sampling temperature (none: the server's default)")
+    top_p: float | None = Field(0.8, gt=0, le=1, description="nucleus sampling (none: the server's default)")
+    max_tokens: int | None = Field(8000, ge=1, le=2**31 - 1, description="generation limit (none: the server's)")
+    concurrency: int = Field(8, ge=1, le=256, description="requests in flight")
+    price: Price = None
+
+
 @hookimpl
 def register_rerankers(register):
     for name, (model, label, _, reference) in CROSS_ENCODERS.items():
@@ -115,6 +136,17 @@ def register_rerankers(register):
         depth_option="rerank_k",
         reference="https://arxiv.org/abs/2506.14086",
     ))
+    register(RerankerSpec(
+        name="grouprank",
+        factory=make_grouprank,
+        description="GroupRank: groupwise LLM reranking as AQ-MedAI/Diver's rerank_groupwise.py (random groups, "
+                    "0-10 scores averaged over rounds), over any LLM backend; answers cached",
+        options=GroupRankOptions,
+        runtime_options=("concurrency", "price"),
+        model_options=("llm",),
+        depth_option="rerank_k",
+        reference="https://github.com/AQ-MedAI/Diver",
+    ))
 
 
 def make_llm_reranker(options):
@@ -127,6 +159,12 @@ def make_insertrank(options):
     from .insertrank import InsertRankReranker
 
     return InsertRankReranker(options)
+
+
+def make_grouprank(options):
+    from .grouprank import GroupRankReranker
+
+    return GroupRankReranker(options)
 
 
 def make_rankllama(options):
