@@ -47,26 +47,33 @@ RANKLLAMA_OPTIONS = pair_options("RankLlamaOptions", batch_size=16, max_length=1
                                  base=(RANKLLAMA["base"], "the base model it was trained on"))
 
 
-class LLMRerankOptions(APIOptions):
+class ListwiseOptions(APIOptions):
+    """What every sliding-window LLM reranker takes (``llm-rerank``, ``insertrank``)."""
+
     llm: str = Field("", description="openai:MODEL, vllm:MODEL, ollama:MODEL or BASE_URL#MODEL (see `r2med list llms`)")
     rerank_k: int = Field(100, ge=1, description="how many first-stage documents per query to rerank")
     window: int = Field(20, ge=1, description="passages per LLM call")
     step: int = Field(10, ge=1, description="window stride")
     passage_words: int = Field(300, ge=1, description="words kept per passage")
-    reasoning: bool = Field(False, description="ReasonRank's think-then-rank prompt")
     temperature: float | None = Field(0.0, ge=0, le=2, description="sampling temperature (none: the server's default)")
     max_tokens: int | None = Field(None, ge=1, le=2**31 - 1, description="generation limit (default: the server's)")
     concurrency: int = Field(8, ge=1, le=256, description="requests in flight")
     price: Price = None
 
 
-class InsertRankOptions(LLMRerankOptions):
-    """InsertRank: llm-rerank's options, and how the first stage's scores are written."""
+class LLMRerankOptions(ListwiseOptions):
+    reasoning: bool = Field(False, description="ReasonRank's think-then-rank prompt")
+
+
+class InsertRankOptions(ListwiseOptions):
+    """InsertRank: the listwise options (window 20, stride 10 and 300 words are also rank_llm's), and
+    how the first stage's scores are written."""
 
     score_name: str = Field("BM25", min_length=1, description="what the scores are called in the prompt (\"BM25 "
-                                                              "score: 12.35\"); the first stage's scores are shown "
-                                                              "whatever it is")
-    score_decimals: int = Field(2, ge=0, le=10, description="decimals each first-stage score is rounded to")
+                                                              "score for passge [1]: 12.350\"); the first stage's "
+                                                              "scores are shown whatever it is")
+    score_decimals: int = Field(3, ge=0, le=10, description="decimals each first-stage score is written with "
+                                                            "(rank_llm's: 3)")
 
 
 class GroupRankOptions(APIOptions):
@@ -129,7 +136,8 @@ def register_rerankers(register):
         name="insertrank",
         factory=make_insertrank,
         description="InsertRank: listwise LLM reranking with each passage's first-stage (BM25) score in the "
-                    "prompt, llm-rerank's window over any LLM backend; answers cached",
+                    "prompt (castorini/rank_llm's insert_rank_template), llm-rerank's window over any LLM backend; "
+                    "answers cached",
         options=InsertRankOptions,
         runtime_options=("concurrency", "price"),
         model_options=("llm",),
