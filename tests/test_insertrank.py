@@ -2,9 +2,9 @@
 first-stage BM25 score in the prompt, through the runner against the local chat server, and its
 paper row.
 
-The expected prompts are written out here from RankGPT's published wording (the prompt ``llm-rerank``
-sends) plus the harness's score sentence and score line, from the candidates themselves (the first
-stage's run file and the sample corpus), not from the reranker's code.
+The expected prompts are castorini/rank_llm's ``insert_rank_template.yaml`` (its block scalars as YAML
+resolves them, typed here) rendered as its ``SingleTurnListwiseInferenceHandler`` renders them, from the
+candidates themselves (the first stage's run file and the sample corpus), not from the reranker's code.
 """
 
 from __future__ import annotations
@@ -20,28 +20,29 @@ TASK = "R2MEDSampleRetrieval"
 ROW = "BM25 + InsertRank(DeepSeek-R1) (InsertRank paper)"
 COMMAND = "r2med-run --plugin bm25 --plugin insertrank -o llm=vllm:deepseek-ai/DeepSeek-R1"
 
-# RankGPT's messages (rank_gpt.py @2dfde96), as llm-rerank sends them, and the harness's score sentence.
-SYSTEM = "You are RankGPT, an intelligent assistant that can rank passages based on their relevancy to the query."
-NOTE = "Each passage is followed by its BM25 score from the first-stage retrieval."
-POST = ("Search Query: {query}. \nRank the {n} passages above based on their relevance to the search query. The "
-        "passages should be listed in descending order using identifiers. The most relevant passages should be listed "
-        "first. The output format should be [] > [], e.g., [1] > [2]. Only response the ranking results, do not say "
-        "any word or explain.")
+# insert_rank_template.yaml: system_message, prefix (|), body (|), suffix (|-)
+SYSTEM = "You are RankLLM, an intelligent assistant that can rank passages based on their relevancy to the query"
+PREFIX = """I will provide you with {num} passages, each indicated by a numerical identifier []. I will also provide the BM25 scores from a lexical retrieval system.
+
+Rank the passages based on their relevance to the search query: {query}.
+"""
+BODY = """[{rank}] {candidate}
+BM25 score for passge [{rank}]: {score}
+"""
+SUFFIX = """Search Query: {query}.
+Rerank the above {num} passages based on their relevance to the query. Consider both the document content and the BM25 scores as signals for relevance. All the passages should be included and listed using identifiers, in descending order of relevance. The output format should be [] > [], e.g., [2] > [1]. Return the ranking as a list of numbers from 1 to {num}, most relevant first. Answer concisely and directly and only respond with the ranking results, do not say any word or explain."""
 
 
 def expected_messages(query: str, window: list[tuple[str, str, float]], words: int) -> list[dict]:
-    """RankGPT's window request with the note in its opening turn and ``BM25 score: X.XX`` after each
-    passage's first ``words`` words."""
-    n = len(window)
-    messages = [{"role": "system", "content": SYSTEM},
-                {"role": "user", "content": f"I will provide you with {n} passages, each indicated by number identifier "
-                                            f"[]. \nRank the passages based on their relevance to query: {query}. {NOTE}"},
-                {"role": "assistant", "content": "Okay, please provide the passages."}]
-    for i, (_, text, score) in enumerate(window, 1):
-        messages.append({"role": "user", "content": f"[{i}] {' '.join(text.split()[:words])}\nBM25 score: {score:.2f}"})
-        messages.append({"role": "assistant", "content": f"Received passage [{i}]."})
-    messages.append({"role": "user", "content": POST.format(query=query, n=n)})
-    return messages
+    """rank_llm's generate_prompt for one window: "[N]" in the query and passages as "(N)", each
+    passage's first ``words`` words, its score as ``f"{score:.3f}"``."""
+    query = re.sub(r"\[(\d+)\]", r"(\1)", query)
+    body = ""
+    for rank, (_, text, score) in enumerate(window, 1):
+        content = re.sub(r"\[(\d+)\]", r"(\1)", " ".join(text.strip().split()[:words]))
+        body += BODY.format(rank=rank, candidate=content, score=f"{score:.3f}")
+    user = PREFIX.format(num=len(window), query=query) + body + SUFFIX.format(num=len(window), query=query)
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
 def reverse_with_a_decoy(messages: list[dict], partial: str = "") -> str:
@@ -74,8 +75,8 @@ def first_stage(tmp_path: Path) -> dict[str, list[tuple[str, float]]]:
 
 
 def test_prompts_windows_and_order_through_the_runner(evaluate, chat_server, tmp_path, sample):
-    """Top 7 of BM25, windows of 4 sliding by 2 from the bottom up: each request is RankGPT's with
-    the score sentence and each passage's own BM25 score (2 decimals) after its cut text, the
+    """Top 7 of BM25, windows of 4 sliding by 2 from the bottom up: each request is rank_llm's
+    InsertRank template with each passage's own BM25 score (3 decimals) after its cut text, the
     scores moving with their passages from window to window; the run is the order the answers
     (after their </think>) gave; a rerun sends nothing."""
     corpus, queries = sample
@@ -103,30 +104,33 @@ def test_prompts_windows_and_order_through_the_runner(evaluate, chat_server, tmp
     assert read_ranking(Path(again[TASK].results_dir) / f"{TASK}.trec") == reranked
 
 
-def test_the_defaults_are_llm_reranks(plugins):
-    """Top 100, windows of 20 by 10, 300 words, RankGPT's prompt; scores with 2 decimals, called BM25."""
+def test_the_defaults_are_rank_llms(plugins):
+    """Top 100, windows of 20 by 10, 300 words (rank_llm's defaults); scores with 3 decimals, called BM25."""
     from r2med_tasks.running.registry import build_registry
 
     spec = build_registry(plugins).component("insertrank").spec
     defaults = spec.defaults
-    assert {k: defaults[k] for k in ("rerank_k", "window", "step", "passage_words", "reasoning", "score_name",
+    assert {k: defaults[k] for k in ("rerank_k", "window", "step", "passage_words", "score_name",
                                      "score_decimals", "temperature")} == {
-        "rerank_k": 100, "window": 20, "step": 10, "passage_words": 300, "reasoning": False, "score_name": "BM25",
-        "score_decimals": 2, "temperature": 0.0}
+        "rerank_k": 100, "window": 20, "step": 10, "passage_words": 300, "score_name": "BM25",
+        "score_decimals": 3, "temperature": 0.0}
+    assert "reasoning" not in defaults  # rank_llm's template is the prompt
     assert spec.reference == "https://arxiv.org/abs/2506.14086"
 
 
-@pytest.mark.parametrize("score, shown", [(17.0, "17.00"), (3.14159, "3.14"), (9.996, "10.00"), (0.0, "0.00"),
-                                          (-0.001, "0.00"), (-2.5, "-2.50"), (123456.789, "123456.79")])
-def test_scores_are_written_as_bm25_gave_them_with_two_decimals(plugins, score, shown):
+@pytest.mark.parametrize("score, shown", [(17.0, "17.000"), (3.14159, "3.142"), (9.9996, "10.000"), (0.0, "0.000"),
+                                          (-0.0001, "-0.000"), (-2.5, "-2.500"), (123456.789, "123456.789")])
+def test_scores_are_written_as_rank_llm_writes_them(plugins, score, shown):
+    """f"{score:.3f}", as rank_llm's handler; another name and rounding as options."""
     from r2med_tasks.running.registry import build_registry
 
-    reranker = build_registry(plugins).component("insertrank").spec.create({"llm": "vllm:m"})
-    assert reranker.passage("d1", "text", score) == ("d1", "text", f"\nBM25 score: {shown}")
-    other = build_registry(plugins).component("insertrank").spec.create({"llm": "vllm:m", "score_decimals": 0,
-                                                                  "score_name": "Dense"})
-    assert other.passage("d1", "text", 17.6) == ("d1", "text", "\nDense score: 18")
-    assert other.note == "Each passage is followed by its Dense score from the first-stage retrieval."
+    spec = build_registry(plugins).component("insertrank").spec
+    assert spec.create({"llm": "vllm:m"}).passage("d1", "text", score) == ("d1", "text", shown)
+    other = spec.create({"llm": "vllm:m", "score_decimals": 0, "score_name": "Dense"})
+    assert other.passage("d1", "text", 17.6) == ("d1", "text", "18")
+    user = other.prompt()("q", ["one"], 300, annotations=["18"])[1]["content"]
+    assert "the Dense scores from a lexical retrieval system" in user and "Dense score for passge [1]: 18\n" in user
+    assert "the document content and the Dense scores" in user and "BM25" not in user
 
 
 def test_it_needs_an_llm(plugins):
@@ -163,46 +167,23 @@ class FakeClient:
         return out
 
 
-def test_reasoning_returned_apart_is_never_read(tmp_path):
+def test_reasoning_returned_apart_is_never_read(plugins, tmp_path):
     """A server that returns the thinking apart (DeepSeek's API, vLLM's reasoning parser): the
-    ranking comes from the answer, not from the reasoning's identifiers."""
+    ranking comes from the answer, not from the reasoning's identifiers; "[N]" in the query and
+    passages sent as "(N)"."""
     from r2med_tasks.llm.cache import CachedClient, GenerationCache
     from r2med_tasks.llm.usage import Usage
+    from r2med_tasks.running.registry import build_registry
     from r2med_plugins.rerank.listwise import ListwiseReranker
 
+    insertrank = build_registry(plugins).component("insertrank").spec.create({"llm": "vllm:m"})
     client = FakeClient(lambda messages: "[3] > [1] > [2]", reasoning="[2] > [3] > [1] is what BM25 says")
     cached = CachedClient(client, GenerationCache(tmp_path / "c.jsonl"), Usage())
-    out = ListwiseReranker(cached, note=NOTE).rerank_one(
-        "q", [("a", "alpha", "\nBM25 score: 3.00"), ("b", "beta", "\nBM25 score: 2.00"),
-              ("c", "gamma", "\nBM25 score: 1.00")])
+    passages = [("a", " Measles causes [3]  rash.", 3.0), ("b", "beta", 2.0), ("c", "gamma", 1.25)]
+    out = ListwiseReranker(cached, prompt=insertrank.prompt()).rerank_one(
+        "fever [2] rash?", [insertrank.passage(*p) for p in passages])
     assert out == ["c", "a", "b"]
-
-
-def test_reasoning_prompt_with_scores(tmp_path):
-    """-o reasoning=true: ReasonRank's one-message prompt, the note on a line of its own after the
-    opening, each passage's score after its text; the answer read inside <answer>."""
-    from r2med_tasks.llm.cache import CachedClient, GenerationCache
-    from r2med_tasks.llm.usage import Usage
-    from r2med_plugins.rerank.listwise import REASONRANK_SYSTEM, ListwiseReranker
-
-    client = FakeClient(lambda messages: "<think>[1] first?</think><answer>[2] > [1]</answer>")
-    cached = CachedClient(client, GenerationCache(tmp_path / "c.jsonl"), Usage())
-    out = ListwiseReranker(cached, reasoning=True, note=NOTE).rerank_one(
-        "fever [2] rash", [("m", "Measles causes [3] rash.", "\nBM25 score: 7.25"),
-                           ("d", "Dengue  fever", "\nBM25 score: 6.50")])
-    assert out == ["d", "m"]
-    assert client.sent == [[
-        {"role": "system", "content": REASONRANK_SYSTEM},
-        {"role": "user", "content": "I will provide you with 2 passages, each indicated by a numerical identifier []. "
-                                    "Rank the passages based on their relevance to the search query: fever (2) rash.\n"
-                                    f"{NOTE}\n\n"
-                                    "[1] Measles causes (3) rash.\nBM25 score: 7.25\n"
-                                    "[2] Dengue fever\nBM25 score: 6.50\n"
-                                    "Search Query: fever (2) rash.\nRank the 2 passages above based on their relevance "
-                                    "to the search query. All the passages should be included and listed using "
-                                    "identifiers, in descending order of relevance. The format of the answer should be "
-                                    "[] > [], e.g., [2] > [1]."},
-    ]]
+    assert client.sent == [expected_messages("fever [2] rash?", passages, 300)]
 
 
 def test_without_scores_llm_rerank_is_unchanged(tmp_path):

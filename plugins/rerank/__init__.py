@@ -1,4 +1,4 @@
-"""Rerankers: cross-encoders and LLM listwise reranking. The run is the reranked top ``rerank_k``
+"""Rerankers: cross-encoders, LLM listwise and groupwise reranking. The run is the reranked top ``rerank_k``
 alone, as published (the published runs reranked NV-Embed-v2's top 10).
 """
 
@@ -47,26 +47,54 @@ RANKLLAMA_OPTIONS = pair_options("RankLlamaOptions", batch_size=16, max_length=1
                                  base=(RANKLLAMA["base"], "the base model it was trained on"))
 
 
-class LLMRerankOptions(APIOptions):
+class ListwiseOptions(APIOptions):
+    """What every sliding-window LLM reranker takes (``llm-rerank``, ``insertrank``)."""
+
     llm: str = Field("", description="openai:MODEL, vllm:MODEL, ollama:MODEL or BASE_URL#MODEL (see `r2med list llms`)")
     rerank_k: int = Field(100, ge=1, description="how many first-stage documents per query to rerank")
     window: int = Field(20, ge=1, description="passages per LLM call")
     step: int = Field(10, ge=1, description="window stride")
     passage_words: int = Field(300, ge=1, description="words kept per passage")
-    reasoning: bool = Field(False, description="ReasonRank's think-then-rank prompt")
     temperature: float | None = Field(0.0, ge=0, le=2, description="sampling temperature (none: the server's default)")
     max_tokens: int | None = Field(None, ge=1, le=2**31 - 1, description="generation limit (default: the server's)")
     concurrency: int = Field(8, ge=1, le=256, description="requests in flight")
     price: Price = None
 
 
-class InsertRankOptions(LLMRerankOptions):
-    """InsertRank: llm-rerank's options, and how the first stage's scores are written."""
+class LLMRerankOptions(ListwiseOptions):
+    reasoning: bool = Field(False, description="ReasonRank's think-then-rank prompt")
+
+
+class InsertRankOptions(ListwiseOptions):
+    """InsertRank: the listwise options (window 20, stride 10 and 300 words are also rank_llm's), and
+    how the first stage's scores are written."""
 
     score_name: str = Field("BM25", min_length=1, description="what the scores are called in the prompt (\"BM25 "
-                                                              "score: 12.35\"); the first stage's scores are shown "
-                                                              "whatever it is")
-    score_decimals: int = Field(2, ge=0, le=10, description="decimals each first-stage score is rounded to")
+                                                              "score for passge [1]: 12.350\"); the first stage's "
+                                                              "scores are shown whatever it is")
+    score_decimals: int = Field(3, ge=0, le=10, description="decimals each first-stage score is written with "
+                                                            "(rank_llm's: 3)")
+
+
+class GroupRankOptions(APIOptions):
+    """GroupRank: the defaults are the 32B model's run in Diver's ``Reranker/reranker_script.sh``
+    (groups of 20 every 20, 6 rounds) and ``rerank_groupwise.py``'s sampling and cuts."""
+
+    llm: str = Field("", description="the scoring LLM: vllm:AQ-MedAI/Diver-GroupRank-32B (or -7B), openai:MODEL, "
+                                     "ollama:MODEL or BASE_URL#MODEL (see `r2med list llms`)")
+    rerank_k: int = Field(100, ge=1, description="how many first-stage documents per query to rerank")
+    group_size: int = Field(20, ge=1, description="documents per LLM call")
+    interval: int = Field(20, ge=1, description="a group starts every this many documents of the shuffled list")
+    rounds: int = Field(6, ge=1, description="shuffles per query; a document's score is its mean over them")
+    seed: int = Field(666, description="seeds each query's shuffles, with the query's id")
+    max_doc_len: int = Field(3000, ge=1, description="characters kept per document")
+    retriever_weight: float = Field(0.4, ge=0, le=1, description="the first-stage score's weight in the final "
+                                                                 "score (0: the groups' mean alone)")
+    temperature: float | None = Field(0.3, ge=0, le=2, description="sampling temperature (none: the server's default)")
+    top_p: float | None = Field(0.8, gt=0, le=1, description="nucleus sampling (none: the server's default)")
+    max_tokens: int | None = Field(8000, ge=1, le=2**31 - 1, description="generation limit (none: the server's)")
+    concurrency: int = Field(8, ge=1, le=256, description="requests in flight")
+    price: Price = None
 
 
 @hookimpl
@@ -108,12 +136,24 @@ def register_rerankers(register):
         name="insertrank",
         factory=make_insertrank,
         description="InsertRank: listwise LLM reranking with each passage's first-stage (BM25) score in the "
-                    "prompt, llm-rerank's window over any LLM backend; answers cached",
+                    "prompt (castorini/rank_llm's insert_rank_template), llm-rerank's window over any LLM backend; "
+                    "answers cached",
         options=InsertRankOptions,
         runtime_options=("concurrency", "price"),
         model_options=("llm",),
         depth_option="rerank_k",
         reference="https://arxiv.org/abs/2506.14086",
+    ))
+    register(RerankerSpec(
+        name="grouprank",
+        factory=make_grouprank,
+        description="GroupRank: groupwise LLM reranking as AQ-MedAI/Diver's rerank_groupwise.py (random groups, "
+                    "0-10 scores averaged over rounds), over any LLM backend; answers cached",
+        options=GroupRankOptions,
+        runtime_options=("concurrency", "price"),
+        model_options=("llm",),
+        depth_option="rerank_k",
+        reference="https://github.com/AQ-MedAI/Diver",
     ))
 
 
@@ -127,6 +167,12 @@ def make_insertrank(options):
     from .insertrank import InsertRankReranker
 
     return InsertRankReranker(options)
+
+
+def make_grouprank(options):
+    from .grouprank import GroupRankReranker
+
+    return GroupRankReranker(options)
 
 
 def make_rankllama(options):

@@ -19,8 +19,9 @@ Where this module departs from them, deliberately:
 4. A digit string ``int`` rejects ("²") makes RankGPT raise; here, as in ReasonRank, that window
    keeps its order.
 
-A passage may be ``(doc_id, text, annotation)`` (InsertRank's scores): the annotation follows the
-passage's cut text from window to window. Without it the prompts are exactly RankGPT's and ReasonRank's.
+A passage may be ``(doc_id, text, annotation)`` (InsertRank's scores): the annotation moves with the
+passage from window to window, and the prompts write it after the passage's cut text (InsertRank's own
+prompt as it sees fit). Without it the prompts are exactly RankGPT's and ReasonRank's.
 """
 
 from __future__ import annotations
@@ -105,13 +106,12 @@ def _annotations(texts: Sequence[str], annotations: Sequence[str] | None) -> Seq
 
 
 def rankgpt_messages(query: str, texts: Sequence[str], passage_words: int | None = 300, *,
-                     annotations: Sequence[str] | None = None, note: str = "") -> list[dict]:
+                     annotations: Sequence[str] | None = None) -> list[dict]:
     """The chat messages RankGPT's ``create_permutation_instruction`` builds for one window: a user
     turn ``"[i] <text>"`` and an assistant turn ``"Received passage [i]."`` per passage."""
     num = len(texts)
-    prefix = RANKGPT_PREFIX.format(num=num, query=query) + (f" {note}" if note else "")
     messages = [{"role": "system", "content": RANKGPT_SYSTEM},
-                {"role": "user", "content": prefix},
+                {"role": "user", "content": RANKGPT_PREFIX.format(num=num, query=query)},
                 {"role": "assistant", "content": RANKGPT_PREFIX_ACK}]
     for rank, (text, extra) in enumerate(zip(texts, _annotations(texts, annotations)), start=1):
         content = truncate_words(text, passage_words) + extra
@@ -122,12 +122,12 @@ def rankgpt_messages(query: str, texts: Sequence[str], passage_words: int | None
 
 
 def reasonrank_messages(query: str, texts: Sequence[str], passage_words: int | None = 300, *,
-                        annotations: Sequence[str] | None = None, note: str = "") -> list[dict]:
+                        annotations: Sequence[str] | None = None) -> list[dict]:
     """The chat messages of ReasonRank's ``rank_GPT_reasoning`` mode for one window: ONE user message
     holding every passage, "[N]" in the query and passages as "(N)"."""
     query = replace_number(query).strip()
     num = len(texts)
-    context = REASONRANK_PREFIX.format(num=num, query=query) + (f"{note}\n" if note else "") + "\n"
+    context = REASONRANK_PREFIX.format(num=num, query=query) + "\n"
     for rank, (text, extra) in enumerate(zip(texts, _annotations(texts, annotations)), start=1):
         context += f"[{rank}] {replace_number(truncate_words(text, passage_words))}{extra}\n"
     context += REASONRANK_POST.format(query=query, num=num)
@@ -232,14 +232,18 @@ def _int_option(name: str, value: Any, low: int) -> int:
     return value
 
 
+# A window's request: (query, texts, passage_words, annotations=...) -> chat messages
+Prompt = Callable[..., list[dict]]
+
+
 class ListwiseReranker:
     """Sliding-window listwise reranking (RankGPT; ReasonRank's reasoning prompt with ``reasoning=True``)
-    through the stage's client, which answers from the generation cache. ``note``: a sentence added
-    to the prompt's opening ("" keeps the prompts as published).
+    through the stage's client, which answers from the generation cache. ``prompt``: another window
+    request, in ``rankgpt_messages``' signature (InsertRank's).
     """
 
     def __init__(self, client: Any, *, window: int = 20, step: int = 10, passage_words: int | None = 300,
-                 reasoning: bool = False, note: str = "") -> None:
+                 reasoning: bool = False, prompt: Prompt | None = None) -> None:
         for attr in ("model", "params", "generate"):
             if not hasattr(client, attr):
                 raise UserError(f"ListwiseReranker: the client must have .model, .params and .generate "
@@ -249,9 +253,7 @@ class ListwiseReranker:
         self.step = _int_option("step", step, 1)
         self.passage_words = None if passage_words is None else _int_option("passage_words", passage_words, 1)
         self.reasoning = bool(reasoning)
-        if not isinstance(note, str):
-            raise UserError(f"ListwiseReranker: note must be a string, got {type(note).__name__}")
-        self.note = note
+        self.prompt = prompt or (reasonrank_messages if self.reasoning else rankgpt_messages)
         self.stats = ListwiseStats()
 
     def __repr__(self) -> str:
@@ -261,8 +263,7 @@ class ListwiseReranker:
     def messages(self, query: str, texts: Sequence[str], annotations: Sequence[str] | None = None) -> list[dict]:
         """The chat request for one window of passage ``texts`` (in their current order), each
         followed by its annotation, if any."""
-        build = reasonrank_messages if self.reasoning else rankgpt_messages
-        return build(query, texts, self.passage_words, annotations=annotations, note=self.note)
+        return self.prompt(query, texts, self.passage_words, annotations=annotations)
 
     def permutation(self, answer: str, num: int) -> list[int] | None:
         """The window order ``answer`` implies, tallied in ``stats``; None when it names no passage

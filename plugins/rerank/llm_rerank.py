@@ -8,7 +8,8 @@ LEADERBOARD_NAMES = {"liuwenhan/reasonrank-32B": "ReasonRank(32B)", "liuwenhan/r
 
 
 class LLMReranker:
-    """``llm-rerank``; a subclass shows more of each passage through ``note`` and ``passage``."""
+    """``llm-rerank``; a subclass shows more of each passage through ``passage`` and asks in its own
+    words through ``prompt``."""
 
     component = "llm-rerank"  # its errors name it
 
@@ -19,12 +20,18 @@ class LLMReranker:
             raise UserError(f"reranker '{self.component}' needs -o llm=SPEC (e.g. openai:gpt-4o, vllm:MODEL, "
                             "BASE_URL#MODEL)")
         self.llm, self.window, self.step = options.llm, options.window, options.step
-        self.passage_words, self.reasoning = options.passage_words, options.reasoning
+        self.passage_words, self.options = options.passage_words, options
         # max_tokens None: the server's default
         self.sampling = {"temperature": options.temperature, "max_tokens": options.max_tokens or None,
                          "concurrency": options.concurrency, **options.api_limits()}
         self.price = tuple(options.price) if options.price else None
-        self.note = ""  # RankGPT's and ReasonRank's prompts as published
+
+    def prompt(self):
+        """A window's request (``ListwiseReranker``'s ``prompt``): RankGPT's, or ReasonRank's with
+        ``-o reasoning=true``, as published."""
+        from .listwise import rankgpt_messages, reasonrank_messages
+
+        return reasonrank_messages if self.options.reasoning else rankgpt_messages
 
     def passage(self, doc_id: str, text: str, score: float) -> tuple:
         """A candidate as ``ListwiseReranker`` takes it; the first stage's score is not shown."""
@@ -44,7 +51,7 @@ class LLMReranker:
 
         client = context.llm(self.llm, price=self.price, **self.sampling)
         reranker = ListwiseReranker(client, window=self.window, step=self.step, passage_words=self.passage_words,
-                                    reasoning=self.reasoning, note=self.note)
+                                    prompt=self.prompt())
         text_of = dict(zip(corpus.ids, corpus.texts))
 
         asked = {q.id: q.text for q in queries}
