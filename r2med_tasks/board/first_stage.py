@@ -10,13 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..results.folder import ResultsFolder
+from ..results.folder import USAGE_COUNTS, ResultsFolder
 from ..results.saved_runs import SavedRuns
 from ..scoring.evaluation import leaderboard_average, leaderboard_value
 from ..tasks.specs import SHORT_NAMES
 from .sources import Row
 
-USAGE_COUNTS = ("requests", "cached", "prompt_tokens", "completion_tokens", "reasoning_tokens")
 
 
 @dataclass
