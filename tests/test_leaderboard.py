@@ -285,7 +285,7 @@ def test_tasks_other_than_r2med_are_refused_in_one_line(run_cli, tmp_path):
 @pytest.mark.parametrize("options, message", [
     ({"folders": "nowhere"}, "nowhere: not a folder of results"),
     ({"mteb_results": "nowhere"}, "nowhere: not a folder of results"),
-    ({"published": "some"}, "rank_systems(published='some'): one of leaderboard, all, none"),
+    ({"published": "some"}, "rank_systems(published='some'): one of leaderboard, papers, all, none"),
     ({"top": 0}, "rank_systems(top=0): give at least 1")])
 def test_the_library_refuses_bad_input_in_one_line(plugins, tmp_path, monkeypatch, options, message):
     monkeypatch.chdir(tmp_path)

@@ -186,12 +186,13 @@ def test_published_choices(run_cli, tmp_path, monkeypatch):
     assert len(default) == 69 and {r["kind"] for r in default} == {"leaderboard"}
     assert board(published="leaderboard") == default
     every = board(published="all")
-    # and the runs of other papers (ReasonEmbed's, InsertRank's), and MTEB's R2MED results (tests/test_mteb_record.py)
-    assert len(every) == 69 + 28 + 2 + 26
+    # and the runs of other papers (ReasonEmbed's, InsertRank's, GroupRank's 11, ReasonRank's 5: test_frontier_rows.py),
+    # and MTEB's R2MED results (tests/test_mteb_record.py)
+    assert len(every) == 69 + 28 + 18 + 26
     repository = [r for r in every if r["kind"] == "repository"]
     assert {r["system"] for r in repository} == {r["name"] for r in RUNS if r["kind"] == "repository"}
     papers = {r["system"]: r for r in every if r["kind"] == "paper"}
-    assert set(papers) == {"Qwen3-Embedding-8B (ReasonEmbed paper)", "BM25 + InsertRank(DeepSeek-R1) (InsertRank paper)"}
+    assert {"Qwen3-Embedding-8B (ReasonEmbed paper)", "BM25 + InsertRank(DeepSeek-R1) (InsertRank paper)"} < set(papers)
     assert papers["Qwen3-Embedding-8B (ReasonEmbed paper)"]["average"] == 34.22
     medcpt = next(r for r in every if r["system"] == "MedCPT (repository)")
     assert medcpt["average"] == 7.87 and medcpt["provenance"] == [
@@ -208,7 +209,7 @@ def test_published_choices(run_cli, tmp_path, monkeypatch):
 def test_shipped_folders_follow_the_published_choice(plugins, monkeypatch):
     monkeypatch.chdir(ROOT)  # ./results holds every published run as mteb results
     assert len(board()) == 69
-    assert len(board(published="all")) == 69 + 28 + 2 + 26  # + MTEB's R2MED results
+    assert len(board(published="all")) == 69 + 28 + 18 + 26  # + MTEB's R2MED results
     assert board(published="none") == []
 
 
@@ -283,7 +284,7 @@ def test_reproducing_lists_every_published_run():
     text = (ROOT / "docs" / "reproducing.md").read_text(encoding="utf-8")
     start, end = text.index(TABLE_START), text.index(TABLE_END) + len(TABLE_END) + 1
     assert text[start:end] == runs_table()
-    assert text[start:end].count("\n| ") == 1 + 69 + 28 + 2
+    assert text[start:end].count("\n| ") == 1 + 69 + 28 + 18
     assert "Rows marked \"(*)\"" in text[:start]  # the note the marked rows refer to
 
 
@@ -316,7 +317,7 @@ def test_a_run_joins_the_repository_run_it_reproduces(plugins):
                   run("r2med-run --plugin lamer -o source=gpt4 --plugin bm25", "LameR (GPT4o) + BM25"),
                   run("r2med-run --plugin nvembed --plugin monobert -o rerank_k=20",
                       "NV-Embed-v2 + monoBERT (monobert.rerank_k=20)")])
-    assert len(rows) == 69 + 28 + 2 + 1  # the other papers' runs; the rerank_k=20 run is a row of its own
+    assert len(rows) == 69 + 28 + 18 + 1  # the other papers' runs; the rerank_k=20 run is a row of its own
     top100 = next(r for r in rows if r.system == "NV-Embed-v2 + monoBERT (rerank_k=100)")
     lamer = next(r for r in rows if r.system == "LameR (GPT4o) + BM25")
     assert top100.notes and lamer.notes  # joined, and their numbers differ from the published ones

@@ -100,8 +100,8 @@ def test_the_page_filters_it_as_another_papers_run():
 
     rows = ranked(published_rows(which="all"))
     page = render_html(rows, [t.name for t in R2MED_TASKS])
-    assert f'<input type="checkbox" value="paper" checked> {escape(ORIGIN_LABELS["paper"])} (2)' in page
-    assert page.count('data-origin="paper"') == 2  # the ReasonEmbed paper's and the InsertRank paper's
+    assert f'<input type="checkbox" value="paper" checked> {escape(ORIGIN_LABELS["paper"])} (18)' in page
+    assert page.count('data-origin="paper"') == 18  # ReasonEmbed's, InsertRank's, GroupRank's 11, ReasonRank's 5
 
 
 def test_a_run_of_its_configuration_joins_it(plugins):
@@ -114,7 +114,7 @@ def test_a_run_of_its_configuration_joins_it(plugins):
               config=config, display_name="Qwen3-Embedding-8B")
     rows = merge([*published_rows(which="all"), run])
     paper = next(r for r in rows if r.system == PAPER_ROW)
-    assert paper.joined == [run] and len(rows) == 69 + 28 + 2
+    assert paper.joined == [run] and len(rows) == 69 + 28 + 18
     # the run summary sets a reason-embed run beside the leaderboard row's published values
     row = published_row_for("BGE-Reasoner-Embed-0928", command_config("r2med-run --plugin reason-embed"))
     assert row is not None and row.scores[R2MED_TASKS[0].name] == 54.01

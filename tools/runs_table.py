@@ -27,6 +27,8 @@ def known_difference(row) -> str:
     if row.kind == "paper" and "InsertRank" in row.reranker:
         return ("the abstract's average only; the paper's prompt wording, window and depth not transcribed: "
                 "`insertrank` runs `llm-rerank`'s (see InsertRank above)")
+    if row.kind == "paper":  # GroupRank's and ReasonRank's tables: what their own note says
+        return row.notes[-1] if row.notes else "–"
     if row.reranker != "-" and "ReasonRank" in row.reranker:
         return "ReasonRank's own runs; `llm-rerank` cuts passages by words, not tokens"
     if row.system == "MedCPT":

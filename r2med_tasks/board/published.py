@@ -22,6 +22,7 @@ PUBLISHED_CSV = Path(__file__).parents[1] / "data" / "leaderboard" / "r2med_lead
 PAPERS = Path(__file__).parents[1] / "data" / "published" / "papers.json"
 REPOSITORY = "R2MED/R2MED"
 PUBLISHED_KINDS = ("leaderboard", "repository", "paper")  # the kinds of published rows
+PAPER_FIELDS = ("paper", "table", "first_stage", "llm")  # what each run of another paper says besides its figures
 # MTEB's R2MED results at one commit of the MTEB results repository, their sha256 beside them
 MTEB_RECORD = Path(__file__).parents[1] / "data" / "published" / "mteb_r2med.json"
 MTEB_RECORD_SHA256 = MTEB_RECORD.with_suffix(".sha256")
@@ -40,15 +41,18 @@ def published_runs(kind: str | None = None, path: Path = DATA) -> list[dict]:
 
 def paper_runs(path: Path = PAPERS) -> list[dict]:
     """Runs published in other papers: ``name``, ``rewriter``/``retriever``/``reranker``,
-    ``command``, ``source``, ``reference``, ``provenance``, ``note``, the printed ``average`` and
-    ``ndcg_at_10`` (×100, per dataset short name: all eight, or none for a run whose paper gives
-    only its average)."""
+    ``command``, ``source``, ``reference``, ``provenance``, ``note``, where the figures are
+    (``paper``: its arXiv id, ``table``), what it reranks (``first_stage``) with which ``llm``
+    ("-" for none), the printed ``average`` and ``ndcg_at_10`` (×100, per dataset short name: all
+    eight, or none for a run whose paper gives only its average)."""
     runs = _load(str(path))["runs"]
     for run in runs:
         if set(run["ndcg_at_10"]) not in ({t.short_name for t in R2MED_TASKS}, set()):
             raise ValueError(f"{path}: {run['name']!r} gives some of the eight datasets, not all")
         if not isinstance(run.get("average"), (int, float)):
             raise ValueError(f"{path}: {run['name']!r} has no printed average")
+        if not all(isinstance(run.get(k), str) and run[k] for k in PAPER_FIELDS):
+            raise ValueError(f"{path}: {run['name']!r} does not say each of {', '.join(PAPER_FIELDS)}")
     return runs
 
 

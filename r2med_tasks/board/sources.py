@@ -47,6 +47,7 @@ class Row:
     metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # task name -> every metric shipped (0-1)
     joined: list[Row] = field(default_factory=list)  # your runs of this published row's configuration
     components: dict = field(default_factory=dict)  # a run's stages as recorded: kind -> component, label, members
+    models: dict = field(default_factory=dict)  # a run's models as recorded: kind -> name, revision (run-file's: its content)
     # What a run's per-query files say (published rows and MTEB results have none: all stay empty or None).
     per_query: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)  # task -> query -> nDCG@10
     data: dict[str, dict] = field(default_factory=dict, repr=False)  # task -> stored data identity
@@ -156,7 +157,7 @@ class Row:
         return sum(len(self.per_query[t]) for t in self.scores)
 
 
-PUBLISHED_CHOICES = ("leaderboard", "all", "none")
+PUBLISHED_CHOICES = ("leaderboard", "papers", "all", "none")
 BOARD_SECTION, LOCAL_SECTION = "board", "local"
 SECTIONS = (BOARD_SECTION, LOCAL_SECTION)  # in this order, each ranked on its own
 JUDGED_MEANS = {True: "P@10", False: "coverage"}  # what judged@10 is, by whether only relevant documents are judged
@@ -164,8 +165,8 @@ DATA_DIR_PLACEHOLDER = "DATA_DIR"  # the word a printed command has for a local 
 
 
 def published_rows(path: Path = PUBLISHED_CSV, which: str = "leaderboard") -> list[Row]:
-    """The published rows: the leaderboard's (``which="leaderboard"``), those, the authors'
-    repository's other runs and the runs published in other papers (``"all"``), or none."""
+    """The published rows: the leaderboard's (``which="leaderboard"``), those and the runs published
+    in other papers (``"papers"``), those and the authors' repository's other runs (``"all"``), or none."""
     if which not in PUBLISHED_CHOICES:
         raise ValueError(f"which={which!r}: one of {', '.join(PUBLISHED_CHOICES)}")
     if which == "none":
@@ -188,6 +189,7 @@ def published_rows(path: Path = PUBLISHED_CSV, which: str = "leaderboard") -> li
             rows.append(row)
     if which == "all":
         rows += [repository_row(run) for run in published_runs("repository")]
+    if which in ("all", "papers"):
         rows += [paper_row(run) for run in paper_runs()]
     return rows
 
@@ -203,6 +205,8 @@ def paper_row(run: dict) -> Row:
     if not row.complete:
         row.published_average = float(run["average"])
         row.notes.append("average only: per-dataset values not transcribed")
+    if run["first_stage"] != "-":
+        row.notes.append(f"reranks {run['first_stage']} with {run['llm']} ({run['paper']}, {run['table']})")
     if run.get("note"):
         row.notes.append(run["note"])
     return row
@@ -493,7 +497,7 @@ def _run_row(run: ResultsFolder, record: dict, key: tuple, local: bool) -> Row:
     return Row(str(name), labels["rewriter"], labels["retriever"], labels["reranker"],
                source=("local data: " if local else "") + str(run.path), key=key, config=config,
                display_name=str(record.get("name") or name), local=local, kind="run", provenance=[str(run.path)],
-               components=stages)
+               components=stages, models=record["models"] if isinstance(record.get("models"), dict) else {})
 
 
 def recorded_command(record: dict, tasks: list[str], *, output: Path | None = None,

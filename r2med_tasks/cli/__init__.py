@@ -10,7 +10,7 @@ import click
 from .common import Group, closed_streams_to_nowhere, exit_after_interrupt, tolerant_streams
 from .fuse import fuse_command
 from .generations import export_generations_command
-from .leaderboard import compare_command, export_mteb_command, leaderboard_command
+from .leaderboard import compare_command, export_first_stage_command, export_mteb_command, leaderboard_command
 from .listing import list_command, plugins_command
 from .reproduce import reproduce_command
 from .run import run_command
@@ -26,7 +26,7 @@ def cli():
 
 
 for command in (run_command, plugins_command, list_command, leaderboard_command, compare_command, fuse_command,
-                export_mteb_command, export_generations_command, reproduce_command):
+                export_mteb_command, export_first_stage_command, export_generations_command, reproduce_command):
     cli.add_command(command)
 cli.add_command(show_command)
 cli.add_command(sweep_command)

@@ -22,11 +22,12 @@ from .common import err, out, user_errors
 @click.option("--mteb-results", type=PathOption(), metavar="DIR",
               help="A clone of the MTEB results repository (its results/ folder is read; R2MED tasks' files only, "
                    "the others skipped unread).")
-@click.option("--published", "which", type=click.Choice(["leaderboard", "all", "none"]), default="leaderboard",
-              show_default=True,
-              help="Published rows: the leaderboard's 69, all published runs (also the authors' repository's "
-                   "runs that are not leaderboard rows, other papers' runs and MTEB's R2MED results as the "
-                   "package records them, source mteb), or none.")
+@click.option("--published", "which", type=click.Choice(["leaderboard", "papers", "all", "none"]),
+              default="leaderboard", show_default=True,
+              help="Published rows: the leaderboard's 69; those and the runs other papers publish (GroupRank, "
+                   "ReasonRank, InsertRank, ReasonEmbed: source paper); all published runs (also the authors' "
+                   "repository's runs that are not leaderboard rows and MTEB's R2MED results as the package records "
+                   "them, source mteb); or none.")
 @click.option("--no-published", is_flag=True, help="Same as --published none.")
 @click.option("--include-local", is_flag=True,
               help="Also show results on local data (not R2MED's at mteb's pinned revisions): a section of their "
@@ -46,6 +47,10 @@ from .common import err, out, user_errors
 @click.option("--reproductions", is_flag=True,
               help="The reproduction matrix instead: the published rows reproduced with `r2med reproduce` in "
                    "FOLDERS, each dataset's verdict (table, markdown, csv or json; the page shows it below the board).")
+@click.option("--first-stage", type=PathOption(), metavar="DIR",
+              help="The rerankers run over one first stage instead (DIR: an exported first stage, or the results "
+                   "folder run-file read): its own nDCG@10 and, for each reranker run in FOLDERS, its score, gain, "
+                   "LLM calls, tokens and cost (table, markdown, csv or json).")
 @click.option("--wide", is_flag=True, help="The table with every column (rewriter, retriever, reranker, source "
                                            "and notes); by default it fits 120 columns.")
 @click.option("--output", type=PathOption(), help="Write to FILE instead of the terminal.")
@@ -53,12 +58,11 @@ from .common import err, out, user_errors
               help="With --format html: the folder your runs on local data read (r2med-run --data-dir), for the "
                    "grades in their per-query view (runs on the hub's data find theirs).")
 def leaderboard_command(folders, mteb_results, which, no_published, include_local, task_names, rewriter, retriever,
-                        reranker, top, commands, fmt, as_html, reproductions, wide, output, data_dir):
+                        reranker, top, commands, fmt, as_html, reproductions, first_stage, wide, output, data_dir):
     """Rank the published R2MED systems, your results folders and MTEB results in one table.
 
     FOLDERS are results folders in mteb's layout (default: ./results when it exists).
     """
-    from ..files import atomic
     from ..api import rank_systems
 
     from click.core import ParameterSource
@@ -73,20 +77,43 @@ def leaderboard_command(folders, mteb_results, which, no_published, include_loca
             if which not in ("leaderboard", "none"):
                 raise UserError(f"--no-published contradicts --published {which}")
             which = "none"
-        board = rank_systems(list(folders) or None, mteb_results=mteb_results, published=which,
-                             include_local=include_local, tasks=task_names, rewriter=rewriter, retriever=retriever,
-                             reranker=reranker, top=top, statistics=not commands, on_warning=warn)
-        width = min(120, out.width) if output is None and out.is_terminal else 120
-        if reproductions:
-            text = matrix_text(board.reproductions, fmt)
+        if first_stage is not None:
+            text = first_stage_view(first_stage, folders, fmt)
         else:
-            text = board.render(fmt, commands=commands, wide=wide, width=width, data_dir=data_dir)
+            board = rank_systems(list(folders) or None, mteb_results=mteb_results, published=which,
+                                 include_local=include_local, tasks=task_names, rewriter=rewriter,
+                                 retriever=retriever, reranker=reranker, top=top, statistics=not commands,
+                                 on_warning=warn)
+            width = min(120, out.width) if output is None and out.is_terminal else 120
+            if reproductions:
+                text = matrix_text(board.reproductions, fmt)
+            else:
+                text = board.render(fmt, commands=commands, wide=wide, width=width, data_dir=data_dir)
+    echo_or_write(text, output)
+
+
+def echo_or_write(text: str, output: Path | None) -> None:
+    """The command's text on standard output, or written to ``output``."""
+    from ..files import atomic
+
     text = text.encode("utf-8", "replace").decode("utf-8")  # a lone surrogate from a file's "\ud800" is "?"
     if output is None:
         echo(text)
     else:
         atomic.write_text(output, text)
         err.print(f"Wrote {escape(printable(output))}")
+
+
+def first_stage_view(first_stage: Path, folders: tuple, fmt: str) -> str:
+    """``--first-stage``: every reranker run in ``folders`` over that first stage, local data included."""
+    from ..api import rank_systems
+    from ..board.first_stage import first_stage_board, first_stage_text
+
+    if fmt == "html":
+        raise UserError("--first-stage: table, markdown, csv or json (the page has no such view yet)")
+    board = rank_systems(list(folders) or None, published="none", include_local=True, statistics=False,
+                         on_warning=warn)
+    return first_stage_text(first_stage_board(first_stage, board.rows), fmt)
 
 
 def matrix_text(matrix: list[dict], fmt: str) -> str:
@@ -290,3 +317,27 @@ def export_mteb_command(run_dir, dest, create, overwrite, replace_model_meta, as
                       "can).")
     if export.problems:
         raise click.exceptions.Exit(1)
+
+
+@click.command("export-first-stage")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("dest", type=click.Path(path_type=Path))
+@click.option("--top-k", type=click.IntRange(1), default=100, show_default=True,
+              help="Documents kept per query (the published rerankers rerank the top 100).")
+@click.option("--json", "as_json", is_flag=True, help="Print the manifest written (DEST/r2med/first-stage.json).")
+def export_first_stage_command(run_dir, dest, top_k, as_json):
+    """Write the top-k of each task's ranking in RUN_DIR (a results folder of r2med-run) into DEST
+    as a first stage others rerank: DEST/<Task>.trec, read by `--plugin run-file -o path=DEST`,
+    and DEST/r2med/first-stage.json, the run it came from and each file's hash. A reranker run over
+    it is filed under its content, wherever it is copied."""
+    from ..results.first_stage import export_first_stage
+
+    with user_errors():
+        exported = export_first_stage(run_dir, dest, top_k=top_k)
+    if as_json:
+        click.echo(json.dumps(exported.manifest, indent=2))
+        return
+    out.print(f"Wrote {len(exported.manifest['tasks'])} task(s) of {escape(exported.manifest['name'])} to "
+              f"{escape(printable(dest))} (top {top_k}, content {exported.revision})", soft_wrap=True)
+    out.print(f"Rerank it: r2med-run --plugin run-file -o path={escape(printable(dest))} --plugin RERANKER",
+              soft_wrap=True, highlight=False)

@@ -25,6 +25,7 @@ from .identity import FORMAT, PipelineSpec, canonical, differences
 from .layout import (
     COST_SUFFIX,
     EXPERIMENTS,
+    FIRST_STAGE,
     GENERATIONS,
     IDENTITY_SUFFIX,
     JOURNAL_SUFFIX,
@@ -162,6 +163,11 @@ class ResultsFolder:
     def record_file(self) -> Path:
         return self.own_folder / RECORD
 
+    @property
+    def first_stage_file(self) -> Path:
+        """An exported first stage's manifest (``r2med export-first-stage``): the run it came from."""
+        return self.own_folder / FIRST_STAGE
+
     def manifest_file(self, task_name: str) -> Path:
         """The hashes of a task's files, written after them: the task is finished when they agree."""
         return self.own_folder / f"{task_name}{MANIFEST_SUFFIX}"
@@ -235,6 +241,10 @@ class ResultsFolder:
         """What ``r2med/pipeline.json`` records (empty when there is none: results r2med did not write,
         or when it cannot be read: :meth:`problems` says why)."""
         return self._object(self.record_file) or {}
+
+    def first_stage(self) -> dict[str, Any]:
+        """What an exported first stage's manifest says (empty: none, or unreadable)."""
+        return self._object(self.first_stage_file) or {}
 
     def identity(self, task_name: str) -> dict[str, Any] | None:
         """A task's stored identity (None: none, or not one r2med wrote)."""
@@ -661,9 +671,10 @@ def results_folder_of(path: Path) -> ResultsFolder:
 
 
 def run_name(path: Path) -> str:
-    """A run's display name: its pipeline's name for a results folder (or a run file in one), else
-    the file name."""
-    recorded = results_folder_of(path).record().get("name")
+    """A run's display name: its pipeline's name for a results folder (or a run file in one) or for
+    the first stage exported from one, else the file name."""
+    folder = results_folder_of(path)
+    recorded = folder.record().get("name") or folder.first_stage().get("name")
     return recorded if isinstance(recorded, str) and recorded else path.stem
 
 

@@ -29,6 +29,7 @@ EXPERIMENTS = "experiments"  # mteb's folder for experiment variants
 LOCAL_DATA = "local-data"  # the tree of results on data read from local files
 OWN_FOLDER = "r2med"  # the sub-folder of r2med's own files, which no reader of mteb's layout takes for results
 RECORD = "pipeline.json"
+FIRST_STAGE = "first-stage.json"  # r2med/first-stage.json: what an exported first stage came from (export_first_stage)
 REPRODUCTION = "reproduction.json"
 LOCK = "lock"
 GENERATIONS = "generations"  # <Task>.generations.jsonl: what the run's LLMs wrote (context.generated)
