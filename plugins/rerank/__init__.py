@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import Field, create_model
 
-from r2med_tasks.plugin import APIOptions, Options, Price, RerankerSpec, hookimpl
+from r2med_tasks.plugin import LLMOptions, Options, Price, RerankerSpec, hookimpl
 
 # name: (model, logit used, leaderboard-style name, reference)
 CROSS_ENCODERS = {
@@ -47,7 +47,7 @@ RANKLLAMA_OPTIONS = pair_options("RankLlamaOptions", batch_size=16, max_length=1
                                  base=(RANKLLAMA["base"], "the base model it was trained on"))
 
 
-class LLMRerankOptions(APIOptions):
+class LLMRerankOptions(LLMOptions):
     llm: str = Field("", description="openai:MODEL, vllm:MODEL, ollama:MODEL or BASE_URL#MODEL (see `r2med list llms`)")
     rerank_k: int = Field(100, ge=1, description="how many first-stage documents per query to rerank")
     window: int = Field(20, ge=1, description="passages per LLM call")

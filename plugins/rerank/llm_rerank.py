@@ -22,7 +22,7 @@ class LLMReranker:
         self.passage_words, self.reasoning = options.passage_words, options.reasoning
         # max_tokens None: the server's default
         self.sampling = {"temperature": options.temperature, "max_tokens": options.max_tokens or None,
-                         "concurrency": options.concurrency, **options.api_limits()}
+                         "concurrency": options.concurrency, **options.llm_settings()}
         self.price = tuple(options.price) if options.price else None
         self.note = ""  # RankGPT's and ReasonRank's prompts as published
 
