@@ -7,6 +7,7 @@ from .components.api_options import APIOptions
 from .components.context import Context
 from .components.fusion_options import FusionOptions
 from .components.hookspecs import hookimpl
+from .components.llm_options import LLMOptions
 from .components.model_refs import ModelRef
 from .components.options import Identified, Options, file_content
 from .components.specs import LLMSpec, Reranker, RerankerSpec, Retriever, RetrieverSpec, Rewriter, RewriterSpec
@@ -31,7 +32,7 @@ __all__ = [
     # what components implement
     "Retriever", "Rewriter", "Reranker",
     # what they receive
-    "Context", "Options", "APIOptions", "Identified", "file_content", "Price", "Query", "Corpus", "Run",
+    "Context", "Options", "APIOptions", "LLMOptions", "Identified", "file_content", "Price", "Query", "Corpus", "Run",
     # errors
     "UserError", "PluginError",
     # models

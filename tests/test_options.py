@@ -267,7 +267,7 @@ def test_every_component_calling_an_api_has_time_limits_that_identify_nothing(re
 
     calling = sorted(e.spec.name for kind in ("retriever", "rewriter", "reranker") for e in reg.entries[kind]
                      if issubclass(e.spec.options, APIOptions))
-    assert calling == ["hyde", "insertrank", "lamer", "llm-rerank", "openai", "query2doc", "search-o1", "search-r1",
+    assert calling == ["grouprank", "hyde", "insertrank", "lamer", "llm-rerank", "openai", "query2doc", "search-o1", "search-r1",
                        "voyage"]
     for plugins, options in ((["hyde", "bm25", "llm-rerank"], ["llm=openai:gpt-4o"]), (["openai"], [])):
         plain = build_pipeline(reg, plugins, options)

@@ -224,13 +224,15 @@ def test_a_rerankers_order_and_reasoning_apart_are_shown(run_cli, evaluate):
                                            "finish_reason": "length", "prompt_tokens": 10, "completion_tokens": 5,
                                            "reasoning_tokens": 3, "seconds": 0.1}],
               "output": "<think>The second passage explains it.</think>[2] > [1] > [3]", "answer": order,
-              "seconds": 0.1}
+              "seconds": 0.1, "reasoning_tokens": 1234}
     write_jsonl(folder / "R2MEDSampleRetrieval.generations.jsonl", [record, {**record, "query_id": "q02"}])
     (g,) = show_json(run_cli, folder, "--query", "q01")["generations"]
     assert (g["stage"], g["answer"], g["reasoning"]) == ("reranker", order, "The second passage explains it.")
+    assert g["reasoning_tokens"] == 1234
     code, out, err = run_cli("show", folder, "--query", "q01")
     assert code == 0, err
     assert "s-endo-03, s-endo-02, case-08" in out and "The second passage explains it." in out
+    assert "Reasoning (1,234 tokens)" in out
     assert "length" in out  # a cut answer is flagged
 
 

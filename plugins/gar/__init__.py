@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, create_model, model_validator
 
-from r2med_tasks.plugin import APIOptions, Identified, Price, RewriterSpec, file_content, hookimpl
+from r2med_tasks.plugin import Identified, LLMOptions, Price, RewriterSpec, file_content, hookimpl
 
 from .prompts import METHODS as LIVE  # the agents have their own options
 
@@ -79,15 +79,20 @@ AGENT_OPTIONS = {
 
 
 
-class GenerationOptions(APIOptions):
+class GenerationOptions(LLMOptions):
     """Every method's options: the documents come either from the published generations of an LLM
-    (``source``) or from one generating live (``llm``, with the API's time limits)."""
+    (``source``) or from one generating live (``llm``, with the API's time limits and the thinking
+    controls)."""
 
     @model_validator(mode="after")
     def one_source(self):
         if bool(self.source) == bool(self.llm):
             raise ValueError("needs exactly one of -o source=LLM (published generations) or -o llm=SPEC "
                              "(generate live)")
+        thinking = self.thinking_settings()
+        if thinking and self.source:
+            raise ValueError(f"-o {next(iter(thinking))}= goes with -o llm=SPEC (generate live); the published "
+                             "generations are as they were generated")
         if self.hub_split and not self.source:
             raise ValueError(f"-o hub_split={self.hub_split} goes with -o source=LLM (published generations)")
         return self

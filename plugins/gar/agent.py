@@ -126,7 +126,7 @@ class SearchAgent(GARRewriter):
             with lock:
                 if key not in clients:
                     clients[key] = context.llm(self.llm, price=self.price, **params, concurrency=self.concurrency,
-                                               template=self.template or None, **self.limits)
+                                               template=self.template or None, **self.client_options)
                 return clients[key]
 
         client = client_for(None)

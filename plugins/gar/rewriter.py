@@ -39,7 +39,7 @@ class GARRewriter:
         self.source, self.published_data, self.llm = options.source, options.published_data, options.llm
         self.hub_split = options.hub_split or self.source.replace("-", "_")  # the hub's: o3_mini, qwen_72b, ...
         self.sampling = {key: getattr(options, key) for key in ("temperature", "top_p", "max_tokens", "seed")}
-        self.concurrency, self.limits = options.concurrency, options.api_limits()
+        self.concurrency, self.client_options = options.concurrency, options.llm_settings()
         self.price = tuple(options.price) if options.price else None
 
     def display_name(self) -> str:
@@ -134,7 +134,7 @@ class GARRewriter:
         published = {"temperature": 0.8 if on_openai else 0.7, "top_p": 0.8 if on_openai else None,
                      "max_tokens": None if on_openai else 10240, "seed": None if on_openai else 42}
         params = {k: published[k] if s[k] is None else s[k] for k in published}
-        client = context.llm(self.llm, price=self.price, **params, concurrency=self.concurrency, **self.limits)
+        client = context.llm(self.llm, price=self.price, **params, concurrency=self.concurrency, **self.client_options)
         key = task.key or DEFAULT_KEY
         examples = self._query2doc_examples(task, context) if self.method == "query2doc" else None
         passages = self._lamer_passages(queries, task, context) if self.method == "lamer" else {}

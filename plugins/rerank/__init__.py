@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import Field, create_model
 
-from r2med_tasks.plugin import APIOptions, Options, Price, RerankerSpec, hookimpl
+from r2med_tasks.plugin import LLMOptions, Options, Price, RerankerSpec, hookimpl
 
 # name: (model, logit used, leaderboard-style name, reference)
 CROSS_ENCODERS = {
@@ -47,7 +47,7 @@ RANKLLAMA_OPTIONS = pair_options("RankLlamaOptions", batch_size=16, max_length=1
                                  base=(RANKLLAMA["base"], "the base model it was trained on"))
 
 
-class ListwiseOptions(APIOptions):
+class ListwiseOptions(LLMOptions):
     """What every sliding-window LLM reranker takes (``llm-rerank``, ``insertrank``)."""
 
     llm: str = Field("", description="openai:MODEL, vllm:MODEL, ollama:MODEL or BASE_URL#MODEL (see `r2med list llms`)")
@@ -76,7 +76,7 @@ class InsertRankOptions(ListwiseOptions):
                                                             "(rank_llm's: 3)")
 
 
-class GroupRankOptions(APIOptions):
+class GroupRankOptions(LLMOptions):
     """GroupRank: the defaults are the 32B model's run in Diver's ``Reranker/reranker_script.sh``
     (groups of 20 every 20, 6 rounds) and ``rerank_groupwise.py``'s sampling and cuts."""
 

@@ -164,7 +164,7 @@ class GroupRankReranker:
         self.options = options
         self.sampling = {"temperature": options.temperature, "top_p": options.top_p,
                          "max_tokens": options.max_tokens or None, "concurrency": options.concurrency,
-                         **options.api_limits()}
+                         **options.llm_settings()}
         self.price = tuple(options.price) if options.price else None
 
     def model_meta(self) -> dict:

@@ -23,7 +23,7 @@ class LLMReranker:
         self.passage_words, self.options = options.passage_words, options
         # max_tokens None: the server's default
         self.sampling = {"temperature": options.temperature, "max_tokens": options.max_tokens or None,
-                         "concurrency": options.concurrency, **options.api_limits()}
+                         "concurrency": options.concurrency, **options.llm_settings()}
         self.price = tuple(options.price) if options.price else None
 
     def prompt(self):

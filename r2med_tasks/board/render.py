@@ -122,7 +122,8 @@ def json_records(rows: list[Row], tasks: list[str], commands: bool = False) -> l
                 "judged": {SHORT_NAMES[t]: r.judged[t] for t in tasks if t in r.judged},
                 "ndcg_at_10_condensed": {SHORT_NAMES[t]: r.condensed[t] for t in tasks if t in r.condensed},
                 "only_relevant_judged": {SHORT_NAMES[t]: r.relevant_only[t] for t in tasks if t in r.relevant_only},
-                "usd_per_query": r.usd_per_query, "seconds_per_query": r.seconds_per_query}
+                "usd_per_query": r.usd_per_query, "seconds_per_query": r.seconds_per_query,
+                "reasoning_tokens_per_query": r.reasoning_tokens_per_query}
     return [{**dict(zip(keys, rec)), "section": r.section, "local_data": r.local, **extra(r)}
             for rec, r in zip(records, rows)]
 

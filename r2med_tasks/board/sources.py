@@ -141,6 +141,13 @@ class Row:
         return None if not usd or None in usd else sum(usd) / self._n_queries()
 
     @property
+    def reasoning_tokens_per_query(self) -> float | None:
+        """Reasoning tokens the LLMs reported per scored query over the row's datasets (0.0: none
+        reported, or no LLM called; None as above)."""
+        costs = self._costs()
+        return sum((c["usage"] or {}).get("reasoning_tokens", 0) for c in costs) / self._n_queries() if costs else None
+
+    @property
     def seconds_per_query(self) -> float | None:
         """Wall seconds of the recorded stages per scored query over the row's datasets (None as above)."""
         costs = self._costs()

@@ -126,7 +126,8 @@ def print_query(view, console: Console, *, full: bool = False) -> None:
         console.print(heading(f"{(g['stage'] or 'LLM').capitalize()}: {who}{method}".rstrip()))
         parts = []
         if g["reasoning"]:
-            parts += [Text("Reasoning", style="italic"),
+            counted = f" ({g['reasoning_tokens']:,} tokens)" if g.get("reasoning_tokens") else ""
+            parts += [Text(f"Reasoning{counted}", style="italic"),
                       Text(safe(cut(g["reasoning"], None if full else REASONING_CHARS)), style="dim")]
         answer = g["answer"]
         if isinstance(answer, list):

@@ -28,7 +28,16 @@ from .endpoint import (
     no_auth_header,
     openai_base_url,
 )
-from .messages import SAMPLING_PARAMS, PreparedTurn, Turn, check_messages, check_turns, normalize_params
+from .messages import (
+    SAMPLING_PARAMS,
+    THINKING_FIELDS,
+    PreparedTurn,
+    Turn,
+    check_messages,
+    check_turns,
+    normalize_params,
+    wire_params,
+)
 from .secrets import redact, show_url
 from .served import ServedModel, ask_served_model
 from .template import ChatTemplate
@@ -88,6 +97,10 @@ class ChatClient(Endpoint):
     Continued turns: chat mode sends the partial as a final assistant message with vLLM's
     ``continue_final_message`` (OpenAI refuses it, Ollama ignores it, and its trailing whitespace is
     stripped); completions mode (``template``) renders the chat template here, partial exact.
+
+    ``thinking`` (True/False) switches a hybrid reasoning model's thinking on or off through its chat
+    template (``enable_thinking``: Qwen3 on vLLM or SGLang); ``thinking_budget`` bounds it in tokens
+    where the server enforces one (vLLM's ``thinking_token_budget``). None: the server's default.
     """
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
@@ -96,7 +109,8 @@ class ChatClient(Endpoint):
                  timeout: float = 600.0, sleep: Callable[[float], None] | None = None, backoff: float | None = None,
                  backoff_max: float | None = None, retry_after_max: float | None = None,
                  retry: RetryPolicy | None = None, top_k: int | None = None,
-                 repetition_penalty: float | None = None, template: str | os.PathLike | None = None) -> None:
+                 repetition_penalty: float | None = None, template: str | os.PathLike | None = None,
+                 thinking: bool | None = None, thinking_budget: int | None = None) -> None:
         if not isinstance(model, str) or not model.strip():
             raise UserError(f"ChatClient: model must be a non-empty string, got {model!r}")
         self.model = model.strip()
@@ -106,6 +120,7 @@ class ChatClient(Endpoint):
         self.url = endpoint_url(self.base_url, "chat/completions")
         self.temperature, self.top_p, self.max_tokens, self.seed = temperature, top_p, max_tokens, seed
         self.top_k, self.repetition_penalty = top_k, repetition_penalty
+        self.thinking, self.thinking_budget = thinking, thinking_budget
         if template is not None and not isinstance(template, (str, os.PathLike)):
             raise UserError(f"ChatClient: template must be a tokenizer folder or hub id, got {type(template).__name__}")
         self.template = os.fspath(template).strip() if template is not None else None
@@ -143,9 +158,12 @@ class ChatClient(Endpoint):
 
         number("temperature", 0, 2)
         number("top_p", 0, 1)
-        for name, low in (("max_tokens", 1), ("seed", None), ("top_k", -1), ("concurrency", 1)):
+        if self.thinking is not None and not isinstance(self.thinking, bool):
+            raise UserError(f"ChatClient: thinking must be True, False or None, got {self.thinking!r}")
+        for name, low in (("max_tokens", 1), ("seed", None), ("top_k", -1), ("concurrency", 1),
+                          ("thinking_budget", 0)):
             value = getattr(self, name)
-            if name in ("max_tokens", "seed", "top_k") and value is None:
+            if name in ("max_tokens", "seed", "top_k", "thinking_budget") and value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or (low is not None and value < low):
                 what = "an integer" if low is None else f"an integer >= {low}"
@@ -169,7 +187,7 @@ class ChatClient(Endpoint):
     def body(self, messages: list[dict], params: dict[str, Any] | None = None) -> dict:
         """The JSON body sent for one chat request (``params``: instead of the client's)."""
         body: dict[str, Any] = {"model": self.model, "messages": messages}
-        for name, value in (self.params if params is None else params).items():
+        for name, value in wire_params(self.params if params is None else params).items():
             if name == "max_tokens" and _COMPLETION_TOKENS_MODELS.match(self.model):
                 name = "max_completion_tokens"
             body[name] = value
@@ -206,8 +224,9 @@ class ChatClient(Endpoint):
                 raise UserError(f"ChatClient for {self.shown_model} renders turns with template= and sends them to "
                                 "/completions, which stops after 16 tokens unless told: set max_tokens (on the "
                                 "client or the Turn)")
-            prompt = self.render(turn)
-            body: dict[str, Any] = {"model": self.model, "prompt": prompt, **params}
+            prompt = self.render(turn)  # thinking on or off in the template rendered here
+            body: dict[str, Any] = {"model": self.model, "prompt": prompt,
+                                    **wire_params({k: v for k, v in params.items() if k != "thinking"})}
             request: Any = prompt
         else:
             messages = [dict(m) for m in turn.messages]
@@ -225,7 +244,7 @@ class ChatClient(Endpoint):
         """The completions-mode prompt: the chat template with the generation prompt, then the partial."""
         if self._chat_template is None:
             raise UserError("ChatClient: rendering a chat template needs template= (a tokenizer folder or hub id)")
-        return self._chat_template.render(turn)
+        return self._chat_template.render(turn, thinking=self.thinking)
 
     def tokenizer(self):
         """The ``template`` tokenizer, or None: for an agent that counts or cuts tokens as its reference does."""
@@ -323,7 +342,10 @@ class ChatClient(Endpoint):
             return (f"the prompt plus max_tokens exceed {self.shown_model}'s context: shorten the prompt or "
                     "lower max_tokens")
         if status in (400, 422):
-            for name in (*SAMPLING_PARAMS, "max_completion_tokens"):
+            sent_as = {THINKING_FIELDS.get(name, name): name for name in SAMPLING_PARAMS}
+            for name in (*sent_as, "max_completion_tokens"):
                 if name in message and re.search(r"unsupported|not support|unrecognized", message, re.I):
-                    return f"{self.shown_model} does not take {name} as set: change it or leave it unset"
+                    option = sent_as.get(name, name)
+                    sent = f" (sent as {name})" if option != name else ""
+                    return f"{self.shown_model} does not take {option} as set{sent}: change it or leave it unset"
         return None

@@ -10,9 +10,26 @@ from typing import Any
 
 from ..errors import UserError
 
-SAMPLING_PARAMS = ("temperature", "top_p", "max_tokens", "seed", "top_k", "repetition_penalty")
-EXTRA_BODY_PARAMS = frozenset({"top_k", "repetition_penalty", "continue_final_message", "add_generation_prompt"})
+SAMPLING_PARAMS = ("temperature", "top_p", "max_tokens", "seed", "top_k", "repetition_penalty", "thinking",
+                   "thinking_budget")
+THINKING_FIELDS = {"thinking": "chat_template_kwargs", "thinking_budget": "thinking_token_budget"}
+"""The thinking controls and the body key each is sent as: vLLM's (and SGLang's) chat-template
+arguments (Qwen3's ``enable_thinking``), and vLLM's budget of thinking tokens."""
+EXTRA_BODY_PARAMS = frozenset({"top_k", "repetition_penalty", "continue_final_message", "add_generation_prompt",
+                               *THINKING_FIELDS.values()})
 """vLLM's body keys, which the openai SDK's ``create`` has no argument for."""
+
+
+def wire_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Sampling params as a request body holds them: ``thinking`` as the chat template's
+    ``enable_thinking``, ``thinking_budget`` as ``thinking_token_budget``, the rest by their names."""
+    out: dict[str, Any] = {}
+    for name, value in params.items():
+        if name == "thinking":
+            out["chat_template_kwargs"] = {"enable_thinking": value}
+        else:
+            out[THINKING_FIELDS.get(name, name)] = value
+    return out
 
 
 def normalize_params(params: dict[str, Any]) -> dict[str, Any]:

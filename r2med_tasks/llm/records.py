@@ -31,13 +31,17 @@ def record(query_id: str, generations: Sequence[Generation], *, answer: Any, que
            **fields: Any) -> dict[str, Any]:
     """One query's record: every answer the stage used for it, in the order asked, what the stage
     took from them (``answer``) and, when not 0, how many of them it could not use (``unusable``: a
-    window with no ranking, an empty document); ``fields`` are the component's own."""
+    window with no ranking, an empty document), with the query's seconds and, when the server
+    reported any, its reasoning tokens summed over its answers (what thinking cost per query);
+    ``fields`` are the component's own."""
     samples = [sample(g) for g in generations]
     if output is None:
         output = "".join(g.whole_text() for g in generations)
     seconds = [s["seconds"] for s in samples if s["seconds"] is not None]
+    reasoning = sum(s["reasoning_tokens"] for s in samples)
     return {"query_id": query_id, **({"query": query} if query is not None else {}),
             "model": generations[0].model if generations else None,
             "sampling": dict(sampling or {}), "samples": samples, "output": output, "answer": answer,
             **({"unusable": unusable} if unusable != 0 else {}),
-            "seconds": round(sum(seconds), 3) if seconds else None, **fields}
+            "seconds": round(sum(seconds), 3) if seconds else None,
+            **({"reasoning_tokens": reasoning} if reasoning else {}), **fields}

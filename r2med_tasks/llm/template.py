@@ -19,13 +19,15 @@ class ChatTemplate:
         self._tokenizer: Any = None
         self._lock = threading.Lock()
 
-    def render(self, turn: Turn) -> str:
-        """The chat template with the generation prompt, then the partial text, verbatim."""
+    def render(self, turn: Turn, thinking: bool | None = None) -> str:
+        """The chat template with the generation prompt, then the partial text, verbatim;
+        ``thinking`` set: the template's ``enable_thinking`` (Qwen3's), as a server would pass it."""
         tokenizer = self.tokenizer()
         shown = redact(self.template)
         try:
             prompt = tokenizer.apply_chat_template([dict(m) for m in turn.messages], tokenize=False,
-                                                   add_generation_prompt=True)
+                                                   add_generation_prompt=True,
+                                                   **({} if thinking is None else {"enable_thinking": thinking}))
         except Exception as e:  # jinja errors, a tokenizer without a template: the user's to fix
             if getattr(tokenizer, "chat_template", None) is None:
                 raise UserError(f"ChatClient: the tokenizer at template={shown!r} has no chat template; give the "

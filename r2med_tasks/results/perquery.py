@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from .folder import ResultsFolder, runs_under
-from ..llm.answers import THINK_CLOSE, THINK_OPEN
+from ..llm.answers import THINK_CLOSE, THINK_OPEN, valid_count
 from ..terminal import printable
 
 if TYPE_CHECKING:
@@ -279,12 +279,14 @@ def record_reasoning(record: dict[str, Any]) -> str | None:
 
 def generation(record: dict[str, Any]) -> dict[str, Any]:
     """What a view shows of a generation record: stage, component, model, method, the answer the
-    stage took (a generated document, or a reranker's order of document ids), the reasoning, the
-    whole output, and each sample's finish reason."""
+    stage took (a generated document, or a reranker's order of document ids), the reasoning and the
+    reasoning tokens the server reported for the query, the whole output, and each sample's finish
+    reason."""
     samples = record.get("samples") if isinstance(record.get("samples"), list) else []
     text = lambda key: record.get(key) if isinstance(record.get(key), str) else None  # noqa: E731
     return {"stage": text("stage"), "component": text("component"), "model": text("model"),
             "method": text("method"), "answer": record.get("answer"), "reasoning": record_reasoning(record),
+            "reasoning_tokens": tokens if valid_count(tokens := record.get("reasoning_tokens")) else None,
             "output": text("output"),
             "finish_reasons": [s.get("finish_reason") for s in samples if isinstance(s, dict)]}
 

@@ -60,7 +60,7 @@ class Stage:
         tokens = [token.partition("=") for token in self.member_options.get(member, ())]
         values = spec.validated_values({key: spec.parse(key, raw) for key, _, raw in tokens})
         return [(key, self._identity(spec, key, values[key])) for key in sorted({key for key, _, _ in tokens})
-                if spec.identifies_results(key)]
+                if spec.identifies_results(key) and key in values]
 
     @staticmethod
     def _identity(spec, key: str, value: Any) -> Any:
@@ -72,7 +72,7 @@ class Stage:
         options' validator lower-cases it), as their identities."""
         values = self.spec.validated_values(self.options)
         changed = {k: self._identity(self.spec, k, values[k]) for k in sorted(self.options)
-                   if self.spec.identifies_results(k) and values[k] != self.spec.defaults.get(k)}
+                   if self.spec.identifies_results(k) and k in values and values[k] != self.spec.defaults.get(k)}
         for member in sorted(self.member_options):
             changed |= {f"{member}.{key}": value for key, value in self.member_values(member)}
         return changed
