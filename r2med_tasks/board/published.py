@@ -12,6 +12,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from ..components.overlap import NOTE_FIELDS, OVERLAP_KEY, overlap_notes
 from ..tasks.specs import R2MED_TASKS
 
 DATA = Path(__file__).parents[1] / "data" / "published" / "r2med_published.json"
@@ -42,13 +43,17 @@ def paper_runs(path: Path = PAPERS) -> list[dict]:
     """Runs published in other papers: ``name``, ``rewriter``/``retriever``/``reranker``,
     ``command``, ``source``, ``reference``, ``provenance``, ``note``, the printed ``average`` and
     ``ndcg_at_10`` (×100, per dataset short name: all eight, or none for a run whose paper gives
-    only its average)."""
+    only its average), and, where its models' training data overlaps a dataset's source,
+    ``training_overlap`` (``components.overlap``'s notes, each naming its ``model``)."""
     runs = _load(str(path))["runs"]
     for run in runs:
         if set(run["ndcg_at_10"]) not in ({t.short_name for t in R2MED_TASKS}, set()):
             raise ValueError(f"{path}: {run['name']!r} gives some of the eight datasets, not all")
         if not isinstance(run.get("average"), (int, float)):
             raise ValueError(f"{path}: {run['name']!r} has no printed average")
+        if overlap_notes(run.get(OVERLAP_KEY)) is None:
+            raise ValueError(f"{path}: {run['name']!r}: {OVERLAP_KEY} is not a list of notes "
+                             f"({', '.join(('model', *NOTE_FIELDS))})")
     return runs
 
 
