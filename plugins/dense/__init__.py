@@ -24,7 +24,8 @@ PUBLISHED_TOKENIZERS = {"openai": "tiktoken's cl100k_base", "voyage": "the hub's
 # activations (docs/reproducing.md), which a scheduler reserves per job.
 GPU_MEMORY_GB = {"contriever": 2, "medcpt": 2, "inst-l": 3, "inst-xl": 8, "bmr-410m": 4, "bmr-2b": 14, "bmr-7b": 36,
                  "bge": 8, "e5": 40, "grit": 24, "sfr": 40, "nvembed": 30, "reason-embed": 24,
-                 "qwen3-embedding-8b": 24}
+                 "qwen3-embedding-8b": 24, "diver-retriever-4b": 16, "diver-retriever-4b-1020": 16,
+                 "diver-retriever-1b7": 8, "diver-retriever-0b6": 4}
 
 
 @lru_cache(maxsize=None)
@@ -32,7 +33,7 @@ def _options(name: str) -> tuple[type, tuple[str, ...]]:
     """The options model of one published model's retriever, which depends on its backend; built
     once per process (the registry is rebuilt for every command)."""
     config = DENSE_MODELS[name]
-    kept = "" if config.drop_identical_ids else "; the published evaluator (FlagEmbedding's) kept it"
+    kept = "" if config.drop_identical_ids else f"; the published run ({config.evaluated_by}) kept it"
     fields = {
         "drop_identical_ids": (bool, Field(config.drop_identical_ids,
                                            description="drop a document whose id equals the query id"
@@ -113,7 +114,7 @@ def register_retrievers(register):
             aliases=config.aliases,
             description=(f"{config.published or config.hf_model} as published in R2MED ({config.hf_model})"
                          if config.evaluated_by == "R2MED" else
-                         f"{config.published or config.hf_model} as {config.evaluated_by} evaluated it on R2MED "
+                         f"{config.published or config.hf_model} as {config.evaluated_by} ran it "
                          f"({config.hf_model})"),
             options=options,
             runtime_options=runtime,

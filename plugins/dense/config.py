@@ -42,10 +42,14 @@ class DenseConfig:
                                                # add_eos_token its tokenizer_config.json says)
     cast_module: bool = False                  # the whole module cast to ``dtype``, buffers too (FlagEmbedding's
                                                # model.half(): RoPE's inv_freq in fp16), not only the weights
+    truncate_text: bool = False                # Diver: the text cut to the limit in tokens without special tokens,
+                                               # decoded back to text and tokenized again with them (its
+                                               # truncate_text before vLLM): special tokens do not count
+    training_overlap: tuple[dict[str, str], ...] = ()  # training data overlapping a task's source (reported notes)
     drop_identical_ids: bool = True            # the option's default: BEIR, R2MED's evaluator, dropped a document
                                                # whose id is the query's; FlagEmbedding's evaluator kept it
     published: str = ""                        # the published row this reproduces (a leaderboard row's name)
-    evaluated_by: str = "R2MED"                # whose published run the configuration follows
+    evaluated_by: str = "R2MED"                # whose published run (or code) the configuration follows
     reference: str = ""                        # model card or paper
     notes: str = ""                            # quirks of the published run worth knowing
 
@@ -85,6 +89,9 @@ class DenseConfig:
         notes = [how[self.backend],
                  f"queries are cut to {self.query_max_length} tokens, documents to {self.doc_max_length} "
                  "(the instruction counts)"]
+        if self.truncate_text:
+            notes.append("the cut is made on the text: its tokens without special tokens, decoded back to text, "
+                         "then tokenized again with them (special tokens do not count)")
         if self.append_eos:
             notes.append("cut to the limit minus one token, then the tokenizer's EOS appended")
         elif self.special_tokens == "tokenizer.json":

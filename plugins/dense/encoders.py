@@ -49,6 +49,9 @@ class TransformerEncoder:
         return self._loaded[model_id]
 
     def _tokenize(self, tokenizer, texts: list[str], max_length: int, as_pair: bool):
+        if self.config.truncate_text:
+            texts = [cut_text(tokenizer, text, max_length) for text in texts]
+            return tokenizer(texts, padding=True, return_tensors="pt")
         if self.config.append_eos:
             ids = tokenizer(texts, max_length=max_length - 1, truncation=True, padding=False,
                             return_attention_mask=False)["input_ids"]
@@ -83,6 +86,14 @@ class TransformerEncoder:
 
     def encode_documents(self, texts: list[str]) -> np.ndarray:
         return self._embed(self.doc_model, texts, self.config.doc_max_length, as_pair=self.config.doc_as_pair)
+
+
+def cut_text(tokenizer, text: str, max_length: int) -> str:
+    """Diver's ``truncate_text``: a text over ``max_length`` tokens (special tokens left out) becomes
+    the decoded text of its first ``max_length`` tokens; vLLM then tokenized it again, adding the
+    special tokens."""
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    return tokenizer.decode(ids[:max_length]) if len(ids) > max_length else text
 
 
 def prepare_tokenizer(tokenizer, config: DenseConfig) -> None:

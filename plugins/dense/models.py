@@ -16,8 +16,9 @@ The instruction tables are keyed by the internal dataset keys (``TaskSpec.key``)
 reproduce the intended mapping.
 
 Two more configurations follow the ReasonEmbed authors' evaluation (arXiv 2510.08252, run through
-FlagEmbedding): ``reason-embed`` and ``qwen3-embedding-8b``. Plain data: importing this module loads
-no model library.
+FlagEmbedding): ``reason-embed`` and ``qwen3-embedding-8b``; four more follow AQ-MedAI/Diver's own
+code: ``diver-retriever-4b``, ``-4b-1020``, ``-1b7`` and ``-0b6``. Plain data: importing this module
+loads no model library.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ __all__ = [
     "BMR_D",
     "BMR_Q",
     "DENSE_MODELS",
+    "DIVER_D",
+    "DIVER_Q",
     "E5_Q",
     "GRIT_D",
     "GRIT_Q",
@@ -538,6 +541,56 @@ _CONFIGS += (
             "leave it room. The instruction format is the model card's own ('Instruct: ...\\nQuery:')."
         ),
     ),
+)
+
+# ---------------------------------------------------------------------------------------------
+# Diver-Retriever as AQ-MedAI/Diver's Retriever/ runs it (@ 95b111b: retrievers.py's
+# Qwen3EmbeddingModel and retrieval_qwen3_ft_diver, run.py; the R2MED figure, 42.9 for the 4B, is
+# the GroupRank paper's, arXiv 2511.11653, Table 2).
+# ---------------------------------------------------------------------------------------------
+
+# retrievers.py, Qwen3EmbeddingModel.embed_queries / embed_docs: one wording for every task (run.py's
+# per-task instructions reach retrieval_qwen3_ft_diver, which never reads them), no space after the colons
+DIVER_Q = "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery:"
+DIVER_D = "Represent this text:"
+
+_DIVER_NOTE = (
+    "retrievers.py, Qwen3EmbeddingModel: vLLM LLM(model, task='embed') with the default dtype ('auto': the "
+    "checkpoint's bfloat16), so the model's own pooling (last token, normalised, from its sentence-transformers "
+    "config); queries 'Instruct: Given a web search query, retrieve relevant passages that answer the "
+    "query\\nQuery:{query}' for every task, documents 'Represent this text:{doc}' (the model card and "
+    "config_sentence_transformers.json leave documents bare: the code is followed); each text, instruction "
+    "included, cut by truncate_text to 16384 tokens without special tokens and decoded back, then tokenized by "
+    "vLLM with the special tokens the checkpoint's tokenizer.json adds. Scored by cosine (sklearn), top 1000; "
+    "only BRIGHT's excluded_ids are dropped, never a document sharing the query's id. vLLM schedules its own "
+    "batches (the harness's 8 is its own choice); its kernels are not reproduced bit for bit. The code loads "
+    "'../models/Diver-Retriever-4B' whatever the size: the other sizes are that code with their weights. "
+    "Retriever/ runs BRIGHT only; how the GroupRank paper ran it on R2MED is not published (original queries)."
+)
+# The model cards' training sets include truehealth/medqa (MedQA), the source of MedQA-Diag.
+DIVER_OVERLAP = ({"task": "MedQA-Diag", "dataset": "truehealth/medqa",
+                  "source": "the model card's training sets, as embeddings-benchmark/mteb PR #5039 records them",
+                  "status": "reported, not independently confirmed"},)
+_DIVER_SETUP = dict(
+    backend="transformers", pooling="last", normalize=True, query_max_length=16384, doc_max_length=16384,
+    dtype="bf16", batch_size=8, query_instructions={ALL_TASKS: DIVER_Q}, doc_instructions={ALL_TASKS: DIVER_D},
+    special_tokens="tokenizer.json", truncate_text=True, drop_identical_ids=False,
+    evaluated_by="AQ-MedAI/Diver's Retriever/ code", training_overlap=DIVER_OVERLAP,
+)
+
+_CONFIGS += (
+    DenseConfig(name="diver-retriever-4b", hf_model="AQ-MedAI/Diver-Retriever-4B", **_DIVER_SETUP,
+                published="Diver-Retriever-4B", reference="https://huggingface.co/AQ-MedAI/Diver-Retriever-4B",
+                notes="Fine-tuned from Qwen/Qwen3-Embedding-4B; the GroupRank paper's first stage (42.9). " + _DIVER_NOTE),
+    DenseConfig(name="diver-retriever-4b-1020", hf_model="AQ-MedAI/Diver-Retriever-4B-1020", **_DIVER_SETUP,
+                reference="https://huggingface.co/AQ-MedAI/Diver-Retriever-4B-1020",
+                notes="The 4B's October 2025 release; no published R2MED figure. " + _DIVER_NOTE),
+    DenseConfig(name="diver-retriever-1b7", hf_model="AQ-MedAI/Diver-Retriever-1.7B", **_DIVER_SETUP,
+                reference="https://huggingface.co/AQ-MedAI/Diver-Retriever-1.7B",
+                notes="Named 1b7 (a dot would split -o NAME.KEY=); no published R2MED figure. " + _DIVER_NOTE),
+    DenseConfig(name="diver-retriever-0b6", hf_model="AQ-MedAI/Diver-Retriever-0.6B", **_DIVER_SETUP,
+                reference="https://huggingface.co/AQ-MedAI/Diver-Retriever-0.6B",
+                notes="Fine-tuned from Qwen/Qwen3-Embedding-0.6B; no published R2MED figure. " + _DIVER_NOTE),
 )
 
 DENSE_MODELS: dict[str, DenseConfig] = {c.name: c for c in _CONFIGS}

@@ -33,7 +33,8 @@ class PublishedModel:
                 "adapted_from": c.hf_model,
                 "reference": c.reference or None, "similarity_fn_name": "cosine",
                 "use_instructions": bool(c.query_instructions or c.doc_instructions),
-                "framework": ["API"] if c.backend in ("openai", "voyage") else ["PyTorch"]}
+                "framework": ["API"] if c.backend in ("openai", "voyage") else ["PyTorch"],
+                **({"training_overlap": [dict(n) for n in c.training_overlap]} if c.training_overlap else {})}
 
     def show_retries(self, line) -> None:
         """An API model's retries on the run's status line; a local model keeps nothing (its copies
@@ -122,6 +123,7 @@ class PublishedModel:
         """Fields named only where used, so the other configurations' cache keys stay as they were."""
         c = self.config
         return {**({"special_tokens": c.special_tokens} if c.special_tokens else {}),
+                **({"truncate_text": True} if c.truncate_text else {}),
                 **({"cast_module": True} if c.cast_module else {}),
                 **({"weights": self.weights_revision} if self.weights_revision else {}),
                 **self._tokenizer_identity()}

@@ -15,6 +15,7 @@ import re
 from html import escape
 from pathlib import Path
 
+from ..components.overlap import OVERLAP_MARK, overlap_text
 from ..scoring.evaluation import SCORE_FAMILIES, leaderboard_average
 from ..results.perquery import PAGE_RUNS, PageJudgments, page_queries
 from .published import PUBLISHED_KINDS
@@ -287,6 +288,7 @@ def _system(row, sid: str, rank: int, tasks: list[str], group_averages: list[str
         "system": row.system, "rewriter": row.rewriter, "retriever": row.retriever,
         "reranker": row.reranker, "origin": row.origin, "origin_label": ORIGIN_LABELS[row.origin],
         "source": row.source, "notes": row.notes, "provenance": row.provenance, "command": row.command,
+        "overlap": [overlap_text(n) for n in getattr(row, "overlaps", [])],
         "placeholders": {str(k): str(v) for k, v in _mapping(row, "placeholders").items()},
         "avg": avg, "scores": scores,
         "groups": {g: _average([row.scores.get(t) for t in GROUP_OF if GROUP_OF[t] == g]) for g in group_averages},
@@ -422,6 +424,14 @@ def _shading(columns, systems: list[dict]) -> dict[str, tuple[float, float]]:
     return out
 
 
+def _overlap_mark(system: dict) -> str:
+    """The mark beside a system whose training data overlaps a dataset's source; its title (and the
+    system's details) say which."""
+    if not system["overlap"]:
+        return ""
+    return f'<span class="overlap" title="{escape(" · ".join(system["overlap"]))}">{OVERLAP_MARK}</span>'
+
+
 def _tr(system: dict, columns, shade, *, sub: bool) -> str:
     """One table row: a system, or (``sub``) a run of its configuration with the differences."""
     sid = system["id"]
@@ -439,7 +449,8 @@ def _tr(system: dict, columns, shade, *, sub: bool) -> str:
         label = (f'<td class="c-rank" data-col="rank" data-v="{system["rank"]}">{link}</td>'
                  f'<td class="text c-sys" data-col="system" data-key="{escape(system["system"].lower())}">'
                  f'<button type="button" class="sys" data-id="{sid}" title="{escape(system["system"])}">'
-                 f'{escape(system["system"])}</button><span class="meta"{title}>{badge}{escape(parts)}</span></td>')
+                 f'{escape(system["system"])}</button>{_overlap_mark(system)}'
+                 f'<span class="meta"{title}>{badge}{escape(parts)}</span></td>')
     cells = []
     previous = None
     for key, _, g in columns:

@@ -12,6 +12,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from ..components.overlap import NOTE_FIELDS, OVERLAP_KEY, overlap_notes
 from ..tasks.specs import R2MED_TASKS
 
 DATA = Path(__file__).parents[1] / "data" / "published" / "r2med_published.json"
@@ -44,7 +45,9 @@ def paper_runs(path: Path = PAPERS) -> list[dict]:
     ``command``, ``source``, ``reference``, ``provenance``, ``note``, where the figures are
     (``paper``: its arXiv id, ``table``), what it reranks (``first_stage``) with which ``llm``
     ("-" for none), the printed ``average`` and ``ndcg_at_10`` (×100, per dataset short name: all
-    eight, or none for a run whose paper gives only its average)."""
+    eight, or none for a run whose paper gives only its average), and, where its models' training
+    data overlaps a dataset's source, ``training_overlap`` (``components.overlap``'s notes, each
+    naming its ``model``)."""
     runs = _load(str(path))["runs"]
     for run in runs:
         if set(run["ndcg_at_10"]) not in ({t.short_name for t in R2MED_TASKS}, set()):
@@ -53,6 +56,9 @@ def paper_runs(path: Path = PAPERS) -> list[dict]:
             raise ValueError(f"{path}: {run['name']!r} has no printed average")
         if not all(isinstance(run.get(k), str) and run[k] for k in PAPER_FIELDS):
             raise ValueError(f"{path}: {run['name']!r} does not say each of {', '.join(PAPER_FIELDS)}")
+        if overlap_notes(run.get(OVERLAP_KEY)) is None:
+            raise ValueError(f"{path}: {run['name']!r}: {OVERLAP_KEY} is not a list of notes "
+                             f"({', '.join(('model', *NOTE_FIELDS))})")
     return runs
 
 

@@ -11,6 +11,7 @@ import json
 import re
 from pathlib import Path
 
+from ..components.overlap import OVERLAP_MARK, overlap_text
 from .sources import BOARD_SECTION, LOCAL_SECTION, SECTIONS, Row
 from ..tasks.specs import SHORT_NAMES
 from ..terminal import number, printable
@@ -75,7 +76,8 @@ def records_of(rows: list[Row], tasks: list[str], commands: bool = False) -> tup
     records = []
     for i, r in zip(ranks, rows):
         avg = r.average_over(tasks)
-        marks = ("" if avg is not None else " (incomplete)") + ("; " + "; ".join(r.notes) if r.notes else "")
+        said = [*r.notes, *map(overlap_text, r.overlaps)]
+        marks = ("" if avg is not None else " (incomplete)") + ("; " + "; ".join(said) if said else "")
         records.append([i, r.system, r.rewriter, r.retriever, r.reranker, avg, interval_text(r.average_ci),
                         TIED_TEXT[r.tied], *(r.scores.get(t) for t in tasks), r.judged_over(tasks),
                         r.judged_means(tasks), cost_text(r.usd_per_query), cost_text(r.seconds_per_query),
@@ -116,7 +118,8 @@ def json_records(rows: list[Row], tasks: list[str], commands: bool = False) -> l
     def extra(r: Row) -> dict:  # the statistics as numbers (the records hold their text)
         if commands:
             return {"placeholders": dict(r.placeholders)}
-        return {"kind": r.kind, "origin": r.origin, "provenance": r.provenance, "average_ci": r.average_ci,
+        return {"kind": r.kind, "origin": r.origin, "provenance": r.provenance, "training_overlap": r.overlaps,
+                "average_ci": r.average_ci,
                 "tied": r.tied, "tie_p": r.tie_p, "tie_best": r.tie_best,
                 "ci": {SHORT_NAMES[t]: r.ci[t] for t in tasks if t in r.ci},
                 "judged": {SHORT_NAMES[t]: r.judged[t] for t in tasks if t in r.judged},
@@ -170,14 +173,17 @@ def render(rows, tasks: list[str], fmt: str, commands: bool = False, wide: bool 
 
 def _notes(rows, tasks: list[str], *, commands: bool, wide: bool) -> list[str]:
     """The lines below a table that say what some of its cells mean: each command's placeholders
-    (``commands``), and where judged@10 is P@10 (``wide``: the table has the column). (None names
-    the program: ``r2med sweep`` reads a line that does as a command.)"""
+    (``commands``), where judged@10 is P@10 (``wide``: the table has the column), and each
+    training-data overlap a row's models or paper report (:data:`OVERLAP_MARK`). (None names the
+    program: ``r2med sweep`` reads a line that does as a command.)"""
     if commands:
         return [f"{word} in #{rank} {row.system} ({row.section}): {what}"
                 for rank, row in zip(section_ranks(rows), rows) for word, what in row.placeholders.items()]
+    overlaps = [f"{OVERLAP_MARK} #{rank} {row.system} ({row.section}): {overlap_text(note)}"
+                for rank, row in zip(section_ranks(rows), rows) for note in getattr(row, "overlaps", [])]
     if wide and any(r.judged_means(tasks) in ("P@10", "mixed") for r in rows):
-        return [P_AT_10_NOTE]
-    return []
+        return [P_AT_10_NOTE, *overlaps]
+    return overlaps
 
 
 def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, width: int = 120) -> str:
@@ -201,13 +207,15 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
         shown = _fitting(rows, tasks, width, tied)
         left_out = [t for t in tasks if t not in shown]
         header = ["#", "System", "Src", "Avg", *(ABBREVIATIONS[SHORT_NAMES[t]] for t in shown)]
-        records = [[i, r.system, ORIGINS[r.origin], _average_cell(r, tasks, tied), *(r.scores.get(t) for t in shown)]
+        records = [[i, _marked(r), ORIGINS[r.origin], _average_cell(r, tasks, tied), *(r.scores.get(t) for t in shown)]
                    for i, r in zip(section_ranks(rows), rows)]
         labels = [LOCAL_LABEL] if any(getattr(r, "local", False) for r in rows) else []
-        system_width = min(SYSTEM_MAX, max([6, *(len(printable(r.system)) for r in rows), *map(len, labels)]),
+        system_width = min(SYSTEM_MAX, max([6, *(len(printable(_marked(r))) for r in rows), *map(len, labels)]),
                            max(1, width - _width_without_system(rows, tasks, shown, tied)))
         for rec in records:
             rec[1] = two_lines(printable(rec[1]), system_width)
+    elif wide:
+        records = [[rec[0], _marked(row), *rec[2:]] for rec, row in zip(records, rows)]
     table = Table(title="R2MED leaderboard: nDCG@10 ×100", title_justify="left", box=box.SIMPLE_HEAD,
                   caption_justify="left")
     numeric = {"Rank", "#", "Avg", "Judged@10", "USD/query", "Seconds/query", *SHORT_NAMES.values(),
@@ -231,6 +239,8 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
                          "\nSrc: board = leaderboard, repo = authors' repository, paper = another paper, run = "
                          "your run, mteb = MTEB results, local = local data. No Avg: incomplete. " +
                          (f"{TIE_MARK}: tied for first (not separable from the best row). " if tied else "") +
+                         (f"{OVERLAP_MARK}: training data overlaps a dataset's source (below). "
+                          if any(getattr(r, "overlaps", None) for r in rows) else "") +
                          "--wide: every column." + (f"\n{LOCAL_TITLE}." if local else ""))
     console = Console(file=io.StringIO(), width=1000 if wide else width, highlight=False, color_system=None,
                       force_terminal=False)
@@ -252,6 +262,12 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
 
 LOCAL_LABEL = "Local data"  # the terminal table's line above the local rows (LOCAL_TITLE below says what they are)
 SYSTEM_MIN, SYSTEM_MAX = 18, 40  # the terminal table's System column: datasets give way below the minimum
+
+
+def _marked(row) -> str:
+    """A system's name as the terminal table shows it: with :data:`OVERLAP_MARK` where a footnote
+    reports training data overlapping a task's source."""
+    return f"{row.system} {OVERLAP_MARK}" if getattr(row, "overlaps", None) else row.system
 
 
 def _average_cell(row, tasks, tied: bool) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..scoring.evaluation import SCORE_FAMILIES, leaderboard_average, leaderboard_value
 from ..files.bounded import MalformedJSON, UnreadableFile, read_bytes, unit_score
+from ..components.overlap import OVERLAP_KEY, overlap_notes
 from ..results.folder import ResultsFolder, runs_under
 from ..results.layout import MAX_TASK_RESULT_BYTES
 from .published import PUBLISHED_CSV, PUBLISHED_KINDS, mteb_record, paper_runs, published_runs, shipped_files
@@ -62,6 +63,8 @@ class Row:
     # task -> whether its judgments hold only relevant documents (no grade 0): judged@10 is then P@10
     relevant_only: dict[str, bool] = field(default_factory=dict)
     placeholders: dict[str, str] = field(default_factory=dict)  # a word of the command -> what to put there
+    # training data overlapping a task's source, as its models or its paper's record say (components.overlap)
+    overlaps: list[dict[str, str]] = field(default_factory=list)
 
     def component_names(self, kind: str) -> list[str]:
         """The names and labels a filter on ``kind`` matches: the shown label, the recorded component
@@ -216,6 +219,7 @@ def paper_row(run: dict) -> Row:
         row.notes.append(f"reranks {run['first_stage']} with {run['llm']} ({run['paper']}, {run['table']})")
     if run.get("note"):
         row.notes.append(run["note"])
+    row.overlaps = overlap_notes(run.get(OVERLAP_KEY)) or []
     return row
 
 
@@ -504,7 +508,26 @@ def _run_row(run: ResultsFolder, record: dict, key: tuple, local: bool) -> Row:
     return Row(str(name), labels["rewriter"], labels["retriever"], labels["reranker"],
                source=("local data: " if local else "") + str(run.path), key=key, config=config,
                display_name=str(record.get("name") or name), local=local, kind="run", provenance=[str(run.path)],
-               components=stages, models=record["models"] if isinstance(record.get("models"), dict) else {})
+               components=stages, models=record["models"] if isinstance(record.get("models"), dict) else {},
+               overlaps=recorded_overlaps(stages))
+
+
+def recorded_overlaps(stages: dict[str, dict]) -> list[dict[str, str]]:
+    """The training-overlap notes a run's record keeps for its stages and their members, each with
+    the model it is about (the stage's label); a record's notes that are no such list are left out."""
+    from ..running.pipelines import STAGE_ORDER
+
+    out = []
+    for stage in STAGE_ORDER:
+        entry = stages.get(stage, {})
+        members = entry.get("members") if isinstance(entry.get("members"), list) else []
+        for part in (entry, *(m for m in members if isinstance(m, dict))):
+            for note in overlap_notes(part.get(OVERLAP_KEY)) or []:
+                note = {"model": str(part.get("label") or part.get("component") or stage), **note}
+                if note not in out:
+                    out.append(note)
+    return out
+
 
 
 def recorded_command(record: dict, tasks: list[str], *, output: Path | None = None,

@@ -12,6 +12,7 @@ from ..components.specs import PROTOCOLS, members_named
 from ..components.context import Context, LLMCalls
 from ..errors import PluginError, UserError
 from ..components.options import option_text, writable
+from ..components.overlap import NOTE_FIELDS, OVERLAP_KEY, overlap_notes
 from .discovery import OWN_DISTRIBUTION as OWN_NAMESPACE
 from .registry import Registered, Registry
 from ..results.identity import PipelineSpec, code_versions
@@ -132,6 +133,9 @@ class Stage:
         info.setdefault("revision", self.entry.plugin.version or "0")
         if "/" not in info["name"]:
             raise PluginError(f"{self.label}: model_meta() name {info['name']!r} must contain '/' (org/name)")
+        if overlap_notes(info.get(OVERLAP_KEY)) is None:
+            raise PluginError(f"{self.label}: model_meta() {OVERLAP_KEY} must be a list of notes, each with "
+                              f"{', '.join(NOTE_FIELDS)} as text and task one of R2MED's dataset names")
         return info
 
 
@@ -233,15 +237,17 @@ class Pipeline:
 
     def components(self) -> dict[str, dict[str, Any]]:
         """Each stage's component, plugin and label (as the leaderboard names it), with a
-        composite's members."""
+        composite's members, and the training-overlap notes of the model behind each."""
         out = {}
         for kind, stage in ((k, self.stages[k]) for k in STAGE_ORDER if k in self.stages):
             label = stage.label_in_name() if kind != "retriever" else _model_label(stage.model_meta())
-            entry = {"component": stage.spec.name, "plugin": stage.entry.plugin.name, "label": label}
+            entry = {"component": stage.spec.name, "plugin": stage.entry.plugin.name, "label": label,
+                     **_overlap(stage.model_meta())}
             if stage.spec.members_option:
                 entry["members"] = [
                     {"component": name, "label": _model_label(m.instance.model_meta()) if describes_model(m.instance)
-                     else name} for name, m in zip(_members(stage), stage.members)]
+                     else name, **_overlap(m.model_meta())}
+                    for name, m in zip(_members(stage), stage.members)]
             out[kind] = entry
         return out
 
@@ -259,6 +265,13 @@ class Pipeline:
 def describes_model(component: Any) -> bool:
     """Whether a component names the model behind its results (``model_meta()``, optional)."""
     return hasattr(component, "model_meta")
+
+
+def _overlap(meta: dict[str, Any]) -> dict[str, Any]:
+    """A stage's record entry gains its model's training-overlap notes, only where it has some (every
+    other run's record stays as it was)."""
+    notes = overlap_notes(meta.get(OVERLAP_KEY))
+    return {OVERLAP_KEY: notes} if notes else {}
 
 
 def _model_label(meta: dict[str, Any]) -> str:

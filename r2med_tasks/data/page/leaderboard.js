@@ -431,6 +431,12 @@ function detail(id) {
   body.appendChild(el('h3', 'Command'));
   body.appendChild(el('pre', s.command || 'none: not a run of r2med-run (see the source below)'));
   Object.entries(s.placeholders || {}).forEach(([word, what]) => body.appendChild(el('p', `${word}: ${what}`, 'note')));
+  if ((s.overlap || []).length) {
+    body.appendChild(el('h3', 'Training data overlap'));
+    const said = el('ul');
+    s.overlap.forEach(x => said.appendChild(el('li', x)));
+    body.appendChild(said);
+  }
   body.appendChild(el('h3', 'Source'));
   const list = el('ul');
   [s.source, ...s.provenance, ...s.notes].filter((x, i, a) => x && a.indexOf(x) === i)
