@@ -293,3 +293,28 @@ def test_official_and_local_data_never_share_a_folder(official_hub, evaluate, da
     mixed = evaluate("bm25", tasks=["Biology", "sample"])
     assert len(mixed.results_dirs) == 2
     assert {t.status for t in mixed.values() if t.alias == "Biology"} == {"cached"}
+
+
+def test_an_agents_template_folder_is_its_content_not_its_path(plugins, tmp_path):
+    """``-o template=`` names a tokenizer folder: the same files at two paths are one experiment
+    (named by the folder's name, identified by its content), another chat template in the same
+    folder another one; no machine path in the plan."""
+    from conftest import tokenizer_with_template
+    from r2med_tasks.running.request import RunRequest, plan_request
+
+    first, second = tmp_path / "a" / "qwq-template", tmp_path / "elsewhere" / "deep" / "qwq-template"
+    for folder in (first, second):
+        folder.mkdir(parents=True)
+        tokenizer_with_template(folder, "{{ messages[0]['content'] }}")
+
+    def plan(template):
+        return plan_request(RunRequest(("search-o1", "bm25"), (f"llm=http://127.0.0.1:1/v1#qwq",
+                                                              f"template={template}"),
+                                       tasks=("sample",), output=tmp_path / "out"))
+
+    at_first, at_second = plan(first), plan(second)
+    assert at_first["results_dirs"] == at_second["results_dirs"]
+    assert str(tmp_path) not in json.dumps({k: at_first[k] for k in ("experiment", "label", "experiment_kwargs")},
+                                           default=str)
+    tokenizer_with_template(second, "{{ messages[-1]['content'] }}")
+    assert plan(second)["results_dirs"] != at_first["results_dirs"]

@@ -55,9 +55,10 @@ AGENT_OPTIONS = {
     "llm": LIVE_OPTIONS["llm"],
     "searcher": (str, Field("bm25", description="the retriever the agent searches the task's corpus with (its "
                                                 "options: -o NAME.key=value)")),
-    "template": (str, Field("", description="a tokenizer folder or hub id whose chat template renders the prompt "
-                                            "locally (then /completions; default: the server continues the "
-                                            "assistant turn through /chat/completions)")),
+    "template": (Annotated[str, Identified(file_content)],
+                 Field("", description="a tokenizer folder or hub id whose chat template renders the prompt "
+                             "locally (then /completions; default: the server continues the "
+                             "assistant turn through /chat/completions)")),
     "temperature": (float | None, Field(None, ge=0, le=2, description="sampling temperature (default: the "
                                                                       "method's reference runs')")),
     "top_p": (float | None, Field(None, ge=0, le=1, description="nucleus sampling (default: the method's)")),
