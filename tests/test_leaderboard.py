@@ -314,7 +314,11 @@ def test_compare_averages_r2med_tasks_only(run_cli, plugins, tmp_path):
     assert result.tasks[sample]["difference"] == 1.0
     code, out, _ = run_cli("compare", str(a), str(b), "--trials", "10", "--allow-different-data")
     assert "Average of 2 R2MED tasks" in out and "+15.00" in out and "not averaged" in out
+    assert "Holm" in out.split("not averaged", 1)[1].splitlines()[0]  # its p-value counts in the correction
     assert list(r2med.compare_runs(a, b, trials=10, tasks="clinical-case", **unchecked).tasks) == [pmc]
+    code, out, _ = run_cli("compare", str(a), str(b), "--trials", "10", "--allow-different-data", "--tasks",
+                           "R2MEDBiologyRetrieval,sample")
+    assert code == 0 and "Average of 1 R2MED task " in out  # one task, said as one
     assert r2med.compare_runs(a, b, trials=10, tasks=["sample"], **unchecked).average is None
 
 

@@ -214,13 +214,13 @@ def compare_command(run_a, run_b, task_names, test, trials, seed, allow_differen
     avg = comparison.average
     if avg is not None:
         table.add_section()
-        table.add_row(f"Average of {avg['n_tasks']} R2MED tasks", "", number(100 * avg["mean_a"]),
+        table.add_row(f"Average of {avg['n_tasks']} R2MED task{'s' if avg['n_tasks'] != 1 else ''}", "", number(100 * avg["mean_a"]),
                       number(100 * avg["mean_b"]), number(100 * avg["difference"], signed=True), difference_ci(avg),
                       "", "")
     if comparison.tasks_outside_average:
         table.add_section()
         for name in comparison.tasks_outside_average:
-            add(name, comparison.tasks[name], " (not R2MED: not averaged)")
+            add(name, comparison.tasks[name], " (not R2MED: not averaged; its p in the Holm correction)")
     table.caption = (f"95% CI: paired percentile bootstrap over the common queries ({comparison.resamples:,} "
                      f"resamples, seed {comparison.seed}; for the average, each task's queries are resampled "
                      "within the task)")
