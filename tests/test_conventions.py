@@ -201,3 +201,12 @@ def test_a_plugin_installed_and_named_in_r2med_plugins_is_registered_once(clash_
     code, _, err = run_cli("run", "--plugin", "clash-overlap", "--tasks", "sample", "--output", tmp_path, "--dry-run")
     assert code == 0 and "broken" not in err, err
     assert 'R2MED_LOAD_PLUGINS="" R2MED_PLUGINS="" for r2med\'s' in build_registry(plugins).conflicts[0]
+
+
+def test_every_command_says_what_it_does_uncut_at_80_columns(run_cli, monkeypatch):
+    """``r2med --help`` lists each command with a line a terminal of 80 columns shows whole."""
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = run_cli("--help")
+    listed = out.split("Commands:", 1)[1].strip().splitlines()
+    assert code == 0 and len(listed) >= 13
+    assert all(len(line) <= 80 and not line.endswith("...") and line.endswith(".") for line in listed), listed

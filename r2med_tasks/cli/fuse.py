@@ -18,7 +18,7 @@ from .common import err, user_errors
 from .run import print_summary
 
 
-@click.command("fuse")
+@click.command("fuse", short_help="Fuse saved runs into a new results folder.")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--qrels", type=click.Path(path_type=Path), metavar="FILE",
               help="Judgments for TREC-file inputs: R2MED's qrels.jsonl or a TREC qrels file.")

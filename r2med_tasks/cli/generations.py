@@ -11,7 +11,7 @@ from ..running.request import PathOption
 from .common import out, user_errors
 
 
-@click.command("export-generations")
+@click.command("export-generations", short_help="Export a run's generations in R2MED's layout.")
 @click.argument("run_dir", type=PathOption())
 @click.argument("data_dir", type=PathOption())
 @click.option("--tasks", "task_names", multiple=True, metavar="TASKS",

@@ -17,7 +17,7 @@ from ..terminal import number, printable
 from .common import err, out, user_errors
 
 
-@click.command("leaderboard")
+@click.command("leaderboard", short_help="Rank published systems and your runs.")
 @click.argument("folders", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--mteb-results", type=PathOption(), metavar="DIR",
               help="A clone of the MTEB results repository (its results/ folder is read; R2MED tasks' files only, "
@@ -166,7 +166,7 @@ def warn(message: str) -> None:
     err.print(f"[yellow]warning:[/] {escape(printable(message))}", soft_wrap=True)
 
 
-@click.command("compare")
+@click.command("compare", short_help="Compare two runs, per dataset and on average.")
 @click.argument("run_a", type=click.Path(path_type=Path))
 @click.argument("run_b", type=click.Path(path_type=Path))
 @click.option("--tasks", "task_names", multiple=True, metavar="TASKS",
@@ -274,7 +274,7 @@ def difference_ci(t: dict) -> str:
     return f"[{number(100 * lo, signed=True)}, {number(100 * hi, signed=True)}]"
 
 
-@click.command("export-mteb")
+@click.command("export-mteb", short_help="Copy a run into a clone of MTEB's results.")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.argument("dest", type=click.Path(path_type=Path))
 @click.option("--create", is_flag=True,
@@ -319,7 +319,7 @@ def export_mteb_command(run_dir, dest, create, overwrite, replace_model_meta, as
         raise click.exceptions.Exit(1)
 
 
-@click.command("export-first-stage")
+@click.command("export-first-stage", short_help="Export a run's top-k as a first stage.")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.argument("dest", type=click.Path(path_type=Path))
 @click.option("--top-k", type=click.IntRange(1), default=100, show_default=True,

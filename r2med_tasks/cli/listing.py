@@ -13,7 +13,7 @@ from ..terminal import printable
 from .common import err, installed_plugins, out, user_errors, warn_broken
 
 
-@click.command("plugins")
+@click.command("plugins", short_help="List installed plugin packages.")
 @click.argument("component", required=False, metavar="[NAME]")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def plugins_command(component, as_json):
@@ -52,7 +52,7 @@ def plugins_command(component, as_json):
         err.print(f"[red]conflict:[/] {escape(printable(c))}")
 
 
-@click.command("list")
+@click.command("list", short_help="List tasks or components.")
 @click.argument("what", type=click.Choice(["tasks", "retrievers", "rewriters", "rerankers", "llms"]))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_command(what, as_json):

@@ -13,7 +13,7 @@ from ..terminal import number, printable
 from .common import err, out, user_errors
 
 
-@click.command("reproduce")
+@click.command("reproduce", short_help="Reproduce a published row and judge it.")
 @click.argument("row")
 @click.option("--output", type=PathOption(), metavar="DIR", help="Where the run's results go (default: the "
                                                                   "command's own, results).")

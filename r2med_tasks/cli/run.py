@@ -23,7 +23,7 @@ Examples:
 """
 
 
-@click.command("run", cls=Command, help=RUN_HELP, params=list(RUN_PARAMS),
+@click.command("run", short_help="Evaluate a pipeline on R2MED's tasks.", cls=Command, help=RUN_HELP, params=list(RUN_PARAMS),
                context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="r2med")
 def run_command(**params):

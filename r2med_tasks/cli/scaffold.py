@@ -126,7 +126,7 @@ def write_plugin(name: str, kind: str, where: Path, description: str | None = No
     return target
 
 
-@click.command("new-plugin")
+@click.command("new-plugin", short_help="Write a new plugin package.")
 @click.argument("name")
 @click.option("--kind", type=click.Choice(list(PLUGIN_KINDS)), default="retriever", show_default=True,
               help="What the plugin registers: a retriever, a rewriter, a reranker, or an agent (a rewriter "

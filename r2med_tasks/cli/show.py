@@ -25,7 +25,7 @@ SNIPPET_CHARS = 120  # of a document's text in the tables (the JSON carries 200)
 LONGEST_ID = 40  # ids up to this long are never wrapped in a table
 
 
-@click.command("show")
+@click.command("show", short_help="Show one query of a run, or compare two runs.")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="RUN [RUN_B]")
 @click.option("--task", "task_name", metavar="TASK",
               help="The task: an mteb name or a short name (Biology, sample); default: the folder's one task.")

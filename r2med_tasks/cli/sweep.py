@@ -33,7 +33,7 @@ Examples:
 """
 
 
-@click.command("sweep", help=SWEEP_HELP)
+@click.command("sweep", short_help="Run many pipelines × tasks as jobs.", help=SWEEP_HELP)
 @click.argument("file", metavar="FILE|-")
 @click.option("--output", type=PathOption(), default=DEFAULT_OUTPUT, show_default=True,
               help="Results folder shared by every job (on a cluster: storage every node mounts at this path).")
