@@ -2,6 +2,7 @@ import json
 
 import pytest
 
+from conftest import SAMPLE
 from r2med_tasks.errors import UserError
 from r2med_tasks.running.registry import build_registry
 from r2med_tasks.tasks.specs import R2MED_TASKS, SAMPLE_TASK
@@ -23,7 +24,10 @@ def test_list_tasks_json(run_cli):
     assert len(rows) == 9 and "R2MEDSampleRetrieval" in rows
     assert rows["R2MEDPMCClinicalRetrieval"]["group"] == "clinical-case"
     assert rows["R2MEDMedicalSciencesRetrieval"]["revision"] == "1b48911514c80bf9182222d99752ad75e23b4b47"
-    assert sum(r["queries"] or 0 for r in rows.values()) == 876
+    assert sum(r["queries"] for r in rows.values() if r["group"]) == 876  # R2MED's eight
+    sample = rows["R2MEDSampleRetrieval"]  # its sizes, counted from the shipped files
+    assert (sample["documents"], sample["queries"]) == tuple(
+        len((SAMPLE / f).read_text().splitlines()) for f in ("corpus.jsonl", "query.jsonl"))
 
 
 def test_list_tasks_table(run_cli):

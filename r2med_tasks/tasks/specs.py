@@ -195,6 +195,7 @@ SAMPLE_TASK = TaskSpec(
     local_path=Path(__file__).parents[1] / "data" / "sample",
     key="Stack-Medical",  # instructions and prompts worded for a medical Q&A post
     aliases=("sample",),
+    extra={"n_docs": 48, "n_queries": 10},
 )
 
 
