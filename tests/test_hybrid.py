@@ -237,3 +237,15 @@ def test_fuse_writes_as_a_run_does_reused_until_an_input_changes(evaluate, tmp_p
 def test_fuse_of_missing_paths_names_the_first(run_cli, tmp_path):
     code, _, err = run_cli("fuse", tmp_path / "nope-a", tmp_path / "nope-b")
     assert code == 2 and "nope-a: no such file or folder" in err and "not both" not in err
+
+
+@pytest.mark.parametrize("plugins_and_option", [(("st",), "model"), (("hybrid",), "st.model")])
+def test_an_unreachable_model_names_the_option_as_the_pipeline_takes_it(run_cli, tmp_path, plugins_and_option):
+    """Offline, a hub id that is not cached is one line whose advice works as typed, alone or as a
+    hybrid's member (``-o st.model=`` names st's model in both)."""
+    components, key = plugins_and_option
+    extra = ["-o", "members=bm25,st"] if components == ("hybrid",) else []
+    code, _, err = run_cli("run", *[w for c in components for w in ("--plugin", c)], *extra, "-o",
+                           f"{key}=nonexistent-org/no-model", "--tasks", "sample", "--output", tmp_path / "out")
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert "pass -o st.model=PATH to a local copy" in err

@@ -126,7 +126,7 @@ class SentenceTransformerModel:
             folder = Path(snapshot_download(self.model_ref, revision=self.revision))
         except Exception as e:
             raise UserError(f"st: cannot get model {self.model_ref} from the hub or its cache "
-                            f"({type(e).__name__}); pass -o model=PATH to a local copy") from None
+                            f"({type(e).__name__}); pass -o st.model=PATH to a local copy") from None
         return folder, self.name or self.model_ref, folder.name
 
     def model_meta(self) -> dict:
