@@ -292,3 +292,43 @@ def test_the_docs_show_the_commands_tested_here(run_cli, tmp_path, monkeypatch):
     code, out, err = run_cli(*block[0].split()[1:])
     assert code == 0, err
     assert [line.strip() for line in out.split("Next:\n", 1)[1].splitlines()] == block[1:]
+
+
+def test_the_generated_retriever_test_judges_rankings_by_score_not_dict_order(tmp_path, monkeypatch):
+    """The scaffold's ranking test passes a retriever whose run lists documents in any order (the
+    harness keeps the top-k by score), and fails one that ranks the wrong document first."""
+    import types
+    from string import Template
+
+    from r2med_tasks.cli.scaffold import _template
+
+    source = _template("retriever_test.py.tmpl").template
+    body = "def " + source.split("def test_the_best_match_comes_first", 1)[1].split("\n\n\ndef ", 1)[0]
+    code = Template("def test_the_best_match_comes_first" + body[len("def "):]).substitute(
+        cls="Words", module="words", name="words")
+
+    def verdict(scores: dict[str, float]) -> bool:
+        class Words:
+            def __init__(self, options):
+                pass
+
+            def index(self, corpus, *, task, context):
+                pass
+
+            def search(self, queries, *, task, top_k, context):
+                return {"q1": dict(scores)}
+
+        from r2med_tasks.plugin import Corpus, Query
+
+        module = types.SimpleNamespace(WordsOptions=lambda: None)
+        namespace = {"Words": Words, "words": module, "Corpus": Corpus, "Query": Query}
+        exec(code, namespace)
+        try:
+            namespace["test_the_best_match_comes_first"]()
+        except AssertionError:
+            return False
+        return True
+
+    assert verdict({"a": 0.4, "b": 0.0, "c": 0.9})  # listed in corpus order, not best first
+    assert verdict({"c": 0.9, "a": 0.4})
+    assert not verdict({"a": 0.9, "c": 0.4})
