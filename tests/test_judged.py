@@ -185,3 +185,20 @@ def test_a_per_query_file_from_before_them_reads_as_unknown(evaluate, tmp_path):
     read = TaskOutcome.read(SAMPLE_TASK, folder, status="cached", official_data=False)
     assert read.judged_at_10 is None and read.ndcg_at_10_condensed is None and read.only_relevant_judged is None
     assert read.ndcg_at_10_ci == outcome.tasks[0].ndcg_at_10_ci and read.n_queries == outcome.tasks[0].n_queries
+
+
+def test_json_keys_say_their_scale(run_cli, tmp_path):
+    """``--json``: ``ndcg_at_10`` in [0, 1]; every interval and score ×100 says ``_x100``; read back,
+    the outcome is the one written."""
+    from r2med_tasks.results.outcomes import RunOutcome
+
+    code, out, err = run_cli("run", "--plugin", "bm25", "--tasks", "sample", "--output", tmp_path / "o", "--json")
+    data = json.loads(out)
+    (task,) = data["tasks"]
+    assert code == 0 and 0 <= task["ndcg_at_10"] <= 1, err
+    assert "ndcg_at_10_ci" not in task and "average_ci" not in data
+    lo, hi = task["ndcg_at_10_ci_x100"]
+    assert lo <= task["ndcg_at_10_x100"] == round(100 * task["ndcg_at_10"], 2) <= hi
+    assert data["average_ndcg_at_10_ci_x100"] == [lo, hi]  # one task: its interval
+    back = RunOutcome.from_json(data)
+    assert back.tasks[0].ndcg_at_10_ci == [lo, hi] and back.average_ci == [lo, hi]

@@ -91,10 +91,14 @@ class TaskOutcome:
         return leaderboard_value(self.ndcg_at_10)
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "ndcg_at_10_x100": self.ndcg_at_10_x100}
+        """Each key says its scale: ``ndcg_at_10`` in [0, 1]; ``_x100`` keys ×100, as the board shows."""
+        data = asdict(self)
+        data["ndcg_at_10_ci_x100"] = data.pop("ndcg_at_10_ci")
+        return {**data, "ndcg_at_10_x100": self.ndcg_at_10_x100}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TaskOutcome:
+        data = {**data, "ndcg_at_10_ci": data.get("ndcg_at_10_ci_x100")}
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})  # (older JSON: defaults)
 
 
@@ -221,10 +225,10 @@ class RunOutcome(Mapping[str, TaskOutcome]):
                 "command": self.command, "summaries": self.summaries, "official_data": self.official_data,
                 "tasks": [o.to_json() for o in self.tasks],
                 "average_ndcg_at_10_x100": self.average_x100() if self.tasks else None,
-                "average_ci": self.average_ci}
+                "average_ndcg_at_10_ci_x100": self.average_ci}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunOutcome:
         return cls(data["pipeline"], data["label"], data["model_name"], data["revision"], data["experiment"],
                    list(data["results_dirs"]), [TaskOutcome.from_json(t) for t in data["tasks"]], data["command"],
-                   list(data["summaries"]), data.get("average_ci"))
+                   list(data["summaries"]), data.get("average_ndcg_at_10_ci_x100"))
