@@ -237,3 +237,15 @@ def test_fuse_writes_as_a_run_does_reused_until_an_input_changes(evaluate, tmp_p
 def test_fuse_of_missing_paths_names_the_first(run_cli, tmp_path):
     code, _, err = run_cli("fuse", tmp_path / "nope-a", tmp_path / "nope-b")
     assert code == 2 and "nope-a: no such file or folder" in err and "not both" not in err
+
+
+@pytest.mark.parametrize("content, said", [(None, "no such file"), (b"{not json", "cannot read a JSON"),
+                                           (b"[1, 2]", "expected a JSON object")])
+def test_a_bad_tuning_file_is_one_line_before_any_member_runs(run_cli, tmp_path, content, said):
+    tune = tmp_path / "tune.json"
+    if content is not None:
+        tune.write_bytes(content)
+    code, _, err = run_cli("run", "--plugin", "hybrid", "-o", "members=bm25,bm25-okapi", "-o", f"tune={tune}",
+                           "--tasks", "sample", "--output", tmp_path / "o", "--cache-dir", tmp_path / "c")
+    assert code == 2 and f"-o hybrid.tune={tune}" in err and said in err and "Traceback" not in err, err
+    assert not list((tmp_path / "o").rglob("*.trec"))  # no member computed
