@@ -2,11 +2,13 @@
 
 Each member runs as its own pipeline, its results saved beside the fused ones, so fusing never
 recomputes a member. With ``-o tune=FILE`` the weights are chosen per task group on the listed
-queries, which are then left out of scoring.
+queries, which are then left out of scoring; the file is read through ``inputs()`` (the bytes the
+task's identity holds).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 from pydantic import Field, model_validator
@@ -58,8 +60,8 @@ class HybridRetriever:
         self.weights = [float(w) for w in options.weights] or None
         self.member_names, self.members = list(options.members), list(members)
         self.fusion, self.rrf_k, self.depth = options.fusion, options.rrf_k, options.depth
-        self.tuning = _read_tuning(options.tune) if options.tune else None
-        self._tuned: dict[str, list[float]] = {}
+        self.tune = options.tune
+        self._tuned: dict[tuple[str, bytes], list[float]] = {}  # (group, tuning file's bytes) -> weights
 
     def model_meta(self) -> dict:
         """"BM25 ⊕ NV-Embed-v2 (RRF)"; the members' models (names and revisions) make the revision."""
@@ -74,15 +76,26 @@ class HybridRetriever:
         return {"name": "r2med/hybrid", "revision": revision, "model_type": ["hybrid"],
                 "display_name": " ⊕ ".join(shown) + f" ({self.fusion.upper()})"}
 
+    def inputs(self, task, *, folder) -> dict:
+        """``-o tune``'s file, by its file name: the same split for every task."""
+        if not self.tune:
+            return {}
+        path = Path(self.tune).expanduser()
+        if not path.is_file():
+            raise UserError(f"-o hybrid.tune={self.tune}: no such file; give a JSON file {{task: [query ids]}}")
+        return {path.name: path}
+
     def index(self, corpus, *, task, context) -> None:
         """Nothing: each member indexes the corpus when its saved run is computed."""
 
     def search(self, queries, *, task, top_k, context):
         weights = self.weights
-        if self.tuning is not None:
-            weights = self.tuned_weights(task, context)
-            judged = context.tuning_judgments(task, self.tuning_queries(task))
-            left = context.hold_out(self.tuning_queries(task), r2med_tuned_weights=weights,
+        if self.tune:
+            data = context.input(Path(self.tune).name)
+            tuning = _parse_tuning(data, self.tune)
+            weights = self.tuned_weights(task, context, tuning, data)
+            judged = context.tuning_judgments(task, tuning_queries(tuning, task))
+            left = context.hold_out(tuning_queries(tuning, task), r2med_tuned_weights=weights,
                                     r2med_tuning_queries=len(judged))
             _check_split(task, len(judged), left)
         runs = [context.saved_run(m, queries=queries) for m in self.members]
@@ -94,16 +107,16 @@ class HybridRetriever:
         return fuse(runs, method=self.fusion, weights=weights or self.weights, rrf_k=self.rrf_k, depth=self.depth,
                     top_k=top_k)
 
-    def tuned_weights(self, task, context) -> list[float]:
+    def tuned_weights(self, task, context, tuning: dict[str, list[str]], data: bytes) -> list[float]:
         """The weighting of ``task``'s group maximising the mean over its tasks of nDCG@10 on the
-        tuning queries; ties keep the grid's order."""
+        tuning queries (``tuning``, parsed from the file's ``data``); ties keep the grid's order."""
         from r2med_tasks.plugin import score
 
         group = task.group or task.name
-        if group not in self._tuned:
+        if (group, data) not in self._tuned:
             members = []
             for t in (t for t in context.tasks if (t.group or t.name) == group):
-                judged = context.tuning_judgments(t, self.tuning_queries(t))
+                judged = context.tuning_judgments(t, tuning_queries(tuning, t))
                 _check_split(t, len(judged), None)
                 runs = [context.saved_run(m, task=t) for m in self.members]
                 members.append((runs, judged))
@@ -116,16 +129,10 @@ class HybridRetriever:
                 value = sum(values) / len(values)
                 if value > best_value:
                     best, best_value = weights, value
-            self._tuned[group] = best
+            self._tuned[group, data] = best
             context.log(f"{group}: weights {best} tuned on {sum(len(j) for _, j in members)} queries of "
                         f"{len(members)} task{'s' if len(members) != 1 else ''}")
-        return self._tuned[group]
-
-    def tuning_queries(self, task) -> set[str]:
-        """The queries to tune on for ``task`` (by mteb name or short name); none if not listed."""
-        if self.tuning is None:
-            return set()
-        return set(self.tuning.get(task.name, self.tuning.get(task.short_name, [])))
+        return self._tuned[group, data]
 
     def weight_grid(self, step: float = 0.1) -> list[list[float]]:
         """Every weighting with weights in multiples of ``step`` summing to 1, each member > 0."""
@@ -142,6 +149,10 @@ class HybridRetriever:
         return [[u / units for u in combo] for combo in split(units, n)]
 
 
+def tuning_queries(tuning: dict[str, list[str]], task) -> set[str]:
+    """The queries to tune on for ``task`` (by mteb name or short name); none if not listed."""
+    return set(tuning.get(task.name, tuning.get(task.short_name, [])))
+
 
 def _check_split(task, n_tuning: int, left: int | None) -> None:
     """A split must leave judged queries both to tune on and to score."""
@@ -151,14 +162,14 @@ def _check_split(task, n_tuning: int, left: int | None) -> None:
                         f"({n_tuning} to tune{shown})")
 
 
-def _read_tuning(path: str) -> dict[str, list[str]]:
+def _parse_tuning(data: bytes, path: str) -> dict[str, list[str]]:
+    """``-o tune``'s file's bytes as ``{task: [query ids]}``; anything else is refused in one line."""
     import json
-    from pathlib import Path
 
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
+        split = json.loads(data.decode("utf-8"))
+    except ValueError as e:  # UnicodeDecodeError included
         raise UserError(f"-o hybrid.tune={path}: cannot read a JSON {{task: [query ids]}} ({type(e).__name__})") from None
-    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+    if not isinstance(split, dict) or not all(isinstance(v, list) for v in split.values()):
         raise UserError(f"-o hybrid.tune={path}: expected a JSON object {{task: [query ids]}}")
-    return {str(k): [str(q) for q in v] for k, v in data.items()}
+    return {str(k): [str(q) for q in v] for k, v in split.items()}

@@ -249,3 +249,15 @@ def test_an_unreachable_model_names_the_option_as_the_pipeline_takes_it(run_cli,
                            f"{key}=nonexistent-org/no-model", "--tasks", "sample", "--output", tmp_path / "out")
     assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert "pass -o st.model=PATH to a local copy" in err
+
+
+@pytest.mark.parametrize("content, said", [(None, "no such file"), (b"{not json", "cannot read a JSON"),
+                                           (b"[1, 2]", "expected a JSON object")])
+def test_a_bad_tuning_file_is_one_line_before_any_member_runs(run_cli, tmp_path, content, said):
+    tune = tmp_path / "tune.json"
+    if content is not None:
+        tune.write_bytes(content)
+    code, _, err = run_cli("run", "--plugin", "hybrid", "-o", "members=bm25,bm25-okapi", "-o", f"tune={tune}",
+                           "--tasks", "sample", "--output", tmp_path / "o", "--cache-dir", tmp_path / "c")
+    assert code == 2 and f"-o hybrid.tune={tune}" in err and said in err and "Traceback" not in err, err
+    assert not list((tmp_path / "o").rglob("*.trec"))  # no member computed

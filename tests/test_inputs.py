@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLE, read_jsonl, write_jsonl
+from test_dense_api import server  # noqa: F401 - the local embedding server
 from test_generations import agent_server, results_folder, thinking_model
 
 QUERIES = read_jsonl(SAMPLE / "query.jsonl")
@@ -208,37 +209,42 @@ def register_retrievers(register):
 
 @pytest.mark.process
 def test_saved_runs_examples_and_a_plugins_files_are_read_only_into_the_identity(tmp_path, chat_server):
-    """Saved runs (a folder of them, one file), Query2Doc's -o examples and a plugin package's data
-    file: every file opened under their folders is read through what puts it in the identity, and
-    the identity holds each run file and examples file by the sha256 of its bytes."""
+    """Saved runs (a folder of them, one file), Query2Doc's -o examples, hybrid's -o tune and a
+    plugin package's data file: every file opened under their folders is read through what puts it
+    in the identity, and the identity holds each run, examples and tuning file by the sha256 of its
+    bytes."""
     from test_query2doc_examples import built_example_py
     from test_run_file import random_run
 
     from r2med_tasks.running.discovery import source_files
 
-    runs, single, examples, package = (tmp_path / "runs", tmp_path / "single", tmp_path / "examples",
-                                       tmp_path / "src" / "weighted_plugin")
-    for folder in (runs, single, examples, package / "data"):
+    runs, single, examples, split, package = (tmp_path / "runs", tmp_path / "single", tmp_path / "examples",
+                                              tmp_path / "split", tmp_path / "src" / "weighted_plugin")
+    for folder in (runs, single, examples, split, package / "data"):
         folder.mkdir(parents=True)
     (runs / "sample.trec").write_text("\n".join(random_run(0)) + "\n")
     (single / "system.trec").write_text("\n".join(random_run(1)) + "\n")
     (examples / "example.py").write_bytes(built_example_py())
+    (split / "tune.json").write_text(json.dumps({"sample": ["q01", "q02", "q03"]}))
     (package / "__init__.py").write_text(PLUGIN)
     (package / "data" / "factor.txt").write_text("0.5")
     sample = {"tasks": "sample"}
     done = audit(tmp_path, [(["run-file"], {"path": str(runs)}, sample), (["run-file"], {"path": str(single / "system.trec")}, sample),
                             (["query2doc", "bm25"], {"llm": f"{chat_server.url}#test-model", "examples": str(examples / "example.py")}, sample),
+                            (["hybrid"], {"members": "bm25,bm25-okapi", "tune": str(split / "tune.json")}, sample),
                             (["weighted"], {}, sample)],
-                 [runs, single, examples, package], env={"R2MED_PLUGINS": "weighted_plugin",
+                 [runs, single, examples, split, package], env={"R2MED_PLUGINS": "weighted_plugin",
                                                          "PYTHONPATH": str(tmp_path / "src")})
     outside = [path for path, reader in done["opened"] if reader is None and not Path(path).is_relative_to(package)]
     assert outside == []
     through = {Path(path).name for path, reader in done["opened"] if reader == "read_inputs"}
-    assert through == {"sample.trec", "system.trec", "example.py"}
-    (folder_run,), (file_run,), (rewritten,), (weighted,) = done["identities"]
+    assert through == {"sample.trec", "system.trec", "example.py", "tune.json"}
+    (folder_run,), (file_run,), (rewritten,), fused, (weighted,) = done["identities"]
+    (tuned,) = [i for i in fused if i["config"]["retriever"]["component"] == "hybrid"]
     assert folder_run["inputs"] == {"retriever": {"sample.trec": sha256(runs / "sample.trec")}}
     assert file_run["inputs"] == {"retriever": {"system.trec": sha256(single / "system.trec")}}
     assert rewritten["inputs"] == {"rewriter": {"example.py": sha256(examples / "example.py")}}
+    assert tuned["inputs"] == {"retriever": {"tune.json": sha256(split / "tune.json")}}
     # a plugin's own files, its data read by its code included, are its code's identity (its source)
     sys.path.insert(0, str(tmp_path / "src"))
     try:
@@ -251,35 +257,52 @@ def test_saved_runs_examples_and_a_plugins_files_are_read_only_into_the_identity
 
 
 @pytest.mark.process
-def test_a_local_model_run_opens_only_files_its_fingerprint_holds(tmp_path, cross_encoder_path):
-    """A reranker's local model, over saved runs: every file the run opens under the model's folder
-    (by torch, transformers, or a native library, where strace can tell) is one of the files
-    whose content the identity's revision of the model is a digest of."""
+def test_folders_that_libraries_open_hold_only_files_their_digest_covers(tmp_path, cross_encoder_path, chat_server, server):
+    """Folders that libraries open, not r2med: a reranker's local model over saved runs, an API
+    embedder's ``-o tokenizer=`` folder and an agent's ``-o template=`` folder. Every file a run
+    opens under one (by torch, transformers, or a native library, where strace can tell) is one of
+    the files whose content the identity's digest of that folder covers (the model's revision, the
+    option's ``name@sha256:`` in ``config``)."""
+    from conftest import tokenizer_with_template
     from test_run_file import random_run
 
-    from r2med_tasks.components.model_refs import _model_files
+    from r2med_tasks.components.model_refs import _model_files, content_digest
 
-    runs = tmp_path / "runs"
-    runs.mkdir()
+    runs, tokenizer, template = tmp_path / "runs", tmp_path / "tokenizer", tmp_path / "template"
+    for folder in (runs, tokenizer, template):
+        folder.mkdir()
     (runs / "sample.trec").write_text("\n".join(random_run(2)) + "\n")
+    tokenizer_with_template(tokenizer, "{{ messages[0]['content'] }}")
+    tokenizer_with_template(template, "{% for m in messages %}{{ m['content'] }}\n{% endfor %}")
+    chat_server.script = lambda context, partial: "<think>Found it.</think>\n<answer> blood </answer>"
     trace = tmp_path / "trace" if shutil.which("strace") else None
+    sample = {"tasks": "sample"}
     done = audit(tmp_path, [(["run-file", "cross-encoder"], {"path": str(runs), "model": str(cross_encoder_path),
-                                                              "rerank_k": 5, "device": "cpu"}, {"tasks": "sample"})],
-                 [cross_encoder_path, runs], trace=trace)
-    model = Path(cross_encoder_path).resolve()
-    read = {Path(path) for path, _ in done["opened"] if Path(path).is_relative_to(model)}
+                                                              "rerank_k": 5, "device": "cpu"}, sample),
+                            (["openai"], {"base_url": server.url, "tokenizer": str(tokenizer)}, sample),
+                            (["search-r1", "bm25"], {"llm": f"{chat_server.url}#agent", "template": str(template)},
+                             sample)],
+                 [cross_encoder_path, runs, tokenizer, template], env={"OPENAI_API_KEY": "sk-test"}, trace=trace)
+    opened = {Path(path) for path, _ in done["opened"]}
     if trace is not None:
         found = re.findall(r'open(?:at)?\((?:AT_FDCWD, )?"([^"]+)"', trace.read_text())
-        read |= {Path(p).resolve() for p in found if Path(p).resolve().is_relative_to(model) and Path(p).resolve().is_file()}
-    fingerprinted = {p.resolve() for _, p in _model_files(model)}
-    assert model / "config.json" in read and read <= fingerprinted, read - fingerprinted
+        opened |= {Path(p).resolve() for p in found if Path(p).resolve().is_file()}
+    for folder in (Path(cross_encoder_path), tokenizer, template):
+        folder = folder.resolve()
+        read = {p for p in opened if p.is_relative_to(folder)}
+        fingerprinted = {p.resolve() for _, p in _model_files(folder)}
+        marker = "config.json" if folder == Path(cross_encoder_path).resolve() else "tokenizer_config.json"
+        assert folder / marker in read and read <= fingerprinted, (folder, read - fingerprinted)
     assert [p for p, reader in done["opened"] if reader is None and Path(p).is_relative_to(runs)] == []
     (reranked,) = [i for i in done["identities"][0] if "reranker" in i["models"]]
+    (embedded,), (searched,) = done["identities"][1:]
     assert reranked["models"]["reranker"]["revision"].startswith("local-")
+    assert embedded["config"]["retriever"]["options"]["tokenizer"] == f"tokenizer@sha256:{content_digest(tokenizer)[:12]}"
+    assert searched["config"]["rewriter"]["options"]["template"] == f"template@sha256:{content_digest(template)[:12]}"
 
 
-@pytest.mark.parametrize("what", ["run-file", "query2doc"])
-def test_a_saved_run_or_examples_file_edited_in_place_is_recomputed(evaluate, chat_server, tmp_path, what):
+@pytest.mark.parametrize("what", ["run-file", "query2doc", "hybrid"])
+def test_a_saved_run_examples_or_tuning_file_edited_in_place_is_recomputed(evaluate, chat_server, tmp_path, what):
     """The same command into the same --output after the file it reads was rewritten in place:
     computed again from the new bytes (a guard: the option's content identified it before too)."""
     from test_query2doc_examples import built_example_py
@@ -289,6 +312,11 @@ def test_a_saved_run_or_examples_file_edited_in_place_is_recomputed(evaluate, ch
         path = tmp_path / "system.trec"
         write = lambda version: path.write_text("\n".join(random_run(version)) + "\n")  # noqa: E731
         run = lambda output: evaluate("run-file", path=str(path), output=output)["R2MEDSampleRetrieval"]  # noqa: E731
+    elif what == "hybrid":  # another split: other weights, other queries scored
+        path = tmp_path / "tune.json"
+        write = lambda version: path.write_text(json.dumps({"sample": ["q01", "q02", "q03", "q04"][version:]}))  # noqa: E731
+        run = lambda output: evaluate("hybrid", members="bm25,bm25-okapi", fusion="zscore", tune=str(path),  # noqa: E731
+                                      output=output)["R2MEDSampleRetrieval"]
     else:
         path = tmp_path / "example.py"
         write = lambda version: path.write_bytes(built_example_py().replace(b"Example", b"Example" + b" " * version, 1))  # noqa: E731
