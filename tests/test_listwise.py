@@ -4,6 +4,7 @@ client that ranks by a key, and the local chat server scripted to answer ranking
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from chat_server import ChatServer, fake_answer
@@ -350,3 +351,31 @@ def test_a_failed_window_is_retried_and_nothing_is_lost(server, tmp_path):
     out = ListwiseReranker(cached).rerank_one("q", PASSAGES)
     assert out == [d for d, _ in simulate(PASSAGES, [(5, 25), (0, 20)], reverse)]
     assert server.count == 4  # two failures, retried, then the two windows
+
+
+def test_a_slow_window_holds_back_only_its_own_query(server, cache):
+    """No round barrier: while one query's first window is held, another query's three windows are
+    sent, answered and followed by the next; never more than ``concurrency`` in flight."""
+    def asker(body):
+        return re.search(r"relevance to query: (\w+)\.", body["messages"][1]["content"]).group(1)
+
+    seen_before_slow = []  # per slow request: the fast query's windows that had arrived when it was answered
+
+    def hold_slow(body):
+        if asker(body) == "slow":
+            deadline = time.monotonic() + 3  # reached only with a barrier (under the client's 5 s timeout)
+            while sum(asker(r.body) == "fast" for r in list(server.requests)) < 3 and time.monotonic() < deadline:
+                time.sleep(0.002)
+            seen_before_slow.append(sum(asker(r.body) == "fast" for r in list(server.requests)))
+        return 0.0
+
+    server.delay_for = hold_slow
+    many = {"slow": PASSAGES, "fast": [(f"f{i}", f"other passage {i}") for i in range(40)]}  # 2 windows and 3
+    out = ListwiseReranker(through(chat_client(server), cache), concurrency=2).rerank_many(
+        [("slow", "slow"), ("fast", "fast")], many)
+    assert seen_before_slow == [3, 3]
+    assert [asker(r.body) for r in server.requests][:4] in (["fast", "slow", "fast", "fast"],
+                                                            ["slow", "fast", "fast", "fast"])
+    assert server.max_in_flight == 2
+    assert out == {"slow": [d for d, _ in simulate(PASSAGES, [(5, 25), (0, 20)], reverse)],
+                   "fast": [d for d, _ in simulate(many["fast"], [(20, 40), (10, 30), (0, 20)], reverse)]}

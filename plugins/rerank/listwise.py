@@ -26,9 +26,12 @@ prompt as it sees fit). Without it the prompts are exactly RankGPT's and ReasonR
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import re
 from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -239,11 +242,12 @@ Prompt = Callable[..., list[dict]]
 class ListwiseReranker:
     """Sliding-window listwise reranking (RankGPT; ReasonRank's reasoning prompt with ``reasoning=True``)
     through the stage's client, which answers from the generation cache. ``prompt``: another window
-    request, in ``rankgpt_messages``' signature (InsertRank's).
+    request, in ``rankgpt_messages``' signature (InsertRank's); ``concurrency``: windows in flight at
+    once, across queries.
     """
 
     def __init__(self, client: Any, *, window: int = 20, step: int = 10, passage_words: int | None = 300,
-                 reasoning: bool = False, prompt: Prompt | None = None) -> None:
+                 reasoning: bool = False, prompt: Prompt | None = None, concurrency: int = 1) -> None:
         for attr in ("model", "params", "generate"):
             if not hasattr(client, attr):
                 raise UserError(f"ListwiseReranker: the client must have .model, .params and .generate "
@@ -252,6 +256,7 @@ class ListwiseReranker:
         self.window = _int_option("window", window, 2)
         self.step = _int_option("step", step, 1)
         self.passage_words = None if passage_words is None else _int_option("passage_words", passage_words, 1)
+        self.concurrency = _int_option("concurrency", concurrency, 1)
         self.reasoning = bool(reasoning)
         self.prompt = prompt or (reasonrank_messages if self.reasoning else rankgpt_messages)
         self.stats = ListwiseStats()
@@ -289,10 +294,11 @@ class ListwiseReranker:
                     passages: dict[Hashable, Sequence[tuple[str, str]]], *,
                     on_done: Callable[[Hashable, list[Generation], list[str], int], None] | None = None
                     ) -> dict[Hashable, list[str]]:
-        """``{qid: doc ids in the new order}``. Round ``r`` sends the ``r``-th window of every query in
-        one ``generate`` call, so queries go concurrently; ``on_done(qid, answers, order, unusable)``
-        as each query's last window is answered, so a component can write its record as it finishes
-        (``unusable``: its windows whose answer held no ranking).
+        """``{qid: doc ids in the new order}``. A query's windows go one after another, each sent as
+        soon as the one before is answered; up to ``concurrency`` windows of different queries are in
+        flight at once, so no query waits for another's (see ``_send_windows``). ``on_done(qid,
+        answers, order, unusable)`` as each query's last window is answered, so a component can write
+        its record as it finishes (``unusable``: its windows whose answer held no ranking).
         """
         lists: dict[Hashable, list[tuple[str, str]]] = {}
         notes: dict[Hashable, list[str]] = {}  # each passage's annotation, permuted with it
@@ -306,31 +312,63 @@ class ListwiseReranker:
             texts[qid] = text
             lists[qid], notes[qid] = self._check_passages(qid, passages.get(qid, ()))
         plans = {qid: sliding_windows(len(items), self.window, self.step) for qid, items in lists.items()}
-        rounds = max((len(p) for p in plans.values()), default=0)
-        asked: dict[Hashable, list[Generation]] = {}
+        asked: dict[Hashable, list[Generation]] = {qid: [] for qid in texts}
         unusable: dict[Hashable, int] = {}
-        for r in range(rounds):
-            todo = [(qid, plans[qid][r]) for qid in texts if r < len(plans[qid])]
-            requests = [self.messages(texts[qid], [t for _, t in lists[qid][start:end]], notes[qid][start:end])
-                        for qid, (start, end) in todo]
-            log.info("%s: listwise round %d/%d, %d window(s)", self.client.model, r + 1, rounds, len(requests))
-            answers = self.client.generate(requests)
-            for (qid, (start, end)), answer in zip(todo, answers):
-                # the thinking put back in place, as a plain server gives it: answer_text takes what follows
-                permutation = self.permutation(answer.whole_text(), end - start)
-                if permutation is None:
-                    unusable[qid] = unusable.get(qid, 0) + 1
-                else:
-                    apply_permutation(lists[qid], start, end, permutation)
-                    apply_permutation(notes[qid], start, end, permutation)
-                asked.setdefault(qid, []).append(answer)
-                if on_done is not None and r == len(plans[qid]) - 1:
-                    on_done(qid, asked.pop(qid), [doc_id for doc_id, _ in lists[qid]], unusable.pop(qid, 0))
+
+        def request(qid: Hashable) -> list[dict]:  # the query's next window, in its current order
+            start, end = plans[qid][len(asked[qid])]
+            return self.messages(texts[qid], [t for _, t in lists[qid][start:end]], notes[qid][start:end])
+
+        def answered(qid: Hashable, answer: Generation) -> int:  # applied in order; the windows it has left
+            start, end = plans[qid][len(asked[qid])]
+            # the thinking put back in place, as a plain server gives it: answer_text takes what follows
+            permutation = self.permutation(answer.whole_text(), end - start)
+            if permutation is None:
+                unusable[qid] = unusable.get(qid, 0) + 1
+            else:
+                apply_permutation(lists[qid], start, end, permutation)
+                apply_permutation(notes[qid], start, end, permutation)
+            asked[qid].append(answer)
+            left = len(plans[qid]) - len(asked[qid])
+            if on_done is not None and not left:
+                on_done(qid, asked.pop(qid), [doc_id for doc_id, _ in lists[qid]], unusable.pop(qid, 0))
+            return left
+
+        log.info("%s: %d listwise window(s) of %d query(ies), up to %d at once", self.client.model,
+                 sum(map(len, plans.values())), len(plans), self.concurrency)
+        self._send_windows({qid: len(plan) for qid, plan in plans.items() if plan}, request, answered)
         if self.stats.unranked or self.stats.incomplete:
             log.info("%s: %d window(s) answered, %d repaired (ids missing, repeated or out of range), %d with no "
                      "usable ranking (kept in order)", self.client.model, self.stats.windows,
                      self.stats.incomplete, self.stats.unranked)
         return {qid: [doc_id for doc_id, _ in lists[qid]] for qid in texts}
+
+    def _send_windows(self, windows: dict[Hashable, int], request: Callable[[Hashable], list[dict]],
+                      answered: Callable[[Hashable, Generation], int]) -> None:
+        """Ask each query's ``windows`` in turn, ``concurrency`` at a time. A free slot goes to the
+        waiting query with the most windows left, the longest waiting among equals (Hu's rule: with
+        equal latencies the last window ends as early as it can); prompts are built and answers
+        applied on this thread, in the order sent, so only the requests run on the pool's."""
+        turn = itertools.count()
+        waiting = [(-left, next(turn), qid) for qid, left in windows.items()]
+        heapq.heapify(waiting)
+        in_flight: dict[Future, Hashable] = {}
+        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="listwise")
+        try:
+            while waiting or in_flight:
+                while waiting and len(in_flight) < self.concurrency:
+                    qid = heapq.heappop(waiting)[2]
+                    in_flight[pool.submit(lambda messages: self.client.generate([messages])[0], request(qid))] = qid
+                finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                for future in [f for f in in_flight if f in finished]:
+                    qid = in_flight.pop(future)
+                    left = answered(qid, future.result())
+                    if left:
+                        heapq.heappush(waiting, (-left, next(turn), qid))
+        except BaseException as e:  # the windows in flight end first, their answers cached (not on Ctrl-C)
+            pool.shutdown(wait=isinstance(e, Exception))
+            raise
+        pool.shutdown()
 
     @staticmethod
     def _check_passages(qid: Hashable, items: Any) -> tuple[list[tuple[str, str]], list[str]]:

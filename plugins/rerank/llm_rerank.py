@@ -51,7 +51,7 @@ class LLMReranker:
 
         client = context.llm(self.llm, price=self.price, **self.sampling)
         reranker = ListwiseReranker(client, window=self.window, step=self.step, passage_words=self.passage_words,
-                                    prompt=self.prompt())
+                                    prompt=self.prompt(), concurrency=self.options.concurrency)
         text_of = dict(zip(corpus.ids, corpus.texts))
 
         asked = {q.id: q.text for q in queries}
