@@ -19,8 +19,8 @@ from ..components.overlap import OVERLAP_MARK, overlap_text
 from ..scoring.evaluation import SCORE_FAMILIES, leaderboard_average
 from ..results.perquery import PAGE_RUNS, PageJudgments, page_queries
 from .published import PUBLISHED_KINDS
-from .render import SECTION_LABELS, SECTION_TITLES, section_ranks
-from .sources import BOARD_SECTION, ELSEWHERE_SECTION, LOCAL_SECTION, SECTIONS
+from .sections import BOARD_SECTION, ELSEWHERE_SECTION, LOCAL_SECTION, SECTION_LABELS, SECTION_TITLES, SECTIONS, \
+    section_ranks
 from ..tasks.specs import GROUPS, R2MED_TASKS, SHORT_NAMES
 from ..terminal import number, printable
 

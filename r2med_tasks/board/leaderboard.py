@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .render import json_records, render
-from .sources import SECTIONS, Row, command_config, published_rows
+from .sections import SECTIONS
+from .sources import Row, command_config, published_rows
 from ..results.identity import canonical
 from ..tasks.specs import R2MED_TASKS, SHORT_NAMES
 

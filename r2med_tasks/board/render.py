@@ -12,36 +12,18 @@ import re
 from pathlib import Path
 
 from ..components.overlap import OVERLAP_MARK, overlap_text
-from .sources import BOARD_SECTION, ELSEWHERE_SECTION, LOCAL_SECTION, SECTIONS, Row
+from .sections import BOARD_SECTION, SECTION_LABELS, SECTION_TITLES, SECTIONS, section_ranks
+from .sources import Row
 from ..tasks.specs import SHORT_NAMES
 from ..terminal import number, printable
 
 
 TIE_MARK = "≈"
-# The sections after the board's (:data:`SECTIONS`): the line above their rows, and what they are.
-SECTION_LABELS = {ELSEWHERE_SECTION: "Published elsewhere", LOCAL_SECTION: "Local data"}
-SECTION_TITLES = {
-    ELSEWHERE_SECTION: "Published elsewhere: other papers' runs, the authors' repository's other runs and MTEB's "
-                       "results, ranked among themselves (the leaderboard's rows keep their ranks whatever is shown)",
-    LOCAL_SECTION: "Local data: runs on data other than R2MED's official release, ranked among themselves "
-                   "(not comparable with the board's rows, whose ranks they never change)"}
 P_AT_10_NOTE = ("Judged@10 is P@10 where the judgments hold only relevant documents (no grade 0, as R2MED's): "
                 "every judged document is relevant, so judged@10 counts the relevant documents of the top 10 "
                 "(not holes), and the condensed nDCG@10 is not a hole measure there (it scores the run's "
                 "relevant documents found anywhere in its list).")
 LIVE_PREFIX = "live: "  # a line of the --commands table after the table, which sweeps do not run
-
-
-def section_ranks(rows: list) -> list[int]:
-    """Each row's rank within its section (:attr:`Row.section`), for rows in rank order: the
-    board's rows 1, 2, …, the rows published elsewhere 1, 2, … again, then the local rows'."""
-    seen: dict[str, int] = {}
-    ranks = []
-    for row in rows:
-        section = getattr(row, "section", BOARD_SECTION)
-        seen[section] = seen.get(section, 0) + 1
-        ranks.append(seen[section])
-    return ranks
 
 
 # Dataset headers of the terminal table, short enough for 120 columns (explained in its caption).
@@ -286,7 +268,7 @@ def _width_without_system(rows, tasks: list[str], shown: list[str], tied: bool) 
     """The terminal table's width less its System column's text: every other column's widest cell
     (the average is over ``tasks``; ``shown``: the datasets with a column), and the box's spacing (an
     edge, and a space either side of each column)."""
-    widths = [len(str(max(len(rows), 1))), max([3, *(len(ORIGINS[r.origin]) for r in rows)]),
+    widths = [len(str(max(section_ranks(rows), default=1))), max([3, *(len(ORIGINS[r.origin]) for r in rows)]),
               max([3, *(len(_average_cell(r, tasks, tied)) for r in rows)])]
     for t in shown:
         widths.append(max([len(ABBREVIATIONS[SHORT_NAMES[t]]), *(len(f"{r.scores[t]:.2f}") for r in rows if t in r.scores)]))
