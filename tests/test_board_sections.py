@@ -87,6 +87,53 @@ def test_every_text_format_keeps_the_sections_apart(run_cli, results):
     assert "ranked among themselves" in out
 
 
+def page_systems(page: str) -> list[dict]:
+    """The systems the HTML page's script reads, in the table's order."""
+    payload = page.split('<script type="application/json" id="data">', 1)[1].split("</script>", 1)[0]
+    return list(json.loads(payload)["systems"].values())
+
+
+@pytest.mark.parametrize("published", ["papers", "all"])
+def test_the_leaderboards_rows_keep_their_ranks_whatever_else_is_published(run_cli, tmp_path, monkeypatch, published):
+    """Other papers' runs, the repository's other runs and MTEB's results (several above the
+    leaderboard's #1) are a section of their own, after the leaderboard's 69 rows, which keep the
+    default board's ranks in the terminal table, JSON and the page's data."""
+    monkeypatch.chdir(tmp_path)  # (no ./results)
+    code, out, err = run_cli("leaderboard", "--format", "json")
+    assert code == 0, err
+    seed = [(r["system"], r["rank"]) for r in json.loads(out)]
+    assert len(seed) == 69 and [rank for _, rank in seed] == list(range(1, 70))
+
+    code, out, err = run_cli("leaderboard", "--published", published, "--format", "json")
+    assert code == 0, err
+    records = json.loads(out)
+    assert [(r["system"], r["rank"], r["section"]) for r in records[:69]] == [(*s, "board") for s in seed]
+    elsewhere = records[69:]
+    assert {r["kind"] for r in elsewhere} == ({"paper"} if published == "papers" else {"paper", "repository", "run"})
+    assert {r["section"] for r in elsewhere} == {"elsewhere"} and {r["origin"] for r in records[:69]} == {"leaderboard"}
+    assert [r["rank"] for r in elsewhere] == list(range(1, len(elsewhere) + 1))
+    assert elsewhere[0]["average"] > records[0]["average"]  # the frontier, above the board's #1, ranked apart
+
+    # the terminal table: the board's part is the default table, line for line, then the section's label
+    code, default, _ = run_cli("leaderboard")
+    code, table, err = run_cli("leaderboard", "--published", published)
+    assert code == 0, err
+    lines = table.splitlines()
+    label = lines.index(next(line for line in lines if line.strip() == "Published elsewhere"))
+    body = default.splitlines()[:label]
+    assert lines[:label] == body and body[-2].split()[:2] == ["69", "MedCPT"] and body[-1] == ""
+    assert lines[label + 1].split()[:2] == ["1", elsewhere[0]["system"].split()[0]]
+
+    # the page's data: each system's rank and section, the same
+    code, page, err = run_cli("leaderboard", "--published", published, "--format", "html")
+    assert code == 0, err
+    systems = page_systems(page)
+    assert [(s["system"], s["rank"], s["section"]) for s in systems[:69]] == [(*s, "board") for s in seed]
+    assert [(s["system"], s["rank"], s["section"]) for s in systems[69:]] == \
+        [(r["system"], r["rank"], "elsewhere") for r in elsewhere]
+    assert page.count('class="section-head" data-section="elsewhere"') == 1
+
+
 # ------------------------------------------------------------------------------------------ 2. commands
 
 

@@ -54,15 +54,17 @@ def test_every_row_of_the_table_with_its_figures_and_where_they_are(source, tabl
             assert abs(leaderboard_average(values) - average) <= 0.05  # the printed average, to its rounding
 
 
-def test_papers_lists_them_beside_the_leaderboard_in_the_seeds_order():
+def test_papers_lists_them_after_the_leaderboard_ranked_apart():
     import r2med_tasks as r2med
 
     leaderboard = r2med.rank_systems(statistics=False).records()
     papers = r2med.rank_systems(published="papers", statistics=False).records()
     assert len(papers) == 69 + 18 and {r["kind"] for r in papers} == {"leaderboard", "paper"}
-    assert [r["system"] for r in papers if r["kind"] == "leaderboard"] == [r["system"] for r in leaderboard]
-    top = papers[0]
+    assert papers[:69] == leaderboard  # the seed's rows first, each at its rank (test_board_sections.py)
+    assert {(r["kind"], r["section"]) for r in papers[69:]} == {("paper", "elsewhere")}
+    top = papers[69]
     assert top["system"] == "Diver-Retriever-4B + GroupRank(32B) (GroupRank paper)" and top["average"] == 52.29
+    assert top["rank"] == 1 and top["average"] > leaderboard[0]["average"]  # above the board's #1, ranked apart
     assert top["source"].startswith("published (GroupRank paper, arXiv 2511.11653, Table 2")
     only_average = next(r for r in papers if r["system"].startswith("Diver-Retriever-4B + ERank(32B)"))
     assert only_average["average"] == 49.3 and "average only" in only_average["source"]

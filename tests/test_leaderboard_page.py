@@ -33,6 +33,7 @@ spec.loader.exec_module(screenshots)
 HOSTILE = ["<script>alert(1)</script>", "</table><img src=x onerror=alert(2)>"]
 SHORTS = [t.short_name for t in R2MED_TASKS]
 LOCAL = "toy/local-retriever"  # a run on local data, scoring above every published system
+MTEB = "intfloat/e5-base-v2"  # an MTEB result: published elsewhere, ranked in a section of its own
 
 
 def published():
@@ -54,8 +55,9 @@ def every_row() -> dict[str, dict[str, float]]:
 
 
 def board_rows() -> dict[str, dict[str, float]]:
-    """Every row but the run on local data, which the page ranks and sorts apart, below these."""
-    return {n: s for n, s in every_row().items() if n != LOCAL}
+    """Every row but the MTEB result and the run on local data, which the page ranks and sorts
+    apart, each in a section of its own below these."""
+    return {n: s for n, s in every_row().items() if n not in (MTEB, LOCAL)}
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +166,7 @@ def test_filters_and_search(browser):
     browser.click("#origins input[value=leaderboard]")
     assert sorted(visible(browser)) == sorted(["BM25", *ours()])  # BM25: holds your run
     browser.click("#origins input[value=run]")
-    assert visible(browser) == ["intfloat/e5-base-v2", LOCAL]  # the run on local data in its own section, last
+    assert visible(browser) == [MTEB, LOCAL]  # the run on local data in its own section, last
 
 
 def test_group_view_ranks_by_the_groups_average(browser):
@@ -185,24 +187,26 @@ def test_sorting_by_click_and_keyboard(browser):
     browser.click("th[data-col=Biology] button")
     assert browser.js("document.querySelector('th[data-col=Biology]').getAttribute('aria-sort')") == "descending"
     assert browser.js("document.querySelector('th[data-col=Biology] .ind').textContent") == "▼"
-    # the local run has the highest Biology of all, yet sorts within its own section, after the board's rows
+    # the local run has the highest Biology of all, yet sorts within its own section, after the board's
+    # rows and the MTEB result's section
     names = visible(browser)
-    assert names[0] == max(biology, key=biology.get) and names[-1] == LOCAL
+    assert names[0] == max(biology, key=biology.get) and names[-2:] == [MTEB, LOCAL]
     browser.click("th[data-col=Biology] button")
     names = visible(browser)
-    assert names[0] == min(biology, key=biology.get) and names[-1] == LOCAL
-    assert set(names[len(biology):-1]) == set(board_rows()) - set(biology)  # no value: last of the board
+    assert names[0] == min(biology, key=biology.get) and names[-2:] == [MTEB, LOCAL]
+    assert set(names[len(biology):-2]) == set(board_rows()) - set(biology)  # no value: last of the board
 
     browser.js("document.querySelector('th[data-col=system] button').focus()")
     browser.press("Enter", 13, "\r")
     assert browser.js("document.querySelector('th[data-col=system]').getAttribute('aria-sort')") == "ascending"
-    assert visible(browser) == [*sorted(board_rows(), key=str.lower), LOCAL]
-    head = "document.querySelector('#leaderboard tbody.section-head')"
-    assert browser.js(f"{head}.nextElementSibling.querySelector('button.sys').textContent") == LOCAL
+    assert visible(browser) == [*sorted(board_rows(), key=str.lower), MTEB, LOCAL]
+    for section, first in (("elsewhere", MTEB), ("local", LOCAL)):  # each head above its section's rows
+        head = f"document.querySelector('#leaderboard tbody.section-head[data-section={section}]')"
+        assert browser.js(f"{head}.nextElementSibling.querySelector('button.sys').textContent") == first
     browser.js("document.querySelector('th[data-col=avg] button').focus()")
     browser.press(" ", 32, " ")
     averages = {r["name"]: float(r["avg"]) for r in published()}
-    averages |= {n: leaderboard_average(list(s.values())) for n, s in ours().items() if n != LOCAL}
+    averages |= {n: leaderboard_average(list(s.values())) for n, s in ours().items() if n not in (MTEB, LOCAL)}
     assert visible(browser)[:5] == sorted(averages, key=lambda n: -averages[n])[:5]
 
 
@@ -263,29 +267,31 @@ def test_model_size_open_weights_and_licence(browser):
     reset(browser)
     cells = browser.js("Object.fromEntries(Array.from(document.querySelectorAll('#leaderboard td[data-col=model]'))"
                        ".map(td => [td.closest('tr').dataset.id, td.innerText]))")
-    assert cells[row_id("intfloat/e5-base-v2")] == "109M\nopen · mit"
+    assert cells[row_id(MTEB)] == "109M\nopen · mit"
     assert cells[row_id("BM25")] == cells[row_id("acme/med-embed")] == "–"
-    assert {v for k, v in cells.items() if k != row_id("intfloat/e5-base-v2")} == {"–"}
-    browser.click("th[data-col=model] button")  # largest first: the one known
-    assert visible(browser)[0] == "intfloat/e5-base-v2"
-    browser.click(f"button.sys[data-id={row_id('intfloat/e5-base-v2')}]")
+    assert {v for k, v in cells.items() if k != row_id(MTEB)} == {"–"}
+    before = visible(browser)
+    browser.click("th[data-col=model] button")  # largest first: none known on the board, which keeps its order
+    assert visible(browser) == before and before[-2:] == [MTEB, LOCAL]
+    browser.click(f"button.sys[data-id={row_id(MTEB)}]")
     assert facts(browser)["Model"] == "109M · open weights · licence mit"
 
 
 def test_charts_show_each_datasets_own_top_systems(browser):
     reset(browser)
     for short, scores in [(s, {n: v[s] for n, v in every_row().items() if s in v}) for s in SHORTS]:
-        # the board's top 5, then, apart, the run on local data (above them all, but not comparable)
-        top = [*sorted((n for n in scores if n != LOCAL), key=lambda n: -scores[n])[:5], LOCAL]
+        # the board's top 5, then, apart, the MTEB result, and the run on local data (above them all, but
+        # not comparable)
+        top = [*sorted((n for n in scores if n in board_rows()), key=lambda n: -scores[n])[:5], MTEB, LOCAL]
         labels = browser.js(f"Array.from(document.querySelectorAll('figure[data-dataset=\"{short}\"] g title'))"
                             ".map(t => t.textContent)")
         assert [label.rsplit(": ", 1)[0] for label in labels] == top, short
         assert [float(label.rsplit(": ", 1)[1]) for label in labels] == [scores[n] for n in top]
         bars = browser.js(f"Array.from(document.querySelectorAll('figure[data-dataset=\"{short}\"] g rect'))"
                           ".map(r => parseFloat(r.getAttribute('y')))")
-        line = browser.js(f"parseFloat(document.querySelector('figure[data-dataset=\"{short}\"] line.section')"
-                          ".getAttribute('y1'))")
-        assert max(bars[:5]) < line < bars[5]  # below a line of its own
+        lines = browser.js(f"Array.from(document.querySelectorAll('figure[data-dataset=\"{short}\"] line.section'))"
+                           ".map(l => parseFloat(l.getAttribute('y1')))")
+        assert len(lines) == 2 and max(bars[:5]) < lines[0] < bars[5] < lines[1] < bars[6]  # each below a line
         ticks = browser.js(f"Array.from(document.querySelectorAll('figure[data-dataset=\"{short}\"] svg > text'))"
                            ".map(t => t.textContent)")
         assert ticks[0] == "0" and ticks[-1] == "nDCG@10 ×100"
@@ -635,23 +641,27 @@ def test_judged_at_10_is_p_at_10_where_only_relevant_documents_are_judged(browse
     assert "P@10" not in facts(browser)["Judged@10"] and not browser.js("document.querySelectorAll('#detail-body p.note').length")
 
 
-def test_local_runs_are_a_section_of_their_own(browser):
+def test_local_runs_and_mteb_results_are_sections_of_their_own(browser):
     """The run on local data scores above every published system, yet it is ranked 1 among the local
-    rows under a head of their own, after the board's rows, whose ranks run 1, 2, … without it."""
+    rows under a head of their own; the MTEB result, 1 among the rows published elsewhere; both
+    after the board's rows, whose ranks run 1, 2, … without them."""
     reset(browser)
     rows = browser.js("Array.from(document.querySelectorAll('#leaderboard tbody')).map(b => b.classList.contains("
                       "'section-head') ? ['head', b.textContent] : [b.dataset.section, b.querySelector('button.sys')"
                       ".textContent, b.querySelector('td.c-rank').textContent])")
     heads = [i for i, r in enumerate(rows) if r[0] == "head"]
-    assert len(heads) == 1 and "ranked among themselves" in rows[heads[0]][1]
-    board, local = rows[:heads[0]], rows[heads[0] + 1:]
-    assert {r[0] for r in board} == {"board"} and [r[1:] for r in local] == [[LOCAL, "1"]]
-    assert [r[2] for r in board] == [str(i) for i in range(1, len(board) + 1)]
-    browser.click(f"button.sys[data-id={row_id(LOCAL)}]")
-    assert "rank 1 among the runs on local data" in browser.js("document.querySelector('#detail-body p').textContent")
-    browser.click("#detail-close")
+    assert len(heads) == 2 and all("ranked among themselves" in rows[i][1] for i in heads)
+    board, elsewhere, local = rows[:heads[0]], rows[heads[0] + 1:heads[1]], rows[heads[1] + 1:]
+    assert "Published elsewhere" in rows[heads[0]][1] and "Local data" in rows[heads[1]][1]
+    assert {r[0] for r in board} == {"board"} and [r[2] for r in board] == [str(i) for i in range(1, len(board) + 1)]
+    assert elsewhere == [["elsewhere", MTEB, "1"]] and local == [["local", LOCAL, "1"]]
+    for name, said in ((LOCAL, "rank 1 among the runs on local data"), (MTEB, "rank 1 among the rows published elsewhere")):
+        browser.click(f"button.sys[data-id={row_id(name)}]")
+        assert said in browser.js("document.querySelector('#detail-body p').textContent")
+        browser.click("#detail-close")
+    hidden = "document.querySelector('tbody.section-head[data-section={}]').classList.contains('hidden')"
     browser.click("#origins input[value=local]")  # no local row shown: no head
-    assert browser.js("document.querySelector('tbody.section-head').classList.contains('hidden')") is True
+    assert browser.js(hidden.format("local")) is True and browser.js(hidden.format("elsewhere")) is False
 
 
 @pytest.mark.process  # a hash seed is an interpreter's

@@ -19,6 +19,8 @@ from ..components.overlap import OVERLAP_MARK, overlap_text
 from ..scoring.evaluation import SCORE_FAMILIES, leaderboard_average
 from ..results.perquery import PAGE_RUNS, PageJudgments, page_queries
 from .published import PUBLISHED_KINDS
+from .sections import BOARD_SECTION, ELSEWHERE_SECTION, LOCAL_SECTION, SECTION_LABELS, SECTION_TITLES, SECTIONS, \
+    section_ranks
 from ..tasks.specs import GROUPS, R2MED_TASKS, SHORT_NAMES
 from ..terminal import number, printable
 
@@ -40,8 +42,8 @@ KINDS = {
 }
 YOURS_CLASS = ' class="yours"'
 NO_PER_QUERY = "published rows have no per-query scores"  # where their intervals would be
-LOCAL_SECTION_HEAD = ("Local data: your runs on data other than R2MED's official release, ranked among themselves "
-                      "(not comparable with the rows above, whose ranks they never change)")
+# the rows of each section after the board's, as the lede and a row's detail view ("rank 2 among …") name them
+SECTION_ROWS = {ELSEWHERE_SECTION: "the rows published elsewhere", LOCAL_SECTION: "the runs on local data"}
 P_AT_10 = "= P@10"  # judged@10 where only relevant documents are judged
 NOT_HOLES = "not a hole measure here"  # the condensed nDCG@10 there
 
@@ -65,7 +67,7 @@ def render_html(rows, tasks: list[str], *, top: int = 5, data_dir: Path | None =
     systems: dict[str, dict] = {}
     ids = _Ids()
     listed = []  # (row, its id, its joined runs' ids)
-    for rank, row in zip(_section_ranks(rows), rows):
+    for rank, row in zip(section_ranks(rows), rows):
         sid = ids.new(row.system)
         systems[sid] = _system(row, sid, rank, tasks, with_group_average)
         runs = []
@@ -107,13 +109,13 @@ def render_html(rows, tasks: list[str], *, top: int = 5, data_dir: Path | None =
                     f'<button type="button">{escape(label)}<span class="ind" aria-hidden="true"></span></button></th>')
 
     bodies = []
-    headed = False  # the local rows' section has its head
+    previous = BOARD_SECTION
     for row, sid, runs in listed:
         system = systems[sid]
-        if system["section"] == "local" and not headed:
-            headed = True
-            bodies.append(f'<tbody class="section-head" data-section="local"><tr><th colspan="{2 + len(columns)}" '
-                          f'class="text" scope="rowgroup">{escape(LOCAL_SECTION_HEAD)}</th></tr></tbody>')
+        if system["section"] != previous:  # a section after the board's: its head above its first row
+            previous = system["section"]
+            bodies.append(f'<tbody class="section-head" data-section="{previous}"><tr><th colspan="{2 + len(columns)}" '
+                          f'class="text" scope="rowgroup">{escape(SECTION_TITLES[previous])}</th></tr></tbody>')
         yours = system["origin"] in ("run", "local")
         origins = " ".join(dict.fromkeys([system["origin"], *(systems[r]["origin"] for r in runs)]))
         search = " ".join([row.system, row.rewriter, row.retriever, row.reranker, row.source,
@@ -151,13 +153,15 @@ def render_html(rows, tasks: list[str], *, top: int = 5, data_dir: Path | None =
     queries = per_query_views(listed, systems, tasks, data_dir=data_dir, cache_dir=cache_dir)
     payload = json.dumps(_plain({
         "systems": systems, "datasets": datasets, "top": top, "published": list(PUBLISHED_KINDS),
+        "sections": list(SECTIONS), "section_labels": {k: v.lower() for k, v in SECTION_LABELS.items()},
+        "section_rows": SECTION_ROWS,
         "no_per_query": NO_PER_QUERY, "queries": queries, "query_runs": QUERY_RUNS, "p_at_10": P_AT_10,
         "not_holes": NOT_HOLES,
         "kinds": {o: {"label": ORIGIN_LABELS[o], "colour": KINDS[o][2]} for o in ORIGIN_LABELS}}),
         allow_nan=False, separators=(",", ":"))
     payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     yours = sum(s["origin"] in ("run", "local") for s in systems.values())
-    local_rows = any(s["section"] == "local" for s in systems.values())
+    apart = " and ".join(SECTION_ROWS[s] for s in SECTIONS[1:] if any(x["section"] == s for x in systems.values()))
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -165,7 +169,7 @@ def render_html(rows, tasks: list[str], *, top: int = 5, data_dir: Path | None =
         "<h1>R2MED leaderboard</h1>"
         f'<p class="lede">nDCG@10 ×100 on {len(tasks)} of R2MED\'s {len(R2MED_TASKS)} datasets, {len(rows)} systems'
         f'{f"; your {yours} runs highlighted, a run of a published configuration under its row" if yours else ""}'
-        f'{"; runs on local data below the board, ranked apart" if local_rows else ""}'
+        f'{f"; {apart} below the board, each ranked apart" if apart else ""}'
         ". Averages are the leaderboard's: the mean "
         "of the 2-decimal values, rounded half-up; a group's average is over its datasets. Sort by any column "
         "(scores: highest first), filter, and open a system for its every metric, configuration and command. "
@@ -256,18 +260,6 @@ class _Ids:
         return sid
 
 
-def _section_ranks(rows) -> list[int]:
-    """Each row's rank within its section: the board's rows from 1, then the rows on local data
-    (``row.local``) from 1 again (rows in rank order: the leaderboard ranks the sections apart)."""
-    counts = {False: 0, True: 0}
-    ranks = []
-    for row in rows:
-        local = bool(getattr(row, "local", False))
-        counts[local] += 1
-        ranks.append(counts[local])
-    return ranks
-
-
 def _system(row, sid: str, rank: int, tasks: list[str], group_averages: list[str],
             published: dict | None = None) -> dict:
     """What the table and the detail view show of one row (or of a run joined to a published row)."""
@@ -284,7 +276,7 @@ def _system(row, sid: str, rank: int, tasks: list[str], group_averages: list[str
                                   if isinstance(v := _mapping(row, "relevant_only").get(t), bool)}}
     means = row.judged_means(tasks) if hasattr(row, "judged_means") else None
     system = {
-        "id": sid, "rank": rank, "section": "local" if getattr(row, "local", False) else "board",
+        "id": sid, "rank": rank, "section": published["section"] if published else row.section,
         "system": row.system, "rewriter": row.rewriter, "retriever": row.retriever,
         "reranker": row.reranker, "origin": row.origin, "origin_label": ORIGIN_LABELS[row.origin],
         "source": row.source, "notes": row.notes, "provenance": row.provenance, "command": row.command,

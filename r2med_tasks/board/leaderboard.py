@@ -1,6 +1,6 @@
 """The board itself: rows of every source joined by identity (a run joins the published row whose
-configuration it ran), ranked with each section apart (the board's, then runs on local data),
-filtered, with ties and intervals.
+configuration it ran), ranked with each section apart (the board's, the rows published elsewhere,
+runs on local data), filtered, with ties and intervals.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .render import json_records, render
-from .sources import SECTIONS, Row, command_config, published_rows
+from .sections import SECTIONS
+from .sources import Row, command_config, published_rows
 from ..results.identity import canonical
 from ..tasks.specs import R2MED_TASKS, SHORT_NAMES
 
@@ -70,9 +71,10 @@ def merge(rows: list[Row]) -> list[Row]:
 
 
 def ranked(rows: list[Row]) -> list[Row]:
-    """The board's rows, then the local rows (:data:`SECTIONS`), each section ranked on its own:
-    systems with an average first (highest first, ties in listed order), then the incomplete. A
-    run on local data never ranks between the board's rows, nor moves a published row's rank."""
+    """The board's rows, the rows published elsewhere, then the local rows (:data:`SECTIONS`), each
+    section ranked on its own: systems with an average first (highest first, ties in listed order),
+    then the incomplete. Another paper's row, an MTEB result or a run on local data never ranks
+    between the board's rows, nor moves a leaderboard row's rank."""
     out = []
     for section in SECTIONS:
         rows_in = [r for r in rows if r.section == section]

@@ -12,31 +12,18 @@ import re
 from pathlib import Path
 
 from ..components.overlap import OVERLAP_MARK, overlap_text
-from .sources import BOARD_SECTION, LOCAL_SECTION, SECTIONS, Row
+from .sections import BOARD_SECTION, SECTION_LABELS, SECTION_TITLES, SECTIONS, section_ranks
+from .sources import Row
 from ..tasks.specs import SHORT_NAMES
 from ..terminal import number, printable
 
 
 TIE_MARK = "≈"
-LOCAL_TITLE = ("Local data: runs on data other than R2MED's official release, ranked among themselves "
-               "(not comparable with the board's rows, whose ranks they never change)")
 P_AT_10_NOTE = ("Judged@10 is P@10 where the judgments hold only relevant documents (no grade 0, as R2MED's): "
                 "every judged document is relevant, so judged@10 counts the relevant documents of the top 10 "
                 "(not holes), and the condensed nDCG@10 is not a hole measure there (it scores the run's "
                 "relevant documents found anywhere in its list).")
 LIVE_PREFIX = "live: "  # a line of the --commands table after the table, which sweeps do not run
-
-
-def section_ranks(rows: list) -> list[int]:
-    """Each row's rank within its section (:attr:`Row.section`), for rows in rank order: the
-    board's rows 1, 2, …, the local rows 1, 2, … again."""
-    seen: dict[str, int] = {}
-    ranks = []
-    for row in rows:
-        section = getattr(row, "section", BOARD_SECTION)
-        seen[section] = seen.get(section, 0) + 1
-        ranks.append(seen[section])
-    return ranks
 
 
 # Dataset headers of the terminal table, short enough for 120 columns (explained in its caption).
@@ -65,7 +52,7 @@ def markdown_cell(text: str) -> str:
 
 def records_of(rows: list[Row], tasks: list[str], commands: bool = False) -> tuple[list[str], list[list]]:
     """Header and one record per row, in rank order, as the text formats show them; a row's rank is
-    its rank within its section (:func:`section_ranks`: the board's, then the local rows')."""
+    its rank within its section (:func:`section_ranks`)."""
     ranks = section_ranks(rows)
     if commands:
         return ["Rank", "System", "Avg", "Command", "Live command", "Placeholders"], [
@@ -134,8 +121,8 @@ def json_records(rows: list[Row], tasks: list[str], commands: bool = False) -> l
 def render(rows, tasks: list[str], fmt: str, commands: bool = False, wide: bool = False, width: int = 120,
            data_dir: Path | None = None, reproductions: list[dict] | None = None) -> str:
     """The leaderboard as text in one format; ``commands``: rank, system, average and the command
-    reproducing each published row; ``wide``: the terminal table with every column. The local rows
-    are a section of their own in each format."""
+    reproducing each published row; ``wide``: the terminal table with every column. Each section
+    after the board's (rows published elsewhere, local rows) is apart under its title in each format."""
     if fmt == "html":
         from .html import render_html
 
@@ -162,8 +149,8 @@ def render(rows, tasks: list[str], fmt: str, commands: bool = False, wide: bool 
         lines = []
         for section in SECTIONS:
             part = [rec for rec, r in zip(records, rows) if r.section == section]
-            if part and section == LOCAL_SECTION:
-                lines += ["", f"**{markdown_cell(LOCAL_TITLE)}**", ""]
+            if part and section != BOARD_SECTION:
+                lines += ["", f"**{markdown_cell(SECTION_TITLES[section])}**", ""]
             if part or section == BOARD_SECTION and not rows:
                 lines += table(part)
         notes = _notes(rows, tasks, commands=commands, wide=True)
@@ -199,6 +186,7 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
         return "" if v is None else f"{v:.2f}" if isinstance(v, float) else printable(v)
 
     live, left_out, tied = [], [], False
+    shown_sections = [s for s in SECTIONS[1:] if any(r.section == s for r in rows)]
     if commands:  # the live commands below the table, where a sweep of the table does not run them
         live = [f"{LIVE_PREFIX}#{rec[0]} {rec[1]}: {rec[4]}" for rec in records if rec[4]]
         header, records = header[:4], [rec[:4] for rec in records]
@@ -209,7 +197,7 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
         header = ["#", "System", "Src", "Avg", *(ABBREVIATIONS[SHORT_NAMES[t]] for t in shown)]
         records = [[i, _marked(r), ORIGINS[r.origin], _average_cell(r, tasks, tied), *(r.scores.get(t) for t in shown)]
                    for i, r in zip(section_ranks(rows), rows)]
-        labels = [LOCAL_LABEL] if any(getattr(r, "local", False) for r in rows) else []
+        labels = [SECTION_LABELS[s] for s in shown_sections]
         system_width = min(SYSTEM_MAX, max([6, *(len(printable(_marked(r))) for r in rows), *map(len, labels)]),
                            max(1, width - _width_without_system(rows, tasks, shown, tied)))
         for rec in records:
@@ -225,12 +213,13 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
                          no_wrap=col in numeric or not (wide or commands),
                          overflow="fold" if col == "Command" or wide else "ellipsis",
                          max_width=None if wide or col != "System" else SYSTEM_MAX)
-    local = any(getattr(r, "local", False) for r in rows)
+    previous = BOARD_SECTION
     for rec, row in zip(records, rows):  # (the default table's System cells are printable already, wrapped on purpose)
-        if getattr(row, "local", False) and row is next(r for r in rows if getattr(r, "local", False)):
+        if row.section != previous:  # the first row of a section after the board's: its label above it
+            previous = row.section
             if row is not rows[0]:
                 table.add_section()
-            table.add_row("", LOCAL_LABEL, *([""] * (len(header) - 2)))
+            table.add_row("", SECTION_LABELS[row.section], *([""] * (len(header) - 2)))
         table.add_row(*(escape(v if i == 1 and not (wide or commands) else cell(v)) for i, v in enumerate(rec)))
     if not (wide or commands):
         table.caption = ("  ".join(f"{ABBREVIATIONS[SHORT_NAMES[t]]}={SHORT_NAMES[t]}" for t in tasks if t not in left_out) +
@@ -241,12 +230,12 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
                          (f"{TIE_MARK}: tied for first (not separable from the best row). " if tied else "") +
                          (f"{OVERLAP_MARK}: training data overlaps a dataset's source (below). "
                           if any(getattr(r, "overlaps", None) for r in rows) else "") +
-                         "--wide: every column." + (f"\n{LOCAL_TITLE}." if local else ""))
+                         "--wide: every column." + "".join(f"\n{SECTION_TITLES[s]}." for s in shown_sections))
     console = Console(file=io.StringIO(), width=1000 if wide else width, highlight=False, color_system=None,
                       force_terminal=False)
     console.print(table, crop=False)
-    notes = ([f"{LOCAL_TITLE}."] if local and (wide or commands) else []) + _notes(rows, tasks, commands=commands,
-                                                                                   wide=wide)
+    notes = ([f"{SECTION_TITLES[s]}." for s in shown_sections] if wide or commands else []) + \
+        _notes(rows, tasks, commands=commands, wide=wide)
     if notes:
         console.print()
         for line in notes:
@@ -260,7 +249,6 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
     return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines()) + "\n"
 
 
-LOCAL_LABEL = "Local data"  # the terminal table's line above the local rows (LOCAL_TITLE below says what they are)
 SYSTEM_MIN, SYSTEM_MAX = 18, 40  # the terminal table's System column: datasets give way below the minimum
 
 
@@ -280,7 +268,7 @@ def _width_without_system(rows, tasks: list[str], shown: list[str], tied: bool) 
     """The terminal table's width less its System column's text: every other column's widest cell
     (the average is over ``tasks``; ``shown``: the datasets with a column), and the box's spacing (an
     edge, and a space either side of each column)."""
-    widths = [len(str(max(len(rows), 1))), max([3, *(len(ORIGINS[r.origin]) for r in rows)]),
+    widths = [len(str(max(section_ranks(rows), default=1))), max([3, *(len(ORIGINS[r.origin]) for r in rows)]),
               max([3, *(len(_average_cell(r, tasks, tied)) for r in rows)])]
     for t in shown:
         widths.append(max([len(ABBREVIATIONS[SHORT_NAMES[t]]), *(len(f"{r.scores[t]:.2f}") for r in rows if t in r.scores)]))

@@ -18,6 +18,7 @@ from ..scoring.evaluation import SCORE_FAMILIES, leaderboard_average, leaderboar
 from ..files.bounded import MalformedJSON, UnreadableFile, read_bytes, unit_score
 from ..components.overlap import OVERLAP_KEY, overlap_notes
 from ..results.folder import ResultsFolder, runs_under
+from .sections import BOARD_SECTION, ELSEWHERE_SECTION, LOCAL_SECTION
 from ..results.layout import MAX_TASK_RESULT_BYTES
 from .published import PUBLISHED_CSV, PUBLISHED_KINDS, mteb_record, paper_runs, published_runs, shipped_files
 from .published import provenance as run_provenance
@@ -91,10 +92,14 @@ class Row:
 
     @property
     def section(self) -> str:
-        """The part of the board the row is ranked in: ``"board"`` (everything on R2MED's official
-        data, published rows included), or ``"local"`` (a run on other data: ranked among the
-        local rows only, never between the board's)."""
-        return LOCAL_SECTION if self.local else BOARD_SECTION
+        """The part of the board the row is ranked in (:data:`.sections.SECTIONS`): ``"board"`` (the seed
+        leaderboard's rows and your runs on R2MED's official data), ``"elsewhere"`` (rows published
+        elsewhere: other papers', the authors' repository's other runs, MTEB's results), or
+        ``"local"`` (a run on other data). Each is ranked on its own, so the leaderboard's rows
+        keep their ranks whatever else is shown."""
+        if self.local:
+            return LOCAL_SECTION
+        return BOARD_SECTION if self.origin in ("leaderboard", "run") else ELSEWHERE_SECTION
 
     @property
     def complete(self) -> bool:
@@ -168,8 +173,6 @@ class Row:
 
 
 PUBLISHED_CHOICES = ("leaderboard", "papers", "all", "none")
-BOARD_SECTION, LOCAL_SECTION = "board", "local"
-SECTIONS = (BOARD_SECTION, LOCAL_SECTION)  # in this order, each ranked on its own
 JUDGED_MEANS = {True: "P@10", False: "coverage"}  # what judged@10 is, by whether only relevant documents are judged
 DATA_DIR_PLACEHOLDER = "DATA_DIR"  # the word a printed command has for a local data folder it cannot name
 

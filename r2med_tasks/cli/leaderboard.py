@@ -27,7 +27,8 @@ from .common import err, out, user_errors
               help="Published rows: the leaderboard's 69; those and the runs other papers publish (GroupRank, "
                    "ReasonRank, InsertRank, ReasonEmbed: source paper); all published runs (also the authors' "
                    "repository's runs that are not leaderboard rows and MTEB's R2MED results as the package records "
-                   "them, source mteb); or none.")
+                   "them, source mteb); or none. The others are ranked apart, below the leaderboard's 69, whose "
+                   "ranks never change.")
 @click.option("--no-published", is_flag=True, help="Same as --published none.")
 @click.option("--include-local", is_flag=True,
               help="Also show results on local data (not R2MED's at mteb's pinned revisions): a section of their "

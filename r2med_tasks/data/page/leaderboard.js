@@ -2,11 +2,12 @@
 const $ = id => document.getElementById(id);
 const data = JSON.parse($('data').textContent);
 const table = $('leaderboard'), box = table.closest('.scroll');
-// Each system's rows are a tbody; the rows on local data are a section of their own, after the
-// board's under their head, ranked and sorted among themselves (never between the board's rows).
+// Each system's rows are a tbody; the rows published elsewhere and the rows on local data are each a
+// section of their own, after the board's under their head, ranked and sorted among themselves
+// (never between the board's rows).
 const bodies = Array.from(table.tBodies).filter(b => !b.classList.contains('section-head'));
-const localHead = table.querySelector('tbody.section-head');
-const sectionOf = b => b.dataset.section === 'local' ? 1 : 0;
+const heads = Object.fromEntries(Array.from(table.querySelectorAll('tbody.section-head')).map(h => [h.dataset.section, h]));
+const sectionOf = b => data.sections.indexOf(b.dataset.section);
 const rowOf = id => table.querySelector(`tr[data-id="${CSS.escape(id)}"]`);
 const SELECTS = ['rewriter', 'retriever', 'reranker'];
 let sorted = {col: 'rank', dir: 'ascending'};
@@ -39,9 +40,9 @@ function sortBy(col, dir) {
     if (x[0] === null || y[0] === null) return (x[0] === null) - (y[0] === null) || x[1] - y[1];
     return (x[0] > y[0] ? sign : x[0] < y[0] ? -sign : 0) || x[1] - y[1];
   });
-  const firstLocal = keyed.find(k => k[3]);
-  keyed.forEach(k => {
-    if (localHead && k === firstLocal) table.appendChild(localHead);
+  keyed.forEach((k, i) => {
+    const head = heads[k[2].dataset.section];
+    if (head && (!i || keyed[i - 1][3] !== k[3])) table.appendChild(head);
     table.appendChild(k[2]);
   });
   table.querySelectorAll('th[data-col]').forEach(th => {
@@ -69,9 +70,8 @@ function filter() {
     Array.from(b.rows).slice(1).forEach(tr => tr.classList.toggle('hidden', !origins.has(tr.dataset.kind)));
     shown += ok;
   });
-  if (localHead) {
-    localHead.classList.toggle('hidden', !bodies.some(b => sectionOf(b) && !b.classList.contains('hidden')));
-  }
+  Object.entries(heads).forEach(([section, head]) => head.classList.toggle('hidden',
+    !bodies.some(b => b.dataset.section === section && !b.classList.contains('hidden'))));
   $('count').textContent = `${shown} of ${bodies.length} systems`;
   charts();
 }
@@ -198,19 +198,27 @@ const nameOf = s => s.published === null ? s.system : `your ${s.system}`;
 const fmt = v => v === null || v === undefined ? '–' : v.toFixed(2);
 const interval = ci => ci ? `${ci[0].toFixed(2)}–${ci[1].toFixed(2)}` : '–';
 // Each dataset's chart: the top systems by its score among those shown (ties in rank order), as
-// horizontal bars coloured by source, with the 95% interval as a whisker where the row has one. Runs
-// on local data are ranked apart: their top systems below the board's, past a dashed line.
+// horizontal bars coloured by source, with the 95% interval as a whisker where the row has one. The
+// sections are ranked apart: the top systems published elsewhere, then those on local data, each
+// below the ones before, past a dashed line.
 function chart(figure, ds, systems) {
-  const top = local => systems.filter(s => ds in s.scores && (s.section === 'local') === local)
-    .sort((a, b) => b.scores[ds] - a.scores[ds]).slice(0, data.top);
-  const board = top(false), ranked = [...board, ...top(true)];
+  const parts = data.sections.map(section => systems.filter(s => ds in s.scores && s.section === section)
+    .sort((a, b) => b.scores[ds] - a.scores[ds]).slice(0, data.top)).filter(part => part.length);
+  const ranked = parts.flat();
   figure.querySelector('svg')?.remove();
   if (!ranked.length) return [];
   const width = 440, bar = 22, left = 200, right = 44, pad = 6, plot = width - left - right;
-  const gap = board.length && ranked.length > board.length ? bar : 0;  // the line between the two sections
+  const gap = bar;  // the room for the line above each section but the first shown
+  const lines = [];  // [the line's y, the section below it]
+  const ys = [];
+  let at = pad;
+  parts.forEach((part, i) => {
+    if (i) { lines.push([at + gap / 2, part[0].section]); at += gap; }
+    part.forEach(() => { ys.push(at); at += bar; });
+  });
   const high = Math.max(...ranked.map(s => s.ci[ds] ? Math.max(s.ci[ds][1], s.scores[ds]) : s.scores[ds]));
   const axisMax = Math.max(10, Math.ceil(high / 10) * 10), step = axisMax <= 50 ? 10 : 20;
-  const bottom = pad + bar * ranked.length + gap, height = bottom + 34, mid = y => (y + bar * 0.65).toFixed(1);
+  const bottom = at, height = bottom + 34, mid = y => (y + bar * 0.65).toFixed(1);
   const x = v => left + plot * v / axisMax;
   const root = svg('svg', {viewBox: `0 0 ${width} ${height}`, role: 'img',
                            'aria-label': `${ds}: top ${ranked.length} systems by nDCG@10`});
@@ -219,13 +227,12 @@ function chart(figure, ds, systems) {
     root.append(svg('line', {x1: at, y1: pad, x2: at, y2: bottom, stroke: '#e1e6ea'}),
                 svg('text', {x: at, y: bottom + 13, 'font-size': 10, 'text-anchor': 'middle', fill: '#48525c'}, `${tick}`));
   }
-  if (gap) {
-    const at = pad + bar * board.length + gap / 2;
-    root.append(svg('line', {class: 'section', x1: 0, y1: at, x2: width, y2: at, stroke: '#8a8f96', 'stroke-dasharray': '4 3'}),
-                svg('text', {x: 4, y: at - 3, 'font-size': 9, fill: '#48525c'}, 'local data, ranked apart'));
-  }
+  lines.forEach(([y, section]) => {
+    root.append(svg('line', {class: 'section', x1: 0, y1: y, x2: width, y2: y, stroke: '#8a8f96', 'stroke-dasharray': '4 3'}),
+                svg('text', {x: 4, y: y - 3, 'font-size': 9, fill: '#48525c'}, `${data.section_labels[section]}, ranked apart`));
+  });
   ranked.forEach((s, i) => {
-    const v = s.scores[ds], y = pad + i * bar + (i < board.length ? 0 : gap), ci = s.ci[ds], name = nameOf(s);
+    const v = s.scores[ds], y = ys[i], ci = s.ci[ds], name = nameOf(s);
     const g = svg('g', {'data-kind': s.origin});
     g.append(svg('title', {}, `${name}: ${v.toFixed(2)}` + (ci ? ` (95% interval ${interval(ci)})` : '')),
              svg('text', {x: left - 6, y: mid(y), 'font-size': 11, 'text-anchor': 'end', fill: '#1d2329'},
@@ -289,7 +296,7 @@ function cost(systems) {
   figure.querySelector('svg')?.remove();
   $('cost-section').classList.toggle('hidden', !points.length);
   if (!points.length) return;
-  // the front among the board's systems (runs on local data are not comparable with them), else the local ones
+  // the front among the systems on R2MED's data (runs on local data are not comparable with them), else the local ones
   const board = points.filter(p => p.s.section !== 'local');
   const byCost = (board.length ? board : points).slice().sort((a, b) => a.usd - b.usd || b.q - a.q);
   let best = -Infinity;
@@ -370,8 +377,8 @@ function detail(id) {
   d.dataset.id = id;
   $('detail-title').textContent = s.system;
   const avg = `average ${fmt(s.avg)}` + (s.avg_ci ? ` (95% interval ${interval(s.avg_ci)})` : '');
-  const rank = s.section === 'local' ? `rank ${s.rank} among the runs on local data (ranked apart from the board)`
-    : `rank ${s.rank}`;
+  const rank = s.section in data.section_rows
+    ? `rank ${s.rank} among ${data.section_rows[s.section]} (ranked apart from the board)` : `rank ${s.rank}`;
   body.appendChild(el('p', `${s.origin_label} · ${rank} · ${avg}` +
                       (s.published ? ` · published ${fmt(s.published.avg)} (${s.published.system})` : '')));
   const facts = el('dl');
