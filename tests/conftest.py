@@ -625,6 +625,25 @@ def finished_sample_run(out: Path) -> Path:
     return next(out.glob("local-data/*/*/R2MEDSampleRetrieval.json")).parent
 
 
+def on_the_benchmark(run: Path, to: Path) -> Path:
+    """A copy of a sample run's folder with its result filed as one on the benchmark (Biology at
+    mteb's pinned revision), which ``r2med export-mteb`` takes (it refuses the sample itself)."""
+    import shutil
+
+    from r2med_tasks.tasks.specs import PINNED_REVISIONS
+
+    shutil.copytree(run, to)
+    sample, task = "R2MEDSampleRetrieval", "R2MEDBiologyRetrieval"
+    data = json.loads((to / f"{sample}.json").read_text())
+    data.update(task_name=task, dataset_revision=PINNED_REVISIONS[task])
+    (to / f"{sample}.json").unlink()
+    (to / f"{task}.json").write_text(json.dumps(data, indent=2))
+    settings = to / "run_settings.jsonl"
+    if settings.is_file():
+        settings.write_text(settings.read_text().replace(sample, task))
+    return to
+
+
 def snapshot(folder: Path) -> dict[Path, tuple[bytes, int | None]]:
     """Every file's bytes and mtime, but the lock (rewritten by whoever holds it) and the mtime of
     pipeline.json (rewritten, with the same bytes, by a run that changes nothing)."""

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import on_the_benchmark
+
 from r2med_tasks.results.contribution import check_results_tree, mteb_version_above_2
 from r2med_tasks.results.export import export_run
 from r2med_tasks.mteb_adapter import installed_version, task_result_text
@@ -286,9 +288,14 @@ def test_export_of_an_option_variant_says_it_cannot_be_submitted(dest, tmp_path)
 
 
 def test_export_of_an_r2med_run_lists_its_problems(run_cli, evaluate, tmp_path):
-    """`r2med-run --plugin bm25 --tasks sample`, exported: r2med's sample task, and a pipeline name
-    (and revision) mteb does not register."""
-    (run,) = map(Path, evaluate("bm25", output="res").results_dirs)
+    """`r2med-run --plugin bm25 --tasks sample`, exported: r2med's sample task is refused before
+    writing; its result filed as one on the benchmark, a pipeline name (and revision) mteb does not
+    register is listed."""
+    (sample,) = map(Path, evaluate("bm25", output="res").results_dirs)
+    code, _, err = run_cli("export-mteb", sample, tmp_path / "clone", "--create", "--json")
+    assert code == 2 and f"task '{SAMPLE}' is not one of mteb's tasks" in err  # refused before writing
+    assert not (tmp_path / "clone").exists()
+    run = on_the_benchmark(sample, tmp_path / sample.name)
     code, out, err = run_cli("export-mteb", run, tmp_path / "clone", "--create", "--json")
     assert code == 1, err  # problems listed
     report = json.loads(out)
@@ -298,7 +305,6 @@ def test_export_of_an_r2med_run_lists_its_problems(run_cli, evaluate, tmp_path):
     copied = {p.name for p in run.iterdir() if p.suffix == ".json" or p.name == "run_settings.jsonl"}
     assert {p.name for p in (tmp_path / "clone" / folder).iterdir()} == copied
     assert_problems(report["problems"], [
-        (f"{folder}/{SAMPLE}.json", f"task '{SAMPLE}' is not one of mteb's tasks"),
         ("results/r2med__bm25", "'r2med/bm25' is not registered in mteb"),
         (f"{folder}/model_meta.json", "neither a 40-hex commit"),
         *([] if "run_settings.jsonl" in copied else [(f"{folder}/run_settings.jsonl", "missing")]),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import finished_sample_run, snapshot
+from conftest import finished_sample_run, on_the_benchmark, snapshot
 from r2med_tasks.tasks.specs import PINNED_REVISIONS
 
 SAMPLE = "R2MEDSampleRetrieval"
@@ -49,6 +49,27 @@ def official_run(tmp_path_factory, sample_run) -> Path:
     return folder / "cache" / FOLDER
 
 
+@pytest.fixture(scope="module")
+def bm25_run(tmp_path_factory, sample_run) -> Path:
+    """That run's folder (r2med/bm25, a model mteb does not register) with its result filed as one on
+    the benchmark (Biology at mteb's pinned revision): the export refuses the sample itself."""
+    return on_the_benchmark(sample_run, tmp_path_factory.mktemp("bm25") / "run")
+
+
+def test_a_task_mteb_does_not_have_or_local_data_is_refused_before_writing(run_cli, sample_run, bm25_run, tmp_path):
+    dest = tmp_path / "clone"
+    dest.mkdir()
+    code, out, err = export(run_cli, sample_run, dest)
+    assert_refused(code, out, err, f"{SAMPLE}.json: task {SAMPLE!r} is not one of mteb's tasks", "nothing was exported")
+    assert not any(dest.iterdir())
+    local = copy_run(bm25_run, tmp_path / "local")
+    data = json.loads((local / f"{TASK}.json").read_text())
+    (local / f"{TASK}.json").write_text(json.dumps({**data, "dataset_revision": "local-0123abcd"}))
+    code, out, err = export(run_cli, local, dest)
+    assert_refused(code, out, err, "dataset_revision 'local-0123abcd' is not mteb's pinned", "without --data-dir")
+    assert not any(dest.iterdir())
+
+
 def copy_run(run: Path, to: Path) -> Path:
     shutil.copytree(run, to)
     return to
@@ -74,56 +95,56 @@ def assert_refused(code: int, out: str, err: str, *fragments: str) -> None:
 
 
 # -- run_settings.jsonl: merged as mteb merges -------------------------------------------------------------
-def test_run_settings_are_merged_as_mteb_merges_them(run_cli, sample_run, tmp_path):
+def test_run_settings_are_merged_as_mteb_merges_them(run_cli, bm25_run, tmp_path):
     """The clone's run_settings.jsonl holds another task's entry (and a legacy one of the run's
     task): after the export it holds both tasks, exactly as mteb's ResultCache leaves it when it
     merges the run's file into the clone's (``_write_and_merge_keyed_json``)."""
     from mteb.results.task_result import _read_run_settings_from_file, _write_and_merge_keyed_json
 
     dest = tmp_path / "clone"
-    folder = clone_folder(dest, sample_run)
+    folder = clone_folder(dest, bm25_run)
     folder.mkdir(parents=True)
     other = {"task": "OtherTask", "splits": ["dev", "test"], "version": {"mteb": "2.1.0", "torch": None},
              "encode_kwargs": {"batch_size": 8}, "subsets": ["default"]}
-    legacy = {"task": SAMPLE, "split": "test", "subset": "default", "version": {"mteb": "2.0.5"}}
+    legacy = {"task": TASK, "split": "test", "subset": "default", "version": {"mteb": "2.0.5"}}
     existing = json.dumps(other) + "\n" + json.dumps(legacy) + "\n"
     (folder / "run_settings.jsonl").write_text(existing)
     expected = tmp_path / "mteb" / "run_settings.jsonl"  # mteb's own merge of the same two files
     expected.parent.mkdir()
     expected.write_text(existing)
-    _write_and_merge_keyed_json(expected, _read_run_settings_from_file(sample_run / "run_settings.jsonl"))
+    _write_and_merge_keyed_json(expected, _read_run_settings_from_file(bm25_run / "run_settings.jsonl"))
 
-    code, out, err = export(run_cli, sample_run, dest)
+    code, out, err = export(run_cli, bm25_run, dest)
     assert code == 1, err  # the sample run has problems of its own (not mteb's task, not registered)
     merged = (folder / "run_settings.jsonl").read_bytes()
     assert merged == expected.read_bytes()
     entries = [json.loads(line) for line in merged.decode().splitlines()]
     assert entries[0] == other  # kept
-    run_entries = [json.loads(line) for line in (sample_run / "run_settings.jsonl").read_text().splitlines()]
+    run_entries = [json.loads(line) for line in (bm25_run / "run_settings.jsonl").read_text().splitlines()]
     assert entries[1:] == run_entries  # the run's settings replace the legacy entry of its task
 
     before = snapshot(dest)  # again: nothing changes
-    code, out, err = export(run_cli, sample_run, dest, "--json")
+    code, out, err = export(run_cli, bm25_run, dest, "--json")
     assert code == 1 and snapshot(dest) == before
     report = json.loads(out)
     assert report["written"] == [] and len(report["unchanged"]) == 3
 
 
 # -- model_meta.json and TaskResults already there -----------------------------------------------------------
-def test_a_different_model_meta_is_refused_and_left_untouched(run_cli, sample_run, tmp_path):
+def test_a_different_model_meta_is_refused_and_left_untouched(run_cli, bm25_run, tmp_path):
     dest = tmp_path / "clone"
-    folder = clone_folder(dest, sample_run)
+    folder = clone_folder(dest, bm25_run)
     folder.mkdir(parents=True)
-    meta = json.loads((sample_run / "model_meta.json").read_text())
+    meta = json.loads((bm25_run / "model_meta.json").read_text())
     (folder / "model_meta.json").write_text(json.dumps({**meta, "n_parameters": 7, "license": "mit"}, indent=4))
     before = snapshot(dest)
-    code, out, err = export(run_cli, sample_run, dest)
+    code, out, err = export(run_cli, bm25_run, dest)
     assert_refused(code, out, err, f"{folder / 'model_meta.json'}: already there",
                    "fields n_parameters, license", "--replace-model-meta")
     assert snapshot(dest) == before  # nothing written: not the meta, not the TaskResult
-    code, _, err = export(run_cli, sample_run, dest, "--replace-model-meta")
+    code, _, err = export(run_cli, bm25_run, dest, "--replace-model-meta")
     assert code == 1, err
-    assert (folder / "model_meta.json").read_bytes() == (sample_run / "model_meta.json").read_bytes()
+    assert (folder / "model_meta.json").read_bytes() == (bm25_run / "model_meta.json").read_bytes()
 
 
 def test_an_equal_model_meta_is_kept_as_it_is(run_cli, official_run, tmp_path):
@@ -166,13 +187,13 @@ def test_an_identical_task_result_is_left(run_cli, official_run, tmp_path):
 
 # -- never outside DEST ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("link", ["results", "model", "revision", "task result", "run settings"])
-def test_a_link_out_of_the_clone_is_refused(run_cli, sample_run, tmp_path, link):
+def test_a_link_out_of_the_clone_is_refused(run_cli, bm25_run, tmp_path, link):
     dest, outside = tmp_path / "clone", tmp_path / "outside"
-    folder = clone_folder(dest, sample_run)
+    folder = clone_folder(dest, bm25_run)
     outside.mkdir()
     (outside / "keep.txt").write_text("theirs")
     at = {"results": dest / "results", "model": folder.parent, "revision": folder,
-          "task result": folder / f"{SAMPLE}.json", "run settings": folder / "run_settings.jsonl"}[link]
+          "task result": folder / f"{TASK}.json", "run settings": folder / "run_settings.jsonl"}[link]
     at.parent.mkdir(parents=True, exist_ok=True)
     if link in ("task result", "run settings"):
         (outside / at.name).write_text("{}")
@@ -180,32 +201,32 @@ def test_a_link_out_of_the_clone_is_refused(run_cli, sample_run, tmp_path, link)
     else:
         at.symlink_to(outside, target_is_directory=True)
     before_outside, before_dest = snapshot(outside), snapshot(dest)
-    code, out, err = export(run_cli, sample_run, dest)
+    code, out, err = export(run_cli, bm25_run, dest)
     assert_refused(code, out, err, f"{at}: leads out of {dest}", "through a link")
     assert snapshot(outside) == before_outside  # no file written, changed or added there
     assert snapshot(dest) == before_dest
 
 
-def test_a_link_inside_the_clone_is_followed(run_cli, sample_run, tmp_path):
+def test_a_link_inside_the_clone_is_followed(run_cli, bm25_run, tmp_path):
     """A clone whose results/ is a link to a folder of its own: written there."""
     dest = tmp_path / "clone"
     (dest / "stored").mkdir(parents=True)
     (dest / "results").symlink_to(dest / "stored", target_is_directory=True)
-    code, _, err = export(run_cli, sample_run, dest)
+    code, _, err = export(run_cli, bm25_run, dest)
     assert code == 1, err
-    assert (clone_folder(dest, sample_run) / f"{SAMPLE}.json").is_file()
-    assert (dest / "results").is_symlink() and any((dest / "stored").rglob(f"{SAMPLE}.json"))
+    assert (clone_folder(dest, bm25_run) / f"{TASK}.json").is_file()
+    assert (dest / "results").is_symlink() and any((dest / "stored").rglob(f"{TASK}.json"))
 
 
-def test_a_missing_destination_is_refused_unless_create(run_cli, sample_run, tmp_path):
+def test_a_missing_destination_is_refused_unless_create(run_cli, bm25_run, tmp_path):
     dest = tmp_path / "no-such-clone"
-    code, out, err = export(run_cli, sample_run, dest)
+    code, out, err = export(run_cli, bm25_run, dest)
     assert_refused(code, out, err, f"{dest} does not exist", "--create")
     assert not dest.exists()
-    code, out, err = export(run_cli, sample_run, dest, "--create")
+    code, out, err = export(run_cli, bm25_run, dest, "--create")
     assert code == 1, err
-    for name in (f"{SAMPLE}.json", "model_meta.json", "run_settings.jsonl"):  # a new run_settings.jsonl: the run's
-        assert (clone_folder(dest, sample_run) / name).read_bytes() == (sample_run / name).read_bytes()
+    for name in (f"{TASK}.json", "model_meta.json", "run_settings.jsonl"):  # a new run_settings.jsonl: the run's
+        assert (clone_folder(dest, bm25_run) / name).read_bytes() == (bm25_run / name).read_bytes()
 
 
 # -- what is reported, and the exit status ----------------------------------------------------------------------
@@ -270,26 +291,26 @@ def test_a_clean_export_exits_0_and_says_ok(run_cli, official_run, tmp_path):
                       "unchanged": [], "problems": [], "ok": True}
 
 
-def test_a_new_unregistered_model_is_reported_an_old_one_not(run_cli, sample_run, tmp_path):
+def test_a_new_unregistered_model_is_reported_an_old_one_not(run_cli, bm25_run, tmp_path):
     """'not registered in mteb' is the export's when it brings the model's folder; when the clone
     holds the model's results already, the export does not change that check's outcome."""
     dest = tmp_path / "clone"
     dest.mkdir()
-    _, out, _ = export(run_cli, sample_run, dest, "--json")
+    _, out, _ = export(run_cli, bm25_run, dest, "--json")
     assert any("is not registered in mteb" in p for p in json.loads(out)["problems"])
     other = tmp_path / "clone2"
-    shutil.copytree(clone_folder(dest, sample_run), other / "results" / "r2med__bm25" / "x")
-    _, out, _ = export(run_cli, sample_run, other, "--json")
+    shutil.copytree(clone_folder(dest, bm25_run), other / "results" / "r2med__bm25" / "x")
+    _, out, _ = export(run_cli, bm25_run, other, "--json")
     problems = json.loads(out)["problems"]
     assert problems and not any("is not registered in mteb" in p for p in problems)
 
 
-def test_run_settings_in_the_clone_that_mteb_cannot_read_is_refused(run_cli, sample_run, tmp_path):
+def test_run_settings_in_the_clone_that_mteb_cannot_read_is_refused(run_cli, bm25_run, tmp_path):
     dest = tmp_path / "clone"
-    folder = clone_folder(dest, sample_run)
+    folder = clone_folder(dest, bm25_run)
     folder.mkdir(parents=True)
     (folder / "run_settings.jsonl").write_bytes(b'{"task": "\xff"}\n')
     before = snapshot(dest)
-    code, out, err = export(run_cli, sample_run, dest)
+    code, out, err = export(run_cli, bm25_run, dest)
     assert_refused(code, out, err, f"{folder / 'run_settings.jsonl'}: not UTF-8 text")
     assert snapshot(dest) == before

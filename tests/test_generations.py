@@ -101,7 +101,7 @@ def test_records_are_written_as_the_run_goes_and_a_resumed_run_completes_them(ev
 
 # -- export and replay -----------------------------------------------------------------------------
 def examples_file(tmp_path) -> Path:
-    """Query2Doc's few-shot examples, made up (the authors' file is fetched from GitHub otherwise)."""
+    """Query2Doc's few-shot examples, made up (the authors' ship with the package otherwise)."""
     from r2med_plugins.gar.query2doc_examples import DATASET_KEYS
 
     path = tmp_path / "examples.json"
@@ -151,6 +151,12 @@ def test_an_exported_run_replays_exactly_without_a_request(evaluate, chat_server
     assert chat_server.count == asked  # not one LLM request
     assert read_ranking(results_folder(replay) / "R2MEDBiologyRetrieval.trec") == live_run
     assert replay["Biology"].ndcg_at_10 == live["Biology"].ndcg_at_10
+    replayed = read_jsonl(results_folder(replay) / "R2MEDBiologyRetrieval.generations.jsonl")  # what r2med show opens
+    assert [(r["query_id"], r["stage"], r["component"], r["generated"], r.get("r1_mode", False)) for r in replayed] == \
+        [(r["query_id"], "rewriter", method, [r["answer"]], r["r1_mode"]) for r in records]
+    assert not any("samples" in r for r in replayed)  # no LLM answered: nothing to export again
+    with pytest.raises(r2med.UserError, match="no LLM generations"):
+        r2med.export_generations(results_folder(replay), tmp_path / "again")
 
 
 def test_an_export_never_changes_what_is_there(run_cli, evaluate, chat_server, data_dir, tmp_path):
@@ -189,7 +195,7 @@ def test_export_refuses_a_folder_without_generations(run_cli, tmp_path):
 
     folder = finished_sample_run(tmp_path / "out")
     code, _, err = run_cli("export-generations", folder, tmp_path / "data")
-    assert code == 2 and "no rewriter generations" in err and not (tmp_path / "data").exists()
+    assert code == 2 and "no LLM generations" in err and not (tmp_path / "data").exists()
     code, _, err = run_cli("export-generations", tmp_path, tmp_path / "data")
     assert code == 2 and "not a results folder" in err
 

@@ -346,7 +346,10 @@ def test_export_mteb(run_cli, evaluate, tmp_path, model_path):
 
     from r2med_tasks.results.export import export_run
 
-    (run_dir,) = map(Path, evaluate("bm25", output="res").results_dirs)
+    from conftest import on_the_benchmark
+
+    (sample,) = map(Path, evaluate("bm25", output="res").results_dirs)
+    run_dir = on_the_benchmark(sample, tmp_path / sample.name)
     export = export_run(run_dir, tmp_path / "repo", create=True)
     target, problems = export.target, export.problems
     assert target == tmp_path / "repo" / "results" / "r2med__bm25" / run_dir.name

@@ -1,16 +1,13 @@
-"""Query2Doc's few-shot examples (issue 14, item 8): fetched at run time from the authors'
-repository at the pinned commit (here: a local HTTP server on 127.0.0.1 serving a file the test
-builds), parsed as data, cached (a second run makes no request), a one-line error offline, and
-``-o examples=PATH`` for offline use. The authors' real ``src/example.py`` is read from the optional
-copy under ``../shared/reference/r2med-repo/`` (not part of this repository); those checks skip
-when it is absent."""
+"""Query2Doc's few-shot examples (issues 14 and 45): the authors' ``src/example.py`` at the pinned
+commit ships with the package, checked by its sha256, parsed as data (never run), so a live run
+needs no network; ``-o examples=PATH`` overrides it. The authors' real file is read from the
+optional copy under ``../shared/reference/r2med-repo/`` (not part of this repository); those
+checks skip when it is absent."""
 
 from __future__ import annotations
 
 import ast
-import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -23,6 +20,7 @@ REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "r2me
 QUERIES = read_jsonl(SAMPLE / "query.jsonl")
 BUILT = {key: f"Post: example question {i} for {key}\nPassage:\nexample answer {i}.\n\nPost: second {i}\nPassage:\n"
               f"second answer {i}." for i, key in enumerate(prompts.DATASET_KEYS)}
+SHIPPED = Path(query2doc_examples.__file__).with_name("r2med_example.py.txt")
 
 
 def built_example_py() -> bytes:
@@ -31,54 +29,11 @@ def built_example_py() -> bytes:
     return f"\nExample = {{\n{entries}}}\n".encode()
 
 
-class FileServer:
-    """Serves one file at /R2MED/R2MED/<commit>/src/example.py and counts the requests."""
-
-    def __init__(self, body: bytes) -> None:
-        self.body, self.requests = body, []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:
-                pass
-
-            def do_GET(self) -> None:  # noqa: N802
-                server.requests.append(self.path)
-                found = self.path.endswith("/src/example.py")
-                data = server.body if found else b"not found"
-                self.send_response(200 if found else 404)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/R2MED/R2MED/{query2doc_examples.QUERY2DOC_EXAMPLES_COMMIT}/src/example.py"
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(5)
-
-
-def closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/R2MED/R2MED/{query2doc_examples.QUERY2DOC_EXAMPLES_COMMIT}/src/example.py"
-
-
-@pytest.fixture
-def chat(chat_server):
-    return chat_server
+def authors_examples(path: Path) -> dict[str, str]:
+    """``Example`` of an example.py, read as a literal (independently of the package's parser)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    (assign,) = [n for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "Example"]
+    return ast.literal_eval(assign.value)
 
 
 def run_query2doc(run_cli, tmp_path, chat, *extra, output="out"):
@@ -86,57 +41,52 @@ def run_query2doc(run_cli, tmp_path, chat, *extra, output="out"):
                    "--tasks", "sample", "--output", tmp_path / output, "--cache-dir", tmp_path / "cache", "--json")
 
 
-def test_the_pinned_url_is_the_first_commits_example_py():
-    assert query2doc_examples.QUERY2DOC_EXAMPLES_COMMIT.startswith("45cbac5") and len(query2doc_examples.QUERY2DOC_EXAMPLES_COMMIT) == 40
-    assert query2doc_examples.QUERY2DOC_EXAMPLES_URL == ("https://raw.githubusercontent.com/R2MED/R2MED/"
-                                              f"{query2doc_examples.QUERY2DOC_EXAMPLES_COMMIT}/src/example.py")
+def test_the_shipped_examples_are_the_first_commits_file_with_its_notice():
+    assert query2doc_examples.QUERY2DOC_EXAMPLES_COMMIT.startswith("45cbac5") and \
+        len(query2doc_examples.QUERY2DOC_EXAMPLES_COMMIT) == 40
+    assert hashlib.sha256(SHIPPED.read_bytes()).hexdigest() == \
+        "a1636976765b6ce4ce365349e04183bf1d1f40337d2f5f4342f00de03f2363af"
+    notice = SHIPPED.with_name("R2MED_LICENSE.txt").read_text()
+    assert notice.startswith("MIT License") and "Copyright (c) 2025 R2MED" in notice
+    assert "r2med_example.py.txt" in (Path(prompts.__file__).parents[2] / "NOTICE").read_text()
 
 
-def test_examples_are_fetched_once_then_read_from_the_cache(evaluate, tmp_path, chat, monkeypatch):
-    with FileServer(built_example_py()) as files:
-        monkeypatch.setattr(query2doc_examples, "QUERY2DOC_EXAMPLES_URL", files.url)
-        first = evaluate("query2doc", "bm25", llm=f"{chat.url}#test-model")
-        assert first.display_name == "Query2Doc (test-model) + BM25"
-        assert len(files.requests) == 1 and chat.count == len(QUERIES)
-        for request in chat.requests:  # each prompt: the served examples, as the authors' template places them
-            user = request.body["messages"][1]["content"]
-            query = next(q["text"] for q in QUERIES if q["text"] in user)
-            assert user == prompts.QUERY2DOC_OUTER_TEMPLATES["Stack-Medical"].format(
-                EXAMPLE=BUILT["Stack-Medical"], TEXT="{TEXT}").format(TEXT=query)
-        again = evaluate("query2doc", "bm25", llm=f"{chat.url}#test-model", output="again")
-        assert again["sample"].ndcg_at_10 == first["sample"].ndcg_at_10
-        assert len(files.requests) == 1  # the second run read the cached copy
-    cached = list((tmp_path / "cache").rglob("example-*.py"))
-    assert len(cached) == 1 and cached[0].read_bytes() == built_example_py()
+def test_a_live_run_uses_the_shipped_examples_offline(run_cli, tmp_path, chat_server):
+    code, _, err = run_query2doc(run_cli, tmp_path, chat_server)
+    assert code == 0, err
+    shipped = authors_examples(SHIPPED)
+    for request in chat_server.requests:  # each prompt: the authors' examples, as their template places them
+        user = request.body["messages"][1]["content"]
+        query = next(q["text"] for q in QUERIES if q["text"] in user)
+        assert user == prompts.QUERY2DOC_OUTER_TEMPLATES["Stack-Medical"].format(
+            EXAMPLE=shipped["Stack-Medical"], TEXT="{TEXT}").format(TEXT=query)
+    assert not (tmp_path / "cache" / "query2doc-examples").exists()  # nothing fetched, nothing cached
 
 
-def test_offline_is_one_line_naming_the_way_out(run_cli, tmp_path, chat, monkeypatch):
-    monkeypatch.setattr(query2doc_examples, "QUERY2DOC_EXAMPLES_URL", closed_port_url())
-    code, _, err = run_query2doc(run_cli, tmp_path, chat)
-    assert code == 2 and "Traceback" not in err and chat.count == 0
-    line = next(line for line in err.splitlines() if "cannot load" in line)
-    assert "Query2Doc's few-shot examples (R2MED/R2MED@45cbac5 src/example.py)" in line
-    assert "URLError" in line and "without network access pass -o examples=PATH" in line
+def test_a_shipped_copy_that_is_not_the_commits_is_refused(run_cli, tmp_path, chat_server, monkeypatch):
+    changed = tmp_path / "r2med_example.py.txt"
+    changed.write_bytes(SHIPPED.read_bytes().replace(b"Passage", b"Paragraph", 1))
+    monkeypatch.setattr(query2doc_examples, "SHIPPED_EXAMPLES", changed)
+    code, _, err = run_query2doc(run_cli, tmp_path, chat_server)
+    assert code == 2 and "Traceback" not in err and chat_server.count == 0
+    assert "sha256 differs" in err and "45cbac5" in err
 
 
-def test_a_file_that_is_not_the_examples_is_refused_and_not_cached(tmp_path, monkeypatch):
-    with FileServer(b"Example = {'Stack-Biology': 'only one'}\n") as files:
-        with pytest.raises(prompts.Query2DocExamplesUnavailable, match="missing"):
-            query2doc_examples.fetch_query2doc_examples(tmp_path, url=files.url)
-        files.body = b"import os\nos.system('echo never run')\nExample = open('x').read()\n"
-        with pytest.raises(prompts.Query2DocExamplesUnavailable, match="cannot evaluate"):
-            query2doc_examples.fetch_query2doc_examples(tmp_path, url=files.url)
-    assert not list(tmp_path.iterdir())
+def test_parsing_takes_data_only(tmp_path):
+    with pytest.raises(ValueError, match="missing"):
+        query2doc_examples.parse_query2doc_examples("Example = {'Stack-Biology': 'only one'}\n", "x.py")
+    with pytest.raises(ValueError, match="cannot evaluate"):
+        query2doc_examples.parse_query2doc_examples("import os\nos.system('echo never run')\n"
+                                                    "Example = open('x').read()\n", "x.py")
 
 
-def test_examples_path_works_offline(run_cli, tmp_path, chat, monkeypatch):
-    monkeypatch.setattr(query2doc_examples, "QUERY2DOC_EXAMPLES_URL", closed_port_url())
+def test_examples_path_overrides_the_shipped_ones(run_cli, tmp_path, chat_server):
     local = tmp_path / "example.py"
     local.write_bytes(built_example_py())
-    code, _, err = run_query2doc(run_cli, tmp_path, chat, "-o", f"examples={local}")
+    code, _, err = run_query2doc(run_cli, tmp_path, chat_server, "-o", f"examples={local}")
     assert code == 0, err
-    assert all(BUILT["Stack-Medical"] in r.body["messages"][1]["content"] for r in chat.requests)
-    code, _, err = run_query2doc(run_cli, tmp_path, chat, "-o", f"examples={tmp_path / 'absent.py'}", output="o2")
+    assert all(BUILT["Stack-Medical"] in r.body["messages"][1]["content"] for r in chat_server.requests)
+    code, _, err = run_query2doc(run_cli, tmp_path, chat_server, "-o", f"examples={tmp_path / 'absent.py'}", output="o2")
     assert code == 2 and "-o examples=" in err and "Traceback" not in err
 
 
@@ -154,9 +104,7 @@ def authors_query2doc_prompts(commit: str, query: str) -> dict[str, str]:
     src/example.py; instrcution.py's ``query2doc[key]`` is its string literal
     ``.format(EXAMPLE=Example[key], TEXT="{TEXT}")``; generate_hypothetical_doc.py then sends
     ``base_prompt.format(TEXT=entry['text'])``."""
-    example_tree = ast.parse(real_example_py(commit).read_text(encoding="utf-8"))
-    (assign,) = [n for n in example_tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "Example"]
-    example = ast.literal_eval(assign.value)
+    example = authors_examples(real_example_py(commit))
     instruction = REFERENCE / commit / "src" / "instrcution.py"
     if not instruction.is_file():
         pytest.skip(f"optional material {instruction} is absent")
@@ -177,22 +125,22 @@ def test_each_prompt_holds_its_datasets_real_examples_byte_for_byte(commit, tmp_
     query = QUERIES[0]["text"]
     expected = authors_query2doc_prompts(commit, query)
     assert sorted(expected) == sorted(prompts.DATASET_KEYS)
-    with FileServer(real_example_py(commit).read_bytes()) as files:  # as fetched from GitHub
-        fetched = query2doc_examples.fetch_query2doc_examples(tmp_path, url=files.url)
+    fetched = query2doc_examples.load_query2doc_examples(real_example_py(commit))
     for key in prompts.DATASET_KEYS:
         ours = prompts.build_prompt("query2doc", key, query, examples=fetched)
         assert ours.encode("utf-8") == expected[key].encode("utf-8"), key
         assert prompts.build_messages("query2doc", key, query, examples=fetched)[1]["content"] == expected[key]
-    assert fetched == query2doc_examples.load_query2doc_examples(real_example_py(commit))
+    if commit == "45cbac5":  # the shipped default is this commit's file, byte for byte
+        assert SHIPPED.read_bytes() == real_example_py(commit).read_bytes()
+        assert query2doc_examples.shipped_query2doc_examples() == fetched
 
 
-def test_the_package_does_not_contain_the_examples():
-    example_tree = ast.parse(real_example_py("45cbac5").read_text(encoding="utf-8"))
-    example = ast.literal_eval(example_tree.body[0].value)
+def test_the_package_holds_the_examples_once():
+    """The authors' text ships in its one data file, not copied into code or docs."""
+    example = authors_examples(real_example_py("45cbac5"))
     root = Path(prompts.__file__).resolve().parents[2]
     files = [p for folder in ("plugins", "r2med_tasks") for p in (root / folder).rglob("*") if p.is_file()
              and p.suffix in {".py", ".json", ".csv", ".md", ".txt", ".jsonl"}]
     snippets = [text.split("\n")[0][:80] for text in example.values()]
-    for path in files:
-        content = path.read_text(encoding="utf-8", errors="replace")
-        assert not any(s in content for s in snippets), path
+    holding = [p for p in files if any(s in p.read_text(encoding="utf-8", errors="replace") for s in snippets)]
+    assert holding == [SHIPPED.resolve()]

@@ -92,11 +92,24 @@ def test_verdicts_against_figures_the_run_reproduces(official_hub, evaluate, tmp
     assert {c.verdict for c in result.tasks} == {expected} and result.verdict == expected
 
 
-def test_local_data_has_nothing_to_compare_against(run_cli, tmp_path, data_dir):
+def test_local_data_shows_the_runs_scores_what_it_lacked_and_what_a_verdict_needs(run_cli, tmp_path, data_dir):
     code, out, err = run_cli("reproduce", "BM25", "--data-dir", data_dir, "--output", tmp_path / "out", "--json")
     assert code == 0, err
     result = json.loads(out)
-    assert result["verdict"] is None and "nothing to compare" in result["note"] and not result["official_data"]
+    assert result["verdict"] is None and not result["official_data"]
+    got = got_by_task(Path(result["results_dir"]))
+    assert sorted(got) == ["Bioinformatics", "Biology", "Medical-Sciences"]  # what the data folder holds
+    assert {c["task"]: c["got"] for c in result["tasks"] if c["got"] is not None} == pytest.approx(got, abs=0.005)
+    assert all(c["verdict"] is None and c["difference"] is None for c in result["tasks"])
+    lacked = [t.short_name for t in R2MED_TASKS if t.short_name not in got]
+    assert result["lacked"] == lacked and len(lacked) == 5
+    assert "5 of 8 datasets" in result["note"] and "run without --data-dir" in result["note"]
+    code, out, err = run_cli("reproduce", "BM25", "--data-dir", data_dir, "--output", tmp_path / "out")
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert "run without --data-dir" in text and ", ".join(lacked) in text
+    biology = next(line for line in out.splitlines() if "Biology" in line and "Bioinformatics" not in line)
+    assert f"{got['Biology']:.2f}" in biology  # the run's own score, in the table
 
 
 def test_a_row_that_is_not_there_is_one_line(run_cli):

@@ -214,6 +214,45 @@ def test_a_live_rewriters_generation_and_reasoning_are_shown(run_cli, chat_serve
     assert "q04" not in out  # only this query's record
 
 
+def test_a_rewriter_that_calls_no_llm_is_shown_as_it_rewrote_each_query(run_cli, register, evaluate):
+    """A plugin rewriter that records nothing itself: the runner records each query it returned."""
+    from dataclasses import replace
+
+    from r2med_tasks.components.hookspecs import hookimpl
+    from r2med_tasks.components.specs import RewriterSpec
+
+    class Rewriter:
+        def rewrite(self, queries, *, task, context):
+            return [replace(q, generated=("tinnitus", "vertigo"), method="lay") if q.id == "q01" else
+                    replace(q, text=q.text.upper()) if q.id == "q02" else q for q in queries]
+
+    class Plugin:
+        @hookimpl
+        def register_rewriters(self, register):
+            register(RewriterSpec(name="glossary", factory=lambda options: Rewriter()))
+
+    register(Plugin(), "glossary-plugin")
+    folder = Path(evaluate("glossary", "bm25").results_dirs[0])
+    first, second, third = (show_json(run_cli, folder, "--query", q) for q in ("q01", "q02", "q03"))
+    (g,) = first["generations"]
+    assert (g["stage"], g["component"], g["method"], g["generated"], g["rewritten"]) == \
+        ("rewriter", "glossary", "lay", ["tinnitus", "vertigo"], None)
+    assert second["generations"][0]["rewritten"] == second["query"]["text"].upper()
+    assert third["generations"][0]["generated"] == [] and third["no_generations"] is None
+    code, out, err = run_cli("show", folder, "--query", "q01")
+    assert code == 0, err
+    assert "Rewriter: glossary [lay]" in out and "Generated (2 of 2)" in out and "vertigo" in out
+    assert "No generation record" not in out
+    code, out, err = run_cli("show", folder, "--query", "q03")
+    assert "Generated nothing" in out
+    # a run whose folder keeps no records (made before r2med recorded every rewriter's output) says so
+    (folder / "R2MEDSampleRetrieval.generations.jsonl").unlink()
+    code, out, err = run_cli("show", folder, "--query", "q01")
+    assert code == 0, err
+    assert "No generation record for this query: the run keeps no generation records" in " ".join(out.split())
+    assert "--overwrite" in out
+
+
 def test_a_rerankers_order_and_reasoning_apart_are_shown(run_cli, evaluate):
     """A reranker's record (its answer the new order of document ids, its reasoning returned apart
     by the server), written as records.py documents it."""
@@ -386,7 +425,7 @@ def test_the_pages_commands_run_as_written(plugins, tmp_path, monkeypatch):
             if "--json" in words:
                 shown = json.loads(result.stdout)
                 keys = {"query": {"format", "kind", "run", "task", "query", "ndcg_at_10", "relevant", "retrieved",
-                                  "generations", "top", "missed", "warnings"},
+                                  "generations", "no_generations", "top", "missed", "warnings"},
                         "differences": {"format", "kind", "a", "b", "task", "summary", "queries", "only_in_a",
                                         "only_in_b", "query", "warnings"}}[shown["kind"]]
                 assert set(shown) == keys

@@ -47,8 +47,8 @@ LIVE_OPTIONS = {
     "price": (Price, None),
     "examples": (Annotated[str, Identified(file_content)],
                  Field("", description="Query2Doc few-shot examples: a local copy of the original "
-                                            "src/example.py or a JSON {key: text} (default: that file, fetched "
-                                            "from GitHub at the pinned commit and cached)")),
+                                            "src/example.py or a JSON {key: text} (default: that file at the "
+                                            "pinned commit, shipped with r2med)")),
 }
 
 AGENT_OPTIONS = {

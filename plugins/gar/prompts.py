@@ -152,7 +152,8 @@ LAMER_TEMPLATES: dict[str, str] = {
     "IIYiPatients-EN": "Give a Clinical Case and its possible similar cases (most of these cases are non-similar). Please write a correct similar case that help diagnose the case.\nJust output the correct case, don't explanation.\n\nCase: {TEXT}\n\nPossible Similar Cases: {PASSAGE}",
 }
 
-# src/example.py: Example -- not shipped (the authors' prose). Left empty on purpose.
+# src/example.py: Example -- shipped as data (query2doc_examples.shipped_query2doc_examples), passed as
+# examples=; left empty here so that a prompt never silently takes examples it was not given.
 QUERY2DOC_EXAMPLES: dict[str, str] = {}
 
 # src/generate_hypothetical_doc.py: read_data -- e["topk_pid"][:10] from
@@ -274,11 +275,7 @@ PUBLISHED_LLMS: dict[str, PublishedLLM] = {
 
 
 class Query2DocExamplesUnavailable(LookupError):
-    """A Query2Doc prompt without the upstream few-shot examples; ``reason``: why, one line."""
-
-    def __init__(self, message: str, reason: str = "") -> None:
-        super().__init__(message)
-        self.reason = reason
+    """A Query2Doc prompt without the upstream few-shot examples."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -325,8 +322,8 @@ def _default_examples(key: str) -> str:
     if key in QUERY2DOC_EXAMPLES:
         return QUERY2DOC_EXAMPLES[key]
     raise Query2DocExamplesUnavailable(
-        "the Query2Doc few-shot examples (upstream R2MED src/example.py) are not bundled; pass "
-        "examples=fetch_query2doc_examples(CACHE_DIR) or load_query2doc_examples('<R2MED>/src/example.py')"
+        "a Query2Doc prompt needs the few-shot examples (upstream R2MED src/example.py); pass "
+        "examples=shipped_query2doc_examples() or load_query2doc_examples('<R2MED>/src/example.py')"
     )
 
 

@@ -1,10 +1,12 @@
-"""Query2Doc's few-shot examples, from the authors' ``src/example.py`` (their prose, not part of this
-package): downloaded at the pinned commit or read from a local copy, parsed as data, never executed.
+"""Query2Doc's few-shot examples: the authors' ``src/example.py`` at the pinned commit, shipped with
+the package (``r2med_example.py.txt``, byte for byte, its MIT notice in ``R2MED_LICENSE.txt``), or a
+local file (``-o examples=``); parsed as data, never executed.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -15,18 +17,15 @@ from .prompts import DATASET_KEYS, Query2DocExamplesUnavailable
 
 __all__ = [
     "QUERY2DOC_EXAMPLES_COMMIT",
-    "QUERY2DOC_EXAMPLES_URL",
-    "fetch_query2doc_examples",
     "load_query2doc_examples",
     "parse_query2doc_examples",
+    "shipped_query2doc_examples",
 ]
 
-# The first commit, to which the published runs trace; a commit's raw URL never changes.
+# The first commit, to which the published runs trace; the default examples are identified by it.
 QUERY2DOC_EXAMPLES_COMMIT = "45cbac534475a0f66fec190cba752b5dc452839d"
-QUERY2DOC_EXAMPLES_URL = (
-    f"https://raw.githubusercontent.com/R2MED/R2MED/{QUERY2DOC_EXAMPLES_COMMIT}/src/example.py"
-)
-QUERY2DOC_FETCH_TIMEOUT = 30.0  # seconds, for connecting and for each read
+SHIPPED_EXAMPLES = Path(__file__).with_name("r2med_example.py.txt")  # src/example.py at that commit
+SHIPPED_EXAMPLES_SHA256 = "a1636976765b6ce4ce365349e04183bf1d1f40337d2f5f4342f00de03f2363af"
 
 
 def _eval_node(node: ast.AST, env: Mapping[str, Any]) -> Any:
@@ -112,32 +111,17 @@ def load_query2doc_examples(path: str | os.PathLike[str]) -> dict[str, str]:
                                     as_json=path.suffix.lower() == ".json")
 
 
-def fetch_query2doc_examples(cache_dir: str | os.PathLike[str], *, url: str | None = None,
-                             timeout: float | None = None) -> dict[str, str]:
-    """The examples of upstream ``src/example.py`` at the pinned commit, downloaded once and kept
-    under ``cache_dir`` only once they parse."""
-    import hashlib
-    import http.client
-    import urllib.request
-
-    url = url or QUERY2DOC_EXAMPLES_URL
-    cached = Path(cache_dir) / f"example-{hashlib.sha256(url.encode()).hexdigest()[:16]}.py"
-    if cached.is_file():
-        try:
-            return load_query2doc_examples(cached)
-        except (OSError, ValueError, SyntaxError):
-            pass  # a damaged copy: fetch it again
+def shipped_query2doc_examples() -> dict[str, str]:
+    """The examples of the authors' ``src/example.py`` at the pinned commit, as shipped; a copy whose
+    bytes are not that commit's is refused (the default's identity is the commit, not the bytes)."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout or QUERY2DOC_FETCH_TIMEOUT) as response:
-            text = response.read().decode("utf-8")
-        examples = parse_query2doc_examples(text, url)
-    except (OSError, http.client.HTTPException, ValueError, SyntaxError) as e:
-        raise Query2DocExamplesUnavailable(f"cannot load {url} ({reason(e, 160)})", reason(e, 160)) from None
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    partial = cached.with_name(f"{cached.name}.{os.getpid()}.part")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, cached)  # whole or absent: a concurrent reader never sees half a file
-    return examples
+        data = SHIPPED_EXAMPLES.read_bytes()
+    except OSError as e:
+        raise Query2DocExamplesUnavailable(f"{SHIPPED_EXAMPLES}: {reason(e, 160)}; reinstall r2med") from None
+    if hashlib.sha256(data).hexdigest() != SHIPPED_EXAMPLES_SHA256:
+        raise Query2DocExamplesUnavailable(f"{SHIPPED_EXAMPLES}: not R2MED/R2MED@{QUERY2DOC_EXAMPLES_COMMIT[:7]}'s "
+                                           "src/example.py (its sha256 differs); reinstall r2med")
+    return parse_query2doc_examples(data.decode("utf-8"), str(SHIPPED_EXAMPLES))
 
 
 def reason(e: BaseException, limit: int = 200) -> str:

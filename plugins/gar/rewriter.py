@@ -66,7 +66,7 @@ class GARRewriter:
         """The files read for ``task``: the replayed generations (``-o published_data``'s file, else the
         one in the task's data folder; none from the hub: the task's pinned revision and the split
         identify them), or Query2Doc's few-shot examples (``-o examples``, by its file name; the
-        default, fetched at a pinned commit, is identified by that commit)."""
+        default, shipped at a pinned commit, is identified by that commit)."""
         if self.source:
             root = Path(self.published_data) if self.published_data else folder
             label = f"{self.method}/{self.source}/{GENERATED_FILE}"
@@ -151,10 +151,9 @@ class GARRewriter:
 
     def _query2doc_examples(self, task, context) -> dict[str, str]:
         """The authors' few-shot examples: -o examples=PATH (the bytes the task's identity holds),
-        else their src/example.py at the pinned commit, fetched once into the cache folder (parsed
-        as data, never run)."""
+        else their src/example.py at the pinned commit, as shipped (parsed as data, never run)."""
         from .prompts import Query2DocExamplesUnavailable
-        from .query2doc_examples import QUERY2DOC_EXAMPLES_COMMIT, fetch_query2doc_examples, parse_query2doc_examples
+        from .query2doc_examples import parse_query2doc_examples, shipped_query2doc_examples
 
         if self.options.examples:
             ((label, path),) = self.inputs(task, folder=None).items()
@@ -164,11 +163,9 @@ class GARRewriter:
             except (ValueError, SyntaxError) as e:  # UnicodeDecodeError included
                 raise UserError(f"-o examples={self.options.examples}: {reason(e, 300)}") from None
         try:
-            return fetch_query2doc_examples(context.cache("query2doc-examples"))
-        except Query2DocExamplesUnavailable as e:
-            raise UserError(f"cannot load Query2Doc's few-shot examples (R2MED/R2MED@{QUERY2DOC_EXAMPLES_COMMIT[:7]} "
-                            f"src/example.py) from GitHub ({e.reason}); without network access pass -o examples=PATH "
-                            "to a copy of that file (or a JSON {dataset key: examples}), or use -o source=LLM") from None
+            return shipped_query2doc_examples()
+        except (Query2DocExamplesUnavailable, ValueError, SyntaxError) as e:
+            raise UserError(f"cannot load Query2Doc's few-shot examples: {reason(e, 300)}") from None
 
     def _lamer_passages(self, queries, task, context) -> dict[str, list[str]]:
         """The published BM25's top-10 documents per query, the passages LameR corrects."""

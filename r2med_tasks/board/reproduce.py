@@ -3,7 +3,8 @@ command and judges each figure, per dataset and for the average: **OK** as print
 **OKish** within the tolerance of the row's kind (lexical retrieval reproduces exactly; neural
 encoders differ in the last bits between machines; an API model may change behind its name),
 **FAIL** beyond it. A reproduction is kept in its results folder, so those made so far form a
-matrix. A run on data other than R2MED's official data has nothing to compare against, and says so.
+matrix. A run on data other than R2MED's official data gets no verdict: it shows its own scores, the
+datasets its data folder lacked and what a verdict needs.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class Reproduction:
     results_dir: str | None = None
     official: bool = True
     note: str | None = None
+    lacked: list[str] = field(default_factory=list)  # the row's datasets the run's --data-dir did not hold
     date: str = ""
 
     @property
@@ -56,7 +58,7 @@ class Reproduction:
         return {"row": self.row, "rank": self.rank, "command": self.command, "verdict": self.verdict,
                 "tolerance": asdict(self.tolerance), "tasks": [asdict(c) for c in self.tasks],
                 "average": asdict(self.average) if self.average else None, "results_dir": self.results_dir,
-                "official_data": self.official, "note": self.note, "date": self.date}
+                "official_data": self.official, "lacked": self.lacked, "note": self.note, "date": self.date}
 
 
 def published_row_of(reference: str):
@@ -128,10 +130,17 @@ def reproduce(reference: str, *, console, output: Path | None = None, data_dir: 
     planned.results_dir = outcome.results_dirs[0]
     planned.date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     by_short = {o.alias: o for o in outcome.tasks}
-    if not all(o.official_data for o in outcome.tasks):
+    if not all(o.official_data for o in outcome.tasks):  # the run's own scores, no verdict
         planned.official = False
-        planned.note = ("the run read other data than R2MED's at mteb's pinned revisions: there is nothing to "
-                        "compare the published figures against")
+        for check in planned.tasks:
+            got = by_short.get(check.task)
+            check.got = None if got is None else round(got.ndcg_at_10_x100, 4)
+        planned.lacked = [c.task for c in planned.tasks if c.task not in by_short]
+        lacked = (f"; {', '.join(planned.lacked)} ({len(planned.lacked)} of {len(planned.tasks)} datasets) not in "
+                  f"{request.data_dir}, not run" if planned.lacked else "")
+        planned.note = ("the run read other data than R2MED's at mteb's pinned revisions, so no verdict: its own "
+                        f"scores are shown beside the published ones{lacked}. A verdict needs R2MED's data from the "
+                        "hub at mteb's pinned revisions: run without --data-dir")
         return planned
     for check in planned.tasks:
         got = by_short.get(check.task)

@@ -18,7 +18,7 @@ from .common import err, out, user_errors
 @click.option("--output", type=PathOption(), metavar="DIR", help="Where the run's results go (default: the "
                                                                   "command's own, results).")
 @click.option("--data-dir", type=PathOption(), metavar="DIR",
-              help="R2MED's data from a local copy instead of the hub (then there is nothing to compare against: "
+              help="R2MED's data from a local copy instead of the hub (then no verdict, the run's own scores: "
                    "published figures speak of the hub's data at mteb's pinned revisions).")
 @click.option("--cache-dir", type=PathOption(), metavar="DIR", help="The cache folder (default: the user's).")
 @click.option("--dry-run", is_flag=True, help="Show the command, the published figures and the tolerance; run nothing.")
@@ -52,8 +52,7 @@ def show(reproduction, dry_run: bool) -> None:
     out.print(f"  tolerance ({tolerance.kind}): OK as printed (±{tolerance.ok}), OKish within ±{tolerance.okish}: "
               f"{escape(tolerance.why)}", soft_wrap=True, highlight=False)
     if reproduction.note:
-        out.print(f"[yellow]{escape(reproduction.note)}[/]", soft_wrap=True)
-        return
+        out.print(f"[yellow]{escape(printable(reproduction.note))}[/]", soft_wrap=True)
     table = Table(title="nDCG@10 ×100", title_justify="left")
     for col in ("Task", "Published", *(() if dry_run else ("Got", "Difference", "Verdict"))):
         table.add_column(col, justify="left" if col in ("Task", "Verdict") else "right")

@@ -130,7 +130,16 @@ def print_query(view, console: Console, *, full: bool = False) -> None:
             parts += [Text(f"Reasoning{counted}", style="italic"),
                       Text(safe(cut(g["reasoning"], None if full else REASONING_CHARS)), style="dim")]
         answer = g["answer"]
-        if isinstance(answer, list):
+        if g.get("rewritten") is not None:
+            parts += [Text("Rewritten query", style="italic"), Text(safe(g["rewritten"]))]
+        if "generated" in g:  # a rewritten query no LLM answered: the documents it holds
+            count = len(g["generated"])
+            for i, text in enumerate(g["generated"], 1):
+                parts += [Text("Generated" + (f" ({i} of {count})" if count > 1 else ""), style="italic"),
+                          Text(safe(cut(text, None if full else ANSWER_CHARS)))]
+            if not count and g.get("rewritten") is None:
+                parts.append(Text("Generated nothing: the query was searched as given", style="dim"))
+        elif isinstance(answer, list):
             ids = [safe(a) for a in answer]
             shown = ids if full else ids[:ORDER_IDS]
             more = f" … ({len(ids) - len(shown)} more)" if len(shown) < len(ids) else ""
@@ -144,10 +153,9 @@ def print_query(view, console: Console, *, full: bool = False) -> None:
             parts.append(Text(f"finish reason: {', '.join(safe(f) for f in finish)} (the answer may be cut)",
                               style="yellow"))
         console.print(Padding(Group(*parts), (0, 0, 0, 2), expand=False))
-    if not view.generations and view.has_llm_stage:
+    if view.no_generations:
         console.print()
-        console.print(Text("No generation records for this query (a run made before r2med kept them, or one "
-                           "reading published generations)", style="dim"))
+        console.print(Text(f"No generation record for this query: {safe(view.no_generations)}", style="dim"))
     console.print()
     table = Table(title=f"Top {len(view.top)} of the run", title_justify="left", title_style="bold")
     table.add_column("Rank", justify="right")

@@ -299,17 +299,26 @@ def _non_finite_problems(path: Path) -> list[str]:
     return _non_finite(data.get("scores")) if data is not None else []
 
 
-def _task_problems(path: Path, task: str, revision: object) -> list[Problem]:
+def not_on_the_benchmark(task: str, revision: object) -> str | None:
+    """Why a result of ``task`` on data ``revision`` is not a result on the benchmark (a task mteb
+    does not have, data other than mteb's pinned revision), which the repository takes only; None
+    when it is one. The export refuses such a run before writing."""
     pinned = task_revision(task)
     if pinned is None:
-        return [(path, f"task {task!r} is not one of mteb's tasks (r2med's offline sample and local tasks are not): "
-                       "the repository takes results of mteb's tasks only; delete it here")]
+        return (f"task {task!r} is not one of mteb's tasks (r2med's offline sample and local tasks are not): the "
+                "repository takes results of mteb's tasks only; rank the run on the R2MED leaderboard (r2med "
+                "leaderboard) instead")
     pinned = PINNED_REVISIONS.get(task, pinned)
     if revision != pinned:
-        return [(path, f"dataset_revision {revision!r} is not mteb's pinned {pinned}: results on local data "
-                       "(--data-dir) or another revision are not results on the official data; rerun the task "
-                       "without --data-dir (the hub's data at mteb's pinned revision) and export again")]
-    return []
+        return (f"dataset_revision {revision!r} is not mteb's pinned {pinned}: results on local data (--data-dir) or "
+                "another revision are not results on the official data; rerun the task without --data-dir (the "
+                "hub's data at mteb's pinned revision) and export that run")
+    return None
+
+
+def _task_problems(path: Path, task: str, revision: object) -> list[Problem]:
+    why = not_on_the_benchmark(task, revision)
+    return [] if why is None else [(path, why)]
 
 
 def _run_settings_problems(path: Path, keys: dict[Path, list[tuple[str, str, str]]],

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..files import atomic
-from .contribution import MAX_READ_BYTES, before_export, check_exported
+from .contribution import MAX_READ_BYTES, before_export, check_exported, not_on_the_benchmark
 from ..errors import UserError
 from ..files.bounded import MalformedJSON, MissingFile, UnreadableFile, parse_json, read_bytes
 from .folder import ResultsFolder
@@ -72,13 +72,16 @@ def export_run(run_dir: Path, dest: Path, *, create: bool = False, overwrite: bo
     if not results:
         raise UserError(f"{run_dir}: no task results to export")
     files = {path.name: _read(path, MAX_TASK_RESULT_BYTES) for path in results}  # all read before anything is written
-    for path in results:
-        _json_object(path, files[path.name])
+    tasks = {path: _json_object(path, files[path.name]) for path in results}
     settings = _read(run.run_settings_file, MAX_TASK_RESULT_BYTES, optional=True)
     settings_text = None if settings is None else _utf8(run.run_settings_file, settings,
                                                         f"the run's files are corrupt: {REPAIR}")
 
     base = _destination(dest, create)
+    for path, data in tasks.items():  # only results on the benchmark go to the repository: nothing else is written
+        why = not_on_the_benchmark(str(data.get("task_name")), data.get("dataset_revision"))
+        if why is not None:
+            raise UserError(f"{path}: {why}; nothing was exported")
     fresh = not dest.is_dir()  # a DEST to make holds nothing
     target = dest / relative
     names = [*files, *([RUN_SETTINGS] if settings is not None else []), MODEL_META]

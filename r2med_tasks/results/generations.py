@@ -64,15 +64,15 @@ def export_records(run_dir: str | Path, data_dir: str | Path, *, tasks: list[Any
         raise UserError(f"{data_dir}: not a folder; give the data folder to write into")
     planned = []
     for task in tasks:
-        records = [r for r in folder.generations(task.name) if r.get("stage") == "rewriter"]
+        records = [r for r in folder.generations(task.name) if r.get("stage") == "rewriter" and "samples" in r]
         if not records or not folder.generations_file(task.name).is_file():
             continue
         planned.append((task, records))
     for path, problem in folder.problems().items():
         raise UserError(f"{path}: {problem}; rerun the task to write it again")
     if not planned:
-        raise UserError(f"{run_dir}: no rewriter generations to export (a finished run with a live rewriter or "
-                        "search agent writes <Task>.generations.jsonl)")
+        raise UserError(f"{run_dir}: no LLM generations to export (a finished run with a live rewriter or search "
+                        "agent has them; a replay's or a rewriter's that calls no LLM are its rewritten queries only)")
     exported = []
     for task, records in planned:
         exported.append(_export_task(folder, data_dir, task, records, llm, judgments))

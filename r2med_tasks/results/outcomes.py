@@ -104,12 +104,15 @@ class TaskOutcome:
 
 def llm_answers(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]] | None:
     """Per stage, ``{"answers": n, "unusable": m}``: the answers (samples) of its generation records
-    and how many of them it could not use; None without a record."""
+    and how many of them it could not use; None without a record of an LLM's (a record without
+    samples is a rewritten query no LLM answered)."""
     out: dict[str, dict[str, int]] = {}
     for record in records:
         samples, unusable = record.get("samples"), record.get("unusable")
+        if not isinstance(samples, list):
+            continue
         counts = out.setdefault(str(record.get("stage")), {"answers": 0, "unusable": 0})
-        counts["answers"] += len(samples) if isinstance(samples, list) else 0
+        counts["answers"] += len(samples)
         counts["unusable"] += unusable if type(unusable) is int and unusable > 0 else 0  # an older record: none
     return out or None
 

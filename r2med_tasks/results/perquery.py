@@ -41,14 +41,14 @@ class QueryView:
     missed: list[dict[str, Any]]  # relevant documents not in the top 10: rank (None: not retrieved), doc_id, ...
     relevant: int  # documents the judgments grade above 0
     retrieved: int  # documents the run ranked for the query
-    has_llm_stage: bool = False  # the run's pipeline has a rewriter or reranker (records may still be missing)
+    no_generations: str | None = None  # why no stage recorded what it generated for the query (None: no such stage)
     warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"format": FORMAT, "kind": "query", "run": {"path": self.run, "name": self.name}, "task": self.task,
                 "query": {"id": self.query_id, "text": self.query_text}, "ndcg_at_10": self.ndcg_at_10,
                 "relevant": self.relevant, "retrieved": self.retrieved, "generations": self.generations,
-                "top": self.top, "missed": self.missed, "warnings": self.warnings}
+                "no_generations": self.no_generations, "top": self.top, "missed": self.missed, "warnings": self.warnings}
 
 
 @dataclass
@@ -281,14 +281,19 @@ def generation(record: dict[str, Any]) -> dict[str, Any]:
     """What a view shows of a generation record: stage, component, model, method, the answer the
     stage took (a generated document, or a reranker's order of document ids), the reasoning and the
     reasoning tokens the server reported for the query, the whole output, and each sample's finish
-    reason."""
+    reason; for a rewritten query no LLM answered (the runner's record), the documents it holds
+    (``generated``) and its text when the rewriter changed it (``rewritten``)."""
     samples = record.get("samples") if isinstance(record.get("samples"), list) else []
     text = lambda key: record.get(key) if isinstance(record.get(key), str) else None  # noqa: E731
+    generated = record.get("generated")
+    rewritten = text("text") if text("text") != text("query") else None
     return {"stage": text("stage"), "component": text("component"), "model": text("model"),
             "method": text("method"), "answer": record.get("answer"), "reasoning": record_reasoning(record),
             "reasoning_tokens": tokens if valid_count(tokens := record.get("reasoning_tokens")) else None,
             "output": text("output"),
-            "finish_reasons": [s.get("finish_reason") for s in samples if isinstance(s, dict)]}
+            "finish_reasons": [s.get("finish_reason") for s in samples if isinstance(s, dict)],
+            **({"generated": [str(g) for g in generated], "rewritten": rewritten}
+               if isinstance(generated, list) else {})}
 
 
 def label_of(folder: ResultsFolder) -> str:
@@ -297,10 +302,23 @@ def label_of(folder: ResultsFolder) -> str:
     return label if isinstance(label, str) and label else folder.display_name()
 
 
-def llm_stages(folder: ResultsFolder) -> bool:
-    """Whether the run's record names a rewriter or a reranker."""
+def no_generations(folder: ResultsFolder, task: str) -> str | None:
+    """Why the run holds no generation record for a query, when its pipeline has a stage that
+    could write one (a rewriter, a reranker); None when it has none."""
     components = folder.record().get("components")
-    return isinstance(components, dict) and bool({"rewriter", "reranker"} & set(components))
+    components = components if isinstance(components, dict) else {}
+    name = lambda kind: str((components.get(kind) or {}).get("component") or kind)  # noqa: E731
+    if "rewriter" in components:
+        if not folder.generations_file(task).is_file():
+            return (f"the run keeps no generation records ({folder.generations_file(task).name}): it was made "
+                    f"before r2med recorded what every rewriter returns; rerun it with --overwrite to see what "
+                    f"{name('rewriter')} wrote")
+        return f"the run's generation records hold none of this query's: {name('rewriter')} left it out"
+    if "reranker" in components:
+        return (f"{name('reranker')} recorded nothing for this query: a reranker that is not an LLM generates no "
+                "text (its order is the top 10 below), and an LLM reranker's run made before r2med kept records "
+                "has none")
+    return None
 
 
 # -- the views -------------------------------------------------------------------------------------
@@ -326,7 +344,8 @@ def query_view(folder: ResultsFolder, task: TaskSpec, query: str, *, data_dir: P
     return QueryView(run=str(folder.path), name=label_of(folder), task=task.name, query_id=query,
                      query_text=query_text(data, query), ndcg_at_10=scores.get(query), generations=records,
                      top=top, missed=[documents.row(d, rank_of.get(d)) for d in missed],
-                     relevant=len(relevant), retrieved=len(ranked), has_llm_stage=llm_stages(folder),
+                     relevant=len(relevant), retrieved=len(ranked),
+                     no_generations=None if records else no_generations(folder, task.name),
                      warnings=warnings)
 
 
@@ -473,7 +492,8 @@ def page_queries(folders: Sequence[ResultsFolder], tasks: Sequence[TaskSpec],
             entry["r"] = [sum(g > 0 for g in qrels.get(q, {}).values()) for q in queries]
         answers: dict[str, str] = {}
         for record in folder.generations(task.name):
-            answer = record.get("answer")
+            generated = record.get("generated")  # a rewritten query no LLM answered: its first document
+            answer = record.get("answer", generated[0] if isinstance(generated, list) and generated else None)
             if isinstance(answer, str) and record["query_id"] not in answers:  # the first stage's document
                 cut = len(answer) > PAGE_ANSWER_CHARS
                 answers[record["query_id"]] = answer[:PAGE_ANSWER_CHARS].rstrip() + ("…" if cut else "")

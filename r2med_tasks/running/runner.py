@@ -542,6 +542,15 @@ def stage_context(stage: Stage, context: Context, answers: Answers, inputs: Inpu
     return context.with_(records=mark, llm_calls=stage.llm_calls, component=stage.spec.name, input=files.read)
 
 
+def rewrite_record(query: Query, given: str, component: str) -> dict:
+    """The generation record of a query the rewriter returned without recording it (a rewriter
+    that calls no LLM, a replay of generations): the query as given, the text and documents the
+    retriever gets; no samples, for no LLM answered here."""
+    return {"query_id": query.id, "stage": "rewriter", "component": component, "query": given,
+            "text": query.text, "generated": list(query.generated),
+            **({"method": query.method} if query.method else {}), **({"r1_mode": True} if query.reasoning else {})}
+
+
 def _quiet(text: str) -> None:
     """A step no progress line shows."""
 
@@ -578,10 +587,20 @@ class Stages:
             progress=SubProgress(progress.progress) if isinstance(progress, SubProgress) else progress)))
         self.step(f"rewriting queries ({stage.spec.name}) while indexing {len(self.data.corpus):,} documents "
                   f"({self.pipeline.retriever.spec.name})")
-        rewriting = calling(stage, task, "rewriting queries of", context, self.inputs)
+        recorded: set = set()  # the queries the rewriter recorded itself (context.generated)
+
+        def records(record: dict) -> None:
+            recorded.add(record.get("query_id"))
+            context.records(record)
+
+        rewriting = calling(stage, task, "rewriting queries of", context.with_(records=records), self.inputs)
         with self.phase("Rewriting queries", stage.llm_calls), rewriting as called:
             rewritten = stage.instance.rewrite(self.data.queries, task=task, context=called)
         queries = checked_rewrites(rewritten, self.data.queries, stage.label)
+        given = {q.id: q.text for q in self.data.queries}
+        for query in queries:  # any rewriter's output opens in r2med show: a non-LLM one's, a replay's
+            if query.id not in recorded:
+                context.records(rewrite_record(query, given[query.id], stage.spec.name))
         if not indexing.done():
             self.step(f"indexing {len(self.data.corpus):,} documents ({self.pipeline.retriever.spec.name})")
         indexing.result()
