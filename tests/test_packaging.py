@@ -23,9 +23,9 @@ def test_every_subpackage_is_listed_for_setuptools():
 
 @pytest.mark.process  # pip builds the wheel
 def test_package_data_ships_in_the_wheel(tmp_path):
-    """The data folders (the sample task, the leaderboard, the published results) are in the wheel,
-    and building it gives no warning about them. Built from a copy of the sources, as setuptools
-    leaves build/ and *.egg-info/ in the tree it builds."""
+    """The data folders (the sample task, the leaderboard, the published results) and the plugins'
+    data files are in the wheel, and building it gives no warning about them. Built from a copy of
+    the sources, as setuptools leaves build/ and *.egg-info/ in the tree it builds."""
     import shutil
     import subprocess
     import sys
@@ -44,3 +44,5 @@ def test_package_data_ships_in_the_wheel(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     shipped = {p.relative_to(ROOT).as_posix() for p in (ROOT / "r2med_tasks" / "data").rglob("*") if p.is_file()}
     assert shipped and shipped <= names
+    # the plugins' data files (Query2Doc's examples and their licence), under the installed package's name
+    assert {f"r2med_plugins/gar/{n}" for n in ("r2med_example.py.txt", "R2MED_LICENSE.txt")} <= names
