@@ -483,8 +483,11 @@ def test_debug_keeps_the_traceback(plugins, earlier, tmp_path):
         CliRunner().invoke(cli, [*args, "--debug"], catch_exceptions=False)
     disk = tmp_path / "file"
     disk.write_text("x")
+    from conftest import on_the_benchmark
+
+    run = on_the_benchmark(earlier[1], tmp_path / "run")  # a result export-mteb takes
     with pytest.raises(NotADirectoryError):  # not turned into a line either
-        CliRunner().invoke(cli, ["export-mteb", "--debug", "--create", str(earlier[1]), str(disk / "x")],
+        CliRunner().invoke(cli, ["export-mteb", "--debug", "--create", str(run), str(disk / "x")],
                            catch_exceptions=False)
 
 

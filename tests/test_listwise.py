@@ -373,9 +373,7 @@ def test_a_slow_window_holds_back_only_its_own_query(server, cache):
     many = {"slow": PASSAGES, "fast": [(f"f{i}", f"other passage {i}") for i in range(40)]}  # 2 windows and 3
     out = ListwiseReranker(through(chat_client(server), cache), concurrency=2).rerank_many(
         [("slow", "slow"), ("fast", "fast")], many)
-    assert seen_before_slow == [3, 3]
-    assert [asker(r.body) for r in server.requests][:4] in (["fast", "slow", "fast", "fast"],
-                                                            ["slow", "fast", "fast", "fast"])
+    assert seen_before_slow == [3, 3]  # with a barrier: 1 (the fast query's second window waits for the slow one)
     assert server.max_in_flight == 2
     assert out == {"slow": [d for d, _ in simulate(PASSAGES, [(5, 25), (0, 20)], reverse)],
                    "fast": [d for d, _ in simulate(many["fast"], [(20, 40), (10, 30), (0, 20)], reverse)]}

@@ -101,7 +101,7 @@ def test_unreachable_model_is_one_line(run_cli, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     code, _, err = run_cli("run", "--plugin", "st", "-o", "model=nobody/no-such-model", "--tasks", "sample")
     assert code == 2
-    assert "st: cannot get model nobody/no-such-model" in err and "-o model=PATH" in err
+    assert "st: cannot get model nobody/no-such-model" in err and "-o st.model=PATH" in err
 
 
 def test_sample_task_is_consistent():
