@@ -256,9 +256,12 @@ def rank_systems(folders: str | Path | Sequence[str | Path] | None = None, *, mt
                                 top=top, include_local=include_local)
     if statistics:
         add_intervals(shown, shown_tasks)
+    local_left_out = 0 if include_local else sum(r.local for r in select(
+        board, tasks=chosen, rewriter=rewriter, retriever=retriever, reranker=reranker, top=top, include_local=True)[0])
     from .board.verdicts import reproductions
 
-    return Leaderboard(shown, shown_tasks, warnings, reproductions([f for f in sources if f != mteb_folder]))
+    return Leaderboard(shown, shown_tasks, warnings, reproductions([f for f in sources if f != mteb_folder]),
+                       local_left_out)
 
 
 def _r2med_task_names(tasks: str | Sequence[str] | None) -> list[str] | None:

@@ -329,3 +329,31 @@ def test_judged_at_10_is_p_at_10_where_only_relevant_documents_are_judged(run_cl
     assert record["judged_at_10_is"] == "mixed"
     only_biology = r2med.rank_systems(tmp_path / "mixed", published="none", include_local=True, tasks="Biology")
     assert only_biology.records()[0]["judged_at_10_is"] == "coverage"
+
+
+# ------------------------------------------------------------------------- issue #45: your own runs
+
+
+def test_the_default_board_says_how_many_local_runs_it_leaves_out(run_cli, results):
+    code, out, err = run_cli("leaderboard", results, "--no-published")
+    assert code == 0, err
+    assert "toy/" not in out
+    assert "2 of your runs on local data are not shown: --include-local shows them" in " ".join(out.split())
+    code, out, err = run_cli("leaderboard", results, "--no-published", "--include-local")
+    assert "not shown: --include-local" not in " ".join(out.split())
+    code, out, err = run_cli("leaderboard", results, "--no-published", "--rewriter", "nothing-matches")
+    assert "local data are not shown" not in " ".join(out.split())  # what the filters drop is not counted
+
+
+@pytest.mark.parametrize("columns, width", [("100", 100), (None, 80)])
+def test_piped_output_honours_columns_else_80(run_cli, tmp_path, monkeypatch, columns, width):
+    monkeypatch.chdir(tmp_path)  # no ./results
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    code, out, err = run_cli("leaderboard")
+    assert code == 0, err
+    table = [line for line in out.splitlines() if line[:5].strip().isdigit()]
+    assert table and max(map(len, out.splitlines())) <= width
+    assert max(map(len, table)) > width - 15  # the table takes the width, not a fixed narrower one

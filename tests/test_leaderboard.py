@@ -216,6 +216,7 @@ def test_markdown_escapes_html_and_pipes(run_cli, tmp_path):
 
 def test_table_fits_120_columns_and_writes_its_text(run_cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "120")  # on a pipe, as a 120-column terminal's
     for task in R2MED_TASKS:
         write_result(tmp_path / "results" / "acme__long" / "v1", task.name, 0.4, "acme/" + "very-long-name-" * 12)
     code, out, err = run_cli("leaderboard", "results")
@@ -243,7 +244,8 @@ def test_a_score_that_is_no_score_is_skipped_with_a_warning(tmp_path, value):
     assert BIO not in row.scores and row.scores["R2MEDBioinformaticsRetrieval"] == 30.0 and row.average is None
 
 
-def test_names_from_folders_reach_the_terminal_printable(run_cli, tmp_path):
+def test_names_from_folders_reach_the_terminal_printable(run_cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")  # room for the name on one line
     name = "\x1b]0;pwned\x07[bold]acme[/bold]"
     for task in R2MED_TASKS:
         write_result(tmp_path / "results" / "acme__x" / "v1", task.name, 0.3, name)

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from r2med_tasks.board.leaderboard import ranked, select
 from r2med_tasks.board.render import render, shorten
+from r2med_tasks.board.sections import SECTION_LABELS
 from r2med_tasks.board.sources import Row, published_rows
 from r2med_tasks.tasks.specs import R2MED_TASKS
 
@@ -42,10 +43,10 @@ def test_the_table_keeps_rank_system_and_average_at_any_width(width):
         rank, rest = lines[i][:system_at].strip(), lines[i][system_at:]
         assert rank == str(rows.index(row) + 1)
         assert f" {row.average_over(tasks):.2f} " in f"{rest} "
-        # the name, maybe over two lines (the second a continuation), shortened at a word boundary
-        shown = rest.split("  ")[0].strip()
-        if i + 1 < len(lines) and not lines[i + 1][:5].strip():
-            shown += lines[i + 1][system_at:].split("  ")[0].strip()
+        # the name, maybe over more lines (continuations), shortened at a word boundary
+        shown, below = rest.split("  ")[0].strip(), i + 1
+        while below < len(lines) and not lines[below][:5].strip() and lines[below][system_at:].strip():
+            shown, below = shown + lines[below][system_at:].split("  ")[0].strip(), below + 1
         name = row.system.rsplit("/", 1)[1] if shown.startswith("…/") else row.system  # a path: its last part
         kept = compact(shown.removeprefix("…/").removesuffix("…"))
         assert compact(name).startswith(kept), (row.system, shown)
@@ -156,3 +157,22 @@ def test_rows_tied_for_first_are_marked_at_80_columns():
     assert "≈: tied for first (not separable from the best row)" in " ".join(text.split())
     rows[0].tied = rows[3].tied = None
     assert "≈" not in render(rows, tasks, "table", width=80)
+
+
+def test_no_two_names_are_shown_alike(width=80):
+    rows, tasks = select(ranked(published_rows(which="all")))
+    lines = render(rows, tasks, "table", width=width).splitlines()
+    system_at = next(line for line in lines if line.strip().startswith("#")).index("System")
+    body = lines[lines.index(next(line for line in lines if line.strip().startswith("─"))) + 1:]
+    cells: list[str] = []
+    for line in body[:next(i for i, line in enumerate(body) if line.startswith("Bio="))]:  # down to the caption
+        if line.strip() in SECTION_LABELS.values() or not line.strip() or line.strip().startswith("─"):
+            continue
+        if line[:5].strip().isdigit():
+            cells.append("")
+        cells[-1] += "\n" + line[system_at:].split("  ")[0]
+    assert len(cells) == len(rows)
+    names = [r.system for r in rows]
+    for name, cell in zip(names, cells):
+        clashes = {other for other, shown in zip(names, cells) if shown == cell}
+        assert clashes == {name}, (cell, clashes)

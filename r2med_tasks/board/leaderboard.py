@@ -157,6 +157,7 @@ class Leaderboard:
     tasks: list[str]
     warnings: list[str] = field(default_factory=list)
     reproductions: list[dict] = field(default_factory=list)  # r2med reproduce's verdicts kept in the folders
+    local_left_out: int = 0  # runs on local data the filters kept but --include-local did not ask for
 
     def records(self, *, commands: bool = False) -> list[dict]:
         """The rows as ``--format json`` writes them (:func:`json_records`)."""
@@ -167,4 +168,4 @@ class Leaderboard:
         """The text ``--format`` writes (:func:`render`); ``data_dir``: for the HTML page's per-query
         view, the folder runs on local data read (their grades)."""
         return render(self.rows, self.tasks, fmt, commands=commands, wide=wide, width=width, data_dir=data_dir,
-                      reproductions=self.reproductions)
+                      reproductions=self.reproductions, local_left_out=self.local_left_out)

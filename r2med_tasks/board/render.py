@@ -119,10 +119,12 @@ def json_records(rows: list[Row], tasks: list[str], commands: bool = False) -> l
 
 
 def render(rows, tasks: list[str], fmt: str, commands: bool = False, wide: bool = False, width: int = 120,
-           data_dir: Path | None = None, reproductions: list[dict] | None = None) -> str:
+           data_dir: Path | None = None, reproductions: list[dict] | None = None, local_left_out: int = 0) -> str:
     """The leaderboard as text in one format; ``commands``: rank, system, average and the command
     reproducing each published row; ``wide``: the terminal table with every column. Each section
-    after the board's (rows published elsewhere, local rows) is apart under its title in each format."""
+    after the board's (rows published elsewhere, local rows) is apart under its title in each format.
+    ``local_left_out``: how many runs on local data the board leaves out, which the terminal table
+    says (the data formats hold what was asked for)."""
     if fmt == "html":
         from .html import render_html
 
@@ -155,7 +157,8 @@ def render(rows, tasks: list[str], fmt: str, commands: bool = False, wide: bool 
                 lines += table(part)
         notes = _notes(rows, tasks, commands=commands, wide=True)
         return "\n".join(lines + ([""] + [markdown_cell(n) for n in notes] if notes else [])) + "\n"
-    return terminal_table(rows, tasks, header, records, commands=commands, wide=wide, width=width)
+    return terminal_table(rows, tasks, header, records, commands=commands, wide=wide, width=width,
+                          local_left_out=local_left_out)
 
 
 def _notes(rows, tasks: list[str], *, commands: bool, wide: bool) -> list[str]:
@@ -173,10 +176,13 @@ def _notes(rows, tasks: list[str], *, commands: bool, wide: bool) -> list[str]:
     return overlaps
 
 
-def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, width: int = 120) -> str:
+def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, width: int = 120,
+                   local_left_out: int = 0) -> str:
     """The rich table as text. By default it fits ``width`` (≤ 120) columns: rank, system (on at
-    most two lines), source, average and as many datasets as fit beside a System column of at least
-    :data:`SYSTEM_MIN` characters (the caption names those left out); ``wide`` has every column."""
+    most two lines, no two names alike: :func:`distinct_cells`), source, average and as many
+    datasets as fit beside a System column of at least :data:`SYSTEM_MIN` characters (the caption
+    names those left out); ``wide`` has every column. Below it, how many runs on local data are
+    left out (``local_left_out``) and the option that shows them."""
     from rich import box
     from rich.console import Console
     from rich.markup import escape
@@ -200,8 +206,8 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
         labels = [SECTION_LABELS[s] for s in shown_sections]
         system_width = min(SYSTEM_MAX, max([6, *(len(printable(_marked(r))) for r in rows), *map(len, labels)]),
                            max(1, width - _width_without_system(rows, tasks, shown, tied)))
-        for rec in records:
-            rec[1] = two_lines(printable(rec[1]), system_width)
+        for rec, text in zip(records, distinct_cells([printable(rec[1]) for rec in records], system_width)):
+            rec[1] = text
     elif wide:
         records = [[rec[0], _marked(row), *rec[2:]] for rec, row in zip(records, rows)]
     table = Table(title="R2MED leaderboard: nDCG@10 ×100", title_justify="left", box=box.SIMPLE_HEAD,
@@ -240,6 +246,10 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
         console.print()
         for line in notes:
             console.print(printable(line), soft_wrap=True, markup=False)
+    if local_left_out:
+        console.print(f"{local_left_out} of your run{'s' if local_left_out != 1 else ''} on local data "
+                      f"{'are' if local_left_out != 1 else 'is'} not shown: --include-local shows "
+                      f"{'them' if local_left_out != 1 else 'it'} in a section of their own.", soft_wrap=True)
     if live:
         console.print("The search agents' rows replay their published generations (R2MED did not say which "
                       "corpus its agents searched); to run the agents live, searching the task's corpus:",
@@ -303,6 +313,21 @@ def two_lines(text: str, width: int) -> str:
         return shorten(text, width)
     rest = text[len(lines[0]):].strip()
     return f"{lines[0].rstrip()}\n{shorten(rest, width)}" if rest else lines[0]
+
+
+def distinct_cells(names: list[str], width: int) -> list[str]:
+    """Each name as the System column shows it (:func:`two_lines`), no two different names alike:
+    where shortening makes names the same ("DeepSeek-R1-Distill-Llama-70B…"), each of them is
+    wrapped whole instead, on as many lines as it takes (the lines joined are the name)."""
+    import textwrap
+
+    cells = [two_lines(name, width) for name in names]
+    owners: dict[str, set[str]] = {}
+    for name, cell in zip(names, cells):
+        owners.setdefault(cell, set()).add(name)
+    return [cell if len(owners[cell]) == 1 else
+            "\n".join(textwrap.wrap(name, width, break_on_hyphens=True, drop_whitespace=False))
+            for name, cell in zip(names, cells)]
 
 
 def shorten(text: str, width: int) -> str:

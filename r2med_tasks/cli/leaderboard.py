@@ -53,7 +53,8 @@ from .common import err, out, user_errors
                    "folder run-file read): its own nDCG@10 and, for each reranker run in FOLDERS, its score, gain, "
                    "LLM calls, tokens and cost (table, markdown, csv or json).")
 @click.option("--wide", is_flag=True, help="The table with every column (rewriter, retriever, reranker, source "
-                                           "and notes); by default it fits 120 columns.")
+                                           "and notes); by default it fits the terminal, at most 120 columns (on a pipe: "
+                                           "COLUMNS, else 80).")
 @click.option("--output", type=PathOption(), help="Write to FILE instead of the terminal.")
 @click.option("--data-dir", type=PathOption(), metavar="DIR",
               help="With --format html: the folder your runs on local data read (r2med-run --data-dir), for the "
@@ -85,12 +86,23 @@ def leaderboard_command(folders, mteb_results, which, no_published, include_loca
                                  include_local=include_local, tasks=task_names, rewriter=rewriter,
                                  retriever=retriever, reranker=reranker, top=top, statistics=not commands,
                                  on_warning=warn)
-            width = min(120, out.width) if output is None and out.is_terminal else 120
+            # on a pipe, the terminal's COLUMNS; commands, which a sweep reads back, as --output writes them
+            piped = 120 if commands else piped_width()
+            width = 120 if output is not None else min(120, out.width if out.is_terminal else piped)
             if reproductions:
                 text = matrix_text(board.reproductions, fmt)
             else:
                 text = board.render(fmt, commands=commands, wide=wide, width=width, data_dir=data_dir)
     echo_or_write(text, output)
+
+
+def piped_width() -> int:
+    """The table's width on a pipe (``| cat``, ``| less``): ``COLUMNS`` when set, else 80, as rich
+    takes it for output that is not a terminal (the console's own fixed width is for other commands)."""
+    import os
+
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.strip().isdigit() and int(columns) > 0 else 80
 
 
 def echo_or_write(text: str, output: Path | None) -> None:
