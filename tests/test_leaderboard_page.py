@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from r2med_tasks.scoring.evaluation import leaderboard_average
-from r2med_tasks.board.published import PUBLISHED_CSV
+from r2med_tasks.board.published import PUBLISHED_CSV, paper_runs
 from r2med_tasks.tasks.specs import R2MED_TASKS
 
 ROOT = Path(__file__).parent.parent
@@ -174,7 +174,7 @@ def test_group_view_ranks_by_the_groups_average(browser):
     select_value(browser, "group", "clinical-case", "change")
     shown = browser.js("Array.from(document.querySelectorAll('#leaderboard thead tr:last-child th'))"
                        ".filter(th => !th.classList.contains('hidden')).map(th => th.textContent)")
-    assert shown == ["#", "System", "Avg", "PMC-Clinical", "IIYi-Clinical", "Group avg▼", "Model"]
+    assert shown == ["#", "System", "Avg", "PMC-Clinical", "IIYi-Clinical", "Group avg▼", "Model", "Source"]
     averages = {n: leaderboard_average([s["PMC-Clinical"], s["IIYi-Clinical"]]) for n, s in board_rows().items()
                 if "PMC-Clinical" in s}
     best = sorted(averages, key=lambda n: -averages[n])[:3]
@@ -208,6 +208,23 @@ def test_sorting_by_click_and_keyboard(browser):
     averages = {r["name"]: float(r["avg"]) for r in published()}
     averages |= {n: leaderboard_average(list(s.values())) for n, s in ours().items() if n not in (MTEB, LOCAL)}
     assert visible(browser)[:5] == sorted(averages, key=lambda n: -averages[n])[:5]
+
+    # by source, A to Z as shown (without "published"), ties in rank order: your runs' folders (acme__…,
+    # evil__0, evil__1), the leaderboard's page (R2MED/r2med.github.io), then the ReasonEmbed paper's row (rank 1)
+    browser.click("th[data-col=source] button")
+    assert browser.js("document.querySelector('th[data-col=source]').getAttribute('aria-sort')") == "ascending"
+    folder = f"{browser.results}/acme__med-embed/v2"  # a long source: cut in the middle, whole in the title
+    text, title = browser.js(f"(td => [td.textContent, td.title])(document.querySelector("
+                             f"'tr[data-id=\"{row_id('acme/med-embed')}\"] td[data-col=source]'))")
+    head, tail = text.split("…")
+    assert title == folder and len(text) <= 44 and folder.startswith(head) and folder.endswith(tail) and tail
+    page = [r["name"] for r in published() if r["source"].startswith("R2MED/r2med.github.io ")]
+    paper = [r["name"] for r in published() if r["name"] not in page]
+    assert len(paper) == 1
+    expected = ["acme/med-embed", *HOSTILE, *page, *paper]
+    assert visible(browser) == [*expected, MTEB, LOCAL]
+    browser.click("th[data-col=source] button")
+    assert visible(browser) == [*paper, *page, *HOSTILE[::-1], "acme/med-embed", MTEB, LOCAL]
 
 
 def tables(browser) -> list[list[list[str]]]:
@@ -462,7 +479,7 @@ def test_every_score_of_a_row_is_readable_at_400px(browser):
     }})()""")
     values = ours()["acme/med-embed"]
     assert [c["col"] for c in cells] == ["avg", *SHORTS[:3], "g-qa-reference", *SHORTS[3:6], "g-clinical-evidence",
-                                         *SHORTS[6:], "g-clinical-case", "model"]
+                                         *SHORTS[6:], "g-clinical-case", "model", "source"]
     for c in cells:
         assert c["shown"] and c["nameShown"] and not c["clipped"] and c["size"] >= 12, c
         assert 0 <= c["rankLeft"] and c["rankRight"] <= c["nameLeft"] and c["nameRight"] <= c["left"], c
@@ -503,10 +520,11 @@ def test_one_badge_per_kind_of_source(browser):
 
 def statistics_page() -> str:
     """A page of synthetic rows carrying what r2med computes for runs with per-query scores:
-    judged@10, intervals, ties, cost and time per query; with a published row and a run without cost."""
+    judged@10, intervals, ties, cost, reasoning tokens and time per query; with a published row, a run
+    without cost and, published elsewhere, a paper's row."""
     from r2med_tasks.board.html import render_html
     from r2med_tasks.board.leaderboard import published_row
-    from r2med_tasks.board.sources import Row
+    from r2med_tasks.board.sources import Row, paper_row
 
     tasks = [t.name for t in R2MED_TASKS]
     rows = []
@@ -521,10 +539,12 @@ def statistics_page() -> str:
             row.relevant_only = {t: t in RELEVANT_ONLY[name] for t in tasks}
         if usd is not None:  # one query per dataset, each costing usd and taking sec
             row.per_query = {t: {"q1": 0.5} for t in tasks}
-            row.costs = {t: {"seconds": {"search": sec}, "usage": {"usd": usd} if usd else None} for t in tasks}
+            usage = {"usd": usd, **({"reasoning_tokens": REASONING[name]} if name in REASONING else {})}
+            row.costs = {t: {"seconds": {"search": sec}, "usage": usage if usd else None} for t in tasks}
             assert (row.usd_per_query, row.seconds_per_query) == pytest.approx((usd, sec))
         rows.append(row)
     rows.insert(2, published_row("BM25"))
+    rows.append(paper_row(PAPER))
     return render_html(rows, tasks, top=len(rows))
 
 
@@ -532,6 +552,12 @@ def statistics_page() -> str:
 STATS = [("alpha agent", True, None, 0.02, 1.5), ("beta rewriter", True, 0.31, 0.001, 0.4),
          ("gamma reranker", False, 0.001, 0.05, 3.0), ("delta retriever", False, 0.0004, 0.0, 0.05),
          ("epsilon no cost", None, None, None, None)]
+
+
+# reasoning tokens the LLMs reported for each (one-query) dataset
+REASONING = {"alpha agent": 1234, "gamma reranker": 3.5}
+# a row of another paper (its average only)
+PAPER = next(r for r in paper_runs() if r["name"] == "Diver-Retriever-4B (GroupRank paper)")
 
 
 # rows whose judgments hold only relevant documents: on every dataset, on the first two only
@@ -544,12 +570,20 @@ def stats_open(browser, width: int = 1500) -> None:
 
 def test_statistics_in_the_table(browser):
     stats_open(browser)
-    cells = browser.js("""Object.fromEntries(Array.from(document.querySelectorAll('#leaderboard tbody tr'))
+    cells = browser.js("""Object.fromEntries(Array.from(document.querySelectorAll('#leaderboard tbody:not(.section-head) tr'))
         .map(tr => [tr.querySelector('button.sys').textContent, Object.fromEntries(
             Array.from(tr.querySelectorAll('td[data-col]')).map(td => [td.dataset.col, td.textContent]))]))""")
     assert [cells[n]["judged"] for n, *_ in STATS] == ["95%", "85%= P@10", "75%", "65%", "55%"]
     assert cells["BM25"]["judged"] == "–" and cells["BM25"]["usd"] == "–" and cells["BM25"]["sec"] == "–"
-    assert [cells[n]["usd"] for n, *_ in STATS] == ["$0.0200", "$0.00100", "$0.0500", "$0", "–"]
+    # the cost, and below it the reasoning tokens per query where the LLMs reported any
+    assert [cells[n]["usd"] for n, *_ in STATS] == ["$0.02001,234 reasoning tok/query", "$0.00100",
+                                                    "$0.05003.5 reasoning tok/query", "$0", "–"]
+    # the source: a published row's without "published", a paper's naming its paper and table (whole in the title)
+    sources = browser.js("Object.fromEntries(Array.from(document.querySelectorAll('#leaderboard td[data-col=source]'))"
+                         ".map(td => [td.closest('tr').dataset.id, [td.textContent, td.title]]))")
+    assert sources[row_id(PAPER["name"])] == [PAPER["source"], f"published ({PAPER['source']})"]
+    bm25 = next(r for r in published() if r["name"] == "BM25")["source"].split(" (")[0]
+    assert sources[row_id("BM25")] == [bm25, f"published ({bm25})"]
     assert [cells[n]["sec"] for n, *_ in STATS] == ["1.5 s", "0.40 s", "3.0 s", "0.050 s", "–"]
     tasks = [t.name for t in R2MED_TASKS]
     for i, (name, tied, *_) in enumerate(STATS):
@@ -580,7 +614,8 @@ def test_intervals_in_the_charts_and_the_detail_view(browser):
     assert per_dataset[1][2:] == ["60.00", "58.00–61.50", "95.0%", "63.00"]
     shown = facts(browser)
     assert shown["Tie"].startswith("≈ tied for first: the best") and shown["Judged@10"].startswith("95.0%")
-    assert shown["Intervals"].startswith("95% bootstrap") and shown["Cost per query"] == "$0.0200, 1.5 s"
+    assert shown["Intervals"].startswith("95% bootstrap")
+    assert shown["Cost per query"] == "$0.0200, 1.5 s, 1,234 reasoning tokens"
     browser.click("#detail-close")
     browser.click(f"button.sys[data-id={row_id('beta rewriter')}]")
     assert facts(browser)["Tie"] == ("≈ tied for first: not separable from alpha agent (paired randomization test, "
@@ -588,7 +623,7 @@ def test_intervals_in_the_charts_and_the_detail_view(browser):
     browser.click("#detail-close")
     browser.click(f"button.sys[data-id={row_id('BM25')}]")
     assert facts(browser)["Intervals"] == "none: published rows have no per-query scores"
-    assert "Tie" not in facts(browser) and len(tables(browser)[0][0]) == 3
+    assert "Tie" not in facts(browser) and "Cost per query" not in facts(browser) and len(tables(browser)[0][0]) == 3
 
 
 def test_quality_against_cost_marks_the_pareto_front(browser):

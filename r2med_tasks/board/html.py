@@ -84,7 +84,8 @@ def render_html(rows, tasks: list[str], *, top: int = 5, data_dir: Path | None =
             columns.append((f"g-{g}", "Group avg", g))
     trailing = [("model", "Model", None)]
     trailing += [(key, label, None) for key, label in (("usd", "$/query"), ("sec", "s/query"))
-                 if any(s[key] is not None for s in systems.values())]
+                 if any(s[key] is not None or key == "usd" and s["reasoning"] for s in systems.values())]
+    trailing.append(("source", "Source", None))
     columns += trailing
     shade = _shading(columns, [systems[sid] for _, sid, _ in listed])
 
@@ -100,10 +101,11 @@ def render_html(rows, tasks: list[str], *, top: int = 5, data_dir: Path | None =
     previous = None
     for key, label, g in columns:
         cls = " ".join(c for c in ("gavg" if key.startswith("g-") or key == "avg" else "",
-                                   "first" if g and g != previous else "", "text" if key == "model" else "") if c)
+                                   "first" if g and g != previous else "", "text" if key in ("model", "source") else "")
+                       if c)
         previous = g
         group_attr = f' data-group="{g}"' if g else ""
-        first = ' data-first="ascending"' if key in ("usd", "sec") else ""
+        first = ' data-first="ascending"' if key in ("usd", "sec", "source") else ""
         title = f' title="{escape(COLUMN_TITLES[key])}"' if key in COLUMN_TITLES else ""
         head.append(f'<th data-col="{escape(key)}"{group_attr}{first}{title} aria-sort="none" class="{cls}" scope="col">'
                     f'<button type="button">{escape(label)}<span class="ind" aria-hidden="true"></span></button></th>')
@@ -240,6 +242,8 @@ COLUMN_TITLES = {
              "(mteb's ModelMeta); – where unknown",
     "usd": "US dollars per query paid to LLMs (where the model's price is known)",
     "sec": "wall seconds per query, every stage",
+    "source": "where the row's figures come from: a paper and its table, the leaderboard's page, MTEB's results "
+              "repository, your results folder (the whole source is the cell's tooltip)",
 }
 
 
@@ -303,8 +307,11 @@ def _system(row, sid: str, rank: int, tasks: list[str], group_averages: list[str
         "usd": usd if usd is not None and usd >= 0 else None, "sec": sec if sec is not None and sec >= 0 else None,
         "model": model_facts(row),
     }
+    reasoning = _number(getattr(row, "reasoning_tokens_per_query", None))
+    system["reasoning"] = reasoning if reasoning is not None and reasoning >= 0 else None
     system["usd_text"] = _money(system["usd"]) if system["usd"] is not None else ""
     system["sec_text"] = _seconds(system["sec"]) if system["sec"] is not None else ""
+    system["reasoning_text"] = _tokens(system["reasoning"]) if system["reasoning"] is not None else ""
     if published is not None:
         system["published"] = {"system": published["system"], "avg": published["avg"], "scores": published["scores"]}
         system["diffs"] = {d: round(v - published["scores"][d], 2) for d, v in scores.items()
@@ -376,6 +383,20 @@ def _seconds(v: float) -> str:
     return "0 s" if v == 0 else f"{v:.{max(0, 1 - math.floor(math.log10(v)))}f} s"
 
 
+def _tokens(v: float) -> str:
+    """Tokens per query: whole tokens with thousands separated (1,234), two significant digits below 10."""
+    return f"{v:,.0f}" if v >= 10 else f"{v:.2g}"
+
+
+def _middle(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, cut in the middle: a source's beginning (which paper,
+    which repository) and its end (the table, the commit, the run's folder) both tell rows apart."""
+    if len(text) <= width:
+        return text
+    head = width // 2  # of the width - 1 characters kept, the beginning's share (the larger, for odd widths)
+    return text[:head].rstrip() + "…" + text[len(text) - (width - 1 - head):].lstrip()
+
+
 def _plain(value):
     """``value`` as strict JSON can hold it: a number that is not finite (a NaN or 1e999 in a run's
     recorded configuration, which JSON's readers accept) as its text."""
@@ -408,7 +429,7 @@ def _shading(columns, systems: list[dict]) -> dict[str, tuple[float, float]]:
     """Each score column's range over the table's rows: a cell is shaded by its place in it."""
     out = {}
     for key, _, _ in columns:
-        if key in ("model", "usd", "sec"):
+        if key in ("model", "usd", "sec", "source"):
             continue
         values = [v for s in systems if (v := _value(s, key)) is not None]
         if values:
@@ -446,6 +467,9 @@ def _tr(system: dict, columns, shade, *, sub: bool) -> str:
     cells = []
     previous = None
     for key, _, g in columns:
+        if key == "source":
+            cells.append(_source_cell(system, sub=sub))
+            continue
         v = _value(system, key)
         cls = " ".join(c for c in ("gavg" if key.startswith("g-") or key == "avg" else "",
                                    "first" if g and g != previous else "", "text model" if key == "model" else "")
@@ -476,6 +500,18 @@ def _tr(system: dict, columns, shade, *, sub: bool) -> str:
     return f'<tr class="{cls}" data-id="{sid}" data-kind="{system["origin"]}">{label}{"".join(cells)}</tr>'
 
 
+SOURCE_WIDTH = 44  # characters of a source the table shows (the rest: its tooltip)
+
+
+def _source_cell(system: dict, *, sub: bool) -> str:
+    """A row's source as the Source column shows it: a published row's without the word "published"
+    (its section, its badge or its lack of one say that), cut in the middle; sorted by that text, A to Z."""
+    source = system["source"]
+    text = source[len("published ("):-1] if source.startswith("published (") and source.endswith(")") else source
+    col = "" if sub else f' data-col="source" data-key="{escape(text.lower())}"'
+    return f'<td class="text source"{col} title="{escape(source)}">{escape(_middle(text, SOURCE_WIDTH))}</td>'
+
+
 def _tail(path: str) -> str:
     """A results folder's path by its last two parts (``…/r2med__bm25/0a1b2c3d``): where it ends is what
     tells runs apart."""
@@ -504,6 +540,10 @@ def _shown(system: dict, key: str, v) -> str:
         return f"{100 * v:.0f}%" + (f'<span class="meta" title="only relevant documents are judged: judged@10 is '
                                     f'the precision at 10, not a measure of holes">{escape(P_AT_10)}</span>'
                                     if system.get("judged_means") == "P@10" else "")
+    if key == "usd" and system["reasoning"]:
+        below = f'{system["reasoning_text"]} reasoning tok/query'
+        return (f'{system["usd_text"] or "–"}<span class="meta reasoning" title="reasoning tokens the LLMs\' '
+                f'servers reported, per query">{escape(below)}</span>')
     if key in ("usd", "sec"):
         return system[f"{key}_text"] or "–"
     return "" if v is None else f"{v:.2f}"

@@ -399,7 +399,10 @@ function detail(id) {
       : `${pct} of the top 10 documents carry a judgment` +
         (s.judged_means === 'mixed' ? ` (${data.p_at_10} on the datasets whose judgments hold only relevant documents)` : ''));
   }
-  if (s.usd !== null || s.sec !== null) fact('Cost per query', [s.usd_text, s.sec_text].filter(Boolean).join(', '));
+  if (s.usd !== null || s.sec !== null || s.reasoning !== null) {
+    fact('Cost per query', [s.usd_text, s.sec_text, s.reasoning_text && `${s.reasoning_text} reasoning tokens`]
+      .filter(Boolean).join(', '));
+  }
   fact('Model', [s.model.size_text || 'size –', s.model.open === null ? 'open weights –' : s.model.open
                  ? 'open weights' : 'closed weights', `licence ${s.model.license || '–'}`].join(' · '));
   body.appendChild(facts);
