@@ -217,6 +217,7 @@ def test_the_papers_r2med_figure_is_listed_with_its_command(run_cli, tmp_path, m
     assert row["provenance"][0].startswith("arXiv 2506.14086")
     commands = {r["system"]: r["command"] for r in board(published="all", commands=True)}
     assert commands[ROW] == COMMAND
+    monkeypatch.setenv("COLUMNS", "120")  # wide enough that the name is one line
     code, out, _ = run_cli("leaderboard", "--published", "all", "--reranker", "insertrank")
     assert code == 0 and "InsertRank(DeepSeek-R1)" in out and "51.10" in out
 

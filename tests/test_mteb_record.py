@@ -293,7 +293,8 @@ def test_published_all_lists_the_26_models_with_the_shipped_figures():
     assert board(published="none") == []
 
 
-def test_csv_json_the_table_and_the_page_say_where_they_come_from(run_cli, tmp_path):
+def test_csv_json_the_table_and_the_page_say_where_they_come_from(run_cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")  # the table wide enough that each name is one line
     code, out, err = run_cli("leaderboard", "--published", "all", "--format", "csv")
     assert code == 0, err
     records = list(csv.DictReader(io.StringIO(out)))

@@ -86,6 +86,7 @@ def test_published_all_shows_it_with_its_command(run_cli, tmp_path, monkeypatch)
     commands = {r["system"]: r["command"] for r in board(published="all", commands=True)}
     assert commands[PAPER_ROW] == "r2med-run --plugin qwen3-embedding-8b"
     assert commands["BGE-Reasoner-Embed-0928"] == "r2med-run --plugin reason-embed"
+    monkeypatch.setenv("COLUMNS", "120")  # wide enough that the legend's words are on one line
     code, out, _ = run_cli("leaderboard", "--published", "all", "--retriever", "qwen3-embedding")
     assert code == 0 and "paper" in out and "another paper" in out  # the Src column and its legend
     assert board(published="all", retriever="Qwen3-Embedding-8B")[0]["kind"] == "paper"
