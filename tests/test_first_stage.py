@@ -7,37 +7,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from pathlib import Path
 
 import pytest
 
-from chat_server import ChatServer, fake_answer
 from conftest import read_ranking
+from test_listwise import RankingServer
 
 TASKS = ["Biology", "Bioinformatics"]
-
-
-class ReversingServer(ChatServer):
-    """Ranks every window in reverse (a scripted listwise LLM, the same answer for the same window)."""
-
-    def _handler(self):
-        base = super()._handler()
-
-        class Handler(base):
-            def _completion(self, body, content, finish_reason="stop"):
-                if content == fake_answer(body["messages"]):
-                    num = int(re.search(r"provide you with (\d+) passages", body["messages"][1]["content"]).group(1))
-                    content = " > ".join(f"[{i}]" for i in range(num, 0, -1))
-                super()._completion(body, content, finish_reason)
-
-        return Handler
 
 
 @pytest.fixture
 def server(monkeypatch):
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    with ReversingServer() as srv:
+    with RankingServer() as srv:  # a listwise LLM that ranks every window in reverse
         yield srv
 
 

@@ -50,7 +50,7 @@ def _options(name: str) -> tuple[type, tuple[str, ...]]:
             "concurrency": (int, Field(4, ge=1, le=256, description="requests in flight")),
             "batch_size": (int | None, Field(None, ge=1, description="texts per request (default: the client's)")),
             # a file or folder by its content, an encoding name by its name
-            "tokenizer": (Annotated[str, Identified(file_content)],
+            "tokenizer": (Annotated[str, Identified(file_content, when_set=True)],
                           Field("", description="what texts are cut to their token limit with: a tiktoken encoding "
                                                 "name (cl100k_base; offline, tiktoken reads it from "
                                                 "TIKTOKEN_CACHE_DIR), a local tokenizer.json, or a local folder "
@@ -87,13 +87,9 @@ def _options(name: str) -> tuple[type, tuple[str, ...]]:
 
 @dataclass(frozen=True)
 class APIRetrieverSpec(RetrieverSpec):
-    """An API model's spec: its ``tokenizer`` option is in a run's identity only when set, so the
-    published configuration keeps its results folders. An empty ``-o tokenizer=`` is refused rather
-    than taken for another configuration of the same run."""
-
-    @property
-    def defaults(self) -> dict[str, Any]:
-        return {k: v for k, v in super().defaults.items() if k != "tokenizer"}
+    """An API model's spec: an empty ``-o tokenizer=`` is refused rather than taken for another
+    configuration of the same run (the option is in a run's identity only when set, so the published
+    configuration keeps its results folders)."""
 
     def parse(self, key: str, raw: str) -> Any:
         if key == "tokenizer" and not raw.strip():

@@ -35,17 +35,19 @@ class Options(BaseModel):
 
 @dataclass(frozen=True)
 class Identified:
-    """In an option's annotation (``Annotated[str, Identified(fn)]``): ``fn(value)`` is what the
-    option's value stands for in a run's identity and experiment name, in place of its text."""
+    """In an option's annotation, how it enters a run's identity and experiment name:
+    ``Identified(fn)``: as ``fn(value)`` in place of its text; ``Identified(when_set=True)``: only
+    when set, so that adding the option to a component keeps the identities it had."""
 
-    by: Callable[[Any], Any]
+    by: Callable[[Any], Any] | None = None
+    when_set: bool = False
 
 
 def identity_value(model: type[BaseModel], key: str, value: Any) -> Any:
     """What an option's value stands for in a run's identity."""
     field = model.model_fields.get(key)
     for extra in (field.metadata if field is not None else ()):
-        if isinstance(extra, Identified):
+        if isinstance(extra, Identified) and extra.by is not None:
             return extra.by(value)
     return value
 
@@ -84,8 +86,11 @@ def writable(value: Any) -> bool:
 
 
 def defaults(model: type[BaseModel]) -> dict[str, Any]:
-    """Every option that has a default, and that default."""
-    return {k: f.get_default(call_default_factory=True) for k, f in model.model_fields.items() if not f.is_required()}
+    """Every option that has a default, and that default; not an option identified only when set
+    (``Identified(when_set=True)``): a run's identity holds the defaults, and such an option only
+    once it is set."""
+    return {k: f.get_default(call_default_factory=True) for k, f in model.model_fields.items()
+            if not f.is_required() and not any(isinstance(m, Identified) and m.when_set for m in f.metadata)}
 
 
 def check_defaults(model: type[BaseModel], where: str) -> None:

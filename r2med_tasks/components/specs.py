@@ -15,7 +15,6 @@ from pydantic.fields import FieldInfo
 
 from . import options as _options
 from .api_options import API_LIMITS, APIOptions
-from .llm_options import THINKING, LLMOptions
 from .context import Context
 from ..tasks.taskdata import Corpus, Query
 from ..errors import UserError
@@ -98,11 +97,6 @@ class ComponentSpec:
         """What an option's value stands for in a run's identity."""
         return _options.identity_value(self._model_of(key), key, value)
 
-    @property
-    def identified_when_set(self) -> tuple[str, ...]:
-        """The options in a run's identity only when set: an LLM component's thinking controls."""
-        return THINKING if isinstance(self.options, type) and issubclass(self.options, LLMOptions) else ()
-
     def identifies_results(self, key: str) -> bool:
         """Whether an option can change results and is not a model choice: the options of a run's
         configuration and experiment name."""
@@ -136,16 +130,13 @@ class ComponentSpec:
     def validated_values(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """Every option's value, normalised by its validator: what a run's identity and folder name
         are made of. Runtime and model options are left out (they may hold a Python object pydantic
-        would not serialise), and so is an option left out of the defaults and not set, or one
-        :attr:`identified_when_set` left unset, so adding an option keeps earlier identities."""
+        would not serialise), and so is an option left out of the defaults (``Identified(when_set=
+        True)``) and not set, so adding an option keeps earlier identities."""
         stage = self.stage_options
         known = set(self.defaults) | set(values)
         identifying = {k for k in self.options.model_fields
                        if k in known and (self.identifies_results(k) or k == self.members_option)}
         own = self.options_of(values).model_dump(include=identifying)
-        for key in self.identified_when_set:
-            if own.get(key, ...) is None:  # unset (or set to its default): as before the option existed
-                del own[key]
         if stage is None:
             return own
         staged = {k: v for k, v in values.items() if k in stage.model_fields}
