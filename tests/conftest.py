@@ -367,19 +367,47 @@ def scaffolds(tmp_path_factory) -> Path:
     return folder
 
 
+# Builds each source folder (argv[2:]) into a wheel in argv[1]: setuptools imported once, each build in
+# a fork of its own (one process's builds leak settings into the next).
+BUILD_WHEELS = """
+import os, sys, traceback
+from setuptools import build_meta
+for source in sys.argv[2:]:
+    if (pid := os.fork()) == 0:
+        try:
+            os.chdir(source)
+            build_meta.build_wheel(sys.argv[1])
+        except BaseException:
+            traceback.print_exc()
+            os._exit(1)
+        os._exit(0)
+    if os.waitpid(pid, 0)[1]:
+        sys.exit(f"{source}: the build failed")
+"""
+
+
 @pytest.fixture(scope="session")
 def plugin_packages(tmp_path_factory, scaffolds) -> Path:
-    """Third-party packages pip-installed for real, with one pip call per session (the modules that
-    use them run on one worker: UNITS): tests/example_plugin, tests/broken_plugin and the
-    ``scaffolds``. Returns the folder that holds them installed, as ``pip install --target`` leaves
-    them (what ``PYTHONPATH=FOLDER`` puts on a path)."""
+    """Third-party packages built and pip-installed for real, once per session (the modules that use
+    them run on one worker: UNITS): tests/example_plugin, tests/broken_plugin and the ``scaffolds``.
+    Each is built into a wheel by the backend its pyproject.toml names, from one process (pip would
+    start three per package), and pip installs the wheels. Returns the folder that holds them
+    installed, as ``pip install --target`` leaves them (what ``PYTHONPATH=FOLDER`` puts on a path)."""
+    import tomllib
+
     build = tmp_path_factory.mktemp("build")  # copies: setuptools leaves build/ and *.egg-info/ in the tree it builds
     sources = [shutil.copytree(TESTS / package, build / package) for package in ("example_plugin", "broken_plugin")]
     sources += [shutil.copytree(scaffolds / f"r2med-{name}", build / f"r2med-{name}") for name in SCAFFOLDS.values()]
-    site = tmp_path_factory.mktemp("site")
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                           "--target", str(site), *map(str, sources)], capture_output=True, text=True)
+    backends = {tomllib.loads((s / "pyproject.toml").read_text())["build-system"]["build-backend"] for s in sources}
+    assert backends == {"setuptools.build_meta"}, backends
+    wheels, site = build / "wheels", tmp_path_factory.mktemp("site")
+    built = subprocess.run([sys.executable, "-c", BUILD_WHEELS, str(wheels), *map(str, sources)], capture_output=True,
+                           text=True)
+    assert built.returncode == 0, built.stderr
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(site),
+                           *map(str, wheels.glob("*.whl"))], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+    assert len(list(site.glob("*.dist-info"))) == len(sources)
     return site
 
 

@@ -42,9 +42,11 @@ class DiesOnceModel(SentenceTransformerModel):
         super().__init__(*args)
         self.marker = marker
 
-    def encode_documents(self, texts, task):
+    def encoder(self):
+        """Dies when its first chunk asks for the model, before loading it: Ray restarts the actor
+        all the same, and the process lost spent no seconds importing the model's libraries."""
         die_once(self.marker)
-        return super().encode_documents(texts, task)
+        return super().encoder()
 
 
 @hookimpl
