@@ -111,7 +111,7 @@ SLOW_TESTS: dict[str, dict[str, str]] = {
     },
     "test_authors_models.py": {"test_rankllama_feeds_the_pairs_the_authors_fed": "tokenizes 1,024-token pairs"},
     "test_inputs.py": {
-        "test_folders_that_libraries_open_hold_only_files_their_digest_covers": "torch under strace; the other audits stay",
+        "test_folders_that_libraries_open_hold_only_files_their_digest_covers": "a fresh process importing torch; the other audits stay",
     },
     "test_run_file.py": {
         "test_a_run_file_feeds_a_reranker_as_its_retriever_would": "test_rerank's reranking runs stay",
