@@ -64,6 +64,33 @@ def test_local_rows_are_ranked_apart_and_move_no_published_rank(results):
     assert [(r["section"], r["rank"]) for r in top] == [("board", 1), ("board", 2), ("local", 1), ("local", 2)]
 
 
+def test_local_runs_over_other_datasets_are_ranked_apart(run_cli, plugins, tmp_path):
+    """A run on one local dataset at 80 never outranks one over two at 70 and 60: each set of
+    datasets is a group of its own (more datasets first), ranked by its own average, ranks
+    restarting; a view narrowed to the one dataset puts all three together again."""
+    root = tmp_path / "results"
+    write_result(root / "local-data" / "toy__one" / "v1", BIO, 0.80, "toy/one", official=False)
+    for name, bio, binf in (("toy/two-a", 0.70, 0.60), ("toy/two-b", 0.75, 0.65)):
+        write_result(root / "local-data" / name.replace("/", "__") / "v1", BIO, bio, name, official=False)
+        write_result(root / "local-data" / name.replace("/", "__") / "v1", BINF, binf, name, official=False)
+    local = [r for r in r2med.rank_systems(root, include_local=True).records() if r["local_data"]]
+    assert [(r["rank"], r["system"], r["ranked_over"]) for r in local] == [
+        (1, "toy/two-b", ["Biology", "Bioinformatics"]), (2, "toy/two-a", ["Biology", "Bioinformatics"]),
+        (1, "toy/one", ["Biology"])]
+    narrow = [r for r in r2med.rank_systems(root, include_local=True, tasks="Biology").records() if r["local_data"]]
+    assert [(r["rank"], r["system"], r["ranked_over"]) for r in narrow] == [
+        (1, "toy/one", ["Biology"]), (2, "toy/two-b", ["Biology"]), (3, "toy/two-a", ["Biology"])]
+    code, out, _ = run_cli("leaderboard", root, "--include-local", "--published", "none")
+    assert code == 0
+    lines = [line.split() for line in out.splitlines()]
+    assert lines.index(["over", "Bio,", "Binf"]) < lines.index(["over", "Bio"])
+    assert ["1", "toy/one", "local", "80.00"] in lines  # first of its own group
+    code, out, _ = run_cli("leaderboard", root, "--include-local", "--published", "none",
+                           "--format", "markdown")
+    assert out.index("*Local data over Biology, Bioinformatics*") < out.index("| 1 | toy/two-b |") \
+        < out.index("*Local data over Biology*") < out.index("| 1 | toy/one |")
+
+
 def test_every_text_format_keeps_the_sections_apart(run_cli, results):
     code, out, err = run_cli("leaderboard", results, "--include-local", "--format", "csv")
     assert code == 0, err

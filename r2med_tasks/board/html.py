@@ -43,7 +43,8 @@ KINDS = {
 YOURS_CLASS = ' class="yours"'
 NO_PER_QUERY = "published rows have no per-query scores"  # where their intervals would be
 # the rows of each section after the board's, as the lede and a row's detail view ("rank 2 among …") name them
-SECTION_ROWS = {ELSEWHERE_SECTION: "the rows published elsewhere", LOCAL_SECTION: "the runs on local data"}
+SECTION_ROWS = {ELSEWHERE_SECTION: "the rows published elsewhere",
+                LOCAL_SECTION: "the runs on local data over the same datasets"}
 P_AT_10 = "= P@10"  # judged@10 where only relevant documents are judged
 NOT_HOLES = "not a hole measure here"  # the condensed nDCG@10 there
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .render import json_records, render
-from .sections import SECTIONS
+from .sections import LOCAL_SECTION, SECTIONS, rank_group
 from .sources import Row, command_config, published_rows
 from ..results.identity import canonical
 from ..tasks.specs import R2MED_TASKS, SHORT_NAMES
@@ -103,9 +103,23 @@ def select(rows: list[Row], *, tasks: list[str] | None = None, rewriter: str | N
     if len(tasks) < len(R2MED_TASKS):  # rank by these datasets' own average (stable: ties keep the overall order)
         out.sort(key=lambda r: (SECTIONS.index(r.section), r.average_over(tasks) is None,
                                 -(r.average_over(tasks) or 0.0)))
-    if top:  # the first of each section
-        out = [r for section in SECTIONS for r in [r for r in out if r.section == section][:top]]
+    out = _local_by_datasets(out, tasks)
+    if top:  # the first of each section (of each local group)
+        groups = list(dict.fromkeys(map(rank_group, out)))
+        out = [r for group in groups for r in [r for r in out if rank_group(r) == group][:top]]
     return out, tasks
+
+
+def _local_by_datasets(rows: list[Row], tasks: list[str]) -> list[Row]:
+    """The local rows (last) grouped by which of ``tasks`` they cover, each group ranked apart by its
+    datasets' average: the groups covering more datasets first, then in the order of the tasks."""
+    groups: dict[tuple[str, ...], list[Row]] = {}
+    for row in [r for r in rows if r.section == LOCAL_SECTION]:
+        row.peers = tuple(t for t in tasks if t in row.scores)
+        groups.setdefault(row.peers, []).append(row)
+    order = sorted(groups, key=lambda k: (-len(k), [tasks.index(t) for t in k]))
+    return [r for r in rows if r.section != LOCAL_SECTION] + \
+        [r for k in order for r in sorted(groups[k], key=lambda r: -(r.average_over(list(k)) or 0.0) if k else 0.0)]
 
 
 def add_intervals(rows: list[Row], tasks: list[str]) -> None:

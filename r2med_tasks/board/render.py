@@ -12,7 +12,8 @@ import re
 from pathlib import Path
 
 from ..components.overlap import OVERLAP_MARK, overlap_text
-from .sections import BOARD_SECTION, SECTION_LABELS, SECTION_TITLES, SECTIONS, section_ranks
+from .sections import BOARD_SECTION, SECTION_LABELS, SECTION_TITLES, SECTIONS, group_label, rank_group, \
+    section_ranks
 from .sources import Row
 from ..tasks.specs import SHORT_NAMES
 from ..terminal import number, printable
@@ -29,6 +30,7 @@ LIVE_PREFIX = "live: "  # a line of the --commands table after the table, which 
 # Dataset headers of the terminal table, short enough for 120 columns (explained in its caption).
 ABBREVIATIONS = {"Biology": "Bio", "Bioinformatics": "Binf", "Medical-Sciences": "MedSc", "MedXpertQA-Exam": "MedXQ",
                  "MedQA-Diag": "MedQA", "PMC-Treatment": "PMC-T", "PMC-Clinical": "PMC-C", "IIYi-Clinical": "IIYi"}
+TERSE = {task: ABBREVIATIONS[short] for task, short in SHORT_NAMES.items()}  # task name -> its header
 ORIGINS = {"leaderboard": "board", "repository": "repo", "paper": "paper", "mteb": "mteb", "run": "run",
            "local": "local"}
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -114,7 +116,8 @@ def json_records(rows: list[Row], tasks: list[str], commands: bool = False) -> l
                 "only_relevant_judged": {SHORT_NAMES[t]: r.relevant_only[t] for t in tasks if t in r.relevant_only},
                 "usd_per_query": r.usd_per_query, "seconds_per_query": r.seconds_per_query,
                 "reasoning_tokens_per_query": r.reasoning_tokens_per_query}
-    return [{**dict(zip(keys, rec)), "section": r.section, "local_data": r.local, **extra(r)}
+    return [{**dict(zip(keys, rec)), "section": r.section, "local_data": r.local,
+             **({"ranked_over": [SHORT_NAMES[t] for t in r.peers]} if r.local else {}), **extra(r)}
             for rec, r in zip(records, rows)]
 
 
@@ -148,13 +151,17 @@ def render(rows, tasks: list[str], fmt: str, commands: bool = False, wide: bool 
             return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
                     *("| " + " | ".join(markdown_cell(cell(v)) for v in rec) + " |" for rec in part)]
 
-        lines = []
-        for section in SECTIONS:
-            part = [rec for rec, r in zip(records, rows) if r.section == section]
-            if part and section != BOARD_SECTION:
-                lines += ["", f"**{markdown_cell(SECTION_TITLES[section])}**", ""]
-            if part or section == BOARD_SECTION and not rows:
-                lines += table(part)
+        lines = [] if rows and rows[0].section != BOARD_SECTION else table([])[:2]  # the board's head, rows or none
+        previous = (BOARD_SECTION, ())
+        for rec, row in zip(records, rows):
+            if rank_group(row) != previous:  # each section after the board's under its title, each group apart
+                if row.section != previous[0]:
+                    lines += ["", f"**{markdown_cell(SECTION_TITLES[row.section])}**"]
+                if group_label(row, tasks) != SECTION_LABELS[row.section]:
+                    lines += ["", f"*{markdown_cell(group_label(row, tasks))}*"]
+                lines += ["", *table([])]
+                previous = rank_group(row)
+            lines += table([rec])[2:]
         notes = _notes(rows, tasks, commands=commands, wide=True)
         return "\n".join(lines + ([""] + [markdown_cell(n) for n in notes] if notes else [])) + "\n"
     return terminal_table(rows, tasks, header, records, commands=commands, wide=wide, width=width,
@@ -203,7 +210,7 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
         header = ["#", "System", "Src", "Avg", *(ABBREVIATIONS[SHORT_NAMES[t]] for t in shown)]
         records = [[i, _marked(r), ORIGINS[r.origin], _average_cell(r, tasks, tied), *(r.scores.get(t) for t in shown)]
                    for i, r in zip(section_ranks(rows), rows)]
-        labels = [SECTION_LABELS[s] for s in shown_sections]
+        labels = [line for r in rows if r.section != BOARD_SECTION for line in _label(r, tasks).splitlines()]
         system_width = min(SYSTEM_MAX, max([6, *(len(printable(_marked(r))) for r in rows), *map(len, labels)]),
                            max(1, width - _width_without_system(rows, tasks, shown, tied)))
         for rec, text in zip(records, distinct_cells([printable(rec[1]) for rec in records], system_width)):
@@ -219,13 +226,14 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
                          no_wrap=col in numeric or not (wide or commands),
                          overflow="fold" if col == "Command" or wide else "ellipsis",
                          max_width=None if wide or col != "System" else SYSTEM_MAX)
-    previous = BOARD_SECTION
+    previous = (BOARD_SECTION, ())
     for rec, row in zip(records, rows):  # (the default table's System cells are printable already, wrapped on purpose)
-        if row.section != previous:  # the first row of a section after the board's: its label above it
-            previous = row.section
+        if rank_group(row) != previous:  # the first row of a group after the board's: its label above it
+            previous = rank_group(row)
             if row is not rows[0]:
                 table.add_section()
-            table.add_row("", SECTION_LABELS[row.section], *([""] * (len(header) - 2)))
+            table.add_row("", _label(row, tasks, SHORT_NAMES if wide or commands else TERSE),
+                          *([""] * (len(header) - 2)))
         table.add_row(*(escape(v if i == 1 and not (wide or commands) else cell(v)) for i, v in enumerate(rec)))
     if not (wide or commands):
         table.caption = ("  ".join(f"{ABBREVIATIONS[SHORT_NAMES[t]]}={SHORT_NAMES[t]}" for t in tasks if t not in left_out) +
@@ -257,6 +265,12 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
         for line in live:
             console.print(printable(line), soft_wrap=True, markup=False)
     return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines()) + "\n"
+
+
+def _label(row, tasks: list[str], names: dict[str, str] = TERSE) -> str:
+    """The terminal table's line above a group, its datasets on a line of their own (named as the
+    headers name them), so that the label never widens the System column."""
+    return group_label(row, tasks, names).replace(" over ", "\nover ", 1)
 
 
 SYSTEM_MIN, SYSTEM_MAX = 18, 40  # the terminal table's System column: datasets give way below the minimum

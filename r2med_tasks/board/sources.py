@@ -66,6 +66,8 @@ class Row:
     placeholders: dict[str, str] = field(default_factory=dict)  # a word of the command -> what to put there
     # training data overlapping a task's source, as its models or its paper's record say (components.overlap)
     overlaps: list[dict[str, str]] = field(default_factory=list)
+    # a local row's shown datasets, the ones it is ranked among (runs over other datasets are ranked apart)
+    peers: tuple[str, ...] = ()
 
     def component_names(self, kind: str) -> list[str]:
         """The names and labels a filter on ``kind`` matches: the shown label, the recorded component

@@ -32,7 +32,7 @@ from .common import err, out, user_errors
 @click.option("--no-published", is_flag=True, help="Same as --published none.")
 @click.option("--include-local", is_flag=True,
               help="Also show results on local data (not R2MED's at mteb's pinned revisions): a section of their "
-                   "own below the board, ranked among themselves.")
+                   "own below the board, each set of datasets ranked apart.")
 @click.option("--tasks", "task_names", multiple=True, metavar="TASKS",
               help="Only these datasets (and their average, which ranks): R2MED dataset names, the paper's groups "
                    "(qa-reference, clinical-evidence, clinical-case) or r2med; comma-separated or repeated.")
