@@ -329,6 +329,19 @@ def test_html_is_an_alias_of_format_html(run_cli, tmp_path):
 # --------------------------------------------------------------- 4. metrics that mean what they say
 
 
+def test_the_pages_judged_at_10_says_why_a_published_row_has_none(evaluate, tmp_path, data_dir):
+    """Beside a run's judged@10, every published row's cell is a dash that says why (hovered)."""
+    import html
+
+    evaluate("bm25", tasks=["Biology"], data_dir=data_dir, output="res")
+    page = r2med.rank_systems(tmp_path / "res", include_local=True).render("html")
+    cells = re.findall(r'<td[^>]*data-col="judged"[^>]*>(.*?)</td>', page)
+    dashes = [c for c in cells if re.sub("<[^>]+>", "", c) == "–"]
+    assert len(cells) == len(dashes) + 1 and len(dashes) == 69  # the leaderboard's rows; the run has its own
+    assert {html.unescape(re.search(r'title="([^"]*)"', c)[1]) for c in dashes} == \
+        {"published rows carry no ranking, and judged@10 is read off each query's top 10"}
+
+
 def test_judged_at_10_is_p_at_10_where_only_relevant_documents_are_judged(run_cli, evaluate, tmp_path, data_dir):
     """The data folder's judgments grade every document 1 but one 0 added to Biology's: judged@10 is
     P@10 on the two other datasets, a coverage measure on Biology; the row says so, per dataset and

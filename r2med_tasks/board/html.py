@@ -42,6 +42,8 @@ KINDS = {
 }
 YOURS_CLASS = ' class="yours"'
 NO_PER_QUERY = "published rows have no per-query scores"  # where their intervals would be
+NO_JUDGED = {True: "published rows carry no ranking, and judged@10 is read off each query's top 10",  # a – judged@10
+             False: "this run's per-query files hold no judged@10 (written before r2med kept it)"}
 # the rows of each section after the board's, as the lede and a row's detail view ("rank 2 among …") name them
 SECTION_ROWS = {ELSEWHERE_SECTION: "the rows published elsewhere",
                 LOCAL_SECTION: "the runs on local data over the same datasets"}
@@ -238,7 +240,7 @@ def per_query_views(listed, systems: dict[str, dict], tasks: list[str], *, data_
 COLUMN_TITLES = {
     "judged": "judged@10: the share of each query's top 10 documents that carry a judgment (any grade), "
               "averaged over queries and datasets; where the judgments hold only relevant documents (no grade 0, "
-              "as R2MED's) it is P@10, marked so",
+              "as R2MED's) it is P@10, marked so; – for published rows, which carry no ranking",
     "model": "model size (parameters), open weights and licence, as the run's model_meta.json records them "
              "(mteb's ModelMeta); – where unknown",
     "usd": "US dollars per query paid to LLMs (where the model's price is known)",
@@ -537,7 +539,7 @@ def _shown(system: dict, key: str, v) -> str:
         return f'{m["size_text"] or "–"}<span class="meta" title="{escape(below)}">{escape(below)}</span>'
     if key == "judged":
         if v is None:
-            return "–"
+            return f'<span title="{escape(NO_JUDGED[system["origin"] in (*PUBLISHED_KINDS, "mteb")])}">–</span>'
         return f"{100 * v:.0f}%" + (f'<span class="meta" title="only relevant documents are judged: judged@10 is '
                                     f'the precision at 10, not a measure of holes">{escape(P_AT_10)}</span>'
                                     if system.get("judged_means") == "P@10" else "")
