@@ -3,11 +3,14 @@ reach the request as vLLM takes them, key the generation cache and identify a re
 set; the reasoning tokens a server reports are summed per query into the generation records and
 per task into the cost, and the board shows them per query."""
 
+import csv
+import io
 import json
 from pathlib import Path
 
 import pytest
 
+import r2med_tasks as r2med
 from conftest import make_data_dir
 
 TASK = "R2MEDBiologyRetrieval"
@@ -117,6 +120,10 @@ def test_reasoning_is_counted_per_query_in_records_cost_and_board(evaluate, tmp_
     assert cost["usage"]["reasoning_tokens"] == total
     (row,), _ = board_rows(tmp_path / "out")
     assert row.reasoning_tokens_per_query == pytest.approx(total / 10)
+    board = r2med.rank_systems(tmp_path / "out", published="none", include_local=True)
+    (shown,) = csv.DictReader(io.StringIO(board.render("csv")))  # the wide table's and markdown's column too
+    assert float(shown["Reasoning tokens/query"]) == pytest.approx(total / 10)
+    assert "Reasoning tokens/query" in board.render("table", wide=True)
 
 
 def test_a_server_refusing_the_field_names_the_option(chat_server):

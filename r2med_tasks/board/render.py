@@ -61,7 +61,8 @@ def records_of(rows: list[Row], tasks: list[str], commands: bool = False) -> tup
             [i, r.system, r.average_over(tasks), r.command or None, r.live_command or None,
              placeholder_text(r.placeholders)] for i, r in zip(ranks, rows)]
     header = ["Rank", "System", "Rewriter", "Retriever", "Reranker", "Avg", "Avg 95% CI", "Tied",
-              *(SHORT_NAMES[t] for t in tasks), "Judged@10", "Judged@10 is", "USD/query", "Seconds/query", "Source"]
+              *(SHORT_NAMES[t] for t in tasks), "Judged@10", "Judged@10 is", "USD/query", "Reasoning tokens/query", "Seconds/query",
+              "Source"]
     records = []
     for i, r in zip(ranks, rows):
         avg = r.average_over(tasks)
@@ -69,7 +70,8 @@ def records_of(rows: list[Row], tasks: list[str], commands: bool = False) -> tup
         marks = ("" if avg is not None else " (incomplete)") + ("; " + "; ".join(said) if said else "")
         records.append([i, r.system, r.rewriter, r.retriever, r.reranker, avg, interval_text(r.average_ci),
                         TIED_TEXT[r.tied], *(r.scores.get(t) for t in tasks), r.judged_over(tasks),
-                        r.judged_means(tasks), cost_text(r.usd_per_query), cost_text(r.seconds_per_query),
+                        r.judged_means(tasks), cost_text(r.usd_per_query), cost_text(r.reasoning_tokens_per_query),
+                        cost_text(r.seconds_per_query),
                         r.source + marks])
     return header, records
 
@@ -101,7 +103,7 @@ def json_records(rows: list[Row], tasks: list[str], commands: bool = False) -> l
     keys = ([h.lower().replace(" ", "_") for h in header] if commands else
             ["rank", "system", "rewriter", "retriever", "reranker", "average", "average_ci", "tied",
              *(SHORT_NAMES[t] for t in tasks), "judged_at_10", "judged_at_10_is", "usd_per_query",
-             "seconds_per_query", "source"])
+             "reasoning_tokens_per_query", "seconds_per_query", "source"])
     keys = ["average" if k == "avg" else k for k in keys]
 
     def extra(r: Row) -> dict:  # the statistics as numbers (the records hold their text)
@@ -219,7 +221,7 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
         records = [[rec[0], _marked(row), *rec[2:]] for rec, row in zip(records, rows)]
     table = Table(title="R2MED leaderboard: nDCG@10 ×100", title_justify="left", box=box.SIMPLE_HEAD,
                   caption_justify="left")
-    numeric = {"Rank", "#", "Avg", "Judged@10", "USD/query", "Seconds/query", *SHORT_NAMES.values(),
+    numeric = {"Rank", "#", "Avg", "Judged@10", "USD/query", "Reasoning tokens/query", "Seconds/query", *SHORT_NAMES.values(),
                *ABBREVIATIONS.values()}
     for col in header:
         table.add_column(col, justify="right" if col in numeric else "left",
