@@ -43,9 +43,10 @@ sys.path.insert(0, str(TESTS / "plugins_for_tests"))
 # over both workers each worker would make its own. Everything else is spread test by test.
 UNITS = {
     "tests/test_ray.py": "ray",  # one local Ray and one set of one-by-one reference runs (about 50 s)
-    "tests/test_scaffold.py": "pip",  # plugin_packages: one pip install of six packages (about 10 s), and
+    "tests/test_scaffold.py": "pip",  # plugin_packages: six packages built and installed (about 4 s), and
     "tests/test_plugins.py": "pip",  # the tests of what it installed (together about 20 s)
     "tests/test_leaderboard_page.py": "browser",  # one Chromium and the page it shows (about 15 s)
+    "tests/test_real_llm.py": "llama",  # one llama.cpp server (where installed: .ci/run's real-LLM tier)
 }
 
 
@@ -60,7 +61,7 @@ MARKING_FIXTURES = {
               "tokenizer_dir"},  # MiniLM's tokenizer files, loaded by transformers in completions mode
     "browser": {"browser"},  # headless Chromium (test_leaderboard_page.py)
     "ray": {"ray_instance"},  # a local Ray (test_ray.py)
-    "slow": {"plugin_packages"},  # the session's pip install (about 10 s), left out of the fast loop
+    "slow": {"plugin_packages"},  # the session's pip install (about 4 s), left out of the fast loop
 }
 
 # ``slow``: what the fast loop leaves out, chosen by measuring (`pytest --durations=0`, and each
