@@ -89,3 +89,17 @@ def test_a_count_that_is_not_one_is_refused(register, run_cli, tmp_path, unusabl
                            "--output", tmp_path / "out")
     assert_user_error(code, err, "rewriter 'counting' (from counting-plugin)", f"unusable={unusable!r}",
                       "an integer from 0 to the 1 it handed over")
+
+
+def test_the_query_named_is_the_same_whatever_order_the_answers_arrive_in():
+    """Answers arrive as the server sends them; the failure names the first query id, every run."""
+    from r2med_tasks.errors import PluginError
+    from r2med_tasks.plugin import SAMPLE_TASK
+    from r2med_tasks.running.received import Answers
+
+    for order in (["q03", "q01", "q02"], ["q02", "q03", "q01"]):
+        answers = Answers("reranker 'x'")
+        for query in order:
+            answers.add({"query_id": query, "samples": [{"text": f"no {query}"}], "unusable": 1, "output": f"no {query}"})
+        with pytest.raises(PluginError, match=r"\(query 'q01': 'no q01'\)"):
+            answers.judge(SAMPLE_TASK, print)

@@ -115,7 +115,8 @@ class Answers:
     def __init__(self, component: str) -> None:
         self.component = component
         self.count = self.unusable = self.queries = 0  # answers, unusable ones, queries with one
-        self.example: dict | None = None  # the first record with an unusable answer
+        self.example: dict | None = None  # the record with an unusable answer of the first query id (whatever
+        # order the answers arrived in, so that the message is the same every run)
         self._lock = threading.Lock()
 
     def add(self, record: dict) -> None:
@@ -131,7 +132,8 @@ class Answers:
             self.unusable += unusable
             if unusable:
                 self.queries += 1
-                self.example = self.example or record
+                if self.example is None or str(record.get("query_id")) < str(self.example.get("query_id")):
+                    self.example = record
 
     def judge(self, task: Any, log: Callable[[str], None]) -> None:
         """Fail when no answer was usable; log how many were not, when some were not (``task``: the
