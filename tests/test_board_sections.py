@@ -89,6 +89,13 @@ def test_local_runs_over_other_datasets_are_ranked_apart(run_cli, plugins, tmp_p
                            "--format", "markdown")
     assert out.index("*Local data over Biology, Bioinformatics*") < out.index("| 1 | toy/two-b |") \
         < out.index("*Local data over Biology*") < out.index("| 1 | toy/one |")
+    # the page: a head above each group, each system's rows marked with what they are ranked among
+    page = r2med.rank_systems(root, include_local=True, published="none").render("html")
+    bodies = re.findall(r'(<tbody[^>]*>)(?:<tr><th[^>]*>([^<]*))?', page)
+    two, one = "local:R2MEDBiologyRetrieval:R2MEDBioinformaticsRetrieval", "local:R2MEDBiologyRetrieval"
+    assert [("section-head" in tag, re.search(r'data-ranked="([^"]*)"', tag)[1]) for tag, _ in bodies] == [
+        (True, two), (False, two), (False, two), (True, one), (False, one)]
+    assert bodies[0][1].endswith("Local data over Biology, Bioinformatics") and bodies[3][1] == "Local data over Biology"
 
 
 def test_every_text_format_keeps_the_sections_apart(run_cli, results):

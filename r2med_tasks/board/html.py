@@ -20,7 +20,7 @@ from ..scoring.evaluation import SCORE_FAMILIES, leaderboard_average
 from ..results.perquery import PAGE_RUNS, PageJudgments, page_queries
 from .published import PUBLISHED_KINDS
 from .sections import BOARD_SECTION, ELSEWHERE_SECTION, LOCAL_SECTION, SECTION_LABELS, SECTION_TITLES, SECTIONS, \
-    section_ranks
+    group_label, section_ranks
 from ..tasks.specs import GROUPS, R2MED_TASKS, SHORT_NAMES
 from ..terminal import number, printable
 
@@ -57,6 +57,12 @@ def page_asset(name: str) -> str:
     from importlib.resources import files
 
     return files("r2med_tasks").joinpath("data", "page", name).read_text(encoding="utf-8")
+
+
+def _ranked(row) -> str:
+    """What a row is ranked among, as the page's script groups rows (escaped for an attribute): its
+    section, and a local row's datasets."""
+    return escape(":".join([row.section, *row.peers]))
 
 
 def render_html(rows, tasks: list[str], *, top: int = 5, data_dir: Path | None = None,
@@ -114,18 +120,23 @@ def render_html(rows, tasks: list[str], *, top: int = 5, data_dir: Path | None =
                     f'<button type="button">{escape(label)}<span class="ind" aria-hidden="true"></span></button></th>')
 
     bodies = []
-    previous = BOARD_SECTION
+    previous = (BOARD_SECTION, ())
     for row, sid, runs in listed:
         system = systems[sid]
-        if system["section"] != previous:  # a section after the board's: its head above its first row
-            previous = system["section"]
-            bodies.append(f'<tbody class="section-head" data-section="{previous}"><tr><th colspan="{2 + len(columns)}" '
-                          f'class="text" scope="rowgroup">{escape(SECTION_TITLES[previous])}</th></tr></tbody>')
+        if (row.section, row.peers) != previous:  # a group after the board's: its head above its first row
+            title = [SECTION_TITLES[row.section]] if row.section != previous[0] else []
+            if group_label(row, tasks) != SECTION_LABELS[row.section]:  # a group of local runs
+                title.append(group_label(row, tasks))
+            previous = row.section, row.peers
+            bodies.append(f'<tbody class="section-head" data-section="{row.section}" data-ranked="{_ranked(row)}"><tr>'
+                          f'<th colspan="{2 + len(columns)}" class="text" scope="rowgroup">'
+                          f'{escape(". ".join(title))}</th></tr></tbody>')
         yours = system["origin"] in ("run", "local")
         origins = " ".join(dict.fromkeys([system["origin"], *(systems[r]["origin"] for r in runs)]))
         search = " ".join([row.system, row.rewriter, row.retriever, row.reranker, row.source,
                            *(systems[r]["source"] for r in runs)]).lower()
-        attrs = (f' data-origin="{origins}" data-section="{system["section"]}" data-rewriter="{escape(row.rewriter)}"'
+        attrs = (f' data-origin="{origins}" data-section="{system["section"]}" data-ranked="{_ranked(row)}"'
+                 f' data-rewriter="{escape(row.rewriter)}"'
                  f' data-retriever="{escape(row.retriever)}" data-reranker="{escape(row.reranker)}"'
                  f' data-search="{escape(search)}"')
         trs = [_tr(system, columns, shade, sub=False)] + [_tr(systems[r], columns, shade, sub=True) for r in runs]

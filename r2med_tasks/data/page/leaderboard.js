@@ -2,12 +2,13 @@
 const $ = id => document.getElementById(id);
 const data = JSON.parse($('data').textContent);
 const table = $('leaderboard'), box = table.closest('.scroll');
-// Each system's rows are a tbody; the rows published elsewhere and the rows on local data are each a
-// section of their own, after the board's under their head, ranked and sorted among themselves
-// (never between the board's rows).
+// Each system's rows are a tbody; the rows published elsewhere and the rows on local data (each set of
+// datasets apart) are each a group of their own (data-ranked), after the board's under their head,
+// ranked and sorted among themselves (never between the board's rows).
 const bodies = Array.from(table.tBodies).filter(b => !b.classList.contains('section-head'));
-const heads = Object.fromEntries(Array.from(table.querySelectorAll('tbody.section-head')).map(h => [h.dataset.section, h]));
-const sectionOf = b => data.sections.indexOf(b.dataset.section);
+const heads = Object.fromEntries(Array.from(table.querySelectorAll('tbody.section-head')).map(h => [h.dataset.ranked, h]));
+const rankedOrder = [...new Set(Array.from(table.tBodies).map(b => b.dataset.ranked))];
+const sectionOf = b => rankedOrder.indexOf(b.dataset.ranked);
 const rowOf = id => table.querySelector(`tr[data-id="${CSS.escape(id)}"]`);
 const SELECTS = ['rewriter', 'retriever', 'reranker'];
 let sorted = {col: 'rank', dir: 'ascending'};
@@ -41,7 +42,7 @@ function sortBy(col, dir) {
     return (x[0] > y[0] ? sign : x[0] < y[0] ? -sign : 0) || x[1] - y[1];
   });
   keyed.forEach((k, i) => {
-    const head = heads[k[2].dataset.section];
+    const head = heads[k[2].dataset.ranked];
     if (head && (!i || keyed[i - 1][3] !== k[3])) table.appendChild(head);
     table.appendChild(k[2]);
   });
@@ -70,8 +71,8 @@ function filter() {
     Array.from(b.rows).slice(1).forEach(tr => tr.classList.toggle('hidden', !origins.has(tr.dataset.kind)));
     shown += ok;
   });
-  Object.entries(heads).forEach(([section, head]) => head.classList.toggle('hidden',
-    !bodies.some(b => b.dataset.section === section && !b.classList.contains('hidden'))));
+  Object.entries(heads).forEach(([ranked, head]) => head.classList.toggle('hidden',
+    !bodies.some(b => b.dataset.ranked === ranked && !b.classList.contains('hidden'))));
   $('count').textContent = `${shown} of ${bodies.length} systems`;
   charts();
 }
