@@ -377,3 +377,16 @@ def test_a_slow_window_holds_back_only_its_own_query(server, cache):
     assert server.max_in_flight == 2
     assert out == {"slow": [d for d, _ in simulate(PASSAGES, [(5, 25), (0, 20)], reverse)],
                    "fast": [d for d, _ in simulate(many["fast"], [(20, 40), (10, 30), (0, 20)], reverse)]}
+
+
+@pytest.mark.parametrize("text", ["", "   ", "one", "  a  b\tc\n d  ", "x " * 400, "αβ γ\u3000δ ε", "[1] > [2]"])
+@pytest.mark.parametrize("max_words", [None, 0, 1, 3, 300])
+def test_passages_are_cut_and_answers_cleaned_as_rankgpt_does(text, max_words):
+    """The cut and the clean, taken faster, give what RankGPT's expressions give (its
+    ``' '.join(text.strip().split()[:n])`` and ``clean_response``), Unicode digits included."""
+    from r2med_plugins.rerank.listwise import clean_response, truncate_words
+
+    words = text.strip().split()
+    assert truncate_words(text, max_words) == " ".join(words if max_words is None else words[:max_words])
+    for answer in (text, f"[2] > [1]{text}", "[١] > [²] > [3]", "３ > 1"):
+        assert clean_response(answer) == "".join(c if c.isdigit() else " " for c in answer).strip()

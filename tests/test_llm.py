@@ -679,3 +679,19 @@ def test_light_paths_import_no_sdk():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-3:] == ["IMPORTS []", "RUN []", "PLUGINS []"]
+
+
+@pytest.mark.parametrize("message, ok", [({"role": "user", "content": "text"}, True),
+                                         ({"role": "user", "content": [{"type": "text", "text": "a"}]}, True),
+                                         ({"role": "user", "content": {1, 2}}, False),
+                                         ({"role": "user", "content": float("nan"), "x": object()}, False)])
+def test_a_request_that_json_cannot_carry_is_one_line_before_it_is_sent(message, ok):
+    """Text-only messages pass as they are; anything else is checked by encoding it."""
+    from r2med_tasks.errors import UserError
+    from r2med_tasks.llm.messages import check_messages
+
+    if ok:
+        assert check_messages([[message]], "test") == [[message]]
+    else:
+        with pytest.raises(UserError, match="request 0 is not JSON-serializable"):
+            check_messages([[message]], "test")

@@ -26,6 +26,7 @@ prompt as it sees fit). Without it the prompts are exactly RankGPT's and ReasonR
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import logging
@@ -86,11 +87,13 @@ REASONRANK_POST = ("Search Query: {query}.\nRank the {num} passages above based 
                    "of relevance. The format of the answer should be [] > [], e.g., [2] > [1].")
 
 _BRACKETED_NUMBER = re.compile(r"\[(\d+)\]")
+_NON_DIGITS = {i: " " for i in range(128) if not chr(i).isdigit()}  # str.translate's table: ASCII to a space
 
 
+@functools.lru_cache(maxsize=4096)  # a passage is in two windows of its query: cut once
 def truncate_words(text: str, max_words: int | None) -> str:
     """RankGPT's passage cut: ``' '.join(text.strip().split()[:max_words])``; ``None`` keeps every word."""
-    words = text.strip().split()
+    words = text.strip().split(None, max_words) if max_words else text.split()
     return " ".join(words if max_words is None else words[:max_words])
 
 
@@ -166,7 +169,11 @@ def answer_text(text: str) -> str:
 
 
 def clean_response(response: str) -> str:
-    """RankGPT's ``clean_response``: every non-digit character becomes a space, then strip."""
+    """RankGPT's ``clean_response``: every non-digit character becomes a space, then strip (ASCII
+    text, as most answers are, by one substitution; other text character by character, as
+    ``str.isdigit`` counts more digits than ``0-9``)."""
+    if response.isascii():
+        return response.translate(_NON_DIGITS).strip()
     return "".join(c if c.isdigit() else " " for c in response).strip()
 
 

@@ -55,6 +55,8 @@ def check_messages(requests: Sequence, who: str) -> list[list[dict]]:
         for j, message in enumerate(messages):
             if not isinstance(message, dict) or not isinstance(message.get("role"), str):
                 raise UserError(f"{who}: request {i}, message {j} must be a dict with a 'role' string")
+        if all(type(k) is str and type(v) is str for message in messages for k, v in message.items()):
+            continue  # text only, as most requests are: serializable without encoding it once more
         try:
             json.dumps(messages)
         except (TypeError, ValueError) as e:
