@@ -61,8 +61,8 @@ def records_of(rows: list[Row], tasks: list[str], commands: bool = False) -> tup
             [i, r.system, r.average_over(tasks), r.command or None, r.live_command or None,
              placeholder_text(r.placeholders)] for i, r in zip(ranks, rows)]
     header = ["Rank", "System", "Rewriter", "Retriever", "Reranker", "Avg", "Avg 95% CI", "Tied",
-              *(SHORT_NAMES[t] for t in tasks), "Judged@10", "Judged@10 is", "USD/query", "Reasoning tokens/query", "Seconds/query",
-              "Source"]
+              *(SHORT_NAMES[t] for t in tasks), "Judged@10", "Judged@10 is", "USD/query", "Reasoning tokens/query",
+              "Seconds/query", "Source"]
     records = []
     for i, r in zip(ranks, rows):
         avg = r.average_over(tasks)
@@ -221,8 +221,8 @@ def terminal_table(rows, tasks, header, records, *, commands: bool, wide: bool, 
         records = [[rec[0], _marked(row), *rec[2:]] for rec, row in zip(records, rows)]
     table = Table(title="R2MED leaderboard: nDCG@10 ×100", title_justify="left", box=box.SIMPLE_HEAD,
                   caption_justify="left")
-    numeric = {"Rank", "#", "Avg", "Judged@10", "USD/query", "Reasoning tokens/query", "Seconds/query", *SHORT_NAMES.values(),
-               *ABBREVIATIONS.values()}
+    numeric = {"Rank", "#", "Avg", "Judged@10", "USD/query", "Reasoning tokens/query", "Seconds/query",
+               *SHORT_NAMES.values(), *ABBREVIATIONS.values()}
     for col in header:
         table.add_column(col, justify="right" if col in numeric else "left",
                          no_wrap=col in numeric or not (wide or commands),
