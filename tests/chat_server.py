@@ -21,6 +21,9 @@ requests normally, then fails every later one with ``mode`` (a server that goes 
 ``delay_for(body) -> seconds`` per request (to see order under concurrency); ``overlap``: no answer
 before that many requests were in flight at once (``wait_for_overlap``). ``served_model``: the
 ``model`` reported in answers (default: the one asked).
+``connections``: how many connections clients opened; ``drop_idle``: each connection is closed
+after its answer without a word (as an idle timeout closes a kept-alive one); ``gzip``: answers
+are compressed whatever the client accepts.
 
 Continued turns and stop strings, as vLLM does them:
 
@@ -63,6 +66,7 @@ OpenAI and vLLM's reasoning parsers report it, ``usage.completion_tokens_details
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 from collections.abc import Callable
@@ -148,6 +152,9 @@ class ChatServer(LocalServer):
         self.usage_values: dict | None = None  # replaces fields of every answer's usage (see "usage as reported")
         self.reasoning_parser: str | None = None
         self.reasoning_field = "reasoning_content"
+        self.connections = 0  # opened by clients
+        self.drop_idle = False  # close each connection after its answer, saying nothing (an idle timeout)
+        self.gzip = False  # compress answers whatever the client accepts
         super().__init__(api_key)
 
     def fail_after(self, k: int, mode: str = "500", **options: Any) -> None:
@@ -208,10 +215,19 @@ class ChatServer(LocalServer):
             protocol_version = "HTTP/1.1"
             _body: Any = None
 
+            def setup(self) -> None:
+                super().setup()
+                with server._lock:
+                    server.connections += 1
+
             def _send(self, status: int, payload: bytes, headers: dict | None = None) -> None:
                 if status == 200:  # "usage as reported"
                     payload = server._reported(payload, self._body)
+                if server.gzip:
+                    payload, headers = gzip.compress(payload), {**(headers or {}), "Content-Encoding": "gzip"}
                 super()._send(status, payload, headers)
+                if server.drop_idle:
+                    self.close_connection = True
 
             def do_GET(self) -> None:  # noqa: N802
                 headers = {k.lower(): v for k, v in self.headers.items()}

@@ -438,7 +438,7 @@ ROOT = Path(r2med_tasks.__file__).parent.parent
 # the ones before it (type-only imports aside) and never its own package (whose __init__ gathers
 # them); the package's __init__ imports only its modules (sweep's: none).
 LAYERS = {
-    "r2med_tasks.llm": ["secrets", "endpoint", "specs", "answers", "usage", "messages", "served", "protocols",
+    "r2med_tasks.llm": ["secrets", "transport", "endpoint", "specs", "answers", "usage", "messages", "served", "protocols",
                         "template", "chat", "cache", "records"],
     "r2med_tasks.sweep": ["sources", "plan", "board", "executors"],
 }

@@ -104,8 +104,10 @@ def test_answers_come_back_in_input_order_under_concurrency(server, sleeps):
 
 @pytest.mark.parametrize("with_key", [False, True])
 def test_a_request_is_the_one_the_sdks_create_sends(server, sleeps, monkeypatch, with_key):
-    """The client sends through the SDK's ``post`` the very request ``chat.completions.create``
-    sends: the same path, JSON body and headers (but the SDK's marker of a raw-response call)."""
+    """To a plain-HTTP server the client sends straight over ``http.client`` the request
+    ``chat.completions.create`` sends: the same path, the same JSON bytes, the same content type and
+    key; it leaves out only the SDK's own telemetry headers (``x-stainless-*``, its user agent) and
+    asks for no compression."""
     from r2med_tasks.llm import no_auth_header
     from r2med_tasks.llm.endpoint import openai_client
     from r2med_tasks.llm.messages import EXTRA_BODY_PARAMS, Turn
@@ -114,8 +116,9 @@ def test_a_request_is_the_one_the_sdks_create_sends(server, sleeps, monkeypatch,
     if with_key:
         monkeypatch.setenv("OPENAI_API_KEY", KEY)
     c = client(server, sleeps, temperature=0.7, top_p=0.9, max_tokens=64, seed=3, top_k=20, repetition_penalty=1.05)
-    turn = Turn(tuple(ask("q")[0]), partial="so far", stop=("</s>", "<end>"))
-    for send in (lambda: c.continue_turns([turn]), lambda: c.generate(ask("q"))):
+    turn = Turn(tuple(ask("q é")[0]), partial="so far", stop=("</s>", "<end>"))
+    transport = {"user-agent", "accept-encoding", "connection"}
+    for send in (lambda: c.continue_turns([turn]), lambda: c.generate(ask("q é"))):
         send()
         ours = server.requests[-1]
         body = ours.body
@@ -125,9 +128,10 @@ def test_a_request_is_the_one_the_sdks_create_sends(server, sleeps, monkeypatch,
         sdk.chat.completions.with_raw_response.create(**plain, extra_body=extra or None,
                                                       extra_headers=no_auth_header(key))
         theirs = server.requests[-1]
-        assert (ours.path, ours.body) == (theirs.path, theirs.body)
-        assert {k: v for k, v in ours.headers.items() if k != "x-stainless-raw-response"} == \
-            {k: v for k, v in theirs.headers.items() if k != "x-stainless-raw-response"}
+        assert (ours.path, ours.body) == (theirs.path, theirs.body)  # and the same length, below
+        assert {k: v for k, v in ours.headers.items() if k not in transport} == \
+            {k: v for k, v in theirs.headers.items() if k not in transport and not k.startswith("x-stainless")}
+        assert ours.headers["accept-encoding"] == "identity" and ours.headers["user-agent"].startswith("r2med")
         assert ("authorization" in ours.headers) == with_key
     assert server.requests[-4].body["continue_final_message"] is True and server.requests[-2].body["top_k"] == 20
 

@@ -30,9 +30,10 @@ import functools
 import heapq
 import itertools
 import logging
+import queue
 import re
 from collections.abc import Callable, Hashable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -355,23 +356,25 @@ class ListwiseReranker:
         """Ask each query's ``windows`` in turn, ``concurrency`` at a time. A free slot goes to the
         waiting query with the most windows left, the longest waiting among equals (Hu's rule: with
         equal latencies the last window ends as early as it can); prompts are built and answers
-        applied on this thread, in the order sent, so only the requests run on the pool's."""
+        applied on this thread, as they come, so only the requests run on the pool's."""
         turn = itertools.count()
         waiting = [(-left, next(turn), qid) for qid, left in windows.items()]
         heapq.heapify(waiting)
         in_flight: dict[Future, Hashable] = {}
+        finished: queue.SimpleQueue[Future] = queue.SimpleQueue()  # one put per answer: no wait() over all
         pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="listwise")
         try:
             while waiting or in_flight:
                 while waiting and len(in_flight) < self.concurrency:
                     qid = heapq.heappop(waiting)[2]
-                    in_flight[pool.submit(lambda messages: self.client.generate([messages])[0], request(qid))] = qid
-                finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
-                for future in [f for f in in_flight if f in finished]:
-                    qid = in_flight.pop(future)
-                    left = answered(qid, future.result())
-                    if left:
-                        heapq.heappush(waiting, (-left, next(turn), qid))
+                    future = pool.submit(lambda messages: self.client.generate([messages])[0], request(qid))
+                    in_flight[future] = qid
+                    future.add_done_callback(finished.put)
+                future = finished.get()
+                qid = in_flight.pop(future)
+                left = answered(qid, future.result())
+                if left:
+                    heapq.heappush(waiting, (-left, next(turn), qid))
         except BaseException as e:  # the windows in flight end first, their answers cached (not on Ctrl-C)
             pool.shutdown(wait=isinstance(e, Exception))
             raise

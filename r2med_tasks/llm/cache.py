@@ -10,7 +10,6 @@ import logging
 import math
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +108,7 @@ class GenerationCache:
 
     def put(self, key: str, generation: Generation) -> None:
         """Append ``generation`` under ``key`` and fsync it before returning."""
-        record = {"key": key, **asdict(generation)}
+        record = {"key": key, **vars(generation)}  # its fields are plain values: no deep copy
         # fields at their default are left out, so older lines and new ones read alike
         if record["stop"] is None:
             del record["stop"]

@@ -358,6 +358,8 @@ class APICaller:
               abort: threading.Event) -> T:
         import openai
 
+        from .transport import ConnectionFailed, NoAnswer, Refused
+
         attempts = self.retry.max_retries + 1
         more = f"{self.option('max_retries')}N (now {self.retry.max_retries})"
         failure, advice = "", ""
@@ -368,23 +370,27 @@ class APICaller:
             try:
                 with self._retries.sending(self.base_url):
                     payload = send()
-            except openai.APITimeoutError:
+            except (openai.APITimeoutError, NoAnswer):
                 failure = f"no answer within {self.timeout:g} s"
                 advice = f"check that the server answers, or raise {self.option('timeout')}SECONDS"
-            except openai.APIConnectionError as e:
+            except (openai.APIConnectionError, ConnectionFailed) as e:
                 cause = e.__cause__ or e.__context__
                 detail = self.scrub(str(cause), key, 120) if cause is not None and str(cause) else type(e).__name__
                 failure, advice = f"connection failed ({detail})", "check the network and base_url"
-            except openai.APIStatusError as e:
-                status, headers = e.status_code, e.response.headers
-                message = self.scrub(server_message(e.response.content), key)
+            except (openai.APIStatusError, Refused) as e:
+                if isinstance(e, Refused):
+                    status, reason, headers, content = e.status, e.reason, e.headers, e.content
+                else:
+                    status, reason, headers, content = e.status_code, _reason(e.response), e.response.headers, \
+                        e.response.content
+                message = self.scrub(server_message(content), key)
                 if status in (408, 429) or (status >= 500 and status != 501):  # 501: never there, never retried
                     wait_s = retry_after(headers, self.retry.retry_after_max)
-                    failure = f"HTTP {status} {_reason(e.response)}".rstrip() + (f": {message}" if message else "")
+                    failure = f"HTTP {status} {reason}".rstrip() + (f": {message}" if message else "")
                     advice = (f"the API is rate-limiting: wait and rerun, lower concurrency, or raise {more}"
                               if status == 429 else f"the service is failing: try again later, or raise {more}")
                 else:
-                    raise self._refused(status, _reason(e.response), message, key, headers) from None
+                    raise self._refused(status, reason, message, key, headers) from None
             else:
                 try:
                     return parse(payload)
@@ -485,6 +491,21 @@ class Endpoint:
 
     def sdk(self, key: str | None):
         return openai_client(self.base_url, key=key, timeout=self.timeout)
+
+    def poster(self, key: str | None) -> Callable[[str, dict], bytes]:
+        """``post(path, body)``: the answer's bytes for a JSON POST under ``base_url``; straight over
+        ``http.client`` to a plain-HTTP server no proxy stands before (``transport``), else through
+        the SDK. ``APICaller`` reads the failures of both."""
+        from .transport import direct_http, goes_direct
+
+        if goes_direct(self.base_url):
+            direct = direct_http(self.base_url, self.timeout)
+            return lambda path, body: direct.post(path, body, key)
+        client = self.sdk(key)
+        headers = no_auth_header(key)
+        options = {"headers": headers} if headers else {}
+        # what the SDK's create() sends, without its per-request walk of the typed parameters
+        return lambda path, body: client.post(path, cast_to=bytes, body=body, options=options)
 
     def caller(self, url: str, *, model: str, malformed_advice: str,
                client_error: Callable[[int, str], str | None] | None, logger: logging.Logger) -> APICaller:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from itertools import chain
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,7 +56,7 @@ def check_messages(requests: Sequence, who: str) -> list[list[dict]]:
         for j, message in enumerate(messages):
             if not isinstance(message, dict) or not isinstance(message.get("role"), str):
                 raise UserError(f"{who}: request {i}, message {j} must be a dict with a 'role' string")
-        if all(type(k) is str and type(v) is str for message in messages for k, v in message.items()):
+        if set(map(type, chain.from_iterable(chain.from_iterable(m.items() for m in messages)))) == {str}:
             continue  # text only, as most requests are: serializable without encoding it once more
         try:
             json.dumps(messages)
