@@ -379,6 +379,36 @@ def test_a_slow_window_holds_back_only_its_own_query(server, cache):
                    "fast": [d for d, _ in simulate(many["fast"], [(20, 40), (10, 30), (0, 20)], reverse)]}
 
 
+def test_a_free_slot_goes_to_the_query_with_the_most_windows_left(server, cache):
+    """Hu's rule, one window at a time: the query with the most windows left, the longest waiting
+    among equals, so that the last window ends as early as it can (a: 4 windows, b and c: 2 each;
+    in turns, a would be left with two windows in a row at the end)."""
+    many = {"a": [(f"a{i}", f"alpha {i}") for i in range(50)], "b": PASSAGES, "c": PASSAGES}
+    ListwiseReranker(through(chat_client(server), cache), concurrency=1).rerank_many(
+        [("a", "a"), ("b", "b"), ("c", "c")], many)
+    asked = [re.search(r"relevance to query: (\w+)\.", r.body["messages"][1]["content"]).group(1)
+             for r in server.requests]
+    assert asked == ["a", "a", "b", "c", "a", "b", "c", "a"]
+
+
+def test_a_server_that_goes_down_stops_the_run_in_one_line_and_keeps_every_answer(server, tmp_path):
+    """Six windows answered, then every request fails: the run ends with the server's error once
+    the windows in flight have ended; the rerun sends only the windows that were not answered."""
+    many = {f"q{i}": PASSAGES for i in range(4)}  # 2 windows each
+    queries = [(q, f"query {q}") for q in many]
+    server.fail_after(6)
+    with pytest.raises(UserError, match="HTTP 500"):
+        ListwiseReranker(through(chat_client(server), GenerationCache(tmp_path / "c.jsonl")),
+                         concurrency=3).rerank_many(queries, many)
+    assert len(GenerationCache(tmp_path / "c.jsonl")) == 6
+    server.recover()
+    sent = server.count
+    out = ListwiseReranker(through(chat_client(server), GenerationCache(tmp_path / "c.jsonl")),
+                           concurrency=3).rerank_many(queries, many)
+    assert server.count - sent == 2
+    assert out == {q: [d for d, _ in simulate(PASSAGES, [(5, 25), (0, 20)], reverse)] for q in many}
+
+
 @pytest.mark.parametrize("text", ["", "   ", "one", "  a  b\tc\n d  ", "x " * 400, "αβ γ\u3000δ ε", "[1] > [2]"])
 @pytest.mark.parametrize("max_words", [None, 0, 1, 3, 300])
 def test_passages_are_cut_and_answers_cleaned_as_rankgpt_does(text, max_words):

@@ -18,6 +18,7 @@ Reproduced from the code (each function names what it reproduces). Where this mo
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import re
@@ -75,10 +76,19 @@ LEADERBOARD_NAMES = {"AQ-MedAI/Diver-GroupRank-32B": "GroupRank(32B)", "AQ-MedAI
 def group_messages(query: str, texts: Sequence[str], max_doc_len: int) -> list[dict]:
     """``prepare_groups_one_epoch``'s request for one group: runs of newlines become one space, each
     text cut to ``max_doc_len`` characters, ``"[i]. text"`` blocks; the server applies the chat template."""
-    cut = [re.sub("\n+", " ", text)[:max_doc_len] for text in texts]
+    cut = [_one_line(text, max_doc_len) for text in texts]
     passages = "".join(f"[{i}]. {text}\n\n" for i, text in enumerate(cut, start=1))
     return [{"role": "system", "content": GROUP_SYSTEM},
             {"role": "user", "content": GROUP_USER.format(QUERY=query, PASSAGES=passages, TOPK=len(texts))}]
+
+
+_NEWLINES = re.compile("\n+")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _one_line(text: str, max_doc_len: int) -> str:
+    """A document as a group shows it: once per document, not once per group it is in (six)."""
+    return _NEWLINES.sub(" ", text)[:max_doc_len]
 
 
 def plan_groups(doc_ids: Sequence[str], rng: random.Random, *, group_size: int, interval: int,
