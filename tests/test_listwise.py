@@ -370,6 +370,7 @@ def test_a_slow_window_holds_back_only_its_own_query(server, cache):
         return 0.0
 
     server.delay_for = hold_slow
+    server.overlap = 2  # no answer before both queries' first windows are in flight, however late a thread starts
     many = {"slow": PASSAGES, "fast": [(f"f{i}", f"other passage {i}") for i in range(40)]}  # 2 windows and 3
     out = ListwiseReranker(through(chat_client(server), cache), concurrency=2).rerank_many(
         [("slow", "slow"), ("fast", "fast")], many)

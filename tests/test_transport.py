@@ -74,7 +74,7 @@ def test_a_request_on_a_connection_closed_as_it_was_sent_goes_again_on_a_new_one
     retry: ``max_retries=0``)."""
     from r2med_tasks.llm import transport
 
-    monkeypatch.setattr(transport.select, "select", lambda r, w, x, t: ([], [], []))  # "still open"
+    monkeypatch.setattr(transport, "_readable", lambda sock: False)  # "still open"
     server.drop_idle = True
     assert answers(server, "a") + answers(server, "b") == [fake_answer(m) for m in ask("a", "b")]
     assert [r.body["messages"][0]["content"] for r in server.requests] == ["a", "b"]
@@ -100,3 +100,28 @@ def test_a_proxy_in_the_environment_still_carries_the_requests(server, monkeypat
     monkeypatch.setenv("no_proxy", "127.0.0.1")
     answers(server, "b")
     assert server.requests[1].path == "/v1/chat/completions"
+
+
+def test_an_idle_connection_closed_by_the_server_is_seen_before_a_request_is_sent_on_it():
+    """Whatever descriptor the socket has: select() refuses one past 1023, which a run with many
+    files open reaches."""
+    import os
+    import resource
+    import socket
+
+    from r2med_tasks.llm.transport import _readable
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard <= 1500:
+        pytest.skip(f"descriptors are limited to {hard} here")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1501) if soft != resource.RLIM_INFINITY else soft, hard))
+    ours, theirs = socket.socketpair()
+    high = socket.socket(fileno=os.dup2(ours.fileno(), 1500))
+    try:
+        assert not _readable(ours) and not _readable(high)
+        theirs.close()
+        assert _readable(ours) and _readable(high)
+    finally:
+        high.close()
+        ours.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -112,10 +112,18 @@ class DirectHTTP:
                 if not self._idle:
                     return None
                 conn = self._idle.pop()
-            sock = conn.sock
-            if sock is not None and not select.select([sock], [], [], 0)[0]:
+            if conn.sock is not None and not _readable(conn.sock):
                 return conn  # nothing to read on an idle connection: still open
             conn.close()  # readable while idle: closed by the server (or garbage)
+
+
+def _readable(sock) -> bool:
+    """Whether ``sock`` has something to read now (poll: select() cannot take a descriptor past 1023)."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([sock], [], [], 0)[0])
 
 
 def _json_bytes(body: dict) -> bytes:
