@@ -105,9 +105,9 @@ def test_answers_come_back_in_input_order_under_concurrency(server, sleeps):
 @pytest.mark.parametrize("with_key", [False, True])
 def test_a_request_is_the_one_the_sdks_create_sends(server, sleeps, monkeypatch, with_key):
     """To a plain-HTTP server the client sends straight over ``http.client`` the request
-    ``chat.completions.create`` sends: the same path, the same JSON bytes, the same content type and
-    key; it leaves out only the SDK's own telemetry headers (``x-stainless-*``, its user agent) and
-    asks for no compression."""
+    ``chat.completions.create`` sends: the same path, the same JSON bytes (for these values), the
+    same content type and key; it leaves out only the SDK's own telemetry headers
+    (``x-stainless-*``, its user agent) and asks for no compression."""
     from r2med_tasks.llm import no_auth_header
     from r2med_tasks.llm.endpoint import openai_client
     from r2med_tasks.llm.messages import EXTRA_BODY_PARAMS, Turn

@@ -33,10 +33,10 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Hashable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
+from r2med_tasks.llm import map_concurrently
 from r2med_tasks.plugin import Generation, UserError
 
 log = logging.getLogger(__name__)
@@ -364,15 +364,15 @@ class ListwiseReranker:
         turn = itertools.count()
         waiting = [(-left, next(turn), qid) for qid, left in windows.items()]
         heapq.heapify(waiting)
-        lock, stop = threading.Lock(), threading.Event()
+        lock = threading.Lock()
 
         def take() -> tuple[Hashable, list[dict]] | None:  # (under the lock) the next window to send
-            if not waiting or stop.is_set():
+            if not waiting:
                 return None
             qid = heapq.heappop(waiting)[2]
             return qid, request(qid)
 
-        def work(job: tuple[Hashable, list[dict]] | None) -> None:
+        def work(job: tuple[Hashable, list[dict]] | None, abort: threading.Event) -> None:
             try:
                 while job is not None:
                     qid, messages = job
@@ -381,31 +381,16 @@ class ListwiseReranker:
                         left = answered(qid, answer)
                         if left:
                             heapq.heappush(waiting, (-left, next(turn), qid))
-                        job = take()
+                        job = None if abort.is_set() else take()
                     if not left:
                         done(qid)
             except BaseException:
-                stop.set()  # the others send nothing more, once their window in flight is answered
+                abort.set()  # the others send nothing more, once their window in flight is answered
                 raise
 
-        with lock:
-            jobs = [take() for _ in range(min(self.concurrency, len(waiting)))]
-        if not jobs:
-            return
-        pool = ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="listwise")
-        try:
-            futures = [pool.submit(work, job) for job in jobs]
-            wait(futures, return_when=FIRST_EXCEPTION)
-            for future in futures:
-                if future.done() and future.exception() is not None:
-                    raise future.exception()
-            for future in futures:
-                future.result()
-        except BaseException as e:  # the windows in flight end first, their answers cached (not on Ctrl-C)
-            stop.set()
-            pool.shutdown(wait=isinstance(e, Exception))
-            raise
-        pool.shutdown()
+        jobs = [take() for _ in range(min(self.concurrency, len(waiting)))]
+        # the windows in flight end first, their answers cached (not on Ctrl-C)
+        map_concurrently(work, jobs, self.concurrency, name="listwise", finish_running=True)
 
     @staticmethod
     def _check_passages(qid: Hashable, items: Any) -> tuple[list[tuple[str, str]], list[str]]:

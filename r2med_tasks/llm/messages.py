@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from itertools import chain
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 from ..errors import UserError
