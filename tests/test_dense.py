@@ -2,6 +2,7 @@
 sharing), identical-id dropping, and the transformers encoder's poolings, on a real small model."""
 
 import json
+import shutil
 import threading
 from pathlib import Path
 
@@ -370,13 +371,18 @@ def test_medcpt_uses_two_encoders_unless_reproducing_the_published_bug():
     assert bug.query_model == bug.doc_model == "ncbi/MedCPT-Article-Encoder"
 
 
-def test_published_retriever_runs_on_local_weights(small_model_path, evaluate):
+def test_published_retriever_runs_on_local_weights(small_model_path, evaluate, tmp_path):
     """`-o model=PATH` points a published configuration at local weights (here one layer of MiniLM
-    under contriever's recipe: mean pooling, cosine), which also gives the run its own folder."""
-    contriever = evaluate("contriever", model=str(small_model_path))
+    under contriever's recipe: mean pooling, cosine), which also gives the run its own folder.
+    (Contriever's recipe cuts texts to 512 tokens: so does sentence-transformers, from the
+    tokenizer's ``model_max_length``, on this copy.)"""
+    weights = shutil.copytree(small_model_path, tmp_path / "weights")
+    settings = json.loads((weights / "tokenizer_config.json").read_text())
+    (weights / "tokenizer_config.json").write_text(json.dumps({**settings, "model_max_length": 512}))
+    contriever = evaluate("contriever", model=str(weights))
     assert contriever.model_name == "r2med/contriever" and contriever.revision.startswith("local-")
     assert one_dir(contriever.results_dirs).parent.name != "experiments"  # other weights: another revision, not an option variant
-    st = evaluate("st", model=str(small_model_path), output="st")
+    st = evaluate("st", model=str(weights), output="st")
     assert contriever["R2MEDSampleRetrieval"].ndcg_at_10 == pytest.approx(st["R2MEDSampleRetrieval"].ndcg_at_10,
                                                                           abs=1e-5)
 

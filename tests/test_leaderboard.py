@@ -342,7 +342,7 @@ def test_compare_refuses_a_value_that_is_no_score_in_one_line(run_cli, tmp_path)
     assert f"{b / 'R2MEDBiologyRetrieval.per_query.tsv'}: query q1: nDCG@10" in err and "Traceback" not in err
 
 
-def test_export_mteb(run_cli, evaluate, tmp_path, model_path):
+def test_export_mteb(run_cli, evaluate, tmp_path):
     """A run laid out for the MTEB results repository loads with mteb; what blocks a PR is listed."""
     import mteb
 

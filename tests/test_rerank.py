@@ -45,14 +45,14 @@ def test_cross_encoder_reorders_only_the_top_k(evaluate, tmp_path, cross_encoder
 def test_first_stage_is_reused_from_disk(evaluate, cross_encoder_path, monkeypatch):
     from r2med_plugins.bm25.retriever import BM25Retriever
 
-    evaluate("bm25", "cross-encoder", model=str(cross_encoder_path), rerank_k=3)
+    evaluate("bm25", "cross-encoder", model=str(cross_encoder_path), rerank_k=3, max_length=64)
 
     def no_search(*args, **kwargs):
         raise AssertionError("the first stage must come from its saved run")
 
     monkeypatch.setattr(BM25Retriever, "search", no_search)
     monkeypatch.setattr(BM25Retriever, "index", no_search)
-    again = evaluate("bm25", "cross-encoder", model=str(cross_encoder_path), rerank_k=7)
+    again = evaluate("bm25", "cross-encoder", model=str(cross_encoder_path), rerank_k=7, max_length=64)
     assert again[TASK].status == "computed" and again.display_name == "BM25 + cross-encoder"
 
 
@@ -80,7 +80,7 @@ def test_pair_scores_survive_a_failed_run_and_serve_reruns(evaluate, tmp_path, c
 
     def rerank(output="out", **options):
         return evaluate("bm25", "cross-encoder", model=str(cross_encoder_path), rerank_k=7, batch_size=8,
-                        output=output, **options)
+                        output=output, **{"max_length": 64, **options})
 
     monkeypatch.setattr(scores, "CHUNK", 16)
     reference = rerank("reference", cache=False)  # uninterrupted, no cache
@@ -96,9 +96,10 @@ def test_pair_scores_survive_a_failed_run_and_serve_reruns(evaluate, tmp_path, c
         Path(reference[TASK].results_dir) / f"{TASK}.trec")
 
     counted["pairs"] = 0
-    again = evaluate("bm25", "cross-encoder", model=str(cross_encoder_path), rerank_k=7, batch_size=8, overwrite=True)
+    again = evaluate("bm25", "cross-encoder", model=str(cross_encoder_path), rerank_k=7, batch_size=8, max_length=64,
+                     overwrite=True)
     assert counted["pairs"] == 0 and again[TASK].ndcg_at_10 == resumed[TASK].ndcg_at_10
-    rerank(max_length=256)  # another identity: its own scores
+    rerank(max_length=32)  # another identity: its own scores
     assert counted["pairs"] == 70
     journals = list((tmp_path / "cache" / "rerank-scores").glob("*.jsonl"))
     assert len(journals) == 2

@@ -30,12 +30,13 @@ def overlap(register):
     return register(overlap_plugin, "overlap-plugin")
 
 
-def test_st_on_data_dir_writes_mteb_results(model_path, evaluate, data_dir, tmp_path):
-    """The issue's acceptance run: st + all-MiniLM-L6-v2 on an R2MED-layout folder."""
+def test_st_on_data_dir_writes_mteb_results(small_model_path, evaluate, data_dir, tmp_path):
+    """The issue's acceptance run: st + MiniLM (one layer of it) on an R2MED-layout folder."""
     import mteb
     from mteb.results import TaskResult
     from sentence_transformers import SentenceTransformer
 
+    model_path = small_model_path
     output = tmp_path / "results"
     outcome = evaluate("st", model=str(model_path), data_dir=data_dir, tasks="Biology", output=output)
     (folder,) = map(Path, outcome.results_dirs)

@@ -125,3 +125,40 @@ def test_an_idle_connection_closed_by_the_server_is_seen_before_a_request_is_sen
         high.close()
         ours.close()
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@pytest.mark.parametrize("with_key", [False, True])
+def test_the_model_list_is_asked_alike_over_either_transport(server, monkeypatch, with_key):
+    """``GET /models`` goes direct as the chat requests do, as the SDK sends it (through a proxy,
+    here the server itself): the same path and the same key, and the same model read back."""
+    from r2med_tasks.llm import endpoint
+
+    if with_key:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    served = [ChatClient("test-model", base_url=server.url, max_retries=0).served_model()]
+    for shared in ("_http_clients", "_keyless_clients"):
+        monkeypatch.setattr(endpoint, shared, {})
+    monkeypatch.setenv("http_proxy", server.url.removesuffix("/v1"))
+    served.append(ChatClient("test-model", base_url=server.url, max_retries=0).served_model())
+    direct, sdk = server.model_requests
+    assert (direct.path, sdk.path) == ("/v1/models", f"{server.url}/models")
+    assert direct.headers.get("authorization") == sdk.headers.get("authorization") == (
+        "Bearer sk-test" if with_key else None)
+    assert "content-type" not in direct.headers and direct.headers["accept"] == "application/json"
+    assert served[0] == served[1] and served[0].id == "test-model"
+
+
+def test_a_run_against_a_local_server_never_loads_the_sdk(server, monkeypatch):
+    """Chat requests and the model list go direct: with ``openai`` unimportable the client still
+    answers, and a refusal is still read as one."""
+    import sys
+
+    from r2med_tasks.errors import UserError
+
+    monkeypatch.setitem(sys.modules, "openai", None)  # `import openai` raises
+    client = ChatClient("test-model", base_url=server.url, timeout=5.0, max_retries=0)
+    assert client.served_model().id == "test-model"
+    assert [g.text for g in client.generate(ask("a"))] == [fake_answer(ask("a")[0])]
+    server.fail_after(0, "401")
+    with pytest.raises(UserError, match="401"):
+        client.generate(ask("b"))

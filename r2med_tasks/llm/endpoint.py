@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import random
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -111,6 +112,13 @@ def no_auth_header(key: str | None) -> dict | None:
 # --------------------------------------------------------------------------------------------
 # Retrying.
 # --------------------------------------------------------------------------------------------
+def _sdk_errors(name: str) -> tuple[type[BaseException], ...]:
+    """The SDK's exception class ``name`` where the SDK is loaded; none where it is not (a run over
+    the direct transport never loads it, and nothing it has not loaded can raise)."""
+    openai = sys.modules.get("openai")
+    return (getattr(openai, name),) if openai is not None else ()
+
+
 class BadResponse(Exception):
     """Raised by a ``parse`` callback: the reply is unusable, so the request is retried."""
 
@@ -356,8 +364,6 @@ class APICaller:
 
     def _call(self, send: Callable[[], bytes], parse: Callable[[bytes], T], *, key: str | None,
               abort: threading.Event) -> T:
-        import openai
-
         from .transport import ConnectionFailed, NoAnswer, Refused
 
         attempts = self.retry.max_retries + 1
@@ -370,14 +376,14 @@ class APICaller:
             try:
                 with self._retries.sending(self.base_url):
                     payload = send()
-            except (openai.APITimeoutError, NoAnswer):
+            except (NoAnswer, *_sdk_errors("APITimeoutError")):
                 failure = f"no answer within {self.timeout:g} s"
                 advice = f"check that the server answers, or raise {self.option('timeout')}SECONDS"
-            except (openai.APIConnectionError, ConnectionFailed) as e:
+            except (ConnectionFailed, *_sdk_errors("APIConnectionError")) as e:
                 cause = e.__cause__ or e.__context__
                 detail = self.scrub(str(cause), key, 120) if cause is not None and str(cause) else type(e).__name__
                 failure, advice = f"connection failed ({detail})", "check the network and base_url"
-            except (openai.APIStatusError, Refused) as e:
+            except (Refused, *_sdk_errors("APIStatusError")) as e:
                 if isinstance(e, Refused):
                     status, reason, headers, content = e.status, e.reason, e.headers, e.content
                 else:
@@ -506,6 +512,19 @@ class Endpoint:
         options = {"headers": headers} if headers else {}
         # what the SDK's create() sends, without its per-request walk of the typed parameters
         return lambda path, body: client.post(path, cast_to=bytes, body=body, options=options)
+
+    def getter(self, key: str | None) -> Callable[[str], bytes]:
+        """``get(path)``: the answer's bytes for a GET under ``base_url``, over the transport
+        :meth:`poster` takes (a run against a local server imports no SDK)."""
+        from .transport import direct_http, goes_direct
+
+        if goes_direct(self.base_url):
+            direct = direct_http(self.base_url, self.timeout)
+            return lambda path: direct.get(path, key)
+        client = self.sdk(key)
+        headers = no_auth_header(key)
+        options = {"headers": headers} if headers else {}
+        return lambda path: client.get(path, cast_to=bytes, options=options)
 
     def caller(self, url: str, *, model: str, malformed_advice: str,
                client_error: Callable[[int, str], str | None] | None, logger: logging.Logger) -> APICaller:

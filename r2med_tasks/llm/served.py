@@ -8,7 +8,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from .endpoint import Endpoint, endpoint_url, no_auth_header
+from .endpoint import Endpoint, endpoint_url
 from .secrets import redact, scrub, show_url
 
 NO_MODEL_LIST = (404, 405, 410, 501)  # the server has no model list (never retried)
@@ -76,11 +76,10 @@ def ask_served_model(endpoint: Endpoint, model: str, *, who: str, required: bool
 
     caller = endpoint.caller(url, model=model, malformed_advice="check that base_url serves an OpenAI-compatible API",
                              client_error=refused, logger=logger)
-    client = endpoint.sdk(key)
-    headers = no_auth_header(key)
+    get = endpoint.getter(key)
 
     def send() -> bytes:
-        return client.models.with_raw_response.list(extra_headers=headers).http_response.content
+        return get("/models")
 
     shown = show_url(url)
     try:

@@ -46,8 +46,9 @@ def user_agent() -> str:
 
 
 class DirectHTTP:
-    """``post(path, body) -> bytes`` under ``base_url`` (its query string kept), thread-safe: each
-    request takes an idle connection or opens one, and gives it back once its answer is read."""
+    """``post(path, body)`` and ``get(path)``, the answer's bytes, under ``base_url`` (its query
+    string kept), thread-safe: each request takes an idle connection or opens one, and gives it
+    back once its answer is read."""
 
     def __init__(self, base_url: str, *, timeout: float) -> None:
         parts = urlsplit(base_url)
@@ -67,9 +68,16 @@ class DirectHTTP:
     def post(self, path: str, body: dict, key: str | None) -> bytes:
         """The answer's bytes for a 2xx; ``Refused`` otherwise, ``NoAnswer`` or ``ConnectionFailed``
         when none comes."""
-        data = _json_bytes(body)
+        return self._request("POST", path, _json_bytes(body), key)
+
+    def get(self, path: str, key: str | None) -> bytes:
+        """As :meth:`post`, for a GET (``/models``)."""
+        return self._request("GET", path, None, key)
+
+    def _request(self, method: str, path: str, data: bytes | None, key: str | None) -> bytes:
         auth = self.basic or (f"Bearer {key}" if key else None)
-        headers = self.headers if auth is None else {**self.headers, "Authorization": auth}
+        headers = self.headers if data is not None else {k: v for k, v in self.headers.items() if k != "Content-Type"}
+        headers = headers if auth is None else {**headers, "Authorization": auth}
         target = f"{self.prefix}{path}{self.query}"
         conn = self._connection()
         while True:
@@ -77,7 +85,7 @@ class DirectHTTP:
             if conn is None:
                 conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
             try:
-                conn.request("POST", target, data, headers)
+                conn.request(method, target, data, headers)
                 response = conn.getresponse()
                 payload = response.read()
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as e:
