@@ -40,9 +40,12 @@ sys.path.insert(0, str(TESTS / "plugins_for_tests"))
 
 # Modules that run on one worker together (see pytest_xdist_make_scheduler), as units handed out
 # first, in this order (the longest first): what their tests share is costly to make, and split
-# over both workers each worker would make its own. Everything else is spread test by test.
+# over both workers each worker would make its own. Every test marked ``model`` joins the first
+# unit too: one worker imports torch, transformers and sentence-transformers and makes the
+# session's small models (about 6 s of CPU), the other never does. Everything else is spread test
+# by test.
 UNITS = {
-    "tests/test_ray.py": "ray",  # one local Ray and one set of one-by-one reference runs (about 50 s)
+    "tests/test_ray.py": "models",  # one local Ray and one set of one-by-one reference runs (about 35 s)
     "tests/test_scaffold.py": "pip",  # plugin_packages: six packages built and installed (about 4 s), and
     "tests/test_plugins.py": "pip",  # the tests of what it installed (together about 20 s)
     "tests/test_leaderboard_page.py": "browser",  # one Chromium and the page it shows (about 15 s)
@@ -171,13 +174,39 @@ def pytest_collection_modifyitems(items):
     for item in items:
         for mark in _marks_of(item):
             item.add_marker(mark)
+    units = {item.nodeid: _unit_of(item) for item in items}
     rank = {unit: i for i, unit in enumerate(dict.fromkeys(UNITS.values()))}
-    items.sort(key=lambda item: rank.get(UNITS.get(item.nodeid.split("::")[0]), len(rank)))  # stable otherwise
+    items.sort(key=lambda item: rank.get(units[item.nodeid], len(rank)))  # stable otherwise
+    if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get(_UNITS_FILE):  # for the scheduler
+        path = Path(os.environ[_UNITS_FILE])
+        draft = path.with_name(f"{path.name}.{os.getpid()}")
+        draft.write_text(json.dumps({n: u for n, u in units.items() if u is not None}))
+        os.replace(draft, path)  # both workers write the same: whichever lands last
+
+
+def _unit_of(item) -> str | None:
+    unit = UNITS.get(item.nodeid.split("::")[0])
+    return "models" if unit is None and item.get_closest_marker("model") else unit
+
+
+_UNITS_FILE = "R2MED_TEST_UNITS"  # where the workers leave each test's unit for the scheduler
+
+
+def pytest_configure(config):
+    """The controller of a run on workers names the file the workers' collection leaves the units
+    in (markers are the workers' to know; the scheduler sees node ids only)."""
+    if hasattr(config, "workerinput") or not config.pluginmanager.hasplugin("xdist"):
+        return
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="r2med-units-")
+    os.environ[_UNITS_FILE] = os.path.join(folder, "units.json")
+    config.add_cleanup(lambda: (os.environ.pop(_UNITS_FILE, None), shutil.rmtree(folder, ignore_errors=True)))
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it (-p no:xdist), unused
 def pytest_xdist_make_scheduler(config, log):
-    """pytest-xdist's load scheduling, except that the modules of each of UNITS go to one worker
+    """pytest-xdist's load scheduling, except that the tests of each unit go to one worker
     together: what their tests share (one local Ray and one set of reference runs for test_ray.py,
     a pip install, a browser) is made once, not once on each worker. The units are handed out in
     collection order (UNITS first), not reordered by their number of tests. (xdist's own
@@ -185,8 +214,13 @@ def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
     class Units(LoadScopeScheduling):
+        units: dict[str, str] | None = None
+
         def _split_scope(self, nodeid: str) -> str:
-            return UNITS.get(nodeid.split("::")[0], nodeid)
+            if self.units is None:  # read once every worker has collected (the first scheduling)
+                path = Path(os.environ.get(_UNITS_FILE, "-"))
+                self.units = json.loads(path.read_text()) if path.is_file() else {}
+            return self.units.get(nodeid) or UNITS.get(nodeid.split("::")[0], nodeid)
 
     config.option.loadscopereorder = False  # --loadscope-reorder would put the unit of most tests first
     return Units(config, log)
