@@ -166,10 +166,10 @@ def _check_slow_tests(items) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by the markers added here
 def pytest_collection_modifyitems(items):
-    """Markers from fixtures and SLOW_TESTS; then the UNITS first, in their order: each runs on one
-    worker (see pytest_xdist_make_scheduler), the Ray module the suite's longest stretch; started
-    first, the other worker runs everything else beside them, where started last (in file order)
-    one would leave the other worker idle at the end."""
+    """Markers from fixtures and SLOW_TESTS; then the units first, in their order: each runs on one
+    worker (see pytest_xdist_make_scheduler), the models' (the Ray module and every ``model``
+    test) the suite's longest stretch; started first, the other worker runs everything else beside
+    them, where started last (in file order) one would leave the other worker idle at the end."""
     _check_slow_tests(items)
     for item in items:
         for mark in _marks_of(item):

@@ -33,6 +33,7 @@ def ray_instance():
         # in Ray's environment, which its workers inherit: a job-wide runtime_env would have Ray start
         # workers of their own for it (seconds) where the ones it starts with serve
         mp.setenv("PYTHONPATH", path)
+        mp.setenv("RAY_USAGE_STATS_ENABLED", "0")  # nothing to report offline: its collection is CPU spent
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
         yield ray
         ray.shutdown()
