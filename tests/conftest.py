@@ -195,7 +195,7 @@ _UNITS_FILE = "R2MED_TEST_UNITS"  # where the workers leave each test's unit for
 def pytest_configure(config):
     """The controller of a run on workers names the file the workers' collection leaves the units
     in (markers are the workers' to know; the scheduler sees node ids only)."""
-    if hasattr(config, "workerinput") or not config.pluginmanager.hasplugin("xdist"):
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):  # a worker, or no workers
         return
     import tempfile
 

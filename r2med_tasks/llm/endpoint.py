@@ -499,32 +499,31 @@ class Endpoint:
         return openai_client(self.base_url, key=key, timeout=self.timeout)
 
     def poster(self, key: str | None) -> Callable[[str, dict], bytes]:
-        """``post(path, body)``: the answer's bytes for a JSON POST under ``base_url``; straight over
-        ``http.client`` to a plain-HTTP server no proxy stands before (``transport``), else through
-        the SDK. ``APICaller`` reads the failures of both."""
-        from .transport import direct_http, goes_direct
-
-        if goes_direct(self.base_url):
-            direct = direct_http(self.base_url, self.timeout)
+        """``post(path, body)``: the answer's bytes for a JSON POST under ``base_url``, over
+        :meth:`_transport`'s choice. ``APICaller`` reads the failures of both."""
+        direct, client, options = self._transport(key)
+        if direct is not None:
             return lambda path, body: direct.post(path, body, key)
-        client = self.sdk(key)
-        headers = no_auth_header(key)
-        options = {"headers": headers} if headers else {}
         # what the SDK's create() sends, without its per-request walk of the typed parameters
         return lambda path, body: client.post(path, cast_to=bytes, body=body, options=options)
 
     def getter(self, key: str | None) -> Callable[[str], bytes]:
-        """``get(path)``: the answer's bytes for a GET under ``base_url``, over the transport
-        :meth:`poster` takes (a run against a local server imports no SDK)."""
+        """``get(path)``: as :meth:`poster`, for a GET (``/models``)."""
+        direct, client, options = self._transport(key)
+        if direct is not None:
+            return lambda path: direct.get(path, key)
+        return lambda path: client.get(path, cast_to=bytes, options=options)
+
+    def _transport(self, key: str | None):
+        """Straight over ``http.client`` to a plain-HTTP server no proxy stands before
+        (``transport``: such a run never imports the SDK), else the SDK's client and its requests'
+        options: ``(direct, None, {})`` or ``(None, client, options)``."""
         from .transport import direct_http, goes_direct
 
         if goes_direct(self.base_url):
-            direct = direct_http(self.base_url, self.timeout)
-            return lambda path: direct.get(path, key)
-        client = self.sdk(key)
+            return direct_http(self.base_url, self.timeout), None, {}
         headers = no_auth_header(key)
-        options = {"headers": headers} if headers else {}
-        return lambda path: client.get(path, cast_to=bytes, options=options)
+        return None, self.sdk(key), ({"headers": headers} if headers else {})
 
     def caller(self, url: str, *, model: str, malformed_advice: str,
                client_error: Callable[[int, str], str | None] | None, logger: logging.Logger) -> APICaller:
