@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -115,7 +117,7 @@ SLOW_TESTS: dict[str, dict[str, str]] = {
     },
     "test_authors_models.py": {"test_rankllama_feeds_the_pairs_the_authors_fed": "tokenizes 1,024-token pairs"},
     "test_inputs.py": {
-        "test_folders_that_libraries_open_hold_only_files_their_digest_covers": "a fresh process importing torch; the other audits stay",
+        "test_folders_that_libraries_open_hold_only_files_their_digest_covers": "a model loaded, three runs",
     },
     "test_run_file.py": {
         "test_a_run_file_feeds_a_reranker_as_its_retriever_would": "test_rerank's reranking runs stay",
@@ -534,6 +536,13 @@ def wait_until(condition, seconds: float = 30) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"still waiting after {seconds} s"
         time.sleep(0.005)
+
+
+@functools.cache
+def syntax_tree(path: Path) -> ast.Module:
+    """A source file's syntax tree, parsed once per worker: the tests that read the code walk the
+    same 140 modules several times. Read it; never change it."""
+    return ast.parse(Path(path).read_text(encoding="utf-8"))
 
 
 def write_jsonl(path: Path, rows) -> Path:

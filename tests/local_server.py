@@ -4,6 +4,8 @@ recorded requests, scripted faults, and start/stop as a context manager."""
 from __future__ import annotations
 
 import json
+import selectors
+import socket
 import threading
 import time
 from collections import deque
@@ -36,6 +38,7 @@ class LocalServer:
         self._released = threading.Event()  # set by release() and stop(): ``delay`` is over
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
+        self._wake_r, self._wake_w = socket.socketpair()  # stop() wakes the loop at once: no polling
         self._thread: threading.Thread | None = None
 
     def _handler(self):
@@ -46,10 +49,19 @@ class LocalServer:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
     def start(self):
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
         return self
+
+    def _serve(self) -> None:
+        """``serve_forever`` without its poll: a suite stops a server hundreds of times, and each
+        stop waited for the poll's next tick."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._httpd, selectors.EVENT_READ)
+            selector.register(self._wake_r, selectors.EVENT_READ)
+            while not self._stopping.is_set():
+                if any(key.fileobj is self._httpd for key, _ in selector.select()):
+                    self._httpd.handle_request()
 
     def wait_for_overlap(self) -> None:
         """In a handler, before answering: wait until ``overlap`` requests have been in flight at
@@ -67,10 +79,12 @@ class LocalServer:
     def stop(self) -> None:
         self._stopping.set()
         self._released.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._wake_w.send(b"\0")
         if self._thread is not None:
             self._thread.join(5)
+        self._httpd.server_close()
+        self._wake_r.close()
+        self._wake_w.close()
 
     def __enter__(self):
         return self.start()

@@ -14,7 +14,7 @@ from pydantic import Field, create_model, model_validator
 
 import r2med_plugins
 import r2med_tasks
-from conftest import SAMPLE, read_jsonl
+from conftest import SAMPLE, read_jsonl, syntax_tree
 from r2med_tasks.components.specs import RerankerSpec, RetrieverSpec, RewriterSpec
 from r2med_tasks.components.context import Context
 from r2med_tasks.errors import UserError
@@ -43,7 +43,7 @@ def test_nothing_inspects_a_signature():
     found = []
     for root in (Path(r2med_tasks.__file__).parent, Path(r2med_plugins.__file__).parent):
         for path in sorted(root.rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            for node in ast.walk(syntax_tree(path)):
                 if isinstance(node, ast.Attribute) and node.attr in SIGNATURE_READERS:
                     found.append(f"{path}:{node.lineno} .{node.attr}")
                 elif isinstance(node, ast.ImportFrom) and node.module == "inspect":

@@ -278,7 +278,8 @@ def test_a_second_ctrl_c_quits_at_once_with_one_line(stage, tmp_path, small_mode
     cache = tmp_path / "cache"
     if stage == "dense encoding":
         data = large_task(tmp_path / "data", 20_000)
-        args = ["run", "--plugin", "st", "-o", f"model={small_model_path}", "-o", "chunk_size=256"]
+        # contriever's recipe on local weights: transformers without sentence-transformers, 2 s less to import
+        args = ["run", "--plugin", "contriever", "-o", f"model={small_model_path}", "-o", "chunk_size=256"]
         ready = lambda: any(cache.rglob("chunk-*.npy"))  # noqa: E731 - encoding under way
     else:
         data = large_task(tmp_path / "data", 300_000)

@@ -42,6 +42,7 @@ import pytest
 
 import r2med_plugins
 import r2med_tasks
+from conftest import syntax_tree
 
 CORE = "r2med_tasks"
 PLUGINS = "r2med_plugins"
@@ -112,7 +113,7 @@ def _resolve(importer: str, level: int, module: str | None) -> str:
 
 
 def imports_of(importer: str) -> list[Import]:
-    tree = ast.parse(MODULES[importer].read_text(encoding="utf-8"))
+    tree = syntax_tree(MODULES[importer])
     type_only = _type_checking_lines(tree)
     found = []
     for node in ast.walk(tree):
@@ -204,7 +205,7 @@ def test_allowlist_has_no_stale_entries():
 @functools.cache
 def exported_names(module: str) -> frozenset[str] | None:
     """A module's ``__all__`` as its source writes it (None without one)."""
-    for node in ast.parse(MODULES[module].read_text(encoding="utf-8")).body:
+    for node in syntax_tree(MODULES[module]).body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
             return frozenset(ast.literal_eval(node.value))
     return None
@@ -499,7 +500,7 @@ def test_runtime_modules_never_import_the_build_tools():
     neither import them nor carry a ``__main__`` block of their own."""
     bad = [f"{imp.where()} imports {imp.target}" for imp in all_imports() if imp.target.split(".")[0] == "tools"]
     for module, path in MODULES.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = syntax_tree(path)
         if any(isinstance(n, ast.If) and "__main__" in ast.unparse(n.test) for n in tree.body):
             bad.append(f"{module}: an `if __name__ == '__main__'` block (a generator belongs in tools/)")
     assert not bad, "\n".join(bad)
@@ -509,7 +510,7 @@ def test_runtime_modules_never_import_the_build_tools():
 def test_the_page_keeps_its_style_and_script_in_package_data():
     """html.py writes the page; its CSS and JavaScript are files (``r2med_tasks/data/page/``),
     so no string in the module but its docstrings is longer than a line or two of markup."""
-    tree = ast.parse(MODULES["r2med_tasks.board.html"].read_text(encoding="utf-8"))
+    tree = syntax_tree(MODULES["r2med_tasks.board.html"])
     docstrings = {id(n.body[0].value) for n in ast.walk(tree)
                   if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(n) is not None}
     long = [(n.lineno, len(n.value)) for n in ast.walk(tree) if isinstance(n, ast.Constant)
@@ -536,7 +537,7 @@ def _constant_values() -> dict[str, list[str]]:
 
     found: dict[str, list[str]] = {}
     for module, path in MODULES.items():
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        for node in syntax_tree(path).body:
             if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
                 continue
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
@@ -572,7 +573,7 @@ def test_each_core_name_is_defined_once():
     for module, path in MODULES.items():
         if not module.startswith(CORE):
             continue
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        for node in syntax_tree(path).body:
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
                 defined.setdefault(node.name, []).append(module)
     bad = [f"{name}: {', '.join(where)}" for name, where in defined.items() if len(where) > 1]
@@ -625,6 +626,6 @@ def test_only_the_layout_names_results_files():
     assert layout.OWN_FOLDER == OWN_FOLDER
     bad = [f"{module}:{leak}" for module, path in MODULES.items()
            if module not in ("r2med_tasks.results.layout", "r2med_tasks.results.folder")
-           for leak in _layout_leaks(ast.parse(path.read_text(encoding="utf-8")))]
+           for leak in _layout_leaks(syntax_tree(path))]
     assert not bad, "results paths built outside r2med_tasks.results (use layout's constants and ResultsFolder's paths):\n" \
         + "\n".join(bad)

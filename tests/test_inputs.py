@@ -289,42 +289,46 @@ def test_saved_runs_examples_and_a_plugins_files_are_read_only_into_the_identity
     assert weighted["code"]["weighted_plugin"].startswith("source-")
 
 
-@pytest.mark.process
-def test_folders_that_libraries_open_hold_only_files_their_digest_covers(tmp_path, cross_encoder_path, chat_server, server):
+def test_folders_that_libraries_open_hold_only_files_their_digest_covers(tmp_path, evaluate, cross_encoder_path,
+                                                                         chat_server, server, monkeypatch):
     """Folders that libraries open, not r2med: a reranker's local model over saved runs, an API
     embedder's ``-o tokenizer=`` folder and an agent's ``-o template=`` folder. Every file a run
     opens under one (by torch, transformers or a native library: the kernel reports each) is one of
     the files whose content the identity's digest of that folder covers (the model's revision, the
-    option's ``name@sha256:`` in ``config``)."""
+    option's ``name@sha256:`` in ``config``). In this process: nothing here keeps a loaded model
+    between runs, and the model is a copy no earlier test loaded. (That the saved runs are read
+    through the identity's door, the audit tests above check.)"""
     from conftest import tokenizer_with_template
     from test_run_file import random_run
 
     from r2med_tasks.components.model_refs import _model_files, content_digest
 
-    runs, tokenizer, template = tmp_path / "runs", tmp_path / "tokenizer", tmp_path / "template"
+    model, runs, tokenizer, template = (tmp_path / "model", tmp_path / "runs", tmp_path / "tokenizer",
+                                        tmp_path / "template")
+    shutil.copytree(cross_encoder_path, model)
     for folder in (runs, tokenizer, template):
         folder.mkdir()
     (runs / "sample.trec").write_text("\n".join(random_run(2)) + "\n")
     tokenizer_with_template(tokenizer, "{{ messages[0]['content'] }}")
     tokenizer_with_template(template, "{% for m in messages %}{{ m['content'] }}\n{% endfor %}")
     chat_server.script = lambda context, partial: "<think>Found it.</think>\n<answer> blood </answer>"
-    sample = {"tasks": "sample"}
-    done = audit(tmp_path, [(["run-file", "cross-encoder"], {"path": str(runs), "model": str(cross_encoder_path),
-                                                              "rerank_k": 5, "device": "cpu"}, sample),
-                            (["openai"], {"base_url": server.url, "tokenizer": str(tokenizer)}, sample),
-                            (["search-r1", "bm25"], {"llm": f"{chat_server.url}#agent", "template": str(template)},
-                             sample)],
-                 [cross_encoder_path, runs, tokenizer, template], env={"OPENAI_API_KEY": "sk-test"})
-    opened = {Path(path) for path, _ in done["opened"]} | done["native"]
-    for folder in (Path(cross_encoder_path), tokenizer, template):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with opened_under([model, tokenizer, template]) as opened:
+        outcomes = [evaluate("run-file", "cross-encoder", path=str(runs), model=str(model), rerank_k=5, device="cpu",
+                             output="reranked"),
+                    evaluate("openai", base_url=server.url, tokenizer=str(tokenizer), output="embedded"),
+                    evaluate("search-r1", "bm25", llm=f"{chat_server.url}#agent", template=str(template),
+                             output="searched")]
+    for folder in (model, tokenizer, template):
         folder = folder.resolve()
         read = {p for p in opened if p.is_relative_to(folder)}
         fingerprinted = {p.resolve() for _, p in _model_files(folder)}
-        marker = "config.json" if folder == Path(cross_encoder_path).resolve() else "tokenizer_config.json"
+        marker = "config.json" if folder == model.resolve() else "tokenizer_config.json"
         assert folder / marker in read and read <= fingerprinted, (folder, read - fingerprinted)
-    assert [p for p, reader in done["opened"] if reader is None and Path(p).is_relative_to(runs)] == []
-    (reranked,) = [i for i in done["identities"][0] if "reranker" in i["models"]]
-    (embedded,), (searched,) = done["identities"][1:]
+    reranked, embedded, searched = ([json.loads(p.read_text()) for d in outcome.results_dirs
+                                     for p in Path(d).glob("r2med/*.identity.json")] for outcome in outcomes)
+    (reranked,) = [i for i in reranked if "reranker" in i["models"]]
+    (embedded,), (searched,) = embedded, searched
     assert reranked["models"]["reranker"]["revision"].startswith("local-")
     assert embedded["config"]["retriever"]["options"]["tokenizer"] == f"tokenizer@sha256:{content_digest(tokenizer)[:12]}"
     assert searched["config"]["rewriter"]["options"]["template"] == f"template@sha256:{content_digest(template)[:12]}"

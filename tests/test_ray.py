@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TESTS
-from test_distributed_encoding import TASK, Bars, chunk_bytes, corpus, retriever
+from test_distributed_encoding import TASK, Bars, chunk_bytes, corpus
 from test_sweep import TASKS, assert_same_results, result_files, sweep_json
 from r2med_tasks.components.context import Context
 
@@ -151,15 +151,36 @@ def test_pool_sweep_survives_a_lost_worker_and_reruns_nothing(where, run_cli, di
     assert {t["status"] for j in again["jobs"] for t in j["run"]["tasks"]} == {"cached"}
 
 
+def contriever(model_path: Path, dies_once: Path | None = None, **kw):
+    """A dense retriever under contriever's recipe on the small model's weights: transformers
+    without sentence-transformers, so that each actor imports 2 s less (the ``st`` adapter on
+    actors is the same code path: ``fill_on_ray`` takes any model adapter)."""
+    from dataclasses import replace
+
+    from r2med_plugins.dense.models import DENSE_MODELS
+    from r2med_plugins.dense.published import PublishedModel
+    from r2med_plugins.dense.retriever import DenseRetriever
+
+    config = replace(DENSE_MODELS["contriever"], hf_model=str(model_path))
+    settings = {"device": "cpu", "batch_size": 4, "dtype": "fp32"}
+    if dies_once is None:
+        model = PublishedModel(config, **settings)
+    else:
+        from dies_once_plugin import DiesOncePublished
+
+        model = DiesOncePublished(str(dies_once), config, **settings)
+    return DenseRetriever(model, cache=True, drop_identical_ids=False, **kw)
+
+
 def test_ray_actors_store_the_single_process_embeddings(ray_instance, small_model_path, tmp_path):
     """Two actors encode a 48-document corpus in chunks of 10 (the last one partial), one of them
     dying on its first chunk (its chunks go to the other actor while Ray restarts it); every chunk
     file equals, byte for byte, the one a single process writes, and the bar reaches 48."""
     docs = corpus()
-    single = retriever(small_model_path, chunk_size=10)
+    single = contriever(small_model_path, chunk_size=10)
     single.index(docs, task=TASK, context=Context(tmp_path / "single"))
     bars = Bars()
-    spread = retriever(small_model_path, tmp_path / "died", chunk_size=10, ray_actors=2)
+    spread = contriever(small_model_path, tmp_path / "died", chunk_size=10, ray_actors=2)
     spread.index(docs, task=TASK, context=Context(tmp_path / "ray", progress=bars))
     assert chunk_bytes(spread, docs, tmp_path / "ray") == chunk_bytes(single, docs, tmp_path / "single")
     assert [(t, sum(s)) for _, t, s in bars.bars] == [(48, 48)]
