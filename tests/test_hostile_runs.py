@@ -227,15 +227,95 @@ def test_temp_files_a_killed_writer_left_go_with_the_next_write(tmp_path):
 # ------------------------------------------------------------------------------- a second Ctrl-C
 
 
-def interrupt_twice(args: list[str], ready, tmp_path) -> subprocess.CompletedProcess:
-    """Start ``r2med ARGS``, wait until ``ready()`` (the stage under test is running), press Ctrl-C,
-    wait until the run says it was interrupted (its first line), then press again: each press comes
-    after the run has answered the one before, however loaded the machine, so no timing decides."""
+class Forked:
+    """``r2med ARGS`` in a fork of this worker, which has imported torch and transformers: a process
+    of its own that gets the signals, without a fresh interpreter's 5 s of imports. What a fresh
+    process would not have is reset first: exit handlers, the SIGINT handler, the standard streams,
+    the plugin set and torch's threads (a fork cannot use its parent's OpenMP pool)."""
+
+    def __init__(self, args: list[str]) -> None:
+        read, write = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            os.close(read)
+            self._child(args, write)
+        os.close(write)
+        self.stderr = open(read, encoding="utf-8")  # noqa: SIM115 - read until the child ends
+        self.returncode: int | None = None
+
+    @staticmethod
+    def _child(args: list[str], stderr: int) -> None:
+        """Run the command and end this process with its exit code; never returns."""
+        import atexit
+        import io
+        import traceback
+
+        code = 1
+        try:
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd, target in ((0, null), (1, null), (2, stderr)):
+                os.dup2(target, fd)
+            atexit._clear()
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8")
+            sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+                                          errors="backslashreplace", line_buffering=True)
+            import torch
+
+            from r2med_tasks.cli import main
+            from r2med_tasks.running import discovery
+
+            torch.set_num_threads(1)
+            discovery._plugins = None
+            sys.argv = ["r2med", *map(str, args)]
+            main()
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else int(e.code is not None)
+        except BaseException:  # noqa: BLE001 - the child's end, reported on its stderr
+            traceback.print_exc()
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+            os._exit(code)
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while self.poll() is None:
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"r2med (process {self.pid})", timeout)
+            time.sleep(0.01)
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        os.kill(self.pid, signum)
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, signal.SIGKILL)
+            self.wait(10)
+
+
+def interrupt_twice(args: list[str], ready, tmp_path, *, fork: bool = False) -> subprocess.CompletedProcess:
+    """Start ``r2med ARGS`` (a fresh interpreter, or with ``fork`` a fork of this one), wait until
+    ``ready()`` (the stage under test is running), press Ctrl-C, wait until the run says it was
+    interrupted (its first line), then press again: each press comes after the run has answered
+    the one before, however loaded the machine, so no timing decides."""
     import threading
 
-    proc = subprocess.Popen([sys.executable, "-m", "r2med_tasks.cli", *map(str, args)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    if fork:
+        proc = Forked(args)
+    else:
+        proc = subprocess.Popen([sys.executable, "-m", "r2med_tasks.cli", *map(str, args)], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines: list[str] = []
     said = threading.Event()
 
@@ -248,16 +328,19 @@ def interrupt_twice(args: list[str], ready, tmp_path) -> subprocess.CompletedPro
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    deadline = time.monotonic() + 90
-    while not ready() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert proc.poll() is None, "".join(lines)
-    proc.send_signal(signal.SIGINT)
-    assert said.wait(60), "no answer to the first Ctrl-C within 60 s"
-    second = proc.poll() is None and reader.is_alive()  # a run that already ended gets no second press
-    if second:
+    try:
+        deadline = time.monotonic() + 90
+        while not ready() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert proc.poll() is None, "".join(lines)
         proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=60)
+        assert said.wait(60), "no answer to the first Ctrl-C within 60 s"
+        second = proc.poll() is None and reader.is_alive()  # a run that already ended gets no second press
+        if second:
+            proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
     reader.join(timeout=10)
     return subprocess.CompletedProcess(args, proc.returncode, "", "".join(lines)), second
 
@@ -278,15 +361,16 @@ def test_a_second_ctrl_c_quits_at_once_with_one_line(stage, tmp_path, small_mode
     cache = tmp_path / "cache"
     if stage == "dense encoding":
         data = large_task(tmp_path / "data", 20_000)
-        # contriever's recipe on local weights: transformers without sentence-transformers, 2 s less to import
-        args = ["run", "--plugin", "contriever", "-o", f"model={small_model_path}", "-o", "chunk_size=256"]
+        args = ["run", "--plugin", "st", "-o", f"model={small_model_path}", "-o", "chunk_size=256"]
         ready = lambda: any(cache.rglob("chunk-*.npy"))  # noqa: E731 - encoding under way
     else:
         data = large_task(tmp_path / "data", 300_000)
         args = ["run", "--plugin", "bm25"]
         ready = lambda: any((cache / "corpus").glob("*.ids"))  # noqa: E731 - the corpus is read: indexing next
+    # the encoding run in a fork of this worker, which has the model's libraries loaded; the
+    # indexing run in a fresh interpreter, as the command starts
     done, second = interrupt_twice([*args, "--data-dir", data, "--output", tmp_path / "out", "--cache-dir", cache],
-                                   ready, tmp_path)
+                                   ready, tmp_path, fork=stage == "dense encoding")
     assert done.returncode == 130, done.stderr
     assert "Traceback" not in done.stderr and "Abort" not in done.stderr and "Exception ignored" not in done.stderr
     lines = done.stderr.strip().splitlines()
