@@ -349,9 +349,9 @@ def large_task(root: Path, n_docs: int) -> Path:
     """A Biology folder with the sample's queries and judgments and ``n_docs`` more documents."""
     folder = root / "Biology"
     shutil.copytree(SAMPLE, folder)
-    extra = [{"id": f"x{i}", "text": f"padding passage {i} about cells genes proteins {i % 97} and more"}
-             for i in range(n_docs)]
-    write_jsonl(folder / "corpus.jsonl", [*read_jsonl(SAMPLE / "corpus.jsonl"), *extra])
+    with (folder / "corpus.jsonl").open("a", encoding="utf-8") as corpus:  # JSON by hand: 5 times faster
+        corpus.writelines(f'{{"id": "x{i}", "text": "padding passage {i} about cells genes proteins {i % 97} and more"}}\n'
+                          for i in range(n_docs))
     return root
 
 
@@ -364,7 +364,7 @@ def test_a_second_ctrl_c_quits_at_once_with_one_line(stage, tmp_path, small_mode
         args = ["run", "--plugin", "st", "-o", f"model={small_model_path}", "-o", "chunk_size=256"]
         ready = lambda: any(cache.rglob("chunk-*.npy"))  # noqa: E731 - encoding under way
     else:
-        data = large_task(tmp_path / "data", 300_000)
+        data = large_task(tmp_path / "data", 100_000)
         args = ["run", "--plugin", "bm25"]
         ready = lambda: any((cache / "corpus").glob("*.ids"))  # noqa: E731 - the corpus is read: indexing next
     # the encoding run in a fork of this worker, which has the model's libraries loaded; the
