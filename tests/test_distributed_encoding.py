@@ -3,8 +3,6 @@ on Ray actors is tested in test_ray.py, with these helpers.)"""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from conftest import SAMPLE
@@ -31,17 +29,11 @@ class Bars:
         return self.bars[-1][2].append
 
 
-def retriever(model_path, dies_once: Path | None = None, **kw):
+def retriever(model_path, **kw):
     from r2med_plugins.dense.retriever import DenseRetriever
     from r2med_plugins.dense.st import SentenceTransformerModel
 
-    settings = (str(model_path), None, None, "", "", 0, 4, "cpu")
-    if dies_once is None:
-        model = SentenceTransformerModel(*settings)
-    else:
-        from dies_once_plugin import DiesOnceModel
-
-        model = DiesOnceModel(str(dies_once), *settings)
+    model = SentenceTransformerModel(str(model_path), None, None, "", "", 0, 4, "cpu")
     return DenseRetriever(model, cache=True, drop_identical_ids=False, **kw)
 
 

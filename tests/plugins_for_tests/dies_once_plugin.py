@@ -5,9 +5,8 @@ and a dense model adapter that does the same on its first chunk: a Ray actor los
 (the one that finds no such file) creates the file and ends its process at once, as a node that
 vanishes would; every later call, in any process, runs normally. Load it with
 R2MED_PLUGINS=dies_once_plugin (tests/plugins_for_tests on the path), which sweeps pass on to
-their Ray workers. ``DiesOnceModel(marker, ...)`` is the ``st`` model adapter, and
-``DiesOncePublished(marker, ...)`` a published model's, with the marker file given directly
-(actors get no environment from the caller).
+their Ray workers. ``DiesOncePublished(marker, ...)`` is a published model's adapter with the
+marker file given directly (actors get no environment from the caller).
 """
 
 import os
@@ -15,7 +14,6 @@ import os
 from overlap_plugin import Overlap, OverlapOptions
 
 from r2med_plugins.dense.published import PublishedModel
-from r2med_plugins.dense.st import SentenceTransformerModel
 from r2med_tasks.components.specs import RetrieverSpec
 from r2med_tasks.components.hookspecs import hookimpl
 
@@ -39,25 +37,14 @@ class DiesOnce(Overlap):
         super().index(corpus, task=task, context=context)
 
 
-class DiesOnceModel(SentenceTransformerModel):
-    def __init__(self, marker: str, *args) -> None:
-        super().__init__(*args)
-        self.marker = marker
-
-    def encoder(self):
-        """Dies when its first chunk asks for the model, before loading it: Ray restarts the actor
-        all the same, and the process lost spent no seconds importing the model's libraries."""
-        die_once(self.marker)
-        return super().encoder()
-
-
 class DiesOncePublished(PublishedModel):
     def __init__(self, marker: str, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.marker = marker
 
     def encoder(self):
-        """As ``DiesOnceModel.encoder``: dies before anything is loaded."""
+        """Dies when its first chunk asks for the model, before loading it: Ray restarts the actor
+        all the same, and the process lost spent no seconds importing the model's libraries."""
         die_once(self.marker)
         return super().encoder()
 
