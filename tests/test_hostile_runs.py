@@ -234,8 +234,12 @@ class Forked:
     the plugin set and torch's threads (a fork cannot use its parent's OpenMP pool)."""
 
     def __init__(self, args: list[str]) -> None:
+        import warnings
+
         read, write = os.pipe()
-        self.pid = os.fork()
+        with warnings.catch_warnings():  # Python 3.12 warns of forking with threads: the child uses none of theirs
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.pid = os.fork()
         if self.pid == 0:
             os.close(read)
             self._child(args, write)
