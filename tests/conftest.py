@@ -9,8 +9,10 @@ import json
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -253,6 +255,87 @@ def in_process_unless_marked(request, monkeypatch):
         real(self, args, *rest, **kwargs)
 
     monkeypatch.setattr(subprocess.Popen, "__init__", refuse_python)
+
+
+class Forked:
+    """``r2med ARGS`` in a fork of this worker: a process of its own that gets the signals, without
+    a fresh interpreter's imports (seconds where the worker has torch and transformers loaded).
+    What a fresh process would not have is reset first: exit handlers, the SIGINT handler, the
+    standard streams, the plugin set and torch's threads (a fork cannot use its parent's OpenMP
+    pool). A test whose subject is the fresh process itself (its imports, its streams' encoding)
+    starts one."""
+
+    def __init__(self, args: list[str]) -> None:
+        import warnings
+
+        read, write = os.pipe()
+        with warnings.catch_warnings():  # Python 3.12 warns of forking with threads: the child uses none of theirs
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.pid = os.fork()
+        if self.pid == 0:
+            os.close(read)
+            self._child(args, write)
+        os.close(write)
+        self.stderr = open(read, encoding="utf-8")  # noqa: SIM115 - read until the child ends
+        self.returncode: int | None = None
+
+    @staticmethod
+    def _child(args: list[str], stderr: int) -> None:
+        """Run the command and end this process with its exit code; never returns."""
+        import atexit
+        import io
+        import traceback
+
+        code = 1
+        try:
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd, target in ((0, null), (1, null), (2, stderr)):
+                os.dup2(target, fd)
+            atexit._clear()
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8")
+            sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+                                          errors="backslashreplace", line_buffering=True)
+            from r2med_tasks.cli import main
+            from r2med_tasks.running import discovery
+
+            if "torch" in sys.modules:
+                sys.modules["torch"].set_num_threads(1)
+            discovery._plugins = None
+            sys.argv = ["r2med", *map(str, args)]
+            main()
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else int(e.code is not None)
+        except BaseException:  # noqa: BLE001 - the child's end, reported on its stderr
+            traceback.print_exc()
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+            os._exit(code)
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while self.poll() is None:
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"r2med (process {self.pid})", timeout)
+            time.sleep(0.01)
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        os.kill(self.pid, signum)
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, signal.SIGKILL)
+            self.wait(10)
 
 
 class LogCapture(logging.Handler):
@@ -530,8 +613,6 @@ def evaluate(plugins, tmp_path):
 def wait_until(condition, seconds: float = 30) -> None:
     """Poll ``condition`` until it holds, failing after ``seconds``: what a test waits for (a thread
     queued, a display refreshed) happens when the machine gets to it, never after a fixed time."""
-    import time
-
     deadline = time.monotonic() + seconds
     while not condition():
         assert time.monotonic() < deadline, f"still waiting after {seconds} s"

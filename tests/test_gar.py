@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from chat_server import fake_answer
-from conftest import SAMPLE, read_jsonl, read_ranking, write_jsonl
+from conftest import SAMPLE, Forked, read_jsonl, read_ranking, write_jsonl
 
 QUERIES = read_jsonl(SAMPLE / "query.jsonl")
 CORPUS = read_jsonl(SAMPLE / "corpus.jsonl")
@@ -325,20 +325,17 @@ def test_hub_split_names_the_split_to_read(evaluate, hub):
 def test_ctrl_c_keeps_the_answers_in_flight(evaluate, tmp_path, server, second_interrupt):
     """Ctrl-C during generation: the answers being generated are still stored (the run waits a few
     seconds for them, saying so), or a second Ctrl-C quits at once; either way a rerun sends only the rest.
-    The interrupted run has a process of its own (it gets the signal); the rerun runs in this one.
+    The interrupted run has a process of its own (a fork: it gets the signal); the rerun runs in this one.
     The server holds its answers until the run has said what it does with them, and each press
     comes after the run has answered the one before: no timing decides."""
     import signal
-    import subprocess
-    import sys
     import threading
     import time
 
     server.delay = 600.0  # held until release()
     args = ["run", "--plugin", "hyde", "-o", f"llm={server.url}#test-model", "-o", "concurrency=2", "--plugin", "bm25",
             "--tasks", "sample", "--output", tmp_path / "out", "--cache-dir", tmp_path / "cache"]
-    proc = subprocess.Popen([sys.executable, "-m", "r2med_tasks.cli", *map(str, args)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = Forked(args)
     lines: list[str] = []
     waiting = threading.Event()
 
@@ -384,8 +381,6 @@ def test_a_first_ctrl_c_abandons_a_server_that_never_answers_within_seconds(eval
     one line), the requests in flight abandoned and nothing half-written; a rerun against the
     server, answering again, takes the four answers from the cache and sends only the rest."""
     import signal
-    import subprocess
-    import sys
     import time
 
     from conftest import wait_until
@@ -393,8 +388,7 @@ def test_a_first_ctrl_c_abandons_a_server_that_never_answers_within_seconds(eval
     server.fail_after(4, "hang", hang_s=600)
     args = ["run", "--plugin", "hyde", "-o", f"llm={server.url}#test-model", "-o", "concurrency=2", "--plugin", "bm25",
             "--tasks", "sample", "--output", tmp_path / "out", "--cache-dir", tmp_path / "cache"]
-    proc = subprocess.Popen([sys.executable, "-m", "r2med_tasks.cli", *map(str, args)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = Forked(args)
     journal = tmp_path / "cache" / "generations" / "chat.jsonl"
     try:
         wait_until(lambda: server.in_flight == 2 and journal.exists() and len(journal.read_bytes().splitlines()) == 4
@@ -402,7 +396,8 @@ def test_a_first_ctrl_c_abandons_a_server_that_never_answers_within_seconds(eval
         assert proc.poll() is None, proc.stderr.read()
         proc.send_signal(signal.SIGINT)
         started = time.monotonic()
-        err = proc.communicate(timeout=30)[1]
+        err = proc.stderr.read()  # to its end: the process's
+        proc.wait(30)
     finally:
         proc.kill()
     assert time.monotonic() - started < 5 and proc.returncode == 130

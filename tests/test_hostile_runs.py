@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLE, read_jsonl, write_jsonl
+from conftest import SAMPLE, Forked, read_jsonl, write_jsonl
 
 TASK = "R2MEDBiologyRetrieval"
 
@@ -225,86 +225,6 @@ def test_temp_files_a_killed_writer_left_go_with_the_next_write(tmp_path):
 
 
 # ------------------------------------------------------------------------------- a second Ctrl-C
-
-
-class Forked:
-    """``r2med ARGS`` in a fork of this worker, which has imported torch and transformers: a process
-    of its own that gets the signals, without a fresh interpreter's 5 s of imports. What a fresh
-    process would not have is reset first: exit handlers, the SIGINT handler, the standard streams,
-    the plugin set and torch's threads (a fork cannot use its parent's OpenMP pool)."""
-
-    def __init__(self, args: list[str]) -> None:
-        import warnings
-
-        read, write = os.pipe()
-        with warnings.catch_warnings():  # Python 3.12 warns of forking with threads: the child uses none of theirs
-            warnings.simplefilter("ignore", DeprecationWarning)
-            self.pid = os.fork()
-        if self.pid == 0:
-            os.close(read)
-            self._child(args, write)
-        os.close(write)
-        self.stderr = open(read, encoding="utf-8")  # noqa: SIM115 - read until the child ends
-        self.returncode: int | None = None
-
-    @staticmethod
-    def _child(args: list[str], stderr: int) -> None:
-        """Run the command and end this process with its exit code; never returns."""
-        import atexit
-        import io
-        import traceback
-
-        code = 1
-        try:
-            null = os.open(os.devnull, os.O_RDWR)
-            for fd, target in ((0, null), (1, null), (2, stderr)):
-                os.dup2(target, fd)
-            atexit._clear()
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8")
-            sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
-                                          errors="backslashreplace", line_buffering=True)
-            import torch
-
-            from r2med_tasks.cli import main
-            from r2med_tasks.running import discovery
-
-            torch.set_num_threads(1)
-            discovery._plugins = None
-            sys.argv = ["r2med", *map(str, args)]
-            main()
-            code = 0
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else int(e.code is not None)
-        except BaseException:  # noqa: BLE001 - the child's end, reported on its stderr
-            traceback.print_exc()
-        finally:
-            for stream in (sys.stdout, sys.stderr):
-                stream.flush()
-            os._exit(code)
-
-    def poll(self) -> int | None:
-        if self.returncode is None:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
-
-    def wait(self, timeout: float) -> int:
-        deadline = time.monotonic() + timeout
-        while self.poll() is None:
-            if time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(f"r2med (process {self.pid})", timeout)
-            time.sleep(0.01)
-        return self.returncode
-
-    def send_signal(self, signum: int) -> None:
-        os.kill(self.pid, signum)
-
-    def kill(self) -> None:
-        if self.poll() is None:
-            os.kill(self.pid, signal.SIGKILL)
-            self.wait(10)
 
 
 def interrupt_twice(args: list[str], ready, tmp_path, *, fork: bool = False) -> subprocess.CompletedProcess:
