@@ -33,20 +33,6 @@ def test_a_closed_stdout_is_no_traceback_and_the_run_still_writes(tmp_path):
     assert list((tmp_path / "out").glob("local-data/*/*/R2MEDSampleRetrieval.json"))
 
 
-@pytest.mark.process  # a file-size limit is a process's
-def test_a_file_size_limit_names_the_file_not_the_plugin(tmp_path):
-    import resource
-
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.RLIM_INFINITY))
-
-    run = subprocess.run([*R2MED, "run", "--plugin", "bm25", "--tasks", "sample", "--output", str(tmp_path / "out"),
-                          "--cache-dir", str(tmp_path / "cache")], capture_output=True, text=True, preexec_fn=limit)
-    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
-    line = run.stderr.strip().splitlines()[-1]
-    assert "ulimit -f" in line and str(tmp_path / "cache") in line and "failed while" not in line
-
-
 def test_a_full_disk_while_locking_names_the_lock_and_leaves_no_folder(run_cli, tmp_path, monkeypatch):
     real_open = os.open
 
