@@ -273,21 +273,22 @@ class Forked:
             warnings.simplefilter("ignore", DeprecationWarning)
             self.pid = os.fork()
         if self.pid == 0:
-            os.close(read)
-            self._child(args, write)
+            self._child(args, read, write)
         os.close(write)
         self.stderr = open(read, encoding="utf-8")  # noqa: SIM115 - read until the child ends
         self.returncode: int | None = None
 
     @staticmethod
-    def _child(args: list[str], stderr: int) -> None:
-        """Run the command and end this process with its exit code; never returns."""
-        import atexit
-        import io
-        import traceback
-
+    def _child(args: list[str], read: int, stderr: int) -> None:
+        """Run the command and end this process with its exit code; never returns (into pytest's
+        code, whatever fails here)."""
         code = 1
         try:
+            import atexit
+            import io
+            import traceback
+
+            os.close(read)
             null = os.open(os.devnull, os.O_RDWR)
             for fd, target in ((0, null), (1, null), (2, stderr)):
                 os.dup2(target, fd)
@@ -308,10 +309,12 @@ class Forked:
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else int(e.code is not None)
         except BaseException:  # noqa: BLE001 - the child's end, reported on its stderr
-            traceback.print_exc()
+            with contextlib.suppress(BaseException):
+                traceback.print_exc()
         finally:
             for stream in (sys.stdout, sys.stderr):
-                stream.flush()
+                with contextlib.suppress(BaseException):
+                    stream.flush()
             os._exit(code)
 
     def poll(self) -> int | None:
