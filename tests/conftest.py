@@ -89,8 +89,8 @@ SLOW_TESTS: dict[str, dict[str, str]] = {
         "test_a_terminal_that_cannot_show_every_character_gets_replacements[latin-1]": "[ascii] stays",
         "test_swapped_weights_are_another_model": "two dense runs",
         "test_encodings_at_other_thread_counts_agree_within_the_documented_tolerance": "three encodings",
-        "test_a_full_standard_output_is_not_blamed_on_the_output_folder": "a subprocess run",
-        "test_the_file_size_limit_names_the_file": "a subprocess run",
+        "test_a_full_standard_output_is_not_blamed_on_the_output_folder": "a forked run",
+        "test_the_file_size_limit_names_the_file": "a forked run",
     },
     "test_api.py": {
         "test_a_sentence_transformer_object_scores_exactly_as_the_cli": "full MiniLM, twice",
@@ -101,7 +101,7 @@ SLOW_TESTS: dict[str, dict[str, str]] = {
     "test_identity.py": {
         "test_mteb_and_r2med_results_of_one_model_and_revision_are_one_row": "mteb.evaluate with a model",
         "test_escaping_revision_writes_nothing_outside_output": "a dense run",
-        "test_concurrent_runs_on_different_data_each_print_their_own_scores": "subprocess runs",
+        "test_concurrent_runs_on_different_data_each_print_their_own_scores": "two runs, one forked",
         "test_option_variants_are_experiments_and_rows_of_their_own": "four runs",
     },
     "test_rerank.py": {
@@ -239,83 +239,81 @@ def _starts_python(args) -> bool:
 
 @pytest.fixture(autouse=True)
 def in_process_unless_marked(request, monkeypatch):
-    """A Python subprocess (the CLI, pip, a fresh interpreter) costs a second or more of imports:
-    only tests marked ``process`` (what they test needs a process of its own: signals, closed or
-    full streams, a terminal's encoding, a fresh interpreter's imports, pip) or ``ray`` start one;
+    """A Python subprocess (the CLI, pip, a fresh interpreter) costs a second or more of imports,
+    a fork of this worker (``Forked``) little, but either is a process: only tests marked
+    ``process`` (what they test needs a process of its own: signals, closed or full streams, a
+    terminal's encoding, a limit, a kill, a fresh interpreter's imports, pip) or ``ray`` start one;
     the others run the command in this process (``run_cli``). Fixtures of a wider scope, set up
     before this one, may (the session's pip install)."""
     if request.node.get_closest_marker("process") or request.node.get_closest_marker("ray"):
         return
     real = subprocess.Popen.__init__
+    advice = ("run it in this process (run_cli), or, if what it tests needs a process, mark it "
+              "@pytest.mark.process")
 
     def refuse_python(self, args, *rest, **kwargs):
         if _starts_python(args):
-            raise AssertionError(f"{request.node.nodeid} starts Python in a subprocess: run it in this process "
-                                 "(run_cli), or, if what it tests needs a process, mark it @pytest.mark.process")
+            raise AssertionError(f"{request.node.nodeid} starts Python in a subprocess: {advice}")
         real(self, args, *rest, **kwargs)
 
+    def refuse_fork():
+        raise AssertionError(f"{request.node.nodeid} forks this worker: {advice}")
+
     monkeypatch.setattr(subprocess.Popen, "__init__", refuse_python)
+    monkeypatch.setattr(os, "fork", refuse_fork)
 
 
 class Forked:
-    """``r2med ARGS`` in a fork of this worker: a process of its own that gets the signals, without
-    a fresh interpreter's imports (seconds where the worker has torch and transformers loaded).
-    What a fresh process would not have is reset first: exit handlers, the SIGINT handler, the
-    standard streams, the plugin set and torch's threads (a fork cannot use its parent's OpenMP
-    pool). A test whose subject is the fresh process itself (its imports, its streams' encoding)
+    """``r2med ARGS``, or a function, in a fork of this worker: a process of its own (it gets
+    signals, its streams and limits are its own, it can be killed) without a fresh interpreter's
+    imports (seconds where the worker has torch and transformers loaded). What a fresh process would
+    not have is reset first (``_as_a_fresh_process``). ``stdout``: ``subprocess.DEVNULL``,
+    ``subprocess.PIPE``, ``Forked.CLOSED`` (as ``>&-`` leaves it: Python has None there) or a file
+    descriptor; ``encoding``: the standard streams' (PYTHONIOENCODING's); ``env``: variables set in
+    the child (None: unset), PYTHONPATH's folders put on ``sys.path``; ``before``: called first in the child (a
+    resource limit). A test whose subject is a fresh interpreter (its imports, its hash seed)
     starts one."""
 
-    def __init__(self, args: list[str]) -> None:
+    CLOSED = -10
+
+    def __init__(self, work, *, stdout: int = subprocess.DEVNULL, encoding: str = "utf-8",
+                 env: dict[str, str | None] | None = None, before=None) -> None:
         import warnings
 
-        read, write = os.pipe()
-        with warnings.catch_warnings():  # Python 3.12 warns of forking with threads: the child uses none of theirs
-            warnings.simplefilter("ignore", DeprecationWarning)
-            self.pid = os.fork()
+        err_read, err_write = os.pipe()
+        out_read, out_write = os.pipe() if stdout == subprocess.PIPE else (None, stdout)
+        try:
+            with warnings.catch_warnings():  # Python 3.12 warns of forking with threads: the child uses none of theirs
+                warnings.simplefilter("ignore", DeprecationWarning)
+                self.pid = os.fork()
+        except BaseException:
+            for fd in {err_read, err_write, out_read, out_write} - {None, stdout}:
+                os.close(fd)
+            raise
         if self.pid == 0:
-            self._child(args, read, write)
-        os.close(write)
-        self.stderr = open(read, encoding="utf-8")  # noqa: SIM115 - read until the child ends
+            _forked_child(work if callable(work) else functools.partial(_cli, work), stdout=out_write,
+                          stderr=err_write, encoding=encoding, env=env or {}, before=before)
+        os.close(err_write)
+        self.stderr = open(err_read, encoding=encoding, errors="replace")  # noqa: SIM115 - read until the child ends
+        self.stdout = None
+        if out_read is not None:
+            os.close(out_write)
+            self.stdout = open(out_read, "rb")  # noqa: SIM115
         self.returncode: int | None = None
 
-    @staticmethod
-    def _child(args: list[str], read: int, stderr: int) -> None:
-        """Run the command and end this process with its exit code; never returns (into pytest's
-        code, whatever fails here)."""
-        code = 1
-        try:
-            import atexit
-            import io
-            import traceback
+    def communicate(self, timeout: float = 120) -> tuple[bytes | None, str]:
+        """Its standard output (``PIPE``'s, else None) and error, each read to its end, once it has ended."""
+        import threading
 
-            os.close(read)
-            null = os.open(os.devnull, os.O_RDWR)
-            for fd, target in ((0, null), (1, null), (2, stderr)):
-                os.dup2(target, fd)
-            atexit._clear()
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8")
-            sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
-                                          errors="backslashreplace", line_buffering=True)
-            from r2med_tasks.cli import main
-            from r2med_tasks.running import discovery
-
-            if "torch" in sys.modules:
-                sys.modules["torch"].set_num_threads(1)
-            discovery._plugins = None
-            sys.argv = ["r2med", *map(str, args)]
-            main()
-            code = 0
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else int(e.code is not None)
-        except BaseException:  # noqa: BLE001 - the child's end, reported on its stderr
-            with contextlib.suppress(BaseException):
-                traceback.print_exc()
-        finally:
-            for stream in (sys.stdout, sys.stderr):
-                with contextlib.suppress(BaseException):
-                    stream.flush()
-            os._exit(code)
+        got: dict[str, object] = {}
+        readers = [threading.Thread(target=lambda name=name, f=f: got.__setitem__(name, f.read()), daemon=True)
+                   for name, f in (("out", self.stdout), ("err", self.stderr)) if f is not None]
+        for reader in readers:
+            reader.start()
+        self.wait(timeout)
+        for reader in readers:
+            reader.join(timeout)
+        return got.get("out"), got.get("err", "")
 
     def poll(self) -> int | None:
         if self.returncode is None:
@@ -339,6 +337,91 @@ class Forked:
         if self.poll() is None:
             os.kill(self.pid, signal.SIGKILL)
             self.wait(10)
+
+
+def forked(function, *args, env: dict[str, str] | None = None, timeout: float = 300):
+    """``function(*args)`` in a fork of this worker (``Forked``), for what lasts as long as its
+    process (an audit hook); its result, pickled back."""
+    import pickle
+    import threading
+
+    read, write = os.pipe()
+
+    def work() -> None:
+        with open(write, "wb") as result:
+            pickle.dump(function(*args), result)
+
+    proc = Forked(work, env=env)
+    os.close(write)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(open(read, "rb").read()), daemon=True)  # noqa: SIM115
+    reader.start()
+    _, err = proc.communicate(timeout)
+    reader.join(timeout)
+    assert proc.returncode == 0 and got, err
+    return pickle.loads(got[0])
+
+
+def _cli(args: list) -> None:
+    from r2med_tasks.cli import main
+
+    sys.argv = ["r2med", *map(str, args)]
+    main()
+
+
+def _forked_child(work, *, stdout: int, stderr: int, encoding: str, env: dict[str, str | None], before) -> None:
+    """Make this fork like a fresh process, run ``work`` and end the process with its exit code, as
+    an interpreter ends (exit handlers, streams flushed); never returns into pytest's code, whatever
+    fails here."""
+    code = 1
+    try:
+        import atexit
+        import io
+        import traceback
+
+        atexit._clear()  # the worker's
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        if stdout == Forked.CLOSED:
+            os.close(1)
+        else:
+            os.dup2(null if stdout == subprocess.DEVNULL else stdout, 1)
+        os.dup2(stderr, 2)
+        sys.stdout = (None if stdout == Forked.CLOSED else
+                      io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding=encoding))
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding=encoding, errors="backslashreplace",
+                                      line_buffering=True)
+        sys.__stdout__, sys.__stderr__ = sys.stdout, sys.stderr
+        for name, value in env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        sys.path[:0] = [p for p in (env.get("PYTHONPATH") or "").split(os.pathsep) if p]
+        from r2med_tasks.running import discovery
+
+        discovery._plugins = None  # found again, under this environment
+        if "torch" in sys.modules:  # a fork cannot use its parent's OpenMP pool: it would hang in its first region
+            sys.modules["torch"].set_num_threads(1)
+        if "r2med_plugins.bm25.encode" in sys.modules:  # the worker's helper processes are the worker's
+            sys.modules["r2med_plugins.bm25.encode"]._HELPERS.clear()
+        if before is not None:
+            before()
+        work()
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else int(e.code is not None)
+    except BaseException:  # noqa: BLE001 - the child's end, reported on its stderr
+        with contextlib.suppress(BaseException):
+            traceback.print_exc()
+    finally:
+        with contextlib.suppress(BaseException):
+            atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(BaseException):
+                stream.flush()
+        os._exit(code)
 
 
 class LogCapture(logging.Handler):

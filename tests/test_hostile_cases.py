@@ -17,19 +17,20 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLE, finished_sample_run, read_jsonl, write_jsonl
+from conftest import SAMPLE, Forked, finished_sample_run, read_jsonl, write_jsonl
 
-R2MED = [sys.executable, "-m", "r2med_tasks.cli"]
 
 
 @pytest.mark.process  # a closed standard output is a process's
 def test_a_closed_stdout_is_no_traceback_and_the_run_still_writes(tmp_path):
-    shown = subprocess.run(["bash", "-c", f"{' '.join(R2MED)} list tasks >&-"], capture_output=True, text=True)
-    assert shown.returncode == 0 and "Traceback" not in shown.stderr, shown.stderr
-    run = subprocess.run(["bash", "-c", f"{' '.join(R2MED)} run --plugin bm25 --tasks sample --output "
-                                        f"{tmp_path / 'out'} --cache-dir {tmp_path / 'cache'} >&-"],
-                         capture_output=True, text=True)
-    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
+    """``r2med ... >&-``: Python has None for the stream; the command's output goes nowhere."""
+    shown = Forked(["list", "tasks"], stdout=Forked.CLOSED)
+    _, err = shown.communicate()
+    assert shown.returncode == 0 and "Traceback" not in err, err
+    run = Forked(["run", "--plugin", "bm25", "--tasks", "sample", "--output", tmp_path / "out", "--cache-dir",
+                  tmp_path / "cache"], stdout=Forked.CLOSED)
+    _, err = run.communicate()
+    assert run.returncode == 0 and "Traceback" not in err, err
     assert list((tmp_path / "out").glob("local-data/*/*/R2MEDSampleRetrieval.json"))
 
 

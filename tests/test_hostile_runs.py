@@ -175,11 +175,11 @@ def test_the_file_size_limit_names_the_file(tmp_path, data_dir):
 
     corpus = [{"id": f"d{i}", "text": f"document {i} " + "word " * 50} for i in range(400)]
     write_jsonl(data_dir / "Biology" / "corpus.jsonl", [*read_jsonl(data_dir / "Biology" / "corpus.jsonl"), *corpus])
-    proc = subprocess.run([sys.executable, "-m", "r2med_tasks.cli", "run", "--plugin", "bm25", "--data-dir",
-                           str(data_dir), "--tasks", "Biology", "--output", str(tmp_path / "out"), "--cache-dir",
-                           str(tmp_path / "cache")], capture_output=True, text=True, preexec_fn=limited, timeout=120)
-    one_line_error(proc.returncode, proc.stderr, str(tmp_path / "cache"), "file too large", "--cache-dir", "ulimit -f")
-    assert "failed while" not in proc.stderr  # the limit, not the plugin, is to blame
+    proc = Forked(["run", "--plugin", "bm25", "--data-dir", data_dir, "--tasks", "Biology", "--output", tmp_path / "out",
+                   "--cache-dir", tmp_path / "cache"], before=limited)
+    _, err = proc.communicate()
+    one_line_error(proc.returncode, err, str(tmp_path / "cache"), "file too large", "--cache-dir", "ulimit -f")
+    assert "failed while" not in err  # the limit, not the plugin, is to blame
 
 
 @pytest.mark.parametrize("option", ["--output", "--data-dir", "--cache-dir"])
@@ -204,11 +204,11 @@ def test_a_link_out_of_the_output_is_not_followed(run_cli, tmp_path):
 @pytest.mark.process  # a full standard output is a process's
 def test_a_full_standard_output_is_not_blamed_on_the_output_folder(tmp_path):
     with open("/dev/full", "w") as full:
-        proc = subprocess.run([sys.executable, "-m", "r2med_tasks.cli", "run", "--plugin", "bm25", "--tasks", "sample",
-                               "--output", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache"), "--json"],
-                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
-    one_line_error(proc.returncode, proc.stderr, "writing the command's output: no space left on the device")
-    assert "--output" not in proc.stderr
+        proc = Forked(["run", "--plugin", "bm25", "--tasks", "sample", "--output", tmp_path / "out", "--cache-dir",
+                       tmp_path / "cache", "--json"], stdout=full.fileno())
+        _, err = proc.communicate()
+    one_line_error(proc.returncode, err, "writing the command's output: no space left on the device")
+    assert "--output" not in err
 
 
 def test_temp_files_a_killed_writer_left_go_with_the_next_write(tmp_path):
@@ -341,19 +341,21 @@ def test_encodings_at_other_thread_counts_agree_within_the_documented_tolerance(
 @pytest.mark.process  # the terminal's encoding is the process's
 @pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
 def test_a_terminal_that_cannot_show_every_character_gets_replacements(tmp_path, encoding):
-    """The summary's ×100 and a hybrid's ⊕: replaced, not a traceback."""
-    env = {**os.environ, "PYTHONIOENCODING": encoding}
+    """The summary's ×100 and a hybrid's ⊕: replaced, not a traceback. (Each command in a process
+    whose standard streams have the encoding, as PYTHONIOENCODING gives them.)"""
     out = tmp_path / "out"
     args = ["run", "--plugin", "hybrid", "-o", "members=bm25,bm25-okapi", "--tasks", "sample", "--output", str(out),
             "--cache-dir", str(tmp_path / "cache")]
-    run = subprocess.run([sys.executable, "-m", "r2med_tasks.cli", *args], capture_output=True, env=env, timeout=120)
-    assert run.returncode == 0 and b"Traceback" not in run.stderr, run.stderr
-    assert b"BM25 ? bm25-okapi (RRF)" in run.stdout  # no ⊕ in either; latin-1 has the ×
-    assert ("nDCG@10 ×100".encode(encoding, "replace")) in run.stdout
+    run = Forked(args, stdout=subprocess.PIPE, encoding=encoding)
+    stdout, stderr = run.communicate()
+    assert run.returncode == 0 and "Traceback" not in stderr, stderr
+    assert b"BM25 ? bm25-okapi (RRF)" in stdout  # no ⊕ in either; latin-1 has the ×
+    assert ("nDCG@10 ×100".encode(encoding, "replace")) in stdout
     folder = next(out.rglob("R2MEDSampleRetrieval.per_query.tsv")).parent
-    compared = subprocess.run([sys.executable, "-m", "r2med_tasks.cli", "compare", str(folder), str(folder)],
-                              capture_output=True, env=env, timeout=120)
-    assert compared.returncode == 0 and b"Traceback" not in compared.stderr, compared.stderr
+    compared = Forked(["compare", folder, folder], stdout=subprocess.PIPE, encoding=encoding)
+    stdout, stderr = compared.communicate()
+    assert compared.returncode == 0 and "Traceback" not in stderr and b"Traceback" not in stdout, stderr
+    assert "nDCG@10 ×100".encode(encoding, "replace") in stdout
 
 
 def test_a_named_pipe_for_a_run_file_is_refused_not_waited_on(run_cli, tmp_path):

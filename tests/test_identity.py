@@ -2,10 +2,8 @@
 code match; option variants are mteb experiments; folders are locked and never escape --output."""
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,7 +12,7 @@ import pytest
 import pytrec_eval
 
 import r2med_tasks as r2med
-from conftest import SAMPLE, TESTS, board_rows, qrels_of, read_jsonl, write_jsonl
+from conftest import SAMPLE, Forked, board_rows, qrels_of, read_jsonl, write_jsonl
 from r2med_tasks.results.folder import ResultsFolder
 from r2med_tasks.tasks.specs import R2MED_TASKS
 
@@ -180,10 +178,8 @@ def test_concurrent_runs_on_different_data_each_print_their_own_scores(run_cli, 
     env = {"R2MED_PLUGINS": "overlap_plugin", "R2MED_LOAD_PLUGINS": "", "R2MED_TEST_LOG": str(tmp_path / "log"),
            "R2MED_TEST_RELEASE": str(release)}
     args = ["run", "--plugin", "overlap", "--output", str(tmp_path / "out"), "--json"]
-    first = subprocess.Popen([sys.executable, "-m", "r2med_tasks.cli", *args, "--data-dir", str(roots["one"])],
-                             text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             env={**os.environ, **env, "PYTHONPATH": str(TESTS / "plugins_for_tests"),
-                                  "R2MED_TEST_BLOCK_ON": "R2MEDBiologyRetrieval"})
+    first = Forked([*args, "--data-dir", roots["one"]], stdout=subprocess.PIPE,
+                   env={**env, "R2MED_TEST_BLOCK_ON": "R2MEDBiologyRetrieval"})
     deadline = time.time() + 60
     while not (tmp_path / "log.ready").exists() and time.time() < deadline and first.poll() is None:
         time.sleep(0.05)
@@ -198,7 +194,7 @@ def test_concurrent_runs_on_different_data_each_print_their_own_scores(run_cli, 
 
     monkeypatch.setattr(locking, "holder", found_taken)
     code, second_out, second_err = run_cli(*args, "--data-dir", str(roots["two"]))
-    out_one, err_one = first.communicate(timeout=120)
+    out_one, err_one = first.communicate()
     assert first.returncode == 0 and code == 0, err_one + second_err
     assert f"is in use by pid {first.pid}" in second_err and "waiting until it is free" in second_err
     for out, root in ((out_one, roots["one"]), (second_out, roots["two"])):

@@ -10,14 +10,12 @@ import json
 import os
 import shutil
 import struct
-import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLE, read_jsonl, write_jsonl
+from conftest import SAMPLE, forked, read_jsonl, write_jsonl
 from test_dense_api import server  # noqa: F401 - the local embedding server
 from test_generations import agent_server, results_folder, thinking_model
 
@@ -102,17 +100,20 @@ def test_a_label_is_a_relative_path_never_a_machine_path(tmp_path, label):
         read_inputs(Named(), SAMPLE_TASK, None, who="rewriter 'x'")
 
 
-AUDIT = textwrap.dedent('''
-    import json, os, sys
-    from pathlib import Path
+# the functions that read a file into the identity: a component's inputs, a file or model folder
+# fingerprinted (an option's content, a local model), saved runs' revision, a plugin's source
+READERS = {("read_inputs", "inputs.py"), ("of", "model_refs.py"), ("digest", "saved_runs.py"),
+           ("source_digest", "discovery.py")}
+TASK_FILES = {"corpus.jsonl", "query.jsonl", "qrels.jsonl"}
 
-    watched = [Path(p).resolve() for p in sys.argv[2:]]
-    prefixes = tuple({str(p) for w in sys.argv[2:] for p in (Path(os.path.abspath(w)), Path(w).resolve())})
-    task_files = {"corpus.jsonl", "query.jsonl", "qrels.jsonl"}
-    # the functions that read a file into the identity: a component's inputs, a file or model folder
-    # fingerprinted (an option's content, a local model), saved runs' revision, a plugin's source
-    readers = {("read_inputs", "inputs.py"), ("of", "model_refs.py"), ("digest", "saved_runs.py"),
-               ("source_digest", "discovery.py")}
+
+def audited_runs(runs, watched: list[str], out: Path) -> dict:
+    """The child of ``audit``: an audit hook (it stays for the life of its process) noting each file
+    read under ``watched`` and the identity reader it was read through; then the runs."""
+    import r2med_tasks as r2med
+
+    folders = [Path(p).resolve() for p in watched]
+    prefixes = tuple({str(p) for w in watched for p in (Path(os.path.abspath(w)), Path(w).resolve())})
     opened = []
 
     def hook(event, args):
@@ -122,39 +123,34 @@ AUDIT = textwrap.dedent('''
         if (isinstance(mode, str) and any(c in mode for c in "wax+")) or (flags or 0) & (os.O_WRONLY | os.O_RDWR):
             return  # written, not read
         if not os.path.abspath(os.fsdecode(args[0])).startswith(prefixes):
-            return  # cheap: the imports open thousands of files
+            return  # cheap: most opens are elsewhere
         path = Path(os.fsdecode(args[0])).resolve()
-        if path.name in task_files or "__pycache__" in path.parts or not any(path.is_relative_to(w) for w in watched):
+        if path.name in TASK_FILES or "__pycache__" in path.parts or not any(path.is_relative_to(w) for w in folders):
             return
         frame = sys._getframe(1)
-        while frame is not None and (frame.f_code.co_name, Path(frame.f_code.co_filename).name) not in readers:
+        while frame is not None and (frame.f_code.co_name, Path(frame.f_code.co_filename).name) not in READERS:
             frame = frame.f_back
         opened.append([str(path), frame and frame.f_code.co_name])
 
     sys.addaudithook(hook)
-    import r2med_tasks as r2med
-
+    os.chdir(REPO)
     identities = []
-    for i, (components, options, data) in enumerate(json.loads(sys.argv[1])):
-        out = r2med.evaluate(r2med.pipeline(*components, **options), **data, output=Path(os.environ["OUT"]) / str(i),
-                             cache_dir=Path(os.environ["OUT"]) / "cache")
-        identities.append([json.loads(p.read_text()) for d in out.results_dirs for p in Path(d).glob("r2med/*.identity.json")])
-    print(json.dumps({"opened": opened, "identities": identities}))
-''')
+    for i, (components, options, data) in enumerate(runs):
+        done = r2med.evaluate(r2med.pipeline(*components, **options), **data, output=out / str(i), cache_dir=out / "cache")
+        identities.append([json.loads(p.read_text()) for d in done.results_dirs for p in Path(d).glob("r2med/*.identity.json")])
+    return {"opened": opened, "identities": identities}
 
 
 def audit(tmp_path, runs, watched, env=()):
-    """Each run (components, options, evaluate's data arguments) in one fresh interpreter; every file
-    read under ``watched`` (the task's own three aside), with the identity reader it was read
-    through (None: around the identity), and each run's stored identities; under ``"native"``, every
-    file the kernel saw opened under ``watched`` (by Python or by a native library)."""
-    env = {**os.environ, "OUT": str(tmp_path / "out"), "HF_HUB_OFFLINE": "1", "R2MED_CACHE_DIR": str(tmp_path / "c"),
-           **dict(env)}
+    """Each run (components, options, evaluate's data arguments) in one process of its own (a fork
+    of this worker: an audit hook cannot be removed); every file read under ``watched`` (the task's
+    own three aside), with the identity reader it was read through (None: around the identity), and
+    each run's stored identities; under ``"native"``, every file the kernel saw opened under
+    ``watched`` (by Python or by a native library)."""
     with opened_under(watched) as native:
-        done = subprocess.run([sys.executable, "-c", AUDIT, json.dumps(runs), *map(str, watched)], env=env,
-                              capture_output=True, text=True, cwd=REPO, timeout=300)
-    assert done.returncode == 0, done.stderr
-    return {**json.loads(done.stdout.strip().splitlines()[-1]), "native": native}
+        done = forked(audited_runs, runs, [str(w) for w in watched], tmp_path / "out",
+                      env={"R2MED_CACHE_DIR": str(tmp_path / "c"), **dict(env)})
+    return {**done, "native": native}
 
 
 @contextlib.contextmanager

@@ -2,9 +2,6 @@
 
 import json
 import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -12,7 +9,7 @@ import numpy as np
 import pytest
 import pytrec_eval
 
-from conftest import TESTS, qrels_of, read_jsonl, wait_until
+from conftest import Forked, qrels_of, read_jsonl, wait_until
 from r2med_tasks.results.folder import ResultsFolder
 from r2med_tasks.scoring.runs import read_trec
 
@@ -168,8 +165,6 @@ def test_killed_run_resumes_without_recomputing(evaluate, data_dir, tmp_path, mo
     with the plugin loaded as the killed process loads it (R2MED_PLUGINS)."""
     from r2med_tasks.running import discovery as plugins_module
 
-    env = {**os.environ, "R2MED_PLUGINS": "overlap_plugin", "R2MED_LOAD_PLUGINS": "",
-           "PYTHONPATH": str(TESTS / "plugins_for_tests")}
     monkeypatch.setenv("R2MED_PLUGINS", "overlap_plugin")
     monkeypatch.setattr(plugins_module, "_plugins", None)
     log = tmp_path / "calls.log"
@@ -177,16 +172,14 @@ def test_killed_run_resumes_without_recomputing(evaluate, data_dir, tmp_path, mo
 
     evaluate("overlap", tasks=None, data_dir=data_dir, output="reference")
 
-    killed_env = {**env, "R2MED_TEST_LOG": str(log), "R2MED_TEST_BLOCK_ON": "R2MEDBioinformaticsRetrieval"}
-    proc = subprocess.Popen([sys.executable, "-m", "r2med_tasks.cli", *args, "--output", str(tmp_path / "resumed")],
-                            env=killed_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = Forked([*args, "--output", tmp_path / "resumed"], env={
+        "R2MED_LOAD_PLUGINS": "", "R2MED_TEST_LOG": str(log), "R2MED_TEST_BLOCK_ON": "R2MEDBioinformaticsRetrieval"})
     ready = Path(str(log) + ".ready")
     deadline = time.time() + 60
     while not ready.exists() and time.time() < deadline and proc.poll() is None:
         time.sleep(0.05)
     assert ready.exists(), "the run never reached the second task"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    proc.kill()
     folder = next((tmp_path / "resumed").glob("local-data/*/*"))
     assert (folder / "R2MEDBiologyRetrieval.json").exists()
     assert not (folder / "R2MEDBioinformaticsRetrieval.json").exists()

@@ -10,10 +10,8 @@ filling the machine's memory; the tests of terminal encodings run ``r2med`` in a
 
 import json
 import os
-import resource
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +19,7 @@ from click.testing import CliRunner
 
 from r2med_tasks.tasks.specs import R2MED_TASKS
 
-from conftest import bounded
+from conftest import Forked, bounded
 
 ROOT = Path(__file__).parent.parent
 SHORTS = [t.short_name for t in R2MED_TASKS]
@@ -43,19 +41,6 @@ def write_system(folder: Path, name: str, ndcg: float, *, skip: str | None = Non
             (folder / f"{task.name}.json").write_text(json.dumps(task_result(task.name, ndcg)))
     (folder / "model_meta.json").write_text(json.dumps({"name": name, "revision": folder.name}))
     return folder
-
-
-def _limits():  # the child: at most 2 GiB of address space (reading /dev/zero ends there)
-    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
-
-
-def r2med(*args, cwd: Path, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-    """``r2med ARGS`` in a fresh process (built-in plugins only), killed after ``timeout`` seconds."""
-    environ = {**os.environ, "R2MED_LOAD_PLUGINS": "", "PYTHONIOENCODING": "utf-8", **(env or {})}
-    environ.pop("R2MED_PLUGINS", None)
-    return subprocess.run([sys.executable, "-m", "r2med_tasks.cli", *map(str, args)], cwd=cwd, env=environ,
-                          capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=timeout,
-                          preexec_fn=_limits, check=False)
 
 
 def r2med_here(*args) -> tuple[int, str, str]:
@@ -318,8 +303,10 @@ def test_the_leaderboard_degrades_on_a_terminal_that_cannot_show_every_character
     results = tmp_path / "results"
     write_system(results / "acme__fused" / "v1", "acme/bm25 ⊕ e5 (RRF)", 0.4)
     (results / "acme__fused" / "v1" / "bad⊕.json").write_text("{")  # a warning naming a file with ⊕
-    for fmt in ("table", "markdown"):
-        done = r2med("leaderboard", results, "--format", fmt, cwd=tmp_path, env={"PYTHONIOENCODING": encoding})
-        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
-        assert "acme/bm25 ? e5 (RRF)" in done.stdout or "acme/bm25 ? e5 \\(RRF\\)" in done.stdout
-        assert len(done.stderr.strip().splitlines()) == 1 and "bad" in done.stderr
+    for fmt in ("table", "markdown"):  # a process of its own: its streams have the encoding, as PYTHONIOENCODING gives them
+        done = Forked(["leaderboard", results, "--format", fmt], stdout=subprocess.PIPE, encoding=encoding,
+                      env={"R2MED_LOAD_PLUGINS": "", "R2MED_PLUGINS": None})
+        stdout, stderr = done.communicate(60)
+        assert done.returncode == 0 and "Traceback" not in stderr, stderr
+        assert b"acme/bm25 ? e5 (RRF)" in stdout or b"acme/bm25 ? e5 \\(RRF\\)" in stdout
+        assert len(stderr.strip().splitlines()) == 1 and "bad" in stderr
