@@ -26,17 +26,27 @@ from r2med_tasks.components.context import Context
 def ray_instance():
     """One local Ray (two CPUs) for this module, its workers finding the test plugins; shut down
     when the module ends, mid-suite, not at the end of the session. Its two tests come last in the
-    module, so that the idle Ray does not share the cores with the local and pool sweeps."""
+    module, so that the idle Ray does not share the cores with the local and pool sweeps. Started as
+    Ray's own tests start one (``ray.cluster_utils``), without the autoscaler's monitor and the log
+    monitor that ``ray.init`` starts besides (a local cluster of fixed size, logs not shown): two
+    processes fewer, about a second of the module's time."""
     ray = pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
     path = os.pathsep.join(p for p in (str(TESTS / "plugins_for_tests"), os.environ.get("PYTHONPATH")) if p)
     with pytest.MonkeyPatch.context() as mp:
         # in Ray's environment, which its workers inherit: a job-wide runtime_env would have Ray start
         # workers of their own for it (seconds) where the ones it starts with serve
         mp.setenv("PYTHONPATH", path)
         mp.setenv("RAY_USAGE_STATS_ENABLED", "0")  # nothing to report offline: its collection is CPU spent
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-        yield ray
-        ray.shutdown()
+        cluster = Cluster(initialize_head=True, head_node_args={
+            "num_cpus": 2, "include_dashboard": False, "no_monitor": True, "include_log_monitor": False})
+        try:
+            ray.init(address=cluster.address, log_to_driver=False)
+            yield ray
+        finally:
+            ray.shutdown()
+            cluster.shutdown()
 
 
 def reference_runs(data_dir: Path, small_model_path: Path, root: Path) -> Path:
