@@ -594,23 +594,31 @@ for source in sys.argv[2:]:
 """
 
 
+def build_wheels(dest: Path, *sources: Path) -> subprocess.CompletedProcess:
+    """Wheels of ``sources`` built into ``dest`` by the backend their pyproject.toml names
+    (setuptools'), its hooks called as pip and ``python -m build`` call them, all from one fresh
+    interpreter (pip starts three per package); the backend's warnings are on stderr."""
+    import tomllib
+
+    backends = {tomllib.loads((Path(s) / "pyproject.toml").read_text())["build-system"]["build-backend"]
+                for s in sources}
+    assert backends == {"setuptools.build_meta"}, backends
+    return subprocess.run([sys.executable, "-c", BUILD_WHEELS, str(dest), *map(str, sources)], capture_output=True,
+                          text=True)
+
+
 @pytest.fixture(scope="session")
 def plugin_packages(tmp_path_factory, scaffolds) -> Path:
     """Third-party packages built and pip-installed for real, once per session (the modules that use
     them run on one worker: UNITS): tests/example_plugin, tests/broken_plugin and the ``scaffolds``.
-    Each is built into a wheel by the backend its pyproject.toml names, from one process (pip would
-    start three per package), and pip installs the wheels. Returns the folder that holds them
-    installed, as ``pip install --target`` leaves them (what ``PYTHONPATH=FOLDER`` puts on a path)."""
-    import tomllib
-
+    Each is built into a wheel (``build_wheels``), and pip installs the wheels. Returns the folder
+    that holds them installed, as ``pip install --target`` leaves them (what ``PYTHONPATH=FOLDER``
+    puts on a path)."""
     build = tmp_path_factory.mktemp("build")  # copies: setuptools leaves build/ and *.egg-info/ in the tree it builds
     sources = [shutil.copytree(TESTS / package, build / package) for package in ("example_plugin", "broken_plugin")]
     sources += [shutil.copytree(scaffolds / f"r2med-{name}", build / f"r2med-{name}") for name in SCAFFOLDS.values()]
-    backends = {tomllib.loads((s / "pyproject.toml").read_text())["build-system"]["build-backend"] for s in sources}
-    assert backends == {"setuptools.build_meta"}, backends
     wheels, site = build / "wheels", tmp_path_factory.mktemp("site")
-    built = subprocess.run([sys.executable, "-c", BUILD_WHEELS, str(wheels), *map(str, sources)], capture_output=True,
-                           text=True)
+    built = build_wheels(wheels, *sources)
     assert built.returncode == 0, built.stderr
     done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(site),
                            *map(str, wheels.glob("*.whl"))], capture_output=True, text=True)

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import build_wheels
+
 ROOT = Path(__file__).parent.parent
 
 
@@ -21,14 +23,12 @@ def test_every_subpackage_is_listed_for_setuptools():
     assert found | data == listed, f"missing from [tool.setuptools] packages: {sorted(found | data - listed)}"
 
 
-@pytest.mark.process  # pip builds the wheel
+@pytest.mark.process  # the build backend builds the wheel
 def test_package_data_ships_in_the_wheel(tmp_path):
     """The data folders (the sample task, the leaderboard, the published results) and the plugins'
     data files are in the wheel, and building it gives no warning about them. Built from a copy of
     the sources, as setuptools leaves build/ and *.egg-info/ in the tree it builds."""
     import shutil
-    import subprocess
-    import sys
     import zipfile
 
     def left_out(folder: str, names: list[str]) -> list[str]:  # what no wheel takes
@@ -36,8 +36,7 @@ def test_package_data_ships_in_the_wheel(tmp_path):
         return [n for n in names if n in top or n == "__pycache__" or n.endswith(".egg-info")]
 
     source = shutil.copytree(ROOT, tmp_path / "source", ignore=left_out)
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                            str(source), "-w", str(tmp_path)], capture_output=True, text=True)
+    built = build_wheels(tmp_path, source)
     assert built.returncode == 0, built.stderr
     assert "absent from the `packages` configuration" not in built.stderr
     (wheel,) = tmp_path.glob("*.whl")
