@@ -120,3 +120,33 @@ def test_every_first_character_is_accepted() -> None:
 
 def test_version_is_declared() -> None:
     assert isinstance(ANALYZER_VERSION, str) and ANALYZER_VERSION
+
+
+def test_threads_stem_as_one_thread_does() -> None:
+    """Queries are analysed on several threads at once (an agent's searches, one per request in
+    flight): each gets the stems one thread gives, never another's half-stemmed word. The
+    interpreter switches threads every microsecond here, so shared state would show at once."""
+    import sys
+    import threading
+
+    stems = REFERENCE["stems"]
+    words = list(stems) * 20
+    got: list[dict[str, str] | BaseException] = []
+
+    def stem_all() -> None:
+        try:
+            got.append({word: porter_stem(word) for word in words})
+        except BaseException as e:  # noqa: BLE001 - reported below
+            got.append(e)
+
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=stem_all) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(before)
+    assert got == [stems] * 4

@@ -250,7 +250,8 @@ def _java_lower(token: str) -> str:
 class _PorterStemmer:
     """Line-by-line port of Lucene 9.4's ``PorterStemmer``: Martin Porter's reference Java code, with
     its departures from the 1980 paper (``-bli`` -> ``-ble``), which Snowball's "porter" does not
-    reproduce. ``b`` holds UTF-16 code units."""
+    reproduce. ``b`` holds UTF-16 code units. One word's state: one stemmer per word, as threads
+    stem at once (an agent's searches)."""
 
     __slots__ = ("b", "j", "k")
 
@@ -430,7 +431,6 @@ class _PorterStemmer:
             self.k -= 1
 
 
-_porter = _PorterStemmer()
 _V = TypeVar("_V")
 
 
@@ -440,10 +440,10 @@ def porter_stem(word: str) -> str:
     if word.isascii() or max(word) <= "\uffff":
         if len(word) <= 2:
             return word
-        return "".join(_porter.stem(list(word)))
+        return "".join(_PorterStemmer().stem(list(word)))
     raw = word.encode("utf-16-le")
     units = [chr(raw[i] | raw[i + 1] << 8) for i in range(0, len(raw), 2)]
-    return "".join(_porter.stem(units)).encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+    return "".join(_PorterStemmer().stem(units)).encode("utf-16-le", "surrogatepass").decode("utf-16-le")
 
 
 def _term(token: str) -> str:
