@@ -267,12 +267,12 @@ class Forked:
     """``r2med ARGS``, or a function, in a fork of this worker: a process of its own (it gets
     signals, its streams and limits are its own, it can be killed) without a fresh interpreter's
     imports (seconds where the worker has torch and transformers loaded). What a fresh process would
-    not have is reset first (``_as_a_fresh_process``). ``stdout``: ``subprocess.DEVNULL``,
+    not have is reset first (``_forked_child``). ``stdout``: ``subprocess.DEVNULL``,
     ``subprocess.PIPE``, ``Forked.CLOSED`` (as ``>&-`` leaves it: Python has None there) or a file
     descriptor; ``encoding``: the standard streams' (PYTHONIOENCODING's); ``env``: variables set in
-    the child (None: unset), PYTHONPATH's folders put on ``sys.path``; ``before``: called first in the child (a
-    resource limit). A test whose subject is a fresh interpreter (its imports, its hash seed)
-    starts one."""
+    the child (None: unset), PYTHONPATH's folders put on ``sys.path``; ``before``: called first in
+    the child (a resource limit). A test whose subject is a fresh interpreter (its imports, its
+    hash seed) starts one."""
 
     CLOSED = -10
 
@@ -339,7 +339,7 @@ class Forked:
             self.wait(10)
 
 
-def forked(function, *args, env: dict[str, str] | None = None, timeout: float = 300):
+def forked(function, *args, env: dict[str, str | None] | None = None, timeout: float = 300):
     """``function(*args)`` in a fork of this worker (``Forked``), for what lasts as long as its
     process (an audit hook); its result, pickled back."""
     import pickle
@@ -354,7 +354,12 @@ def forked(function, *args, env: dict[str, str] | None = None, timeout: float = 
     proc = Forked(work, env=env)
     os.close(write)
     got: list[bytes] = []
-    reader = threading.Thread(target=lambda: got.append(open(read, "rb").read()), daemon=True)  # noqa: SIM115
+
+    def receive() -> None:
+        with open(read, "rb") as result:
+            got.append(result.read())
+
+    reader = threading.Thread(target=receive, daemon=True)
     reader.start()
     _, err = proc.communicate(timeout)
     reader.join(timeout)

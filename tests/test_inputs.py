@@ -136,8 +136,10 @@ def audited_runs(runs, watched: list[str], out: Path) -> dict:
     os.chdir(REPO)
     identities = []
     for i, (components, options, data) in enumerate(runs):
-        done = r2med.evaluate(r2med.pipeline(*components, **options), **data, output=out / str(i), cache_dir=out / "cache")
-        identities.append([json.loads(p.read_text()) for d in done.results_dirs for p in Path(d).glob("r2med/*.identity.json")])
+        done = r2med.evaluate(r2med.pipeline(*components, **options), **data, output=out / str(i),
+                              cache_dir=out / "cache")
+        identities.append([json.loads(p.read_text()) for d in done.results_dirs
+                           for p in Path(d).glob("r2med/*.identity.json")])
     return {"opened": opened, "identities": identities}
 
 
