@@ -20,7 +20,6 @@ import pytest
 from conftest import SAMPLE, Forked, finished_sample_run, read_jsonl, write_jsonl
 
 
-
 @pytest.mark.process  # a closed standard output is a process's
 def test_a_closed_stdout_is_no_traceback_and_the_run_still_writes(tmp_path):
     """``r2med ... >&-``: Python has None for the stream; the command's output goes nowhere."""

@@ -144,8 +144,8 @@ def audited_runs(runs, watched: list[str], out: Path) -> dict:
 
 
 def audit(tmp_path, runs, watched, env=()):
-    """Each run (components, options, evaluate's data arguments) in one process of its own (a fork
-    of this worker: an audit hook cannot be removed); every file read under ``watched`` (the task's
+    """The runs (components, options, evaluate's data arguments), one after the other in a process of
+    their own (a fork of this worker: an audit hook cannot be removed); every file read under ``watched`` (the task's
     own three aside), with the identity reader it was read through (None: around the identity), and
     each run's stored identities; under ``"native"``, every file the kernel saw opened under
     ``watched`` (by Python or by a native library)."""
